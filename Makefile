@@ -1,0 +1,31 @@
+# The README's two commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+EXTRAS ?= all,dev
+# Evaluation data for the MATH envs lives beside the repository, never inside it.
+export ROLLGYM_DATA_DIR ?= $(abspath ../shared/data)
+
+.PHONY: demo test lint typecheck bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/rollgym demo
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check rollgym tests bench examples
+	$(VENV)/bin/mypy rollgym
+
+test: lint
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+bench: $(VENV)/.installed
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,49 @@
+"""rollgym: Gymnasium environments with verifiable rewards for language-model agents.
+
+``import rollgym`` registers every env id, so ``gym.make("Countdown-v0")`` works;
+``gym.make("rollgym:Countdown-v0")`` works without the import.
+"""
+
+from rollgym import envs as _envs  # noqa: F401  (registers every env id)
+from rollgym.core import (
+    SPLITS,
+    ConfigError,
+    DataNotFoundError,
+    EnvInfo,
+    MissingDependencyError,
+    RollgymError,
+    Score,
+    SingleTurnEnv,
+    Task,
+    TextEnv,
+    TextSpace,
+    UnknownEnvError,
+    env_info,
+    extract_boxed,
+    extract_tag,
+    list_envs,
+    make,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SPLITS",
+    "ConfigError",
+    "DataNotFoundError",
+    "EnvInfo",
+    "MissingDependencyError",
+    "RollgymError",
+    "Score",
+    "SingleTurnEnv",
+    "Task",
+    "TextEnv",
+    "TextSpace",
+    "UnknownEnvError",
+    "__version__",
+    "env_info",
+    "extract_boxed",
+    "extract_tag",
+    "list_envs",
+    "make",
+]

@@ -1,0 +1,130 @@
+"""The ``Agent`` protocol and the reference agents every env supports."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rollgym.core.errors import ConfigError
+from rollgym.core.registration import env_info
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A step-by-step policy: it reads an observation and its ``info`` and returns an action.
+
+    ``reset(seed)`` is called at the start of every episode; agents with no
+    per-episode state may ignore it.
+    """
+
+    name: str
+
+    def reset(self, seed: int | None = None) -> None: ...
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+def _resolve(entry_point: str) -> Callable[..., Any]:
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def _env_id(info: dict[str, Any]) -> str:
+    env_id = info.get("env_id")
+    if not env_id:
+        raise ConfigError("The agent needs info['env_id']; pass the info dict that reset() and step() return.")
+    return str(env_id)
+
+
+class OracleAgent:
+    """Plays the env's registered reference solution (a solver, not the hidden answer).
+
+    Example:
+        >>> import gymnasium as gym, rollgym
+        >>> env = gym.make("Countdown-v0")
+        >>> obs, info = env.reset(seed=0)
+        >>> agent = OracleAgent()
+        >>> env.step(agent.act(obs, info))[1]
+        1.0
+    """
+
+    name = "oracle"
+
+    def reset(self, seed: int | None = None) -> None:
+        """Oracles are deterministic; nothing to reset."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        entry = env_info(_env_id(info)).oracle
+        if entry is None:
+            raise ConfigError(f"{info['env_id']} has no oracle agent; use another agent.")
+        return str(_resolve(entry)(observation, info))
+
+
+class RandomAgent:
+    """Samples a random well-formed action from the env's registered random policy.
+
+    Envs without one get random printable text. Seeded through :meth:`reset`.
+    """
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        entry = env_info(_env_id(info)).random_policy
+        if entry is None:
+            alphabet = list("abcdefghijklmnopqrstuvwxyz0123456789 +-*/()")
+            return "".join(self.rng.choice(alphabet, size=int(self.rng.integers(1, 40))))
+        return str(_resolve(entry)(observation, info, self.rng))
+
+
+class HumanAgent:
+    """A person at the terminal: prints each observation and reads one action.
+
+    A line ending in a backslash continues on the next line, for multi-line answers.
+    """
+
+    name = "human"
+
+    def __init__(self, read: Callable[[str], str] = input, write: Callable[[str], None] = print) -> None:
+        self._read = read
+        self._write = write
+
+    def reset(self, seed: int | None = None) -> None:
+        """People need no seed."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        if observation:
+            self._write(observation)
+        lines: list[str] = []
+        prompt = "> "
+        while True:
+            line = self._read(prompt)
+            if line.endswith("\\"):
+                lines.append(line[:-1])
+                prompt = ". "
+                continue
+            lines.append(line)
+            return "\n".join(lines)
+
+
+AGENTS: dict[str, Callable[..., Agent]] = {
+    "oracle": OracleAgent,
+    "random": RandomAgent,
+    "human": HumanAgent,
+}
+
+
+def make_agent(name: str, **kwargs: Any) -> Agent:
+    """Build a reference agent by name: ``oracle``, ``random`` or ``human``."""
+    if name not in AGENTS:
+        raise ConfigError(f"Unknown agent {name!r}; use one of {', '.join(sorted(AGENTS))}.")
+    return AGENTS[name](**kwargs)

@@ -1,0 +1,210 @@
+"""``TextEnv``: the base of every text env, and ``SingleTurnEnv`` for one-answer tasks.
+
+A text env draws a :class:`~rollgym.core.task.Task` from a :class:`TaskSource`
+at ``reset`` and talks to the agent in strings. Subclasses implement two hooks:
+``_start(task) -> observation`` and ``_advance(action) -> (observation, reward,
+terminated, truncated, info)``; the base class handles task selection, seeding,
+the ``info`` keys every env shares, and bad input.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import gymnasium as gym
+
+from rollgym.core.errors import ConfigError
+from rollgym.core.seeding import SPLITS, check_split
+from rollgym.core.spaces import TextSpace
+from rollgym.core.task import Score, Task
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+_RESET_OPTIONS = frozenset({"task", "task_index", "split"})
+
+
+@runtime_checkable
+class TaskSource(Protocol):
+    """Where tasks come from: a generator or a dataset, indexed and deterministic.
+
+    ``task(index, split)`` returns the same task every time it is called with the
+    same arguments; ``size(split)`` is the number of tasks in a split, or ``None``
+    when a generator's supply is unbounded.
+    """
+
+    family: str
+
+    def task(self, index: int, split: str = "train") -> Task: ...
+
+    def size(self, split: str) -> int | None: ...
+
+
+class TextEnv(gym.Env[str, str], ABC):
+    """A Gymnasium env whose observations and actions are strings.
+
+    Reset options: ``{"task_index": i, "split": "test"}`` picks task ``i`` of a split;
+    ``{"task": Task(...)}`` plays a given task. Without them the task index is drawn
+    from the env's own RNG over its split, so ``reset(seed=s)`` gives the same task
+    every time and later seedless resets continue that stream.
+
+    Every ``info`` carries ``task_id``, ``env_id``, ``spec_hash``, ``split``,
+    ``task_index`` (``None`` for a given task), ``system_prompt`` and ``task_meta``
+    (the task's public parameters; never the answer); envs with
+    tools add ``tools`` (OpenAI function schemas).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012
+    default_env_id: ClassVar[str] = ""
+    system_prompt: str = ""
+
+    def __init__(
+        self,
+        source: TaskSource,
+        *,
+        split: str = "train",
+        render_mode: str | None = None,
+        max_observation_length: int = 100_000,
+        max_action_length: int = 1_000_000,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}."
+            )
+        self.source = source
+        self.split = check_split(split) if split in SPLITS else self._dataset_split(split)
+        self.render_mode = render_mode
+        self.observation_space = TextSpace(max_observation_length)
+        self.action_space = TextSpace(max_action_length)
+        self.task: Task | None = None
+        self.task_index: int | None = None
+        self._done = True
+        self._transcript: list[tuple[str, str]] = []
+
+    def _dataset_split(self, split: str) -> str:
+        size = self.source.size(split)
+        if size is None or size == 0:
+            raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
+        return split
+
+    # -- identity -----------------------------------------------------------
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with (or the class default outside ``gym.make``)."""
+        return self.spec.id if self.spec is not None else self.default_env_id
+
+    @property
+    def spec_hash(self) -> str | None:
+        """The content hash of this env's id, or ``None`` for an unregistered env."""
+        from rollgym.core.registration import _REGISTRY
+
+        info = _REGISTRY.get(self.env_id)
+        return info.content_hash if info is not None else None
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the env's tools; empty for tool-free envs."""
+        return []
+
+    # -- gymnasium API ------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.task, self.task_index = self._choose_task(options)
+        self._done = False
+        observation = self._start(self.task)
+        self._transcript = [("env", observation)]
+        return observation, self._common_info()
+
+    def step(self, action: str) -> StepResult:
+        if self.task is None or self._done:
+            raise RuntimeError("Call reset() before step(), and again after an episode ends.")
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", errors="replace")
+        if not isinstance(action, str):
+            raise TypeError(f"Actions are strings; got {type(action).__name__}. Pass the model's text.")
+        observation, reward, terminated, truncated, info = self._advance(action)
+        self._done = terminated or truncated
+        self._transcript += [("agent", action), ("env", observation)]
+        return observation, float(reward), terminated, truncated, {**self._common_info(), **info}
+
+    def render(self) -> str | None:  # type: ignore[override]
+        text = "\n".join(f"[{who}] {what}" for who, what in self._transcript)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # -- hooks --------------------------------------------------------------
+    @abstractmethod
+    def _start(self, task: Task) -> str:
+        """Prepare the episode for ``task`` and return the first observation."""
+
+    @abstractmethod
+    def _advance(self, action: str) -> StepResult:
+        """Apply one action and return ``(observation, reward, terminated, truncated, info)``."""
+
+    # -- helpers ------------------------------------------------------------
+    def _choose_task(self, options: dict[str, Any] | None) -> tuple[Task, int | None]:
+        options = dict(options or {})
+        unknown = set(options) - _RESET_OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"Unknown reset option(s) {sorted(unknown)}; use 'task_index', 'split' or 'task'."
+            )
+        if "task" in options:
+            task = options["task"]
+            if isinstance(task, dict):
+                task = Task.from_dict(task)
+            if not isinstance(task, Task):
+                raise ConfigError("options['task'] must be a rollgym Task or its to_dict() form.")
+            return task, None
+        split = options.get("split", self.split)
+        size = self.source.size(split)
+        if split not in SPLITS and not size:
+            raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
+        if "task_index" in options:
+            index = options["task_index"]
+            if not isinstance(index, int) or index < 0 or (size is not None and index >= size):
+                bound = f"below {size}" if size is not None else "a non-negative integer"
+                raise ConfigError(f"task_index must be {bound}, got {index!r}.")
+        else:
+            index = int(self.np_random.integers(0, size if size else 2**31))
+        return self.source.task(index, split), index
+
+    def _common_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "task_id": self.task.id if self.task else None,
+            "env_id": self.env_id,
+            "spec_hash": self.spec_hash,
+            "split": self.split,
+            "task_index": self.task_index,
+            "system_prompt": self.system_prompt,
+            "task_meta": dict(self.task.meta) if self.task else {},
+        }
+        if self.tools:
+            info["tools"] = self.tools
+        return info
+
+
+class SingleTurnEnv(TextEnv):
+    """A text env where the agent answers once and a verifier scores the answer.
+
+    The episode ends after one step with ``terminated=True, truncated=False``, an
+    empty observation, the score's reward, and the :class:`Score` fields in
+    ``info`` (``correct``, ``parsed``, ``error``, ``details``).
+    """
+
+    @abstractmethod
+    def verify(self, task: Task, response: str) -> Score:
+        """Score ``response`` for ``task``; never raises on model output."""
+
+    def _start(self, task: Task) -> str:
+        return task.prompt
+
+    def _advance(self, action: str) -> StepResult:
+        assert self.task is not None
+        try:
+            score = self.verify(self.task, action)
+        except Exception as exc:  # a verifier bug must not crash a training run
+            score = Score.fail("verifier_error", exception=f"{type(exc).__name__}: {exc}")
+        return "", score.reward, True, False, score.to_info()

@@ -1,0 +1,137 @@
+"""Parsing tool calls out of model text.
+
+The canonical form is the Hermes one that open models emit::
+
+    <tool_call>{"name": "search", "arguments": {"query": "x"}}</tool_call>
+
+An action may hold several such blocks (parallel calls). A JSON list of
+OpenAI-style calls is accepted too, either ``{"name", "arguments"}`` objects or
+``{"type": "function", "function": {"name", "arguments": "<json string>"}}``.
+Parsing never raises: each malformed block becomes a :class:`ToolCallError`
+that an env turns into an error observation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_BLOCK_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL | re.IGNORECASE)
+MAX_CALLS = 64
+MAX_CALL_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One parsed call: a tool name and its JSON arguments."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
+
+    def to_hermes(self) -> str:
+        """The call in the Hermes ``<tool_call>`` form."""
+        return "<tool_call>" + json.dumps({"name": self.name, "arguments": self.arguments}) + "</tool_call>"
+
+
+@dataclass(frozen=True)
+class ToolCallError:
+    """A block that looked like a tool call but could not be used, and why."""
+
+    message: str
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedToolCalls:
+    """Everything found in one action: usable calls, errors, and the text around them."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    errors: list[ToolCallError] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def found(self) -> bool:
+        """Whether the action tried to call any tool at all."""
+        return bool(self.calls or self.errors)
+
+
+def _call_from_obj(obj: Any, index: int) -> ToolCall | ToolCallError:
+    if not isinstance(obj, dict):
+        return ToolCallError(f"call {index}: expected a JSON object with 'name' and 'arguments'")
+    call_id = str(obj.get("id", ""))
+    if obj.get("type") == "function" and isinstance(obj.get("function"), dict):
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return ToolCallError(f"call {index}: missing the tool 'name'")
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolCallError(f"call {index} to {name!r}: arguments are not valid JSON ({exc.msg})")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return ToolCallError(f"call {index} to {name!r}: 'arguments' must be a JSON object")
+    return ToolCall(name=name, arguments=args, id=call_id)
+
+
+def parse_tool_calls(text: str) -> ParsedToolCalls:
+    """Extract every tool call from ``text``.
+
+    Example:
+        >>> p = parse_tool_calls('<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>')
+        >>> p.calls[0].name, p.calls[0].arguments
+        ('f', {'x': 1})
+        >>> parse_tool_calls('<tool_call>{oops}</tool_call>').errors[0].message[:27]
+        'call 1: not valid JSON (Exp'
+    """
+    if not isinstance(text, str):
+        return ParsedToolCalls(errors=[ToolCallError("the action is not text")])
+    calls: list[ToolCall] = []
+    errors: list[ToolCallError] = []
+    blocks = _BLOCK_RE.findall(text)
+    if blocks:
+        remaining = _BLOCK_RE.sub("", text).strip()
+        for i, raw in enumerate(blocks, start=1):
+            if len(calls) + len(errors) >= MAX_CALLS:
+                errors.append(ToolCallError(f"too many tool calls in one action (limit {MAX_CALLS})"))
+                break
+            if len(raw) > MAX_CALL_CHARS:
+                errors.append(ToolCallError(f"call {i}: longer than {MAX_CALL_CHARS} characters"))
+                continue
+            try:
+                obj = json.loads(raw.strip())
+            except json.JSONDecodeError as exc:
+                errors.append(ToolCallError(f"call {i}: not valid JSON ({exc.msg})", raw[:200]))
+                continue
+            result = _call_from_obj(obj, i)
+            (calls if isinstance(result, ToolCall) else errors).append(result)  # type: ignore[arg-type]
+        if "<tool_call>" in remaining.lower():
+            errors.append(ToolCallError("a <tool_call> block is not closed with </tool_call>"))
+        return ParsedToolCalls(calls, errors, remaining)
+    stripped = text.strip()
+    if "<tool_call>" in stripped.lower():
+        return ParsedToolCalls([], [ToolCallError("a <tool_call> block is not closed with </tool_call>")], text)
+    if stripped.startswith("[") and stripped.endswith("]") and len(stripped) <= MAX_CALL_CHARS:
+        try:
+            items = json.loads(stripped)
+        except json.JSONDecodeError:
+            return ParsedToolCalls(text=text)
+        looks_like_calls = all(isinstance(x, dict) and ("name" in x or "function" in x) for x in items or [0])
+        if isinstance(items, list) and items and looks_like_calls:
+            for i, obj in enumerate(items[:MAX_CALLS], start=1):
+                result = _call_from_obj(obj, i)
+                (calls if isinstance(result, ToolCall) else errors).append(result)  # type: ignore[arg-type]
+            return ParsedToolCalls(calls, errors, "")
+    return ParsedToolCalls(text=text)
+
+
+def format_tool_response(name: str, result: Any) -> str:
+    """Render one tool result as observation text, in the Hermes ``<tool_response>`` form."""
+    body = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return f'<tool_response name="{name}">\n{body}\n</tool_response>'
