@@ -1,0 +1,8 @@
+"""Sub-commands of the ``rollgym`` CLI that live beside the code they drive.
+
+Each module named in :data:`COMMAND_MODULES` exposes ``register(subparsers)``,
+which adds its sub-command to the ``argparse`` parser; ``rollgym.cli`` imports
+them lazily when it builds the parser.
+"""
+
+COMMAND_MODULES: list[str] = []
