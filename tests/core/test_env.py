@@ -1,0 +1,141 @@
+"""The TextEnv/SingleTurnEnv contract, on a small env defined here."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from rollgym.core import ConfigError, Score, SingleTurnEnv, Task, extract_tag, register_env
+from rollgym.core.seeding import task_rng
+
+
+class EchoSource:
+    family = "echo"
+
+    def task(self, index: int, split: str = "train") -> Task:
+        value = int(task_rng(self.family, split, index).integers(0, 1000))
+        return Task(f"Echo-v0:{split}:{index}", "Echo-v0", f"Repeat {value}.", str(value), {"value": value})
+
+    def size(self, split: str) -> int | None:
+        return None
+
+
+class EchoEnv(SingleTurnEnv):
+    default_env_id = "Echo-v0"
+    system_prompt = "Answer inside <answer></answer>."
+
+    def __init__(self, split: str = "train", render_mode: str | None = None, crash: bool = False) -> None:
+        super().__init__(EchoSource(), split=split, render_mode=render_mode)
+        self.crash = crash
+
+    def verify(self, task: Task, response: str) -> Score:
+        if self.crash:
+            raise ZeroDivisionError("bug")
+        got = extract_tag(response)
+        if got is None:
+            return Score.fail("no_answer")
+        return Score.success(got) if got == task.answer else Score.fail("wrong", got)
+
+
+register_env("Echo-v0", f"{__name__}:EchoEnv", description="Echo a number.", family="test",
+             components=[__name__])
+
+
+def test_check_env_passes_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(gym.make("Echo-v0").unwrapped, skip_render_check=False)
+
+
+def test_seeded_reset_is_reproducible_and_continues_a_stream():
+    env = gym.make("Echo-v0")
+    first, info = env.reset(seed=3)
+    again, _ = env.reset(seed=3)
+    assert first == again
+    follow = [env.reset()[0] for _ in range(3)]
+    env.reset(seed=3)
+    assert follow == [env.reset()[0] for _ in range(3)]
+    assert info["env_id"] == "Echo-v0" and info["task_id"].startswith("Echo-v0:train:")
+    assert info["system_prompt"] and info["task_meta"]["value"] >= 0
+    assert info["spec_hash"] and len(info["spec_hash"]) == 16
+
+
+def test_single_turn_episode():
+    env = gym.make("Echo-v0")
+    obs, info = env.reset(options={"task_index": 4, "split": "test"})
+    answer = str(info["task_meta"]["value"])
+    obs2, reward, terminated, truncated, info2 = env.step(f"<answer>{answer}</answer>")
+    assert (obs2, reward, terminated, truncated) == ("", 1.0, True, False)
+    assert info2["correct"] is True and info2["error"] is None and info2["parsed"] == answer
+    assert info2["split"] == "train"  # the env's split; the task came from options
+    assert info2["task_id"] == "Echo-v0:test:4"
+
+
+def test_given_task_and_dict_task():
+    env = gym.make("Echo-v0")
+    task = Task("custom", "Echo-v0", "Repeat 7.", "7", {"value": 7})
+    assert env.reset(options={"task": task})[0] == "Repeat 7."
+    assert env.reset(options={"task": task.to_dict()})[1]["task_id"] == "custom"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"task_idx": 1}, "Unknown reset option"),
+        ({"task_index": -1}, "task_index must be"),
+        ({"split": "dev"}, "Unknown or empty split"),
+        ({"task": "nope"}, "must be a rollgym Task"),
+    ],
+)
+def test_bad_reset_options_are_one_clear_sentence(options, message):
+    with pytest.raises(ConfigError, match=message):
+        gym.make("Echo-v0").reset(options=options)
+
+
+def test_bad_constructor_values():
+    with pytest.raises(ConfigError, match="Unknown or empty split"):
+        EchoEnv(split="dev")
+    with pytest.raises(ConfigError, match="render_mode"):
+        EchoEnv(render_mode="rgb_array")
+
+
+def test_step_before_reset_and_after_end_is_a_clear_error():
+    env = EchoEnv()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("x")
+    env.reset(seed=0)
+    env.step("x")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("x")
+
+
+def test_model_output_never_crashes_the_env():
+    env = EchoEnv(crash=True)
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("<answer>1</answer>")
+    assert reward == 0.0 and terminated and info["error"] == "verifier_error"
+    env = EchoEnv()
+    env.reset(seed=0)
+    assert env.step(b"<answer>1</answer>")[4]["parsed"] == "1"
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="Actions are strings"):
+        env.step(12)  # type: ignore[arg-type]
+
+
+def test_render_ansi_shows_the_transcript():
+    env = EchoEnv(render_mode="ansi")
+    obs, _ = env.reset(seed=1)
+    env.step("<answer>no</answer>")
+    text = env.render()
+    assert obs in text and "<answer>no</answer>" in text
+
+
+def test_make_vec_gives_tuples_of_strings():
+    envs = gym.make_vec("Echo-v0", num_envs=4, vectorization_mode="sync")
+    obs, infos = envs.reset(seed=0)
+    assert isinstance(obs, tuple) and len(obs) == 4 and all(isinstance(o, str) for o in obs)
+    obs2, rewards, terminated, truncated, _ = envs.step(("a",) * 4)
+    assert terminated.all() and not truncated.any() and rewards.dtype.kind == "f"
