@@ -5,4 +5,6 @@ which adds its sub-command to the ``argparse`` parser; ``rollgym.cli`` imports
 them lazily when it builds the parser.
 """
 
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "rollgym.commands.serve_model",
+]

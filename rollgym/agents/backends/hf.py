@@ -1,0 +1,267 @@
+"""A transformers backend: any local model folder or hub id, batched, with exact tokens and logprobs.
+
+Sampling runs in rollgym's own decoding loop over the model's KV cache (left
+padding, explicit position ids), so that every sampled token's raw logprob is
+recorded as it is drawn and seeding uses a private ``torch.Generator``, never
+torch's global RNG. Concurrent ``generate`` calls with the same sampling
+settings are merged into one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollgym.agents.backends.base import Generation, Prompt, SamplingParams, check_prompts
+from rollgym.core.errors import ConfigError, MissingDependencyError
+
+
+def _import_torch_transformers() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependencyError(
+            "The transformers backend needs torch and transformers: pip install 'rollgym[llm]'."
+        ) from exc
+    return torch, transformers
+
+
+@dataclass
+class _Pending:
+    prompts: list[list[int]]
+    sampling: SamplingParams
+    future: asyncio.Future[list[Generation]]
+
+
+class TransformersBackend:
+    """Generate with a transformers causal LM on this machine.
+
+    Args:
+        model: A loaded ``PreTrainedModel``.
+        tokenizer: Its tokenizer (with a chat template for chat use).
+        max_batch: Most sequences decoded together.
+        batch_window_s: How long a call waits for others to join its batch.
+
+    Example:
+        >>> backend = TransformersBackend.from_pretrained("path/to/model")  # doctest: +SKIP
+        >>> gens = asyncio.run(backend.generate([[1, 2, 3]], SamplingParams(max_tokens=8)))  # doctest: +SKIP
+    """
+
+    name = "transformers"
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002) -> None:
+        torch, _ = _import_torch_transformers()
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_batch = max_batch
+        self.batch_window_s = batch_window_s
+        self.policy_version = 0
+        self._lock = threading.Lock()
+        self._pending: list[_Pending] = []
+        self._flush_task: asyncio.Task[None] | None = None
+        self.eos_ids = self._eos_ids()
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (self.eos_ids[0] if self.eos_ids else 0))
+        self._torch = torch
+        import inspect
+
+        params = inspect.signature(self.model.forward).parameters
+        # transformers >= 5.2x renamed past_key_values to cache
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+
+    @classmethod
+    def from_pretrained(
+        cls, path_or_id: str, *, device: str = "cpu", dtype: str = "float32", **kwargs: Any
+    ) -> TransformersBackend:
+        """Load a model folder (or a hub id, when the network allows) with its tokenizer."""
+        torch, transformers = _import_torch_transformers()
+        local = Path(path_or_id).expanduser()
+        if not local.exists() and (path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") > 1):
+            raise ConfigError(f"Model folder {path_or_id!r} does not exist; pass a local folder or a hub id.")
+        source = str(local) if local.exists() else path_or_id
+        try:
+            torch_dtype = getattr(torch, dtype)
+        except AttributeError as exc:
+            raise ConfigError(f"Unknown dtype {dtype!r}; use float32, bfloat16 or float16.") from exc
+        transformers.utils.logging.disable_progress_bar()
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source)
+        model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype).to(device)
+        return cls(model, tokenizer, **kwargs)
+
+    def _eos_ids(self) -> list[int]:
+        ids: set[int] = set()
+        eos = getattr(self.model.generation_config, "eos_token_id", None)
+        for value in (eos, self.tokenizer.eos_token_id):
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, (list, tuple)):
+                ids.update(int(v) for v in value)
+        return sorted(ids)
+
+    # -- prompts ------------------------------------------------------------
+    def encode(self, prompt: Prompt, tools: list[dict[str, Any]] | None = None) -> list[int]:
+        """Token ids of a prompt: ids pass through, text is tokenized, messages use the chat template."""
+        if isinstance(prompt, str):
+            return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if prompt and isinstance(prompt[0], dict):
+            return render_chat_ids(self.tokenizer, prompt, tools)  # type: ignore[arg-type]
+        return [int(t) for t in prompt]  # type: ignore[arg-type]
+
+    # -- generation ---------------------------------------------------------
+    async def generate(self, prompts: list[Prompt], sampling: SamplingParams) -> list[Generation]:
+        """Sample ``sampling.n`` completions for each prompt; see the module docstring."""
+        check_prompts(prompts)
+        ids = [self.encode(p) for p in prompts for _ in range(sampling.n)]
+        if not ids:
+            return []
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Generation]] = loop.create_future()
+        self._pending.append(_Pending(ids, sampling, future))
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.create_task(self._flush_soon())
+        return await future
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(self.batch_window_s)
+        while self._pending:
+            first = self._pending[0]
+            group = [p for p in self._pending if p.sampling == first.sampling]
+            self._pending = [p for p in self._pending if p.sampling != first.sampling]
+            flat = [ids for p in group for ids in p.prompts]
+            try:
+                results: list[Generation] = []
+                for start in range(0, len(flat), self.max_batch):
+                    chunk = flat[start : start + self.max_batch]
+                    results += await asyncio.to_thread(self.generate_ids, chunk, first.sampling)
+            except Exception as exc:
+                for p in group:
+                    if not p.future.done():
+                        p.future.set_exception(exc)
+                continue
+            offset = 0
+            for p in group:
+                if not p.future.done():
+                    p.future.set_result(results[offset : offset + len(p.prompts)])
+                offset += len(p.prompts)
+
+    def generate_ids(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
+        """Blocking batched sampling of one completion per prompt of token ids."""
+        torch = self._torch
+        with self._lock, torch.inference_mode():
+            return self._decode(prompts, sampling)
+
+    def _decode(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
+        torch = self._torch
+        device = next(self.model.parameters()).device
+        if any(len(p) == 0 for p in prompts):
+            raise ConfigError("A prompt has no tokens; give the model at least one token.")
+        width = max(len(p) for p in prompts)
+        batch = len(prompts)
+        input_ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((batch, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            input_ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            attention[i, width - len(p) :] = 1
+        input_ids, attention = input_ids.to(device), attention.to(device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        generator = torch.Generator(device=device)
+        generator.manual_seed(sampling.seed if sampling.seed is not None else int(torch.seed() % 2**63))
+        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True)
+        past, logits = self._cache_of(out), out.logits[:, -1, :].float()
+        tokens: list[list[int]] = [[] for _ in range(batch)]
+        logps: list[list[float]] = [[] for _ in range(batch)]
+        reasons: list[str | None] = [None] * batch
+        eos = set(self.eos_ids)
+        for _ in range(sampling.max_tokens):
+            raw = torch.log_softmax(logits, dim=-1)
+            chosen = self._choose(logits, sampling, generator)
+            for i in range(batch):
+                if reasons[i] is not None:
+                    continue
+                tok = int(chosen[i])
+                tokens[i].append(tok)
+                logps[i].append(float(raw[i, tok]))
+                if tok in eos or (sampling.stop and self._hit_stop(tokens[i], sampling.stop)):
+                    reasons[i] = "stop"
+            if all(r is not None for r in reasons):
+                break
+            attention = torch.cat([attention, torch.ones((batch, 1), dtype=torch.long, device=device)], dim=1)
+            positions = positions[:, -1:] + 1
+            out = self.model(
+                input_ids=chosen.view(batch, 1), attention_mask=attention, position_ids=positions,
+                use_cache=True, **{self._cache_arg: past},
+            )
+            past, logits = self._cache_of(out), out.logits[:, -1, :].float()
+        return [
+            Generation(
+                text=self.tokenizer.decode(tokens[i], skip_special_tokens=True),
+                token_ids=tokens[i],
+                logprobs=logps[i],
+                finish_reason=reasons[i] or "length",
+                policy_version=self.policy_version,
+                prompt_ids=list(prompts[i]),
+            )
+            for i in range(batch)
+        ]
+
+    @staticmethod
+    def _cache_of(output: Any) -> Any:
+        cache = getattr(output, "cache", None)
+        return cache if cache is not None else output.past_key_values
+
+    def _choose(self, logits: Any, sampling: SamplingParams, generator: Any) -> Any:
+        torch = self._torch
+        if sampling.greedy:
+            return logits.argmax(dim=-1)
+        scores = logits / sampling.temperature
+        if sampling.top_k and sampling.top_k > 0:
+            kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if sampling.top_p < 1.0:
+            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
+            cumulative = torch.softmax(sorted_scores, dim=-1).cumsum(dim=-1)
+            drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= sampling.top_p
+            sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
+            scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
+        probs = torch.softmax(scores, dim=-1)
+        return torch.multinomial(probs, 1, generator=generator).view(-1)
+
+    def _hit_stop(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
+        tail = self.tokenizer.decode(tokens[-16:], skip_special_tokens=False)
+        return any(s in tail for s in stop)
+
+    def logprobs_of(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+        """Recompute the raw logprobs of ``completion_ids`` after ``prompt_ids`` with one forward pass."""
+        torch = self._torch
+        with self._lock, torch.inference_mode():
+            ids = torch.tensor([prompt_ids + completion_ids], dtype=torch.long)
+            logits = self.model(input_ids=ids).logits[0].float()
+            logp = torch.log_softmax(logits, dim=-1)
+            start = len(prompt_ids)
+            return [float(logp[start - 1 + j, t]) for j, t in enumerate(completion_ids)]
+
+
+def render_chat_ids(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+    *, add_generation_prompt: bool = True,
+) -> list[int]:
+    """Token ids of ``messages`` rendered with the tokenizer's chat template."""
+    text = render_chat_text(tokenizer, messages, tools, add_generation_prompt=add_generation_prompt)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def render_chat_text(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+    *, add_generation_prompt: bool = True,
+) -> str:
+    """``messages`` rendered with the tokenizer's chat template, as text."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError("This tokenizer has no chat template; pass token ids or text prompts instead.")
+    kwargs: dict[str, Any] = {"tokenize": False, "add_generation_prompt": add_generation_prompt}
+    if tools:
+        kwargs["tools"] = tools
+    return str(tokenizer.apply_chat_template(messages, **kwargs))

@@ -1,0 +1,216 @@
+"""``ChatAgent``: a language model playing any rollgym env through a backend.
+
+With a tokenizer (a local model, or a server plus the model's tokenizer) the
+agent works in tokens: the first prompt is the chat template applied to the
+system prompt, the tools and the first observation; each later observation is
+*appended* as the template's suffix tokens, after the exact tokens the model
+sampled, so a trainer sees the very ids the policy produced (``loss_mask`` 1)
+and the env's ids between them (mask 0, logprob 0.0).
+
+That is only sound when the template renders earlier turns unchanged (it is
+*prefix-preserving*). Templates that rewrite history, such as ones that strip
+earlier ``<think>`` blocks, are detected turn by turn; the agent then re-renders
+the whole history for the next turn and marks the episode ``per_turn_rows``:
+each turn becomes its own training row (its full prompt, its sampled tokens).
+
+Without a tokenizer (a chat API) the agent sends messages and records text and
+whatever token ids the server returns; such episodes are marked
+``token_exact=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollgym.agents.backends.base import Backend, Generation, SamplingParams
+from rollgym.agents.backends.hf import render_chat_text
+
+
+@dataclass
+class TurnRecord:
+    """One model call: the context it saw, what it sampled, and the env tokens that followed."""
+
+    prompt_ids: list[int]
+    output_ids: list[int]
+    output_logprobs: list[float]
+    obs_ids: list[int] = field(default_factory=list)
+    reward: float | None = None
+    policy_version: int = 0
+    finish_reason: str = "stop"
+    text: str = ""
+
+
+@dataclass
+class TokenRecord:
+    """The token view of one episode, as a trainer consumes it."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float]
+    turns: list[TurnRecord]
+    per_turn_rows: bool
+    token_exact: bool
+
+    def training_rows(self) -> list[dict[str, list[int] | list[float]]]:
+        """One row for a prefix-preserving episode; one row per turn otherwise."""
+        if not self.per_turn_rows:
+            return [{"prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids,
+                     "loss_mask": self.loss_mask, "logprobs": self.logprobs}]
+        return [{"prompt_ids": t.prompt_ids, "completion_ids": t.output_ids, "loss_mask": [1] * len(t.output_ids),
+                 "logprobs": t.output_logprobs} for t in self.turns]
+
+
+def template_preserves_prefix(tokenizer: Any) -> bool:
+    """Whether rendering one more turn leaves the earlier rendering unchanged (checked with a ``<think>`` turn)."""
+    history = [
+        {"role": "user", "content": "Question?"},
+        {"role": "assistant", "content": "<think>\nreasoning\n</think>\nAnswer."},
+    ]
+    before = render_chat_text(tokenizer, history, add_generation_prompt=False)
+    after = render_chat_text(tokenizer, [*history, {"role": "user", "content": "Next?"}])
+    return after.startswith(before)
+
+
+class ChatAgent:
+    """An LLM agent; see the module docstring.
+
+    Args:
+        backend: Any :class:`~rollgym.agents.backends.base.Backend`.
+        sampling: Sampling settings for every turn (``n`` must be 1; groups come from the collector).
+        tokenizer: The model's tokenizer; defaults to ``backend.tokenizer`` when the backend has one.
+        system_prompt: Overrides the env's ``info["system_prompt"]``.
+        observation_role: The chat role of env observations after the first (``"user"`` or ``"tool"``).
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        backend: Backend,
+        sampling: SamplingParams | None = None,
+        *,
+        tokenizer: Any = None,
+        system_prompt: str | None = None,
+        observation_role: str = "user",
+    ) -> None:
+        self.backend = backend
+        self.sampling = sampling or SamplingParams()
+        if self.sampling.n != 1:
+            self.sampling = dataclasses.replace(self.sampling, n=1)
+        self.tokenizer: Any = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
+        self.system_prompt = system_prompt
+        self.observation_role = observation_role
+        self.reset()
+
+    def spawn(self) -> ChatAgent:
+        """A fresh agent on the same backend, for another episode running at the same time."""
+        return ChatAgent(self.backend, self.sampling, tokenizer=self.tokenizer, system_prompt=self.system_prompt,
+                         observation_role=self.observation_role)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forget the episode; ``seed`` seeds this episode's sampling."""
+        self.seed = seed
+        self.messages: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] | None = None
+        self.context_ids: list[int] = []
+        self.turns: list[TurnRecord] = []
+        self.per_turn_rows = False
+        self.last_generation: Generation | None = None
+
+    # -- acting ---------------------------------------------------------------
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """Synchronous :meth:`aact`, for loops that are not async."""
+        return asyncio.run(self.aact(observation, info))
+
+    async def aact(self, observation: str, info: dict[str, Any]) -> str:
+        """Add the observation to the conversation, sample one reply, and return its text."""
+        if not self.messages:
+            system = self.system_prompt if self.system_prompt is not None else info.get("system_prompt") or ""
+            if system:
+                self.messages.append({"role": "system", "content": system})
+            self.tools = info.get("tools") or None
+            self.messages.append({"role": "user", "content": observation})
+            if self.tokenizer is not None:
+                self.context_ids = self._render_ids(self.messages)
+        else:
+            self.messages.append({"role": self.observation_role, "content": observation})
+            if self.tokenizer is not None:
+                self._append_observation()
+        sampling = self.sampling
+        if self.seed is not None:
+            sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + len(self.turns)) % 2**63)
+        prompt: Any = list(self.context_ids) if self.tokenizer is not None else list(self.messages)
+        generation = (await self.backend.generate([prompt], sampling))[0]
+        self.last_generation = generation
+        self.turns.append(TurnRecord(
+            prompt_ids=list(self.context_ids) if self.tokenizer is not None else list(generation.prompt_ids),
+            output_ids=list(generation.token_ids), output_logprobs=list(generation.logprobs),
+            policy_version=generation.policy_version, finish_reason=generation.finish_reason,
+            text=generation.text,
+        ))
+        self.context_ids = self.context_ids + list(generation.token_ids)
+        self.messages.append({"role": "assistant", "content": generation.text})
+        return generation.text
+
+    def record_reward(self, reward: float) -> None:
+        """Attach the env's reward for the last turn."""
+        if self.turns:
+            self.turns[-1].reward = float(reward)
+
+    # -- token bookkeeping ------------------------------------------------------
+    def _render_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        assert self.tokenizer is not None
+        text = render_chat_text(self.tokenizer, messages, self.tools)
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _append_observation(self) -> None:
+        assert self.tokenizer is not None
+        last = self.turns[-1]
+        history, new = self.messages[:-1], self.messages
+        before_reply = render_chat_text(self.tokenizer, history[:-1], self.tools)
+        with_reply = render_chat_text(self.tokenizer, history, self.tools, add_generation_prompt=False)
+        with_obs = render_chat_text(self.tokenizer, new, self.tools)
+        reply = history[-1]["content"]
+        preserved = (
+            not self.per_turn_rows
+            and with_obs.startswith(with_reply)
+            and with_reply.startswith(before_reply + reply)
+        )
+        if not preserved:
+            self.per_turn_rows = True
+            self.context_ids = self._render_ids(new)
+            return
+        # The template closes the reply with a tail (e.g. "<|im_end|>\n"); the model may have sampled part of it.
+        tail = with_reply[len(before_reply) + len(reply):]
+        sampled = self.tokenizer.decode(last.output_ids, skip_special_tokens=False)
+        sampled_tail = sampled[len(reply):] if sampled.startswith(reply) else ""
+        rest = tail[len(sampled_tail):] if sampled_tail and tail.startswith(sampled_tail) else tail
+        suffix = rest + with_obs[len(with_reply):]
+        obs_ids = list(self.tokenizer(suffix, add_special_tokens=False)["input_ids"])
+        last.obs_ids = obs_ids
+        self.context_ids = self.context_ids + obs_ids
+
+    def token_record(self) -> TokenRecord:
+        """The episode's tokens: prompt, completion (model and env tokens), loss mask and logprobs."""
+        exact = self.tokenizer is not None and all(t.output_ids for t in self.turns)
+        if not self.turns:
+            return TokenRecord([], [], [], [], [], False, exact)
+        prompt_ids = list(self.turns[0].prompt_ids)
+        completion: list[int] = []
+        mask: list[int] = []
+        logprobs: list[float] = []
+        for turn in self.turns:
+            lps = turn.output_logprobs if len(turn.output_logprobs) == len(turn.output_ids) else [0.0] * len(
+                turn.output_ids)
+            completion += turn.output_ids + turn.obs_ids
+            mask += [1] * len(turn.output_ids) + [0] * len(turn.obs_ids)
+            logprobs += list(lps) + [0.0] * len(turn.obs_ids)
+        if self.per_turn_rows:
+            last = self.turns[-1]
+            prompt_ids, completion = list(last.prompt_ids), list(last.output_ids)
+            mask, logprobs = [1] * len(completion), list(last.output_logprobs) or [0.0] * len(completion)
+        return TokenRecord(prompt_ids, completion, mask, logprobs, list(self.turns), self.per_turn_rows, exact)
