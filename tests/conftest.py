@@ -48,3 +48,33 @@ def shared_data() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return SHARED_DATA
+
+
+# -- a tiny chat model built from a config: no download, a few seconds on a CPU -----------------
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with a tiny random Llama-architecture model and a trained BPE tokenizer."""
+    require_module("torch")
+    require_module("transformers")
+    from rollgym.agents.backends.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(tiny_model_dir: Path):
+    """A TransformersBackend over the tiny model (shared by the session: do not train it)."""
+    from rollgym.agents.backends.hf import TransformersBackend
+
+    return TransformersBackend.from_pretrained(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_backend):
+    """``rollgym serve-model``'s server over the tiny backend, on 127.0.0.1 and a free port."""
+    from rollgym.agents.server import ModelServer
+
+    with ModelServer(tiny_backend, model_name="tiny") as server:
+        yield server

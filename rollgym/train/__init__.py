@@ -1,0 +1,1 @@
+"""Training: advantages, the reference GRPO trainer, and adapters for TRL and verl."""

@@ -1,0 +1,294 @@
+"""A small, readable GRPO trainer over transformers models, consuming :class:`RolloutGroup`\\ s.
+
+One :meth:`GRPOTrainer.step` takes a batch of groups, computes group-relative
+advantages, turns every usable rollout into training rows (one row for a
+prefix-preserving episode, one per turn otherwise), and makes one optimiser
+update with PPO-style clipping against the behaviour logprobs the rollout
+recorded, an optional KL penalty to a frozen reference model, token loss masks
+(env tokens never get gradient) and gradient accumulation over micro-batches.
+The micro-batch losses are scaled so that accumulation gives exactly the
+full-batch loss.
+
+Checkpoints hold the model, the optimiser, the step counter and the RNG state,
+so a run resumed from a checkpoint continues exactly as if never stopped. Logs
+are JSONL, one line per step; :func:`plot_log` draws PNG learning curves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollgym.core.errors import ConfigError
+from rollgym.rollout.types import RolloutGroup, Trajectory
+from rollgym.train.advantages import Scale, group_advantages, zero_variance
+from rollgym.train.loss import Aggregation, grpo_loss
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Settings of :class:`GRPOTrainer`.
+
+    Attributes:
+        learning_rate: AdamW learning rate.
+        scale: Advantage scaling: ``"group"`` (GRPO), ``"batch"``, or ``"none"`` (Dr. GRPO, mean only).
+        by_source: Normalise on-policy and external rollouts separately within a group.
+        clip_low, clip_high: PPO clip range ``[1 - clip_low, 1 + clip_high]``.
+        beta: KL weight to the reference model (0 disables it and the reference model).
+        aggregation: ``"token"`` or ``"sequence"`` loss averaging.
+        micro_batch_size: Rows per forward pass; gradients accumulate over micro-batches.
+        max_grad_norm: Gradient clipping norm (0 disables).
+        drop_zero_variance: Skip groups whose rewards are all equal (dynamic sampling).
+        weight_decay: AdamW weight decay.
+        seed: Seeds torch for the trainer's own randomness.
+    """
+
+    learning_rate: float = 1e-5
+    scale: Scale = "group"
+    by_source: bool = False
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    beta: float = 0.0
+    aggregation: Aggregation = "token"
+    micro_batch_size: int = 8
+    max_grad_norm: float = 1.0
+    drop_zero_variance: bool = False
+    weight_decay: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.learning_rate <= 0:
+            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
+        if self.micro_batch_size < 1:
+            raise ConfigError(f"micro_batch_size must be at least 1, got {self.micro_batch_size}.")
+        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
+            raise ConfigError("clip_low must be in [0, 1) and clip_high >= 0.")
+        if self.aggregation not in ("token", "sequence"):
+            raise ConfigError(f"aggregation must be 'token' or 'sequence', got {self.aggregation!r}.")
+
+
+@dataclass
+class Row:
+    """One training sequence: a prompt, a completion with its mask and behaviour logprobs, an advantage."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    loss_mask: list[int]
+    old_logprobs: list[float]
+    advantage: float
+    source: str = "policy"
+
+
+def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float]) -> list[Row]:
+    """Training rows of every rollout that has an advantage and tokens."""
+    rows: list[Row] = []
+    for group in groups:
+        for traj in group.usable():
+            if traj.traj_id not in advantages:
+                continue
+            rows.extend(_rows_of(traj, advantages[traj.traj_id]))
+    return rows
+
+
+def _rows_of(traj: Trajectory, advantage: float) -> list[Row]:
+    if traj.metrics.get("per_turn_rows"):
+        return [
+            Row(list(t.prompt_ids), list(t.output_ids), [1] * len(t.output_ids),
+                list(t.output_logprobs) or [0.0] * len(t.output_ids), advantage, traj.source)
+            for t in traj.turns if t.output_ids
+        ]
+    if not traj.completion_ids:
+        return []
+    return [Row(list(traj.prompt_ids), list(traj.completion_ids), list(traj.loss_mask), list(traj.logprobs),
+                advantage, traj.source)]
+
+
+def sequence_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> tuple[Any, Any, Any]:
+    """Logprobs of each row's completion tokens under ``model``: ``(logprobs, old, mask)``, all ``[B, T]``."""
+    import torch
+
+    width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
+    comp = max(len(r.completion_ids) for r in rows)
+    batch = len(rows)
+    ids = torch.full((batch, width), pad_id, dtype=torch.long)
+    attention = torch.zeros((batch, width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        seq = r.prompt_ids + r.completion_ids
+        ids[i, : len(seq)] = torch.tensor(seq)
+        attention[i, : len(seq)] = 1
+    logits = model(input_ids=ids, attention_mask=attention).logits.float()
+    logp = torch.log_softmax(logits, dim=-1)
+    out = torch.zeros((batch, comp))
+    old = torch.zeros((batch, comp))
+    mask = torch.zeros((batch, comp))
+    for i, r in enumerate(rows):
+        start, n = len(r.prompt_ids), len(r.completion_ids)
+        positions = torch.arange(start - 1, start - 1 + n)
+        targets = torch.tensor(r.completion_ids)
+        out[i, :n] = logp[i, positions, targets]
+        old[i, :n] = torch.tensor(r.old_logprobs[:n] + [0.0] * (n - len(r.old_logprobs)))
+        mask[i, :n] = torch.tensor(r.loss_mask, dtype=torch.float32)
+    return out, old, mask
+
+
+class GRPOTrainer:
+    """Train ``model`` with GRPO on rollout groups; see the module docstring.
+
+    Args:
+        model: A transformers causal LM (it may be shared with a :class:`TransformersBackend`,
+            which then samples from the updated weights).
+        tokenizer: Its tokenizer (for the pad id).
+        config: :class:`GRPOConfig`.
+        ref_model: A frozen reference model for the KL term (needed when ``config.beta > 0``).
+        log_path: JSONL file that receives one line per step.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, config: GRPOConfig | None = None, *, ref_model: Any = None,
+                 log_path: str | Path | None = None) -> None:
+        import torch
+
+        self.config = config or GRPOConfig()
+        if self.config.beta > 0 and ref_model is None:
+            raise ConfigError("beta > 0 needs a ref_model (a frozen copy of the starting model).")
+        torch.manual_seed(self.config.seed)
+        self.model = model
+        self.ref_model = ref_model.eval() if ref_model is not None else None
+        self.tokenizer = tokenizer
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else (tokenizer.eos_token_id or 0))
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.config.learning_rate,
+                                           weight_decay=self.config.weight_decay)
+        self.global_step = 0
+        self.log_path = Path(log_path) if log_path else None
+
+    @property
+    def policy_version(self) -> int:
+        """How many updates the weights have had."""
+        return self.global_step
+
+    def step(self, groups: Sequence[RolloutGroup]) -> dict[str, Any]:
+        """One optimiser update on ``groups``; returns the step's statistics."""
+        import torch
+
+        started = time.perf_counter()
+        kept = [g for g in groups if not (self.config.drop_zero_variance and zero_variance(g))]
+        advantages = group_advantages(kept, scale=self.config.scale, by_source=self.config.by_source)
+        rows = [r for r in rows_from_groups(kept, advantages) if any(r.loss_mask)]
+        rewards = [t.reward for g in groups for t in g.usable() if t.reward is not None]
+        stats: dict[str, Any] = {
+            "step": self.global_step, "groups": len(groups), "groups_kept": len(kept), "rows": len(rows),
+            "reward_mean": float(sum(rewards) / len(rewards)) if rewards else None,
+        }
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        total_tokens = sum(sum(r.loss_mask) for r in rows)
+        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0}
+        size = self.config.micro_batch_size
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            new, old, mask = sequence_logprobs(self.model, chunk, self.pad_id)
+            ref = None
+            if self.ref_model is not None and self.config.beta > 0:
+                with torch.no_grad():
+                    ref, _, _ = sequence_logprobs(self.ref_model, chunk, self.pad_id)
+            adv = torch.tensor([r.advantage for r in chunk], dtype=torch.float32)
+            loss, part = grpo_loss(new, old, adv, mask, ref_logprobs=ref, clip_low=self.config.clip_low,
+                                   clip_high=self.config.clip_high, beta=self.config.beta,
+                                   aggregation=self.config.aggregation)
+            weight = (part.tokens / max(total_tokens, 1)) if self.config.aggregation == "token" else (
+                len(chunk) / len(rows))
+            (loss * weight).backward()
+            for key in totals:
+                totals[key] += getattr(part, key) * weight
+        if rows:
+            if self.config.max_grad_norm > 0:
+                stats["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(),
+                                                                           self.config.max_grad_norm))
+            self.optimizer.step()
+        self.global_step += 1
+        self.model.eval()
+        stats.update(totals, tokens=total_tokens, seconds=time.perf_counter() - started)
+        self.log(stats)
+        return stats
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Append one JSON line to the log file, if there is one."""
+        if self.log_path is None:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # -- checkpoints ------------------------------------------------------------
+    def save_checkpoint(self, path: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        """Write model, optimiser, step and RNG state to ``path`` (atomically)."""
+        import torch
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "global_step": self.global_step,
+            "torch_rng": torch.get_rng_state(),
+            "config": dataclasses.asdict(self.config),
+            "extra": extra or {},
+        }
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(path)
+        return path
+
+    def load_checkpoint(self, path: str | Path) -> dict[str, Any]:
+        """Restore a checkpoint written by :meth:`save_checkpoint`; returns its ``extra`` dict."""
+        import torch
+
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.global_step = int(state["global_step"])
+        torch.set_rng_state(state["torch_rng"])
+        return dict(state.get("extra") or {})
+
+
+def read_log(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSONL training log."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def plot_log(records: Sequence[dict[str, Any]], path: str | Path, keys: Sequence[str] = ("reward_mean", "loss"),
+             x: str = "step", title: str = "GRPO") -> Path:
+    """Draw learning curves of ``keys`` against ``x`` into a PNG (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        from rollgym.core.errors import MissingDependencyError
+
+        raise MissingDependencyError("Plotting needs matplotlib: pip install 'rollgym[train]'.") from exc
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.2), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        points = [(r[x], r[key]) for r in records if r.get(key) is not None]
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3)
+        ax.set_title(key)
+        ax.set_xlabel(x)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+CollectFn = Callable[[int], Sequence[RolloutGroup]]
