@@ -25,7 +25,10 @@ from typing import Literal
 import numpy as np
 
 from rollgym.core.errors import ConfigError
+from rollgym.rollout.strategies import zero_variance
 from rollgym.rollout.types import RolloutGroup
+
+__all__ = ["Scale", "group_advantages", "zero_variance"]
 
 Scale = Literal["group", "batch", "none"]
 
@@ -73,8 +76,3 @@ def group_advantages(
     batch_std = float(np.std(all_rewards))  # over raw rewards, as TRL computes it
     return {k: v / (batch_std + eps) for k, v in centred.items()}
 
-
-def zero_variance(group: RolloutGroup, tol: float = 1e-12) -> bool:
-    """Whether all usable members of a group got the same reward (no learning signal: dynamic sampling drops it)."""
-    rewards = [t.reward for t in group.usable() if t.reward is not None]
-    return len(rewards) < 2 or float(np.ptp(np.array(rewards))) <= tol
