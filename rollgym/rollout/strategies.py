@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -62,18 +61,18 @@ class MajorityVoteScorer:
 
     def __call__(self, group: RolloutGroup) -> RolloutGroup:
         """Set ``pseudo_label`` and each usable rollout's reward; returns the same group."""
-        votes: Counter[Any] = Counter()
+        votes: dict[Any, float] = {}
         answers: dict[str, Any] = {}
         for traj in group.usable():
             answer = self.answer_fn(traj)
             answers[traj.traj_id] = answer
             if answer is not None:
-                votes[answer] += self.weight(traj)
+                votes[answer] = votes.get(answer, 0.0) + self.weight(traj)
         label = None
         if votes:
             top = max(votes.values())
             # ties go to the answer seen first, so the result does not depend on hashing
-            label = next(a for a in (answers[t.traj_id] for t in group.usable()) if a is not None and votes[a] == top)
+            label = next(a for a in (answers[t.traj_id] for t in group.usable()) if a is not None and votes.get(a) == top)
         group.pseudo_label = label
         for traj in group.usable():
             agrees = label is not None and answers[traj.traj_id] == label
