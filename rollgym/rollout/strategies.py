@@ -72,7 +72,8 @@ class MajorityVoteScorer:
         if votes:
             top = max(votes.values())
             # ties go to the answer seen first, so the result does not depend on hashing
-            label = next(a for a in (answers[t.traj_id] for t in group.usable()) if a is not None and votes.get(a) == top)
+            in_order = (answers[t.traj_id] for t in group.usable())
+            label = next(a for a in in_order if a is not None and votes.get(a) == top)
         group.pseudo_label = label
         for traj in group.usable():
             agrees = label is not None and answers[traj.traj_id] == label
