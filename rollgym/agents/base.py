@@ -56,6 +56,11 @@ class OracleAgent:
     def reset(self, seed: int | None = None) -> None:
         """Oracles are deterministic; nothing to reset."""
 
+    def check_env(self, env_id: str) -> None:
+        """Raise :class:`ConfigError` before any work when ``env_id`` has no registered oracle."""
+        if env_info(env_id).oracle is None:
+            raise ConfigError(f"{env_info(env_id).id} has no oracle agent; use another agent, e.g. --agent random.")
+
     def act(self, observation: str, info: dict[str, Any]) -> str:
         entry = env_info(_env_id(info)).oracle
         if entry is None:

@@ -4,13 +4,16 @@ Sampling runs in rollgym's own decoding loop over the model's KV cache (left
 padding, explicit position ids), so that every sampled token's raw logprob is
 recorded as it is drawn and seeding uses a private ``torch.Generator``, never
 torch's global RNG. Concurrent ``generate`` calls with the same sampling
-settings are merged into one batch.
+settings, from any thread or event loop, are merged into one batch by a
+batching thread that owns the model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,7 @@ def _import_torch_transformers() -> tuple[Any, Any]:
 class _Pending:
     prompts: list[list[int]]
     sampling: SamplingParams
-    future: asyncio.Future[list[Generation]]
+    future: concurrent.futures.Future[list[Generation]]
 
 
 class TransformersBackend:
@@ -61,8 +64,10 @@ class TransformersBackend:
         self.batch_window_s = batch_window_s
         self.policy_version = 0
         self._lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._wake = threading.Event()
         self._pending: list[_Pending] = []
-        self._flush_task: asyncio.Task[None] | None = None
+        self._worker: threading.Thread | None = None
         self.eos_ids = self._eos_ids()
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else (self.eos_ids[0] if self.eos_ids else 0))
@@ -118,35 +123,43 @@ class TransformersBackend:
         ids = [self.encode(p) for p in prompts for _ in range(sampling.n)]
         if not ids:
             return []
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[Generation]] = loop.create_future()
-        self._pending.append(_Pending(ids, sampling, future))
-        if self._flush_task is None or self._flush_task.done():
-            self._flush_task = asyncio.create_task(self._flush_soon())
-        return await future
+        future: concurrent.futures.Future[list[Generation]] = concurrent.futures.Future()
+        with self._queue_lock:
+            self._pending.append(_Pending(ids, sampling, future))
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._serve_batches, daemon=True, name="rollgym-hf-batcher")
+                self._worker.start()
+            self._wake.set()
+        return await asyncio.wrap_future(future)
 
-    async def _flush_soon(self) -> None:
-        await asyncio.sleep(self.batch_window_s)
-        while self._pending:
-            first = self._pending[0]
-            group = [p for p in self._pending if p.sampling == first.sampling]
-            self._pending = [p for p in self._pending if p.sampling != first.sampling]
-            flat = [ids for p in group for ids in p.prompts]
-            try:
-                results: list[Generation] = []
-                for start in range(0, len(flat), self.max_batch):
-                    chunk = flat[start : start + self.max_batch]
-                    results += await asyncio.to_thread(self.generate_ids, chunk, first.sampling)
-            except Exception as exc:
-                for p in group:
-                    if not p.future.done():
+    def _serve_batches(self) -> None:
+        # One thread owns the model: requests from any thread or event loop are merged into batches.
+        while True:
+            self._wake.wait(timeout=5.0)
+            time.sleep(self.batch_window_s)
+            with self._queue_lock:
+                pending, self._pending = self._pending, []
+                self._wake.clear()
+                if not pending:
+                    self._worker = None
+                    return
+            while pending:
+                first = pending[0]
+                group = [p for p in pending if p.sampling == first.sampling]
+                pending = [p for p in pending if p.sampling != first.sampling]
+                flat = [ids for p in group for ids in p.prompts]
+                try:
+                    results: list[Generation] = []
+                    for start in range(0, len(flat), self.max_batch):
+                        results += self.generate_ids(flat[start : start + self.max_batch], first.sampling)
+                except Exception as exc:
+                    for p in group:
                         p.future.set_exception(exc)
-                continue
-            offset = 0
-            for p in group:
-                if not p.future.done():
+                    continue
+                offset = 0
+                for p in group:
                     p.future.set_result(results[offset : offset + len(p.prompts)])
-                offset += len(p.prompts)
+                    offset += len(p.prompts)
 
     def generate_ids(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
         """Blocking batched sampling of one completion per prompt of token ids."""

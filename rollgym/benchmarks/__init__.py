@@ -1,0 +1,1 @@
+"""Benchmarks: metrics, suites and the runner."""

@@ -1,0 +1,25 @@
+"""Rollouts: the data types trainers consume, the collector that produces them, the results file.
+
+``from rollgym.rollout import collect`` runs an agent on an env for groups of
+episodes; :func:`load_results` reads a results file back.
+"""
+
+from rollgym.rollout.collector import DEFAULT_MAX_STEPS, agent_seed, collect, episode_seed, run_episode
+from rollgym.rollout.store import EpisodeRecord, Results, ResultsWriter, load_results
+from rollgym.rollout.types import RolloutGroup, Trajectory, Turn, to_jsonable
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "EpisodeRecord",
+    "Results",
+    "ResultsWriter",
+    "RolloutGroup",
+    "Trajectory",
+    "Turn",
+    "agent_seed",
+    "collect",
+    "episode_seed",
+    "load_results",
+    "run_episode",
+    "to_jsonable",
+]
