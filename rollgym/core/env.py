@@ -9,6 +9,7 @@ the ``info`` keys every env shares, and bad input.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -179,7 +180,8 @@ class TextEnv(gym.Env[str, str], ABC):
             "split": self.split,
             "task_index": self.task_index,
             "system_prompt": self.system_prompt,
-            "task_meta": dict(self.task.meta) if self.task else {},
+            # a deep copy: infos of different steps must not share mutable lists (check_env compares them)
+            "task_meta": copy.deepcopy(self.task.meta) if self.task else {},
         }
         if self.tools:
             info["tools"] = self.tools

@@ -1,0 +1,85 @@
+"""``CountdownConfig``: the options of a Countdown task generator, validated on construction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from rollgym.core.errors import ConfigError
+from rollgym.verifiers.countdown import OPERATORS, USAGES
+
+MIN_NUMBERS = 2
+MAX_NUMBERS = 8
+MAX_VALUE = 1_000_000
+MAX_TARGET = 10**9
+_USAGE_ALIASES = {"exactly": "exactly", "at_most": "at_most", "at most": "at_most", "at-most": "at_most"}
+
+
+@dataclass(frozen=True)
+class CountdownConfig:
+    """How Countdown tasks are drawn.
+
+    Attributes:
+        num_numbers: How many numbers are offered (2 to 8; 4 by default).
+        min_value: Smallest number that may be offered (at least 1).
+        max_value: Largest number that may be offered.
+        min_target: Smallest target (at least 1).
+        max_target: Largest target.
+        operators: The allowed subset of ``+ - * /``, as a tuple or a string such as ``"+-*"``.
+        usage: ``"exactly"`` (each number used exactly once; default) or ``"at_most"``
+            (each number used at most once; ``"at most"`` is accepted too).
+
+    Raises:
+        ConfigError: naming the field and its allowed values when one is invalid.
+
+    Example:
+        >>> CountdownConfig(num_numbers=5, operators="+*", usage="at most").operators
+        ('+', '*')
+    """
+
+    num_numbers: int = 4
+    min_value: int = 1
+    max_value: int = 100
+    min_target: int = 100
+    max_target: int = 999
+    operators: tuple[str, ...] = OPERATORS
+    usage: str = "exactly"
+
+    def __post_init__(self) -> None:
+        _check_int("num_numbers", self.num_numbers, MIN_NUMBERS, MAX_NUMBERS)
+        _check_int("min_value", self.min_value, 1, MAX_VALUE)
+        _check_int("max_value", self.max_value, self.min_value, MAX_VALUE, low_name="min_value")
+        _check_int("min_target", self.min_target, 1, MAX_TARGET)
+        _check_int("max_target", self.max_target, self.min_target, MAX_TARGET, low_name="min_target")
+        object.__setattr__(self, "operators", normalise_operators(self.operators))
+        object.__setattr__(self, "usage", normalise_usage(self.usage))
+
+
+def _check_int(name: str, value: Any, low: int, high: int, low_name: str | None = None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be an integer, got {value!r}.")
+    if not low <= value <= high:
+        lower = f"{low_name} ({low})" if low_name else str(low)
+        raise ConfigError(f"{name} must be between {lower} and {high}, got {value}.")
+
+
+def normalise_usage(usage: Any) -> str:
+    """``"exactly"`` or ``"at_most"`` from any accepted spelling; :class:`ConfigError` otherwise."""
+    canonical = _USAGE_ALIASES.get(usage) if isinstance(usage, str) else None
+    if canonical is None:
+        raise ConfigError(f"usage must be one of {', '.join(repr(u) for u in USAGES)}, got {usage!r}.")
+    return canonical
+
+
+def normalise_operators(operators: Any) -> tuple[str, ...]:
+    """The chosen operators in the order ``+ - * /``, from a string or an iterable; :class:`ConfigError` otherwise."""
+    if isinstance(operators, str):
+        operators = [ch for ch in operators if ch not in " ,"]
+    if not isinstance(operators, Iterable):
+        raise ConfigError(f"operators must be a subset of + - * /, such as '+-*' or ('+', '*'), got {operators!r}.")
+    chosen = list(operators)
+    unknown = [op for op in chosen if op not in OPERATORS]
+    if unknown or not chosen:
+        raise ConfigError(f"operators must be a non-empty subset of + - * /, got {operators!r}.")
+    return tuple(op for op in OPERATORS if op in chosen)
