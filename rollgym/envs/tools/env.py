@@ -1,0 +1,193 @@
+"""``ToolWorld-v0``: multi-turn tool use over six simulated apps, graded from the database diff."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.errors import ConfigError
+from rollgym.core.task import Task
+from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
+from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
+from rollgym.envs.tools.api import Session, call_tool, tool_schemas
+from rollgym.envs.tools.checker import Verdict, diff_world, grade
+from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
+
+SYSTEM_PROMPT = (
+    "You are an assistant that acts for one user inside a world of apps (contacts, email, calendar, payments, "
+    "notes, shopping). Call tools by writing one or more blocks like\n"
+    '<tool_call>{"name": "email_search", "arguments": {"query": "invoice"}}</tool_call>\n'
+    "Results come back in <tool_response> blocks. Only change what the task asks for. When you are done, call "
+    "complete_task, with an answer if the task asks a question."
+)
+
+
+def new_session(task: Task) -> Session:
+    """A fresh episode state for ``task``: a copy of its base world, acting as its user."""
+    world = task_world(task)
+    return Session(world.me.email, world.now, world.copy())
+
+
+def evaluate_session(task: Task, session: Session, answer: str | None = None) -> Verdict:
+    """Grade ``session`` against ``task``: goal, collateral damage and answer (the session's own by default)."""
+    world = task_world(task)
+    expectation = TEMPLATES[task.meta["template"]].expect(world, task.meta["params"])
+    given = session.answer if answer is None else answer
+    return grade(expectation, diff_world(world, session.dbs, session.touched), given)
+
+
+class ToolWorldEnv(TextEnv):
+    """Do a user's errands with the APIs of six apps that share one world of people.
+
+    ## Description
+    An AppWorld-style world: contacts, email, calendar, payments (wallet, transfers, requests), notes and
+    shopping (catalogue, cart, orders, refunds), each with its own SQLite database, generated from a seed. The
+    agent acts for one user and cannot see or change other users' private records. The clock is frozen per task.
+
+    ## Action Space
+    Text (``TextSpace``) holding one or more Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+    blocks, or a JSON list of OpenAI-style calls. The schemas are in ``info["tools"]``.
+
+    ## Observation Space
+    Text. The first observation is the user's request; later ones are ``<tool_response name="...">`` blocks with
+    each call's JSON result or ``{"error": {"type", "message"}}``.
+
+    ## Starting State
+    A fresh copy of one of a few cached base worlds (SQLite backup into memory, well under a millisecond).
+
+    ## Rewards
+    0.0 per step; on ``complete_task``, 1.0 when every required change happened, nothing else changed, and a
+    question's answer is exactly right, else 0.0.
+
+    ## Episode End
+    Terminated when the agent calls ``complete_task``; truncated (reward 0.0) after ``max_turns`` actions or
+    ``max_calls`` tool calls. Malformed calls, unknown tools and wrong argument types give an error observation
+    and the episode goes on.
+
+    ## Information
+    The common keys, ``tools``, ``turn``, ``calls`` and ``episode_id``; at the end ``verdict`` (``success``,
+    ``goal``, ``collateral``, ``answer``, ``failures``) and ``answer``.
+
+    ## Arguments
+    ``templates`` (names, default all), ``scenario`` (a template family: contacts, email, calendar, payments,
+    notes, shopping, cross_app), ``split``, ``max_turns`` (30), ``max_calls`` (150),
+    ``max_calls_per_turn`` (16), ``render_mode``.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    default_env_id = "ToolWorld-v0"
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        templates: list[str] | tuple[str, ...] | None = None,
+        scenario: str | None = None,
+        split: str = "train",
+        max_turns: int = 30,
+        max_calls: int = 150,
+        max_calls_per_turn: int = 16,
+        render_mode: str | None = None,
+    ) -> None:
+        for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
+                            ("max_calls_per_turn", max_calls_per_turn)):
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        if scenario is not None:
+            families = sorted({t.scenario for t in TEMPLATES.values()})
+            if scenario not in families:
+                raise ConfigError(f"Unknown scenario {scenario!r}; use one of {', '.join(families)}.")
+            chosen = [n for n in (templates or sorted(TEMPLATES)) if TEMPLATES[n].scenario == scenario]
+            templates = chosen
+        source = ToolTaskSource(templates, env_id=self.default_env_id)
+        self._max_observation = 400_000
+        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
+        self._tools = tool_schemas()
+        self._tools_json = json.dumps(self._tools)
+        self.session: Session | None = None
+        self.turn = 0
+        self.attempts = 0
+        self.episode_id = ""
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of every app's operations and of ``complete_task``."""
+        return self._tools
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only after gym.make sets spec
+        return super().reset(seed=seed, options=options)
+
+    def _start(self, task: Task) -> str:
+        if task.meta.get("template") not in TEMPLATES or not isinstance(task.meta.get("world"), int):
+            raise ConfigError("A ToolWorld task needs meta['template'] and meta['world']; pass a task made by "
+                              "this env's source (ToolTaskSource) or use options={'task_index': i}.")
+        self._close_session()
+        self.session = new_session(task)
+        self.turn = self.attempts = 0
+        # unique among live episodes (instance address) yet the same after reset(seed=s) of one instance
+        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
+        return task.prompt
+
+    def _close_session(self) -> None:
+        if self.session is not None:
+            for conn in self.session.dbs.values():
+                conn.close()
+            self.session = None
+
+    def _advance(self, action: str) -> StepResult:
+        assert self.session is not None and self.task is not None
+        self.turn += 1
+        parsed = parse_tool_calls(action)
+        parts = [format_tool_response("error", {"error": {"type": "malformed_call", "message": e.message}})
+                 for e in parsed.errors]
+        if not parsed.found:
+            parts.append("No tool call found. Write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>; "
+                         "call complete_task when you are done.")
+        for index, tool_call in enumerate(parsed.calls):
+            if index >= self.max_calls_per_turn or self.attempts >= self.max_calls:
+                parts.append(format_tool_response(tool_call.name, {"error": {
+                    "type": "call_limit", "message": f"Skipped: at most {self.max_calls_per_turn} calls per turn "
+                                                     f"and {self.max_calls} per episode."}}))
+                continue
+            self.attempts += 1
+            parts.append(format_tool_response(tool_call.name, call_tool(self.session, tool_call.name,
+                                                                        tool_call.arguments)))
+            if self.session.completed:
+                break
+        observation = "\n".join(parts)
+        limit = self._max_observation
+        if len(observation) > limit:  # keep observations inside the space; say so rather than cut silently
+            note = "\n[output cut: ask for fewer results per call]"
+            observation = observation[: limit - len(note)] + note
+        info = self._step_info()
+        if self.session.completed:
+            verdict = self.evaluate()
+            info.update(verdict=verdict.to_dict(), answer=self.session.answer)
+            return observation, 1.0 if verdict.success else 0.0, True, False, info
+        if self.turn >= self.max_turns or self.attempts >= self.max_calls:
+            info.update(verdict=self.evaluate().to_dict(), answer=None, truncated_by="turn or call limit")
+            return observation, 0.0, False, True, info
+        return observation, 0.0, False, False, info
+
+    def evaluate(self) -> Verdict:
+        """Grade the current state against the task (also usable before ``complete_task``)."""
+        assert self.session is not None and self.task is not None
+        return evaluate_session(self.task, self.session)
+
+    def _step_info(self) -> dict[str, Any]:
+        return {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}
+
+    def _common_info(self) -> dict[str, Any]:
+        info = super()._common_info()
+        # fresh nested objects on every call: callers keep infos, and the env checker rejects shared ones
+        info["task_meta"] = json.loads(json.dumps(info["task_meta"]))
+        info["tools"] = json.loads(self._tools_json)
+        return {**info, "turn": self.turn, "episode_id": self.episode_id}
+
+    def close(self) -> None:
+        self._close_session()
+        super().close()

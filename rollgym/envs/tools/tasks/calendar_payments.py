@@ -1,0 +1,427 @@
+"""Task templates over the calendar and payments apps."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from rollgym.envs.tools.api import TIME_FORMAT
+from rollgym.envs.tools.checker import Expectation
+from rollgym.envs.tools.tasks.base import (
+    Params,
+    Solution,
+    Step,
+    TaskTemplate,
+    call,
+    choose,
+    contact_email,
+    contact_names,
+    day_text,
+    email_of,
+    every,
+    register,
+    rows,
+)
+from rollgym.envs.tools.world import World
+
+TITLES = ["Budget check-in", "Roadmap chat", "Tennis", "Lunch", "Study session", "Pair programming"]
+
+
+def shift(stamp: str, minutes: int) -> str:
+    """A ``YYYY-MM-DD HH:MM`` time moved by some minutes."""
+    return (datetime.strptime(stamp, TIME_FORMAT) + timedelta(minutes=minutes)).strftime(TIME_FORMAT)
+
+
+def own_future_events(world: World) -> list[tuple[int, str, str, str]]:
+    """The user's own future events whose title is unique on their day: (id, title, start, end)."""
+    found = rows(world, "calendar", "SELECT id, title, start, end FROM events WHERE owner = ? AND start >= ? "
+                 "ORDER BY start", world.me.email, f"{world.now:%Y-%m-%d %H:%M}")
+    return [e for e in found if sum(1 for f in found if f[1] == e[1] and f[2][:10] == e[2][:10]) == 1]
+
+
+def find_event(title: str, day: str) -> Step:
+    """Reference step: the user's event with this title on this day."""
+    found = yield from call("calendar_search", query=title, start_after=day, start_before=shift(day + " 00:00", 1440))
+    return next(e for e in found["results"] if e["title"] == title)
+
+
+@register
+class CalendarCreate(TaskTemplate):
+    name = "calendar_create"
+    scenario = "calendar"
+    apps = ("contacts", "calendar")
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        day = (world.now + timedelta(days=int(rng.integers(1, 14)))).strftime("%Y-%m-%d")
+        start = f"{day} {int(rng.integers(8, 17)):02d}:{int(rng.choice([0, 30])):02d}"
+        return {"title": choose(rng, TITLES), "name": choose(rng, contact_names(world)), "day": day,
+                "start": start[11:], "end": shift(start, int(rng.choice([30, 60, 90])))[11:]}
+
+    def prompt(self, p: Params) -> str:
+        return (f"Put '{p['title']}' with {p['name']} on my calendar for {day_text(p['day'])} from {p['start']} "
+                f"to {p['end']}, and invite them.")
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        yield from call("calendar_create", title=p["title"], start=f"{p['day']} {p['start']}",
+                        end=f"{p['day']} {p['end']}", attendees=[address])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        event = {"owner": world.me.email, "title": p["title"], "start": f"{p['day']} {p['start']}",
+                 "end": f"{p['day']} {p['end']}"}
+        return Expectation(inserts=[("calendar", "events", event),
+                                    ("calendar", "attendees", {"email": email_of(world, p["name"])})])
+
+
+@register
+class CalendarCancel(TaskTemplate):
+    name = "calendar_cancel"
+    scenario = "calendar"
+    apps = ("calendar",)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        event = choose(rng, own_future_events(world))
+        return {"title": event[1], "day": event[2][:10]} if event else None
+
+    def prompt(self, p: Params) -> str:
+        return f"Cancel my '{p['title']}' on {day_text(p['day'])}."
+
+    def solve(self, p: Params) -> Solution:
+        event = yield from find_event(p["title"], p["day"])
+        yield from call("calendar_delete", event_id=event["event_id"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        event = next(e for e in own_future_events(world) if e[1] == p["title"] and e[2][:10] == p["day"])
+        guests = rows(world, "calendar", "SELECT id FROM attendees WHERE event_id = ?", event[0])
+        return Expectation(deletes={("calendar", "events", event[0])} | {("calendar", "attendees", g) for g, in guests})
+
+
+@register
+class CalendarMove(TaskTemplate):
+    name = "calendar_move"
+    scenario = "calendar"
+    apps = ("calendar",)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        event = choose(rng, own_future_events(world))
+        if event is None:
+            return None
+        new = f"{int(rng.integers(8, 17)):02d}:{int(rng.choice([0, 15, 30, 45])):02d}"
+        if new == event[2][11:]:
+            return None
+        return {"title": event[1], "day": event[2][:10], "time": new}
+
+    def prompt(self, p: Params) -> str:
+        return f"Move my '{p['title']}' on {day_text(p['day'])} to start at {p['time']}, keeping its length."
+
+    def solve(self, p: Params) -> Solution:
+        event = yield from find_event(p["title"], p["day"])
+        minutes = (datetime.strptime(event["end"], TIME_FORMAT) - datetime.strptime(event["start"], TIME_FORMAT))
+        start = f"{p['day']} {p['time']}"
+        yield from call("calendar_update", event_id=event["event_id"], start=start,
+                        end=shift(start, int(minutes.total_seconds() // 60)))
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        eid, _, start, end = next(e for e in own_future_events(world) if e[1] == p["title"] and e[2][:10] == p["day"])
+        length = datetime.strptime(end, TIME_FORMAT) - datetime.strptime(start, TIME_FORMAT)
+        new_start = f"{p['day']} {p['time']}"
+        return Expectation(updates={("calendar", "events", eid): {
+            "start": new_start, "end": shift(new_start, int(length.total_seconds() // 60))}})
+
+
+def _visible_with(world: World, address: str) -> list[tuple[int, str]]:
+    me = world.me.email
+    return [(int(a), str(b)) for a, b in rows(
+        world, "calendar", "SELECT id, start FROM events WHERE (owner = ? OR id IN (SELECT event_id FROM attendees "
+        "WHERE email = ?)) AND (owner = ? OR id IN (SELECT event_id FROM attendees WHERE email = ?)) ORDER BY start",
+        me, me, address, address)]
+
+
+@register
+class CalendarNextWith(TaskTemplate):
+    name = "calendar_next_with"
+    scenario = "calendar"
+    apps = ("contacts", "calendar")
+    answer_kind = "datetime"
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        now = f"{world.now:%Y-%m-%d %H:%M}"
+        names = [n for n in contact_names(world) if any(s >= now for _, s in _visible_with(world, email_of(world, n)))]
+        name = choose(rng, names)
+        return {"name": name} if name else None
+
+    def prompt(self, p: Params) -> str:
+        return (f"When does my next event with {p['name']} start? Answer with the start time as "
+                "YYYY-MM-DD HH:MM.")
+
+    def solve(self, p: Params) -> Solution:
+        me = yield from call("whoami")
+        address = yield from contact_email(p["name"])
+        found = yield from call("calendar_search", attendee=address, start_after=me["now"], page_size=1)
+        return str(found["results"][0]["start"])
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        now = f"{world.now:%Y-%m-%d %H:%M}"
+        starts = [s for _, s in _visible_with(world, email_of(world, p["name"])) if s >= now]
+        return Expectation(answer=min(starts), answer_kind="datetime")
+
+
+@register
+class CalendarCountDay(TaskTemplate):
+    name = "calendar_count_day"
+    scenario = "calendar"
+    apps = ("calendar",)
+    answer_kind = "number"
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"day": (world.now + timedelta(days=int(rng.integers(-10, 14)))).strftime("%Y-%m-%d")}
+
+    def prompt(self, p: Params) -> str:
+        return (f"How many events are on my calendar (mine or ones I'm invited to) on {day_text(p['day'])}? "
+                "Answer with the number.")
+
+    def solve(self, p: Params) -> Solution:
+        found = yield from call("calendar_search", start_after=p["day"], start_before=shift(p["day"] + " 00:00", 1440),
+                                page_size=1)
+        return str(found["total"])
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        me = world.me.email
+        n = rows(world, "calendar", "SELECT COUNT(*) FROM events WHERE (owner = ? OR id IN (SELECT event_id FROM "
+                 "attendees WHERE email = ?)) AND substr(start, 1, 10) = ?", me, me, p["day"])[0][0]
+        return Expectation(answer=n, answer_kind="number")
+
+
+@register
+class CalendarInvite(TaskTemplate):
+    name = "calendar_invite"
+    scenario = "calendar"
+    apps = ("contacts", "calendar")
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        event = choose(rng, own_future_events(world))
+        if event is None:
+            return None
+        invited = {r[0] for r in rows(world, "calendar", "SELECT email FROM attendees WHERE event_id = ?", event[0])}
+        name = choose(rng, [n for n in contact_names(world) if email_of(world, n) not in invited])
+        return {"title": event[1], "day": event[2][:10], "name": name} if name else None
+
+    def prompt(self, p: Params) -> str:
+        return f"Invite {p['name']} to my '{p['title']}' on {day_text(p['day'])}."
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        event = yield from find_event(p["title"], p["day"])
+        yield from call("calendar_invite", event_id=event["event_id"], email=address)
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        eid = next(e[0] for e in own_future_events(world) if e[1] == p["title"] and e[2][:10] == p["day"])
+        return Expectation(inserts=[("calendar", "attendees", {"event_id": eid, "email": email_of(world, p["name"])})])
+
+
+# -- payments ---------------------------------------------------------------------
+
+NOTES = ["Pizza night", "Cinema tickets", "Half of the taxi", "Book club snacks", "Birthday gift", "Parking"]
+
+
+def _amount(rng: np.random.Generator) -> float:
+    return round(int(rng.integers(5, 80)) + float(rng.choice([0, 0.25, 0.5, 0.75])), 2)
+
+
+@register
+class PaymentsSend(TaskTemplate):
+    name = "payments_send"
+    scenario = "payments"
+    apps = ("contacts", "payments")
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"name": choose(rng, contact_names(world)), "amount": _amount(rng), "note": choose(rng, NOTES)}
+
+    def prompt(self, p: Params) -> str:
+        return f"Send {p['name']} ${p['amount']:.2f} with the note '{p['note']}'."
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        yield from call("payments_send", to=address, amount=p["amount"], note=p["note"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        row = {"sender": world.me.email, "receiver": email_of(world, p["name"]),
+               "amount_cents": round(p["amount"] * 100), "note": p["note"]}
+        return Expectation(inserts=[("payments", "transfers", row)])
+
+
+@register
+class PaymentsRequest(TaskTemplate):
+    name = "payments_request"
+    scenario = "payments"
+    apps = ("contacts", "payments")
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"name": choose(rng, contact_names(world)), "amount": _amount(rng), "note": choose(rng, NOTES)}
+
+    def prompt(self, p: Params) -> str:
+        return f"Ask {p['name']} to pay me ${p['amount']:.2f} for '{p['note']}'."
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        yield from call("payments_request", from_person=address, amount=p["amount"], note=p["note"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        row = {"requester": world.me.email, "payer": email_of(world, p["name"]),
+               "amount_cents": round(p["amount"] * 100), "note": p["note"], "status": "pending"}
+        return Expectation(inserts=[("payments", "requests", row)])
+
+
+@register
+class PaymentsBalance(TaskTemplate):
+    name = "payments_balance"
+    scenario = "payments"
+    apps = ("payments",)
+    answer_kind = "number"
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"question": choose(rng, ["What is my wallet balance right now?", "How much money is in my wallet?",
+                                         "What's the balance of my payments wallet?", "How much can I still send?"])}
+
+    def prompt(self, p: Params) -> str:
+        return f"{p['question']} Answer with the amount in dollars."
+
+    def solve(self, p: Params) -> Solution:
+        found = yield from call("payments_balance")
+        return f"{found['balance']:.2f}"
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        cents = rows(world, "payments", "SELECT balance_cents FROM accounts WHERE owner = ?", world.me.email)[0][0]
+        return Expectation(answer=cents / 100, answer_kind="number")
+
+
+def _pending_to_me(world: World) -> list[tuple[int, str, int]]:
+    return [(int(a), str(b), int(c)) for a, b, c in rows(
+        world, "payments", "SELECT id, requester, amount_cents FROM requests WHERE payer = ? AND status = 'pending' "
+        "ORDER BY id", world.me.email)]
+
+
+@register
+class PaymentsPayRequestsFrom(TaskTemplate):
+    name = "payments_pay_requests_from"
+    scenario = "payments"
+    apps = ("contacts", "payments")
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        askers = {r for _, r, _ in _pending_to_me(world)}
+        name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in askers])
+        return {"name": name} if name else None
+
+    def prompt(self, p: Params) -> str:
+        return f"Pay every pending payment request that {p['name']} sent me."
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        found = yield from every("payments_requests", role="to_me", status="pending")
+        for request in found:
+            if request["requester"] == address:
+                yield from call("payments_pay_request", request_id=request["request_id"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        address = email_of(world, p["name"])
+        mine = [r for r in _pending_to_me(world) if r[1] == address]
+        return Expectation(
+            updates={("payments", "requests", rid): {"status": "paid"} for rid, _, _ in mine},
+            inserts=[("payments", "transfers", {"sender": world.me.email, "receiver": address, "amount_cents": cents,
+                                                "request_id": rid}) for rid, _, cents in mine])
+
+
+@register
+class PaymentsDeclineAbove(TaskTemplate):
+    name = "payments_decline_above"
+    scenario = "payments"
+    apps = ("payments",)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        amounts = sorted({c for _, _, c in _pending_to_me(world)})
+        if len(amounts) < 2:
+            return None
+        k = int(rng.integers(0, len(amounts) - 1))
+        return {"limit": amounts[k] / 100}
+
+    def prompt(self, p: Params) -> str:
+        return f"Decline every pending payment request to me that is for more than ${p['limit']:.2f}."
+
+    def solve(self, p: Params) -> Solution:
+        found = yield from every("payments_requests", role="to_me", status="pending")
+        for request in found:
+            if request["amount"] > p["limit"]:
+                yield from call("payments_decline_request", request_id=request["request_id"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        limit = round(p["limit"] * 100)
+        return Expectation(updates={("payments", "requests", rid): {"status": "declined"}
+                                    for rid, _, cents in _pending_to_me(world) if cents > limit})
+
+
+@register
+class PaymentsReceivedTotal(TaskTemplate):
+    name = "payments_received_total"
+    scenario = "payments"
+    apps = ("contacts", "payments")
+    answer_kind = "number"
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        since = (world.now - timedelta(days=int(rng.integers(7, 50)))).strftime("%Y-%m-%d")
+        return {"name": choose(rng, contact_names(world)), "since": since}
+
+    def prompt(self, p: Params) -> str:
+        return (f"How much money in total has {p['name']} sent me since {day_text(p['since'])} (inclusive)? "
+                "Answer with the amount in dollars.")
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        found = yield from every("payments_transfers", direction="received", person=address, since=p["since"])
+        return f"{sum(t['amount'] for t in found if t['sender'] == address):.2f}"
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        cents = rows(world, "payments", "SELECT COALESCE(SUM(amount_cents), 0) FROM transfers WHERE sender = ? AND "
+                     "receiver = ? AND created_at >= ?", email_of(world, p["name"]), world.me.email, p["since"])[0][0]
+        return Expectation(answer=cents / 100, answer_kind="number")
+
+
+@register
+class PaymentsCancelMyRequests(TaskTemplate):
+    name = "payments_cancel_my_requests"
+    scenario = "payments"
+    apps = ("contacts", "payments")
+
+    @staticmethod
+    def _mine(world: World) -> list[tuple[int, str]]:
+        return [(int(a), str(b)) for a, b in rows(world, "payments", "SELECT id, payer FROM requests WHERE "
+                                                  "requester = ? AND status = 'pending'", world.me.email)]
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        payers = {p for _, p in self._mine(world)}
+        name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in payers])
+        return {"name": name} if name else None
+
+    def prompt(self, p: Params) -> str:
+        return f"Cancel all the payment requests I sent to {p['name']} that are still pending."
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        found = yield from every("payments_requests", role="from_me", status="pending")
+        for request in found:
+            if request["payer"] == address:
+                yield from call("payments_cancel_request", request_id=request["request_id"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        address = email_of(world, p["name"])
+        return Expectation(updates={("payments", "requests", rid): {"status": "cancelled"}
+                                    for rid, payer in self._mine(world) if payer == address})

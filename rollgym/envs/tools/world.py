@@ -1,0 +1,152 @@
+"""The simulated world: seeded people and one SQLite database per app.
+
+:func:`build_world` generates everything from a seed (people, messages,
+events, balances, orders) into in-memory databases; :func:`base_world` builds
+each seed once per process and caches it. An episode never regenerates
+anything: :meth:`World.copy` clones the cached databases with SQLite's online
+backup into fresh in-memory databases, which takes well under a millisecond per
+app. The base world is the checker's "before" state and is never handed to a
+tool.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from rollgym.envs.tools.api import TIME_FORMAT
+
+FIRST_NAMES = [
+    "Dana", "Omar", "Priya", "Lukas", "Mei", "Sofia", "Kwame", "Elena", "Tomás", "Aisha", "Jonas", "Hana",
+    "Diego", "Nora", "Ravi", "Ingrid", "Yusuf", "Chloe", "Mateo", "Leila", "Felix", "Amara", "Kenji", "Zoe",
+    "Ivan", "Lucia", "Samir", "Freya", "Marco", "Aiko", "Hugo", "Noor", "Pavel", "Greta", "Tariq", "Wren",
+]
+LAST_NAMES = [
+    "Okafor", "Lindqvist", "Moreau", "Nakamura", "Silva", "Novak", "Haddad", "Kowalski", "Fischer", "Osei",
+    "Romero", "Petrov", "Tanaka", "Brennan", "Iyer", "Costa", "Schmidt", "Ahmed", "Larsen", "Dubois",
+]
+APP_NAMES = ("contacts", "email", "calendar", "payments", "notes", "shopping")
+N_PEOPLE = 24
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone in the world; ``email`` is their id in every app."""
+
+    name: str
+    email: str
+    phone: str
+
+
+@dataclass
+class WorldGen:
+    """What an app's populate function draws from: the seed's RNG, the people, the user, the clock."""
+
+    rng: np.random.Generator
+    people: list[Person]
+    me: Person
+    now: datetime
+
+    def others(self) -> list[Person]:
+        """Everyone but the user."""
+        return [p for p in self.people if p != self.me]
+
+    def pick(self, items: list[Person], k: int) -> list[Person]:
+        """``k`` distinct people drawn at random."""
+        idx = self.rng.choice(len(items), size=min(k, len(items)), replace=False)
+        return [items[int(i)] for i in idx]
+
+    def when(self, days_back: float, days_ahead: float = 0.0, hours: tuple[int, int] = (8, 19)) -> str:
+        """A random minute-rounded timestamp between ``now - days_back`` and ``now + days_ahead``."""
+        day = int(self.rng.integers(-int(days_back), int(days_ahead) + 1))
+        hour = int(self.rng.integers(hours[0], hours[1]))
+        minute = int(self.rng.choice([0, 15, 30, 45]))
+        moment = (self.now + timedelta(days=day)).replace(hour=hour, minute=minute)
+        if days_ahead <= 0 and moment > self.now:
+            moment -= timedelta(days=1)
+        return moment.strftime(TIME_FORMAT)
+
+
+@dataclass
+class World:
+    """A generated world: its seed, frozen clock, people and the base database of every app."""
+
+    seed: int
+    now: datetime
+    people: list[Person]
+    me: Person
+    dbs: dict[str, sqlite3.Connection]
+    _tables: dict[tuple[str, str], dict[int, tuple[Any, ...]]] = field(default_factory=dict, repr=False)
+
+    def copy(self) -> dict[str, sqlite3.Connection]:
+        """Fresh in-memory copies of every app database, for one episode."""
+        copies = {}
+        for app, base in self.dbs.items():
+            conn = sqlite3.connect(":memory:", check_same_thread=False)
+            base.backup(conn)
+            copies[app] = conn
+        return copies
+
+    def table(self, app: str, table: str) -> dict[int, tuple[Any, ...]]:
+        """Every row of a base table by id (cached: the base world never changes)."""
+        key = (app, table)
+        if key not in self._tables:
+            self._tables[key] = {int(r[0]): tuple(r) for r in self.dbs[app].execute(f'SELECT * FROM "{table}"')}
+        return self._tables[key]
+
+    def columns(self, app: str, table: str) -> list[str]:
+        """The column names of a base table."""
+        return [d[0] for d in self.dbs[app].execute(f'SELECT * FROM "{table}" LIMIT 0').description]
+
+    def person(self, email: str) -> Person:
+        """The person with this email address."""
+        return next(p for p in self.people if p.email == email)
+
+
+def _people(rng: np.random.Generator) -> list[Person]:
+    firsts = rng.choice(len(FIRST_NAMES), size=N_PEOPLE, replace=False)
+    lasts = rng.choice(len(LAST_NAMES), size=N_PEOPLE, replace=True)
+    people = []
+    for f, la in zip(firsts, lasts):
+        first, last = FIRST_NAMES[int(f)], LAST_NAMES[int(la)]
+        mail = f"{first.lower().replace('á', 'a')}.{last.lower()}@example.com"
+        phone = f"+1-555-{int(rng.integers(100, 1000))}-{int(rng.integers(1000, 10000))}"
+        people.append(Person(f"{first} {last}", mail, phone))
+    return people
+
+
+def _populators() -> dict[str, Callable[[sqlite3.Connection, WorldGen], None]]:
+    from rollgym.envs.tools.apps import calendar, contacts, email, notes, payments, shopping
+
+    modules = {"contacts": contacts, "email": email, "calendar": calendar, "payments": payments,
+               "notes": notes, "shopping": shopping}
+    return {name: module.populate for name, module in modules.items()}
+
+
+def build_world(seed: int) -> World:
+    """Generate the world of ``seed`` from scratch (tens of milliseconds); prefer :func:`base_world`."""
+    root = np.random.SeedSequence(entropy=[int(seed), 0x70015])
+    rng = np.random.Generator(np.random.PCG64(root))
+    people = _people(rng)
+    start = datetime(2025, 1, 6, 9, 0) + timedelta(days=int(rng.integers(0, 300)))
+    now = start.replace(hour=int(rng.integers(8, 11)), minute=0)
+    dbs = {}
+    for index, (app, populate) in enumerate(_populators().items()):
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        app_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 0x70015, index + 1])))
+        populate(conn, WorldGen(app_rng, people, people[0], now))
+        conn.commit()
+        dbs[app] = conn
+    return World(seed, now, people, people[0], dbs)
+
+
+@lru_cache(maxsize=16)
+def base_world(seed: int) -> World:
+    """The cached world of ``seed``, built once per process; never mutate its databases."""
+    return build_world(seed)
