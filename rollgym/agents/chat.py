@@ -156,6 +156,14 @@ class ChatAgent:
         self.messages.append({"role": "assistant", "content": generation.text})
         return generation.text
 
+    def tokens_used(self) -> int:
+        """Tokens after the first prompt so far: sampled and env tokens (the collector's token budget)."""
+        if not self.turns:
+            return 0
+        if self.tokenizer is None or self.per_turn_rows:
+            return sum(len(t.output_ids) + len(t.obs_ids) for t in self.turns)
+        return len(self.context_ids) - len(self.turns[0].prompt_ids)
+
     def record_reward(self, reward: float) -> None:
         """Attach the env's reward for the last turn."""
         if self.turns:

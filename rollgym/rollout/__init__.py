@@ -4,12 +4,15 @@
 episodes; :func:`load_results` reads a results file back.
 """
 
-from rollgym.rollout.collector import DEFAULT_MAX_STEPS, agent_seed, collect, episode_seed, run_episode
+from rollgym.rollout.collector import agent_seed, collect, episode_seed
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode, run_episode
 from rollgym.rollout.store import EpisodeRecord, Results, ResultsWriter, load_results
+from rollgym.rollout.stream import collect_async, stream
 from rollgym.rollout.types import RolloutGroup, Trajectory, Turn, to_jsonable
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "EpisodeLimits",
     "EpisodeRecord",
     "Results",
     "ResultsWriter",
@@ -17,9 +20,12 @@ __all__ = [
     "Trajectory",
     "Turn",
     "agent_seed",
+    "arun_episode",
     "collect",
+    "collect_async",
     "episode_seed",
     "load_results",
     "run_episode",
+    "stream",
     "to_jsonable",
 ]

@@ -24,8 +24,6 @@ from __future__ import annotations
 import copy
 import importlib
 import queue
-import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -35,15 +33,9 @@ import numpy as np
 
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
-from rollgym.core.task import Task
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, run_episode
 from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups
-from rollgym.rollout.types import RolloutGroup, Status, Trajectory, Turn, to_jsonable
-
-#: Default cap on agent actions per episode; reaching it truncates the episode.
-DEFAULT_MAX_STEPS = 100
-
-#: Keys of the env's ``info`` that a trajectory does not store (they repeat on every line).
-_BULKY_INFO_KEYS = frozenset({"system_prompt", "tools"})
+from rollgym.rollout.types import RolloutGroup, to_jsonable
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -79,197 +71,6 @@ def resolve_env(env_id: str) -> EnvInfo:
         except ImportError as exc:
             raise ConfigError(f"Cannot import module {module!r} named in env id {env_id!r} ({exc}).") from exc
     return env_info(env_id)
-
-
-@dataclass
-class _Failure:
-    stage: str
-    exc: BaseException
-
-    def to_info(self) -> dict[str, Any]:
-        frames = traceback.format_exception(type(self.exc), self.exc, self.exc.__traceback__)
-        return {
-            "stage": self.stage,
-            "type": type(self.exc).__name__,
-            "message": str(self.exc),
-            "traceback": "".join(frames[-3:]),
-        }
-
-
-def _as_turn(value: Any) -> Turn:
-    if isinstance(value, Turn):
-        return value
-    if isinstance(value, Mapping):
-        return Turn.from_dict(dict(value))
-    return Turn.from_dict({name: getattr(value, name, None) for name in Turn.__dataclass_fields__})
-
-
-def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
-    record_fn = getattr(agent, "token_record", None)
-    if not callable(record_fn):
-        return {}, {}
-    try:
-        record = record_fn()
-        turns = [_as_turn(t) for t in getattr(record, "turns", [])]
-        for turn, reward in zip(turns, step_rewards):
-            if turn.reward is None:
-                turn.reward = reward
-        fields: dict[str, Any] = {
-            "prompt_ids": [int(i) for i in record.prompt_ids],
-            "completion_ids": [int(i) for i in record.completion_ids],
-            "loss_mask": [int(m) for m in record.loss_mask],
-            "logprobs": [float(lp) for lp in record.logprobs],
-            "turns": turns,
-        }
-        if not len(fields["completion_ids"]) == len(fields["loss_mask"]) == len(fields["logprobs"]):
-            raise ValueError("completion_ids, loss_mask and logprobs differ in length")
-    except Exception as exc:  # a bookkeeping bug must not lose the episode's text and reward
-        return {}, {"token_record_error": f"{type(exc).__name__}: {exc}"}
-    notes = {key: getattr(record, key) for key in ("per_turn_rows", "token_exact") if hasattr(record, key)}
-    return fields, notes
-
-
-def run_episode(
-    env: Any,
-    agent: Any,
-    *,
-    seed: int | None,
-    agent_seed: int | None = None,
-    traj_id: str = "",
-    group_id: str = "",
-    sample_idx: int = 0,
-    env_id: str = "",
-    max_steps: int = DEFAULT_MAX_STEPS,
-    source: str = "policy",
-) -> tuple[Trajectory, Task | None]:
-    """Play one episode of ``agent`` on ``env`` and return its trajectory and task.
-
-    Never raises for an exception in the agent or the env: the trajectory then has
-    status ``"failed"``, ``reward=None`` and ``info["failure"]`` with the stage
-    (``reset``, ``agent_reset``, ``act``, ``step`` or ``record_reward``), exception type, message and
-    traceback tail. ``KeyboardInterrupt`` and ``SystemExit`` propagate.
-
-    Example:
-        >>> import rollgym
-        >>> from rollgym.agents import OracleAgent
-        >>> env = rollgym.make("Countdown-v0")  # doctest: +SKIP
-        >>> traj, task = run_episode(env, OracleAgent(), seed=0)  # doctest: +SKIP
-        >>> traj.reward  # doctest: +SKIP
-        1.0
-    """
-    messages: list[dict[str, str]] = []
-    turns: list[Turn] = []
-    step_rewards: list[float] = []
-    info: dict[str, Any] = {}
-    task: Task | None = None
-    failure: _Failure | None = None
-    status: Status = "truncated"
-    agent_s = env_s = 0.0
-    record_reward = getattr(agent, "record_reward", None)
-
-    started = time.perf_counter()
-    try:
-        observation, info = env.reset(seed=seed)
-        if not isinstance(info, dict):
-            raise TypeError(f"env.reset returned info of type {type(info).__name__}, not dict")
-    except Exception as exc:
-        failure = _Failure("reset", exc)
-    env_s += time.perf_counter() - started
-    if failure is None:
-        task = getattr(getattr(env, "unwrapped", env), "task", None)
-        if not isinstance(task, Task):
-            task = None
-        system_prompt = info.get("system_prompt")
-        if system_prompt:
-            messages.append({"role": "system", "content": str(system_prompt)})
-        messages.append({"role": "user", "content": str(observation)})
-        try:
-            agent.reset(seed=agent_seed)
-        except Exception as exc:
-            failure = _Failure("agent_reset", exc)
-
-    steps = 0
-    while failure is None:
-        if steps >= max_steps:
-            info = {**info, "truncated_by": "max_steps"}
-            break
-        started = time.perf_counter()
-        try:
-            action = agent.act(observation, info)
-            if not isinstance(action, str):
-                raise TypeError(f"the agent returned {type(action).__name__}, not str")
-        except Exception as exc:
-            failure = _Failure("act", exc)
-            break
-        finally:
-            agent_s += time.perf_counter() - started
-        turn = Turn()
-        turns.append(turn)
-        messages.append({"role": "assistant", "content": action})
-        steps += 1
-        started = time.perf_counter()
-        try:
-            observation, raw_reward, terminated, truncated, info = env.step(action)
-            reward = float(raw_reward)  # an env bug (a None or str reward) fails the rollout, not the run
-            if not isinstance(info, dict):
-                raise TypeError(f"env.step returned info of type {type(info).__name__}, not dict")
-        except Exception as exc:
-            failure = _Failure("step", exc)
-            break
-        finally:
-            env_s += time.perf_counter() - started
-        turn.reward = reward
-        step_rewards.append(reward)
-        if callable(record_reward):
-            try:
-                record_reward(reward)
-            except Exception as exc:
-                failure = _Failure("record_reward", exc)
-                break
-        if observation:
-            messages.append({"role": "user", "content": str(observation)})
-        if terminated:
-            status = "completed"
-            break
-        if truncated:
-            status = "truncated"
-            break
-
-    if not isinstance(info, dict):  # a broken env's info; the failure records what it was
-        info = {}
-    tokens, token_notes = _token_fields(agent, step_rewards)
-    stored_info = {k: v for k, v in info.items() if k not in _BULKY_INFO_KEYS} | token_notes
-    if failure is not None:
-        status = "failed"
-        stored_info["failure"] = failure.to_info()
-    components = info.get("reward_components")
-    trajectory = Trajectory(
-        traj_id=traj_id,
-        group_id=group_id,
-        sample_idx=sample_idx,
-        source=source,
-        env_id=env_id or str(info.get("env_id", "")),
-        task_id=task.id if task is not None else info.get("task_id"),
-        seed=seed,
-        prompt_ids=tokens.get("prompt_ids", []),
-        completion_ids=tokens.get("completion_ids", []),
-        loss_mask=tokens.get("loss_mask", []),
-        logprobs=tokens.get("logprobs", []),
-        reward=None if failure is not None else float(sum(step_rewards)),
-        step_rewards=step_rewards,
-        reward_components=(
-            {str(k): float(v) for k, v in components.items() if isinstance(v, (int, float))}
-            if isinstance(components, dict)
-            else {}
-        ),
-        status=status,
-        turns=tokens.get("turns", turns),
-        messages=messages,
-        info=to_jsonable(stored_info),
-        metrics={"num_turns": len(turns), "agent_s": round(agent_s, 6), "env_s": round(env_s, 6)},
-    )
-    return trajectory, task
 
 
 def agent_name(agent: Any) -> str:
@@ -343,70 +144,21 @@ def collect(
     _validate(n_tasks, group_size, seed, max_steps)
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
-    info = resolve_env(env_id)
-    kwargs = dict(env_kwargs or {})
-    if "split" in kwargs:
-        raise ConfigError("Pass the split as collect(split=...), not inside env_kwargs.")
-    check = getattr(agent, "check_env", None)
-    if callable(check):
-        check(info.id)
-    env = make(info.id, split=split, **kwargs)
-    _preflight(env, episode_seed(seed, 0))
-
-    from rollgym import __version__
-
-    header: dict[str, Any] = {
-        "env_id": info.id,
-        "spec_hash": info.content_hash,
-        "split": split,
-        "seed": seed,
-        "group_size": group_size,
-        "agent": agent_name(agent),
-        "env_kwargs": to_jsonable(kwargs),
-        "max_steps": max_steps,
-    }
-    prefix = f"{run_id(header)}-{info.id}"
-    header["rollgym_version"] = __version__
-
-    writer: ResultsWriter | None = None
-    records: dict[tuple[int, int], EpisodeRecord] = {}
-    try:
-        if out is not None:
-            writer, existing = ResultsWriter.open(out, header)
-            records = {(r.task_index, r.trajectory.sample_idx): r for r in existing}
-    except BaseException:
-        env.close()
-        raise
-    jobs = [(i, j) for i in range(n_tasks) for j in range(group_size) if (i, j) not in records]
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps)
+    env, writer, records = plan.env, plan.writer, plan.records
+    jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
     if progress is not None:
         progress(done, total)
-
-    def new_env() -> Any:
-        return make(info.id, split=split, **kwargs)
-
-    def job_args(i: int, j: int) -> dict[str, Any]:
-        group_id = f"{prefix}-{i:05d}"
-        return {
-            "seed": episode_seed(seed, i),
-            "agent_seed": agent_seed(seed, i, j),
-            "traj_id": f"{group_id}-{j}",
-            "group_id": group_id,
-            "sample_idx": j,
-            "env_id": info.id,
-            "max_steps": max_steps,
-        }
+    new_env, job_args = plan.new_env, plan.job_args
 
     pool = [_Worker(env, agent, new_env)]
     try:
         if workers > 1 and len(jobs) > 1:
             pool += [_Worker(new_env(), _agent_copy(agent), new_env) for _ in range(min(workers, len(jobs)) - 1)]
         for i, record in _play(jobs, pool, job_args):
-            if writer is not None:
-                writer.append(record)
-            # Normalize through JSON so fresh and resumed results compare equal.
-            records[(i, record.trajectory.sample_idx)] = EpisodeRecord.from_json(_json_roundtrip(record))
+            plan.record(i, record)
             done += 1
             if progress is not None:
                 progress(done, total)
@@ -416,6 +168,94 @@ def collect(
         if writer is not None:
             writer.close()
     return assemble_groups(list(records.values()), group_size, n_tasks)
+
+
+@dataclass
+class RunPlan:
+    """Everything a run needs before its first episode: the env, the results file, the jobs left.
+
+    Built by :meth:`prepare`, which raises every configuration error (unknown env id,
+    bad arguments, a results file from another run) before any episode runs.
+    """
+
+    info: EnvInfo
+    env: Any
+    split: str
+    seed: int
+    n_tasks: int
+    group_size: int
+    max_steps: int
+    env_kwargs: dict[str, Any]
+    prefix: str
+    writer: ResultsWriter | None
+    records: dict[tuple[int, int], EpisodeRecord]
+
+    @classmethod
+    def prepare(cls, agent: Any, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
+                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int) -> RunPlan:
+        """Resolve the env, check the agent, open (and resume) the results file."""
+        info = resolve_env(env_id)
+        kwargs = dict(env_kwargs or {})
+        if "split" in kwargs:
+            raise ConfigError("Pass the split as collect(split=...), not inside env_kwargs.")
+        check = getattr(agent, "check_env", None)
+        if callable(check):
+            check(info.id)
+        env = make(info.id, split=split, **kwargs)
+        _preflight(env, episode_seed(seed, 0))
+
+        from rollgym import __version__
+
+        header: dict[str, Any] = {
+            "env_id": info.id,
+            "spec_hash": info.content_hash,
+            "split": split,
+            "seed": seed,
+            "group_size": group_size,
+            "agent": agent_name(agent),
+            "env_kwargs": to_jsonable(kwargs),
+            "max_steps": max_steps,
+        }
+        prefix = f"{run_id(header)}-{info.id}"
+        header["rollgym_version"] = __version__
+        writer: ResultsWriter | None = None
+        records: dict[tuple[int, int], EpisodeRecord] = {}
+        try:
+            if out is not None:
+                writer, existing = ResultsWriter.open(out, header)
+                records = {(r.task_index, r.trajectory.sample_idx): r for r in existing}
+        except BaseException:
+            env.close()
+            raise
+        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records)
+
+    def new_env(self) -> Any:
+        """Another instance of the run's env."""
+        return make(self.info.id, split=self.split, **self.env_kwargs)
+
+    def jobs(self) -> list[tuple[int, int]]:
+        """``(task_index, sample_idx)`` of every episode not yet in the results file."""
+        return [(i, j) for i in range(self.n_tasks) for j in range(self.group_size) if (i, j) not in self.records]
+
+    def job_args(self, i: int, j: int) -> dict[str, Any]:
+        """The seeds and ids of episode ``j`` of task ``i``."""
+        group_id = f"{self.prefix}-{i:05d}"
+        return {
+            "seed": episode_seed(self.seed, i),
+            "agent_seed": agent_seed(self.seed, i, j),
+            "traj_id": f"{group_id}-{j}",
+            "group_id": group_id,
+            "sample_idx": j,
+            "env_id": self.info.id,
+            "max_steps": self.max_steps,
+        }
+
+    def record(self, i: int, record: EpisodeRecord) -> None:
+        """Append a finished episode to the results file and keep it (normalised through JSON)."""
+        if self.writer is not None:
+            self.writer.append(record)
+        # Normalize through JSON so fresh and resumed results compare equal.
+        self.records[(i, record.trajectory.sample_idx)] = EpisodeRecord.from_json(_json_roundtrip(record))
 
 
 class _Worker:

@@ -14,7 +14,7 @@ from rollgym.core.errors import ConfigError, UnknownEnvError
 from rollgym.core.registration import register_env
 from rollgym.rollout import RolloutGroup, Turn, agent_seed, collect, episode_seed, run_episode
 
-TIMING = ("agent_s", "env_s")
+TIMING = ("agent_s", "env_s", "episode_s")
 
 
 def comparable(groups: list[RolloutGroup]) -> list[dict[str, Any]]:

@@ -1,0 +1,380 @@
+"""Playing one episode: the loop every collector runs, synchronous and async.
+
+An episode is a loop of ``agent.act`` (or ``await agent.aact``) and
+``env.step`` until the env terminates or truncates, or a limit is reached.
+:class:`_Episode` records what happened (messages, turns, rewards, timings,
+the failure if any) and builds the :class:`Trajectory`; :func:`run_episode`
+and :func:`arun_episode` are the two drivers over it.
+
+Limits (:class:`EpisodeLimits`): ``max_steps`` and ``max_total_tokens`` (the
+agent's tokens over all turns, model and env tokens alike, as TRL counts them)
+*truncate* the episode; ``step_timeout_s`` and ``episode_timeout_s`` *fail* it,
+with the reason in ``info["failure"]``; a failed rollout is never scored 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from rollgym.core.errors import ConfigError
+from rollgym.core.task import Task
+from rollgym.rollout.types import Status, Trajectory, Turn, to_jsonable
+
+#: Default cap on agent actions per episode; reaching it truncates the episode.
+DEFAULT_MAX_STEPS = 100
+
+#: Keys of the env's ``info`` that a trajectory does not store (they repeat on every line).
+_BULKY_INFO_KEYS = frozenset({"system_prompt", "tools"})
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    """Caps on one episode; ``None`` disables a cap."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_total_tokens: int | None = None
+    step_timeout_s: float | None = None
+    episode_timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_steps, int) or isinstance(self.max_steps, bool) or self.max_steps < 1:
+            raise ConfigError(f"max_steps must be an integer >= 1, got {self.max_steps!r}.")
+        for name in ("max_total_tokens", "step_timeout_s", "episode_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name} must be positive or None, got {value!r}.")
+
+
+class _Failure:
+    def __init__(self, stage: str, exc: BaseException) -> None:
+        self.stage = stage
+        self.exc = exc
+
+    def to_info(self) -> dict[str, Any]:
+        frames = traceback.format_exception(type(self.exc), self.exc, self.exc.__traceback__)
+        message = str(self.exc) or type(self.exc).__name__
+        return {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
+                "traceback": "".join(frames[-3:])}
+
+
+class StepTimeout(TimeoutError):
+    """An agent or env call took longer than ``step_timeout_s``."""
+
+
+class EpisodeTimeout(TimeoutError):
+    """The whole episode took longer than ``episode_timeout_s``."""
+
+
+def _as_turn(value: Any) -> Turn:
+    if isinstance(value, Turn):
+        return value
+    if isinstance(value, Mapping):
+        return Turn.from_dict(dict(value))
+    return Turn.from_dict({name: getattr(value, name, None) for name in Turn.__dataclass_fields__})
+
+
+def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
+    record_fn = getattr(agent, "token_record", None)
+    if not callable(record_fn):
+        return {}, {}
+    try:
+        record = record_fn()
+        turns = [_as_turn(t) for t in getattr(record, "turns", [])]
+        for turn, reward in zip(turns, step_rewards):
+            if turn.reward is None:
+                turn.reward = reward
+        fields: dict[str, Any] = {
+            "prompt_ids": [int(i) for i in record.prompt_ids],
+            "completion_ids": [int(i) for i in record.completion_ids],
+            "loss_mask": [int(m) for m in record.loss_mask],
+            "logprobs": [float(lp) for lp in record.logprobs],
+            "turns": turns,
+        }
+        if not len(fields["completion_ids"]) == len(fields["loss_mask"]) == len(fields["logprobs"]):
+            raise ValueError("completion_ids, loss_mask and logprobs differ in length")
+    except Exception as exc:  # a bookkeeping bug must not lose the episode's text and reward
+        return {}, {"token_record_error": f"{type(exc).__name__}: {exc}"}
+    notes = {key: getattr(record, key) for key in ("per_turn_rows", "token_exact") if hasattr(record, key)}
+    return fields, notes
+
+
+def _tokens_used(agent: Any) -> int:
+    """Tokens the agent's context has grown by (model and env tokens), or 0 for text agents."""
+    used = getattr(agent, "tokens_used", None)
+    return int(used() if callable(used) else used or 0)
+
+
+class _Episode:
+    """What one episode did so far; turns into a :class:`Trajectory` at the end."""
+
+    def __init__(self, agent: Any, limits: EpisodeLimits) -> None:
+        self.agent = agent
+        self.limits = limits
+        self.messages: list[dict[str, str]] = []
+        self.turns: list[Turn] = []
+        self.step_rewards: list[float] = []
+        self.info: dict[str, Any] = {}
+        self.observation = ""
+        self.task: Task | None = None
+        self.failure: _Failure | None = None
+        self.status: Status = "truncated"
+        self.agent_s = 0.0
+        self.env_s = 0.0
+        self.tool_calls = 0
+        self.done = False
+        self.started = time.perf_counter()
+
+    def fail(self, stage: str, exc: BaseException) -> None:
+        self.failure = _Failure(stage, exc)
+        self.done = True
+
+    def begin(self, env: Any, observation: Any, info: Any) -> None:
+        if not isinstance(info, dict):
+            raise TypeError(f"env.reset returned info of type {type(info).__name__}, not dict")
+        self.observation, self.info = str(observation), info
+        task = getattr(getattr(env, "unwrapped", env), "task", None)
+        self.task = task if isinstance(task, Task) else None
+        if info.get("system_prompt"):
+            self.messages.append({"role": "system", "content": str(info["system_prompt"])})
+        self.messages.append({"role": "user", "content": self.observation})
+
+    def check_caps(self) -> bool:
+        """Whether a truncating cap is reached before the next action."""
+        if len(self.turns) >= self.limits.max_steps:
+            self.info = {**self.info, "truncated_by": "max_steps"}
+            return True
+        budget = self.limits.max_total_tokens
+        if budget is not None and _tokens_used(self.agent) >= budget:
+            self.info = {**self.info, "truncated_by": "token_budget"}
+            return True
+        return False
+
+    def acted(self, action: Any) -> None:
+        if not isinstance(action, str):
+            raise TypeError(f"the agent returned {type(action).__name__}, not str")
+        self.turns.append(Turn())
+        self.messages.append({"role": "assistant", "content": action})
+        self.tool_calls += action.count("<tool_call>")
+
+    def stepped(self, result: Any) -> None:
+        observation, raw_reward, terminated, truncated, info = result
+        reward = float(raw_reward)  # an env bug (a None or str reward) fails the rollout, not the run
+        if not isinstance(info, dict):
+            raise TypeError(f"env.step returned info of type {type(info).__name__}, not dict")
+        self.observation, self.info = str(observation), info
+        self.turns[-1].reward = reward
+        self.step_rewards.append(reward)
+        if observation:
+            self.messages.append({"role": "user", "content": self.observation})
+        if terminated or truncated:
+            self.status = "completed" if terminated else "truncated"
+            self.done = True
+        elif self.limits.max_total_tokens is not None and _tokens_used(self.agent) >= self.limits.max_total_tokens:
+            self.info = {**self.info, "truncated_by": "token_budget"}
+            self.done = True
+
+    def give_reward(self) -> None:
+        """Tell agents with ``record_reward`` the last step's reward; a failure there fails the rollout."""
+        record_reward = getattr(self.agent, "record_reward", None)
+        if callable(record_reward) and self.step_rewards:
+            try:
+                record_reward(self.step_rewards[-1])
+            except Exception as exc:
+                self.fail("record_reward", exc)
+
+    def trajectory(self, *, traj_id: str, group_id: str, sample_idx: int, env_id: str, seed: int | None,
+                   source: str) -> Trajectory:
+        tokens, notes = _token_fields(self.agent, self.step_rewards)
+        info = self.info if isinstance(self.info, dict) else {}
+        stored = {k: v for k, v in info.items() if k not in _BULKY_INFO_KEYS} | notes
+        status: Status = self.status
+        if self.failure is not None:
+            status = "failed"
+            stored["failure"] = self.failure.to_info()
+        components = info.get("reward_components")
+        versions = sorted({t.policy_version for t in tokens.get("turns", []) if t.policy_version is not None})
+        metrics: dict[str, Any] = {
+            "num_turns": len(self.turns), "agent_s": round(self.agent_s, 6), "env_s": round(self.env_s, 6),
+            "episode_s": round(time.perf_counter() - self.started, 6), "tool_calls": self.tool_calls,
+        }
+        if versions:
+            metrics["policy_versions"] = versions
+        if notes.get("per_turn_rows"):
+            metrics["per_turn_rows"] = True
+        return Trajectory(
+            traj_id=traj_id, group_id=group_id, sample_idx=sample_idx, source=source,
+            env_id=env_id or str(info.get("env_id", "")),
+            task_id=self.task.id if self.task is not None else info.get("task_id"),
+            seed=seed,
+            prompt_ids=tokens.get("prompt_ids", []), completion_ids=tokens.get("completion_ids", []),
+            loss_mask=tokens.get("loss_mask", []), logprobs=tokens.get("logprobs", []),
+            reward=None if self.failure is not None else float(sum(self.step_rewards)),
+            step_rewards=self.step_rewards,
+            reward_components=(
+                {str(k): float(v) for k, v in components.items() if isinstance(v, (int, float))}
+                if isinstance(components, dict) else {}
+            ),
+            status=status,
+            turns=tokens.get("turns", self.turns),
+            messages=self.messages,
+            info=to_jsonable(stored),
+            metrics=metrics,
+        )
+
+
+def run_episode(
+    env: Any,
+    agent: Any,
+    *,
+    seed: int | None,
+    agent_seed: int | None = None,
+    traj_id: str = "",
+    group_id: str = "",
+    sample_idx: int = 0,
+    env_id: str = "",
+    max_steps: int = DEFAULT_MAX_STEPS,
+    source: str = "policy",
+    limits: EpisodeLimits | None = None,
+) -> tuple[Trajectory, Task | None]:
+    """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
+
+    Never raises for an exception in the agent or the env: the trajectory then has
+    status ``"failed"``, ``reward=None`` and ``info["failure"]`` with the stage
+    (``reset``, ``agent_reset``, ``act``, ``step``, ``record_reward``), exception type, message and
+    traceback tail. ``KeyboardInterrupt`` and ``SystemExit`` propagate. Timeouts need
+    :func:`arun_episode`; here only ``max_steps`` and ``max_total_tokens`` apply.
+
+    Example:
+        >>> import rollgym
+        >>> from rollgym.agents import OracleAgent
+        >>> traj, task = run_episode(rollgym.make("Countdown-v0"), OracleAgent(), seed=0)
+        >>> traj.reward
+        1.0
+    """
+    limits = limits or EpisodeLimits(max_steps=max_steps)
+    ep = _Episode(agent, limits)
+    started = time.perf_counter()
+    try:
+        ep.begin(env, *env.reset(seed=seed))
+    except Exception as exc:
+        ep.fail("reset", exc)
+    ep.env_s += time.perf_counter() - started
+    if not ep.done:
+        try:
+            agent.reset(seed=agent_seed)
+        except Exception as exc:
+            ep.fail("agent_reset", exc)
+    while not ep.done and not ep.check_caps():
+        started = time.perf_counter()
+        try:
+            ep.acted(agent.act(ep.observation, ep.info))
+        except Exception as exc:
+            ep.fail("act", exc)
+            break
+        finally:
+            ep.agent_s += time.perf_counter() - started
+        started = time.perf_counter()
+        try:
+            ep.stepped(env.step(ep.messages[-1]["content"]))
+        except Exception as exc:
+            ep.fail("step", exc)
+            break
+        finally:
+            ep.env_s += time.perf_counter() - started
+        ep.give_reward()
+    return ep.trajectory(traj_id=traj_id, group_id=group_id, sample_idx=sample_idx, env_id=env_id, seed=seed,
+                         source=source), ep.task
+
+
+async def _call(fn: Callable[..., T], *args: Any, timeout: float | None) -> T:
+    """Run a blocking call; in a worker thread with a deadline when a timeout is set."""
+    if timeout is None:
+        return fn(*args)
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(fn, *args), timeout)
+    except asyncio.TimeoutError as exc:
+        raise StepTimeout(f"{getattr(fn, '__qualname__', 'call')} took longer than {timeout} s") from exc
+
+
+async def _await(coro: Awaitable[T], timeout: float | None) -> T:
+    if timeout is None:
+        return await coro
+    try:
+        return await asyncio.wait_for(coro, timeout)
+    except asyncio.TimeoutError as exc:
+        raise StepTimeout(f"the agent took longer than {timeout} s to act") from exc
+
+
+async def arun_episode(
+    env: Any,
+    agent: Any,
+    *,
+    seed: int | None,
+    agent_seed: int | None = None,
+    traj_id: str = "",
+    group_id: str = "",
+    sample_idx: int = 0,
+    env_id: str = "",
+    source: str = "policy",
+    limits: EpisodeLimits | None = None,
+) -> tuple[Trajectory, Task | None]:
+    """The async driver of :func:`run_episode`, with step and episode timeouts.
+
+    Agents with ``aact`` (LLM agents) are awaited, so many episodes share one event
+    loop and their generations batch; synchronous agents and ``env.step`` run in
+    worker threads when a step timeout is set, else inline.
+    """
+    limits = limits or EpisodeLimits()
+    ep = _Episode(agent, limits)
+
+    async def play() -> None:
+        started = time.perf_counter()
+        try:
+            reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
+            ep.begin(env, *reset)
+        except Exception as exc:
+            ep.fail("reset", exc)
+        ep.env_s += time.perf_counter() - started
+        if not ep.done:
+            try:
+                agent.reset(seed=agent_seed)
+            except Exception as exc:
+                ep.fail("agent_reset", exc)
+        aact = getattr(agent, "aact", None)
+        while not ep.done and not ep.check_caps():
+            started = time.perf_counter()
+            try:
+                if callable(aact):
+                    action = await _await(aact(ep.observation, ep.info), limits.step_timeout_s)
+                else:
+                    action = await _call(agent.act, ep.observation, ep.info, timeout=limits.step_timeout_s)
+                ep.acted(action)
+            except Exception as exc:
+                ep.fail("act", exc)
+                break
+            finally:
+                ep.agent_s += time.perf_counter() - started
+            started = time.perf_counter()
+            try:
+                ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
+            except Exception as exc:
+                ep.fail("step", exc)
+                break
+            finally:
+                ep.env_s += time.perf_counter() - started
+            ep.give_reward()
+
+    try:
+        await _await(play(), limits.episode_timeout_s)
+    except StepTimeout:
+        ep.fail("episode", EpisodeTimeout(f"the episode took longer than {limits.episode_timeout_s} s"))
+    return ep.trajectory(traj_id=traj_id, group_id=group_id, sample_idx=sample_idx, env_id=env_id, seed=seed,
+                         source=source), ep.task
