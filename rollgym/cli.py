@@ -153,6 +153,24 @@ def _make_agent(name: str) -> Any:
     return make_agent(name)
 
 
+def _make_llm_agent(args: argparse.Namespace) -> Any:
+    """A :class:`~rollgym.agents.chat.ChatAgent` over ``--model`` (a folder, hub id, vllm:PATH or URL)."""
+    from rollgym.agents.backends import make_backend
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+
+    backend = make_backend(args.model)
+    tokenizer = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
+    agent = ChatAgent(backend, sampling, tokenizer=tokenizer)
+    agent.name = f"llm:{args.model}"  # the results file's identity names the model
+    return agent
+
+
 def _progress() -> Progress:
     return Progress(
         TextColumn("{task.description}"),
@@ -188,27 +206,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     info = resolve_env(args.env)
     env_kwargs = parse_env_args(args.env_arg)
-    agent = _make_agent(args.agent)
+    agent = _make_llm_agent(args) if args.model else _make_agent(args.agent)
+    label = agent.name if args.model else args.agent
     with _progress() as progress:
-        bar = progress.add_task(f"{info.id} · {args.agent}", total=args.n * args.group_size)
+        bar = progress.add_task(f"{info.id} · {label}", total=args.n * args.group_size)
 
         def report(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
 
         try:
-            groups = collect(
-                agent,
-                args.env,
-                n_tasks=args.n,
-                group_size=args.group_size,
-                split=args.split,
-                seed=args.seed,
-                out=args.out,
-                env_kwargs=env_kwargs,
-                max_steps=args.max_steps,
-                progress=report,
-                workers=args.workers,
-            )
+            if args.model:
+                from rollgym.rollout.stream import collect_async
+
+                groups = collect_async(
+                    agent, args.env, args.n, args.group_size, split=args.split, seed=args.seed,
+                    concurrency=args.concurrency, max_steps=args.max_steps, out=args.out, env_kwargs=env_kwargs,
+                    progress=report,
+                )
+            else:
+                groups = collect(
+                    agent, args.env, n_tasks=args.n, group_size=args.group_size, split=args.split, seed=args.seed,
+                    out=args.out, env_kwargs=env_kwargs, max_steps=args.max_steps, progress=report,
+                    workers=args.workers,
+                )
         except KeyboardInterrupt:
             hint = " Run the same command again to resume." if args.out else ""
             stderr.print(f"Interrupted.{hint}")
@@ -217,12 +237,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                {"env_id": info.id, "agent": args.agent, "spec_hash": info.content_hash, **summary.to_dict()},
+                {"env_id": info.id, "agent": label, "spec_hash": info.content_hash, **summary.to_dict()},
                 sort_keys=True,
             )
         )
         return 0
-    title = f"{info.id} · agent {args.agent} · split {args.split} · seed {args.seed} · spec {info.content_hash}"
+    title = f"{info.id} · agent {label} · split {args.split} · seed {args.seed} · spec {info.content_hash}"
     stdout.print(title, markup=False)
     stdout.print(summary_table(summary))
     if args.out:
@@ -375,6 +395,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate a reference agent and print a summary")
     p.add_argument("env", metavar="ENV", help="env id, e.g. Countdown-v0 (or module:Env-v0 to import module first)")
     p.add_argument("--agent", choices=["oracle", "random"], default="oracle", help="agent (default: oracle)")
+    p.add_argument("--model", default=None, metavar="PATH_OR_URL",
+                   help="evaluate a language model instead: a model folder, hub id, vllm:PATH, or an "
+                        "OpenAI-compatible URL such as http://127.0.0.1:8000/v1")
+    p.add_argument("--tokenizer", default=None, help="the model's tokenizer folder, for exact tokens over HTTP")
+    p.add_argument("--max-tokens", type=_positive, default=512, help="generation cap per turn (default: 512)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
+    p.add_argument("--concurrency", type=_positive, default=32,
+                   help="episodes in flight with --model (default: 32)")
     p.add_argument("--n", type=_positive, default=100, help="number of tasks (default: 100)")
     p.add_argument("--group-size", type=_positive, default=4, help="rollouts per task (default: 4)")
     p.add_argument("--split", default="test", help="task split (default: test)")
