@@ -1,0 +1,166 @@
+"""Collection on a Ray cluster: env-worker actors that each run many episodes at once.
+
+:func:`collect_ray` has the same arguments and results as
+:func:`~rollgym.rollout.collect` and uses the same results file, so a run can
+move between a laptop and a cluster. Each :class:`EnvWorker` actor keeps a pool
+of envs and plays up to ``episodes_per_worker`` episodes concurrently on its
+own event loop; LLM agents inside it talk to inference servers over HTTP (an
+``OpenAIBackend`` pointed at vLLM or ``rollgym serve-model``), so generation is
+batched by the servers, not the workers.
+
+The driver writes every finished episode to the results file as soon as it
+arrives. When a worker dies, the episodes it was playing are given to a
+replacement worker; finished episodes are never lost, and the results are the
+same as an uninterrupted run (episodes are pure functions of their seeds).
+
+Agents are built inside the workers by ``agent_factory``, a picklable callable
+(an agent class such as ``OracleAgent``, or a ``functools.partial``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rollgym.core.errors import ConfigError, MissingDependencyError
+from rollgym.rollout.collector import RunPlan, _validate
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.store import EpisodeRecord, assemble_groups
+from rollgym.rollout.types import RolloutGroup
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingDependencyError("Distributed collection needs Ray: pip install 'rollgym[ray]'.") from exc
+    return ray
+
+
+class EnvWorker:
+    """A Ray actor body: a pool of envs and an agent factory, playing episodes on request."""
+
+    def __init__(self, env_id: str, split: str, env_kwargs: dict[str, Any], agent_factory: Callable[[], Any],
+                 limits: EpisodeLimits) -> None:
+        import rollgym
+
+        self.make = lambda: rollgym.make(env_id, split=split, **env_kwargs)
+        self.agent_factory = agent_factory
+        self.limits = limits
+        self.envs: list[Any] = []
+
+    async def play(self, task_index: int, args: dict[str, Any]) -> str:
+        """Play one episode and return its results-file line (JSON)."""
+        env = self.envs.pop() if self.envs else self.make()
+        agent = self.agent_factory()
+        trajectory, task = await arun_episode(env, agent, limits=self.limits, **args)
+        if trajectory.status == "failed" and trajectory.info.get("failure", {}).get("stage") in {"reset", "step"}:
+            env.close()
+            env = self.make()
+        self.envs.append(env)
+        return EpisodeRecord(task_index, task, trajectory).to_line().decode("utf-8")
+
+    def pid(self) -> int:
+        """The worker's process id (tests kill it)."""
+        import os
+
+        return os.getpid()
+
+
+def collect_ray(
+    agent_factory: Callable[[], Any],
+    env_id: str,
+    n_tasks: int,
+    group_size: int,
+    split: str = "test",
+    seed: int = 0,
+    out: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    *,
+    num_workers: int = 2,
+    episodes_per_worker: int = 8,
+    limits: EpisodeLimits | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    progress: ProgressCallback | None = None,
+    on_result: Callable[[int, list[Any]], None] | None = None,
+    max_worker_restarts: int = 8,
+) -> list[RolloutGroup]:
+    """Play ``n_tasks`` × ``group_size`` episodes on Ray workers; see the module docstring.
+
+    Uses the running Ray instance, or starts a local one. ``on_result(done, workers)``
+    is called after every finished episode with the live worker handles (tests use it
+    to kill a worker mid-run).
+
+    Example:
+        >>> from rollgym.agents import OracleAgent
+        >>> groups = collect_ray(OracleAgent, "Countdown-v0", n_tasks=4, group_size=2)  # doctest: +SKIP
+    """
+    ray = _import_ray()
+    limits = limits or EpisodeLimits(max_steps=max_steps)
+    _validate(n_tasks, group_size, seed, limits.max_steps)
+    if num_workers < 1 or episodes_per_worker < 1:
+        raise ConfigError("num_workers and episodes_per_worker must be at least 1.")
+    if not callable(agent_factory):
+        raise ConfigError("agent_factory must be a picklable callable that returns an agent, e.g. OracleAgent.")
+    probe = agent_factory()
+    plan = RunPlan.prepare(probe, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps)
+    plan.env.close()
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    actor_class = ray.remote(max_concurrency=episodes_per_worker, num_cpus=0)(EnvWorker)
+
+    def new_worker() -> Any:
+        return actor_class.remote(plan.info.id, split, plan.env_kwargs, agent_factory, limits)
+
+    workers = [new_worker() for _ in range(num_workers)]
+    jobs = plan.jobs()
+    total = n_tasks * group_size
+    done = total - len(jobs)
+    if progress is not None:
+        progress(done, total)
+    queue = list(jobs)
+    in_flight: dict[Any, tuple[int, int, int]] = {}
+    restarts = 0
+    capacity = num_workers * episodes_per_worker
+
+    def submit(i: int, j: int, slot: int) -> None:
+        args = plan.job_args(i, j)
+        args.pop("max_steps")
+        ref = workers[slot].play.remote(i, args)
+        in_flight[ref] = (i, j, slot)
+
+    try:
+        next_slot = 0
+        while queue or in_flight:
+            while queue and len(in_flight) < capacity:
+                i, j = queue.pop(0)
+                submit(i, j, next_slot % len(workers))
+                next_slot += 1
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            ref = ready[0]
+            i, j, slot = in_flight.pop(ref)
+            try:
+                line = ray.get(ref)
+            except ray.exceptions.RayActorError:
+                # the worker died: replace it and give its episode (and every other it held) to the new one
+                restarts += 1
+                if restarts > max_worker_restarts:
+                    raise
+                workers[slot] = new_worker()
+                queue.insert(0, (i, j))
+                continue
+            plan.record(i, EpisodeRecord.from_json(json.loads(line)))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+            if on_result is not None:
+                on_result(done, workers)
+    finally:
+        for worker in workers:
+            ray.kill(worker)
+        if plan.writer is not None:
+            plan.writer.close()
+    return assemble_groups(list(plan.records.values()), group_size, n_tasks)
