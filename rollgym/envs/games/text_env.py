@@ -1,0 +1,447 @@
+"""``TwoPlayerTextEnv``: one agent plays a board game in text against a bot.
+
+Game envs subclass it and supply a :class:`~rollgym.envs.games.base.GameState`
+factory and a rules paragraph; this module handles tasks (colour, opponent
+seed, random opening), reading a move out of free text, the illegal-move
+policy, the opponent's replies, optional tools, rewards and records.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.errors import ConfigError
+from rollgym.core.seeding import draw_in_split
+from rollgym.core.task import Task
+from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
+from rollgym.envs.games.base import GameState, MoveError
+
+_FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
+_BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
+_MARKUP = "*`_ \t\"'"
+AGENT_COLORS = ("alternate", "random", "first", "second")
+ILLEGAL_MOVE_POLICIES = ("forfeit", "random")
+REWARD_SCHEMES = ("score", "signed")
+
+
+def extract_move_text(response: str) -> str | None:
+    """Find the move token in an agent's reply, or ``None`` when there is none.
+
+    Order: the text after the last ``Final Answer:``; else the last bracketed token
+    (``[e4]``, ``[col 4]``); else the whole reply when it is one short word (``e4``, ``5``).
+
+    Example:
+        >>> extract_move_text("I like e4.\\nFinal Answer: **Nf3**")
+        'Nf3'
+        >>> extract_move_text("I play [c3] now"), extract_move_text("  5 "), extract_move_text("no idea")
+        ('c3', '5', None)
+    """
+    if not isinstance(response, str):
+        return None
+    matches = list(_FINAL_RE.finditer(response))
+    if matches:
+        line = matches[-1].group(1).strip().strip(_MARKUP)
+        bracket = _BRACKET_RE.search(line)
+        token = bracket.group(1) if bracket else line
+        token = token.strip().strip(_MARKUP).rstrip(".")
+        return token or None
+    brackets = _BRACKET_RE.findall(response)
+    if brackets:
+        return str(brackets[-1]).strip().strip(_MARKUP) or None
+    stripped = response.strip().strip(_MARKUP).rstrip(".")
+    if stripped and len(stripped) <= 16 and len(stripped.split()) == 1:
+        return stripped
+    return None
+
+
+class GameTaskSource:
+    """Tasks of a game env: the agent's colour, the opponent's seed and an optional random opening.
+
+    A task is a pure function of ``(env id, split, index)`` (see
+    :func:`~rollgym.core.seeding.draw_in_split`); its ``meta`` holds everything the
+    env needs to set up the game.
+    """
+
+    family = "games"
+
+    def __init__(self, env: TwoPlayerTextEnv) -> None:
+        self.env = env
+
+    def size(self, split: str) -> int | None:
+        return None
+
+    def task(self, index: int, split: str = "train") -> Task:
+        env = self.env
+        env_id = env.env_id
+
+        def candidate(rng: np.random.Generator) -> dict[str, Any]:
+            meta = env.draw_meta(rng, index)
+            meta["opponent_seed"] = int(rng.integers(2**31))
+            state = env.new_state(meta)
+            opening: list[str] = []
+            for _ in range(env.random_opening_plies):
+                safe = []
+                for move in state.legal_moves():
+                    child = state.copy()
+                    child.play(move)
+                    if not child.is_terminal():
+                        safe.append(move)
+                if not safe:
+                    break
+                move = safe[int(rng.integers(len(safe)))]
+                opening.append(state.move_to_text(move))
+                state.play(move)
+            meta["opening"] = opening
+            return meta
+
+        meta, _ = draw_in_split(f"{env_id}/{env.config_key()}", split, index, candidate, lambda m: json.dumps(m))
+        meta["game_config"] = env.new_state(meta).config()
+        return Task(id=f"{env_id}:{split}:{index}", env_id=env_id, prompt=env.rules_text(), answer=None, meta=meta)
+
+
+class TwoPlayerTextEnv(TextEnv):
+    """Base of the board-game envs: the agent plays one side against a bot, in text.
+
+    Arguments (keyword only):
+        opponent: ``"random"``, ``"greedy"``, ``"mcts-<N>"``, ``"stockfish"``,
+            ``"stockfish-skill-<0..20>"``, ``"stockfish-elo-<E>"``, or a bot object with
+            ``choose(state, rng)``; see :func:`rollgym.agents.game_bots.make_bot`.
+        opponent_kwargs: extra arguments for :func:`~rollgym.agents.game_bots.make_bot`.
+        agent_color: ``"alternate"`` (by task index parity), ``"random"`` (drawn per
+            task), ``"first"`` or ``"second"``.
+        illegal_move_policy: after ``max_retries`` unplayable answers in one turn,
+            ``"forfeit"`` (the agent loses) or ``"random"`` (a random legal move is played).
+        max_retries: retries per turn, each with feedback saying what was wrong.
+        reward_scheme: ``"score"`` (1 / 0.5 / 0) or ``"signed"`` (+1 / 0 / -1).
+        show_legal_moves: list the legal moves in every observation.
+        random_opening_plies: random moves played before the agent's first turn.
+        tools: offer ``legal_moves()`` and ``simulate(moves)`` as Hermes tool calls.
+        tool_budget: tool calls allowed per episode.
+        split, render_mode: as for every :class:`~rollgym.core.env.TextEnv`.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012
+    game_title: ClassVar[str] = ""
+    move_hint: ClassVar[str] = "a move"
+    move_example: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        opponent: Any = "random",
+        opponent_kwargs: dict[str, Any] | None = None,
+        agent_color: str = "alternate",
+        illegal_move_policy: str = "forfeit",
+        max_retries: int = 1,
+        reward_scheme: str = "score",
+        show_legal_moves: bool = True,
+        random_opening_plies: int = 0,
+        tools: bool = False,
+        tool_budget: int = 20,
+        split: str = "train",
+        render_mode: str | None = None,
+    ) -> None:
+        for name, value, allowed in (
+            ("agent_color", agent_color, AGENT_COLORS),
+            ("illegal_move_policy", illegal_move_policy, ILLEGAL_MOVE_POLICIES),
+            ("reward_scheme", reward_scheme, REWARD_SCHEMES),
+        ):
+            if value not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {value!r}.")
+        for name, number in (("max_retries", max_retries), ("random_opening_plies", random_opening_plies),
+                             ("tool_budget", tool_budget)):
+            if not isinstance(number, int) or number < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {number!r}.")
+        self.agent_color = agent_color
+        self.illegal_move_policy = illegal_move_policy
+        self.max_retries = max_retries
+        self.reward_scheme = reward_scheme
+        self.show_legal_moves = show_legal_moves
+        self.random_opening_plies = random_opening_plies
+        self.use_tools = bool(tools)
+        self.tool_budget = tool_budget
+        from rollgym.agents.game_bots import make_bot  # agents sit above envs; import on use
+
+        self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
+        self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
+        if not callable(getattr(self.opponent, "choose", None)):
+            raise ConfigError("opponent must be a bot name such as 'random' or 'mcts-400', or an object with choose().")
+        super().__init__(GameTaskSource(self), split=split, render_mode=render_mode)
+        self.system_prompt = (
+            f"You are playing {self.game_title} against an opponent. {self.rules_text()} "
+            f"On your turn, think if you like, then give your move on the last line as "
+            f"`Final Answer: <move>`, where <move> is {self.move_hint} "
+            f"(for example `Final Answer: {self.move_example}`)."
+        )
+        self.state: GameState | None = None
+        self.agent_player = 0
+        self._rng = np.random.default_rng(0)
+        self._retries_left = max_retries
+        self._tool_calls_left = tool_budget
+        self._last_error: str | None = None
+        self._move_texts: list[str] = []
+
+    # -- game hooks ---------------------------------------------------------
+    @abstractmethod
+    def new_state(self, task_meta: dict[str, Any]) -> GameState:
+        """The start position for a task."""
+
+    @abstractmethod
+    def rules_text(self) -> str:
+        """One paragraph of rules for the prompt."""
+
+    def draw_meta(self, rng: np.random.Generator, index: int) -> dict[str, Any]:
+        """The task's game parameters; subclasses add to it (e.g. a Chess960 start number)."""
+        if self.agent_color == "alternate":
+            player = index % 2
+        elif self.agent_color == "random":
+            player = int(rng.integers(2))
+        else:
+            player = 0 if self.agent_color == "first" else 1
+        return {"agent_player": player}
+
+    def config_key(self) -> str:
+        """A string of the settings that change what a task is (part of the task seed family)."""
+        return json.dumps(self.new_state({"agent_player": 0}).config(), sort_keys=True)
+
+    def extra_info(self, state: GameState) -> dict[str, Any]:
+        """Game-specific ``info`` entries (e.g. the FEN)."""
+        return {}
+
+    # -- episode ------------------------------------------------------------
+    def _start(self, task: Task) -> str:
+        meta = task.meta
+        self.state = self.new_state(meta)
+        self.agent_player = int(meta.get("agent_player", 0))
+        self._move_texts = []
+        for text in meta.get("opening", []):
+            self._play(self.state.parse_move(text))
+        self._rng = np.random.default_rng(int(meta.get("opponent_seed", 0)))
+        self._retries_left = self.max_retries
+        self._tool_calls_left = self.tool_budget
+        self._last_error = None
+        events = []
+        if meta.get("opening"):
+            events.append(f"The game opened with random moves: {' '.join(meta['opening'])}.")
+        if self.state.current_player != self.agent_player and not self.state.is_terminal():
+            events.append(self._opponent_moves())
+        me = self.state.player_names[self.agent_player]
+        intro = (
+            f"{self.system_prompt}\n\nYou play {me} ({'first' if self.agent_player == 0 else 'second'}); "
+            f"your opponent is {getattr(self.opponent, 'name', 'a bot')}."
+        )
+        return self._observation(events, intro=intro)
+
+    def _advance(self, action: str) -> StepResult:
+        assert self.state is not None
+        if self.use_tools:
+            calls = parse_tool_calls(action)
+            if calls.found:
+                return self._answer_tools(calls)
+        self._last_error = None
+        try:
+            token = extract_move_text(action)
+            if token is None:
+                hint = f"no move found; end your reply with `Final Answer: <move>` ({self.move_hint})"
+                raise MoveError("no_move", hint)
+            move = self.state.parse_move(token)
+        except MoveError as err:
+            return self._failed(err.label, str(err))
+        except Exception as exc:  # a parser bug must never crash a rollout
+            return self._failed("invalid", f"the move could not be read ({type(exc).__name__})")
+        return self._agent_moves(move, [])
+
+    def _failed(self, label: str, reason: str) -> StepResult:
+        assert self.state is not None
+        self._last_error = label
+        if self._retries_left > 0:
+            self._retries_left -= 1
+            left = self._retries_left
+            chance = "this is your last try" if left == 0 else f"{left + 1} tries left"
+            note = f"Your answer could not be played ({label}): {reason}. Try again ({chance})."
+            return self._observation([note]), 0.0, False, False, self._info(error=label)
+        if self.illegal_move_policy == "random":
+            moves = self.state.legal_moves()
+            move = moves[int(self._rng.integers(len(moves)))]
+            note = f"Your answer could not be played ({label}): {reason}. A random legal move was played for you: "
+            return self._agent_moves(move, [note], error=label, already_described=True)
+        note = f"Your answer could not be played ({label}): {reason}. You have no retries left, so you forfeit."
+        return self._finish([note], forfeit=True, error=label)
+
+    def _agent_moves(self, move: Any, events: list[str], error: str | None = None,
+                     already_described: bool = False) -> StepResult:
+        assert self.state is not None
+        text = self._play(move)
+        if already_described:
+            events[-1] += f"{text}."
+        else:
+            events.append(f"You played {text}.")
+        self._retries_left = self.max_retries
+        if not self.state.is_terminal():
+            events.append(self._opponent_moves())
+        if self.state.is_terminal():
+            return self._finish(events, error=error)
+        return self._observation(events), 0.0, False, False, self._info(error=error)
+
+    def _opponent_moves(self) -> str:
+        assert self.state is not None
+        move = self.opponent.choose(self.state.copy(), self._rng)
+        return f"Your opponent played {self._play(move)}."
+
+    def _play(self, move: Any) -> str:
+        """Play ``move`` on the real board and return its text (kept for the history)."""
+        assert self.state is not None
+        text = self.state.move_to_text(move)
+        self.state.play(move)
+        self._move_texts.append(text)
+        return text
+
+    def _finish(self, events: list[str], forfeit: bool = False, error: str | None = None) -> StepResult:
+        assert self.state is not None
+        if forfeit:
+            score, result, termination = 0.0, "loss", "forfeit"
+        else:
+            score = self.state.score(self.agent_player)
+            result = {1.0: "win", 0.5: "draw", 0.0: "loss"}[score]
+            termination = self.state.termination() or "end"
+        reward = score if self.reward_scheme == "score" else 2.0 * score - 1.0
+        self._result = {"result": result, "termination": termination, "score": score}
+        events.append(f"Game over: you {'won' if result == 'win' else 'lost' if result == 'loss' else 'drew'} ({termination.replace('_', ' ')}).")  # noqa: E501
+        observation = self._observation(events, final=True)
+        return observation, reward, True, False, self._info(error=error, final=True)
+
+    # -- text ---------------------------------------------------------------
+    def history_text(self, moves: list[str]) -> str:
+        """The move history for the observation."""
+        return " ".join(moves) if moves else "(none yet)"
+
+    def _observation(self, events: list[str], intro: str | None = None, final: bool = False) -> str:
+        assert self.state is not None
+        state = self.state
+        parts = [intro] if intro else []
+        parts += events
+        parts.append("Board:\n" + state.ascii())
+        parts += [f"{key.upper()}: {value}" for key, value in self.extra_info(state).items() if key == "fen"]
+        parts.append(f"Moves so far: {self.history_text(self._move_texts)}")
+        if not final:
+            me = state.player_names[self.agent_player]
+            parts.append(f"You are {me}; it is your turn.")
+            if self.show_legal_moves:
+                parts.append("Legal moves: " + " ".join(state.move_to_text(m) for m in state.legal_moves()))
+            parts.append(f"Answer with `Final Answer: <move>`, where <move> is {self.move_hint}.")
+        return "\n".join(parts)
+
+    def _info(self, error: str | None = None, final: bool = False) -> dict[str, Any]:
+        assert self.state is not None
+        state = self.state
+        info: dict[str, Any] = {
+            "legal_moves": [] if final else [state.move_to_text(m) for m in state.legal_moves()],
+            "moves": list(self._move_texts),
+            "to_play": state.player_names[state.current_player],
+            "agent_player": self.agent_player,
+            "agent_color": state.player_names[self.agent_player],
+            "board": state.ascii(),
+            "game_config": state.config(),
+            "error": error,
+            "retries_left": self._retries_left,
+            **self.extra_info(state),
+        }
+        if self.use_tools:
+            info["tool_calls_left"] = self._tool_calls_left
+        if final:
+            info.update(self._result)
+            info["record"] = self.record()
+        return info
+
+    def _common_info(self) -> dict[str, Any]:
+        info = super()._common_info()
+        info["task_meta"] = copy.deepcopy(info["task_meta"])  # nested lists must not be shared between calls
+        if self.state is not None and not self._done:
+            info.update(self._info(error=self._last_error))
+        return info
+
+    def render(self) -> str | None:  # type: ignore[override]
+        if self.state is None:
+            return None
+        text = f"{self.game_title}, {self.state.player_names[self.state.current_player]} to move\n{self.state.ascii()}"
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def record(self) -> dict[str, Any]:
+        """The game so far as a JSON-ready dict: config, players, moves (text) and result."""
+        from rollgym.envs.games.records import game_record
+
+        assert self.state is not None
+        names = ["agent", getattr(self.opponent, "name", "opponent")]
+        if self.agent_player == 1:
+            names.reverse()
+        return game_record(self.state, players=names, result=getattr(self, "_result", None))
+
+    def close(self) -> None:
+        closer = getattr(self.opponent, "close", None)
+        if self._owns_opponent and callable(closer):
+            closer()
+        super().close()
+
+    # -- tools --------------------------------------------------------------
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        if not self.use_tools:
+            return []
+        return [
+            {"type": "function", "function": {
+                "name": "legal_moves", "description": "List the legal moves in the current position.",
+                "parameters": {"type": "object", "properties": {}}}},
+            {"type": "function", "function": {
+                "name": "simulate",
+                "description": "Play a sequence of moves (both sides, alternating, starting with yours) on a copy of "
+                               "the board and show the resulting position. The real game is not changed.",
+                "parameters": {"type": "object", "properties": {
+                    "moves": {"type": "array", "items": {"type": "string"}}}, "required": ["moves"]}}},
+        ]
+
+    def _answer_tools(self, parsed: ParsedToolCalls) -> StepResult:
+        assert self.state is not None
+        if self._tool_calls_left <= 0:  # counts as a failed answer, so tool loops cannot run forever
+            return self._failed("no_move", "the tool budget is spent; answer with a move")
+        self._last_error = None
+        replies = [format_tool_response("error", err.message) for err in parsed.errors]
+        for call in parsed.calls:
+            if self._tool_calls_left <= 0:
+                replies.append(format_tool_response(call.name, "tool budget exhausted; answer with a move"))
+                continue
+            self._tool_calls_left -= 1
+            replies.append(format_tool_response(call.name, self._run_tool(call.name, call.arguments)))
+        replies.append(f"{self._tool_calls_left} tool calls left. Give your move as `Final Answer: <move>`.")
+        return "\n".join(replies), 0.0, False, False, self._info()
+
+    def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        assert self.state is not None
+        if name == "legal_moves":
+            return " ".join(self.state.move_to_text(m) for m in self.state.legal_moves())
+        if name == "simulate":
+            moves = arguments.get("moves", [])
+            if isinstance(moves, str):
+                moves = moves.replace(",", " ").split()
+            if not isinstance(moves, list) or len(moves) > 200:
+                return "error: 'moves' must be a list of at most 200 move strings"
+            sim = self.state.copy()
+            for i, text in enumerate(moves):
+                try:
+                    sim.play(sim.parse_move(str(text)))
+                except MoveError as err:
+                    return f"error at move {i + 1} ({text}): {err.label}: {err}\n{sim.ascii()}"
+            status = "game over: " + (
+                f"{sim.player_names[w]} wins" if (w := sim.winner()) is not None else "draw"
+            ) if sim.is_terminal() else f"{sim.player_names[sim.current_player]} to move"
+            return f"{sim.ascii()}\n{status}"
+        return f"error: unknown tool {name!r}; the tools are legal_moves and simulate"
