@@ -1,0 +1,96 @@
+"""Competition math: MATH500, AIME24, AMC23 and your own sets, with and without a Python tool.
+
+* :mod:`~rollgym.envs.math.prompts`: the zero-shot prompt (part of the spec hash).
+* :mod:`~rollgym.envs.math.datasets`: loading from a path, ``ROLLGYM_DATA_DIR`` or the hub.
+* :mod:`~rollgym.envs.math.env`: :class:`MathEnv`, one boxed answer.
+* :mod:`~rollgym.envs.math.tool_env`: :class:`MathToolEnv`, with a sandboxed ``python`` tool.
+* :mod:`~rollgym.envs.math.sandbox`: the ``local`` and ``docker`` sandboxes.
+
+The verifier is :func:`rollgym.verifiers.math.verify_math`. No oracle is
+registered: these are fixed evaluation sets and the answer is hidden.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from rollgym.core.registration import register_env
+
+# The env classes, the verifier and the sandbox load on first use, so that
+# ``import rollgym`` only registers the ids here.
+_LAZY = {
+    "AIME24": "rollgym.envs.math.datasets",
+    "AMC23": "rollgym.envs.math.datasets",
+    "MATH500": "rollgym.envs.math.datasets",
+    "DatasetSpec": "rollgym.envs.math.datasets",
+    "MathDataset": "rollgym.envs.math.datasets",
+    "load_rows": "rollgym.envs.math.datasets",
+    "MathEnv": "rollgym.envs.math.env",
+    "dataset_source": "rollgym.envs.math.env",
+    "MathToolEnv": "rollgym.envs.math.tool_env",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+_SCORING = [
+    "rollgym.envs.math.prompts",
+    "rollgym.envs.math.datasets",
+    "rollgym.verifiers.math",
+    "rollgym.verifiers.math_normalize",
+    "rollgym.verifiers.math_worker",
+]
+_SINGLE = [*_SCORING, "rollgym.envs.math.env"]
+_TOOL = [
+    *_SINGLE,
+    "rollgym.envs.math.tool_env",
+    "rollgym.envs.math.sandbox.local",
+    "rollgym.envs.math.sandbox.bootstrap",
+]
+
+_SETS = {
+    "MATH500": ("math500", "MATH500: 500 MATH test problems (HuggingFaceH4/MATH-500)"),
+    "AIME24": ("aime24", "AIME 2024 I and II: 30 problems with integer answers"),
+    "AMC23": ("amc23", "AMC 2023: 40 problems with numeric answers"),
+}
+
+for _name, (_dataset, _what) in _SETS.items():
+    register_env(
+        f"{_name}-v0",
+        "rollgym.envs.math.env:MathEnv",
+        description=f"{_what}; one answer in \\boxed{{}}, binary reward.",
+        family="math",
+        components=_SINGLE,
+        kwargs={"dataset": _dataset},
+    )
+    register_env(
+        f"{_name}Tool-v0",
+        "rollgym.envs.math.tool_env:MathToolEnv",
+        description=f"{_what}; multi-turn with a sandboxed python tool, answer in \\boxed{{}}.",
+        family="math",
+        components=_TOOL,
+        kwargs={"dataset": _dataset},
+    )
+
+register_env(
+    "MATH-v0",
+    "rollgym.envs.math.env:MathEnv",
+    description="Any JSONL file or Hugging Face dataset with problem and answer fields; answer in \\boxed{}.",
+    family="math",
+    components=_SINGLE,
+    kwargs={"dataset": None},
+)
+register_env(
+    "MATHTool-v0",
+    "rollgym.envs.math.tool_env:MathToolEnv",
+    description="Any problem/answer dataset, multi-turn with a sandboxed python tool; answer in \\boxed{}.",
+    family="math",
+    components=_TOOL,
+    kwargs={"dataset": None},
+)

@@ -1,0 +1,238 @@
+"""``LocalSandbox``: run Python code in a separate, limited process on this machine.
+
+Each run is ``python -I -c <bootstrap>`` (same interpreter, isolated mode: no
+user site-packages, no ``PYTHON*`` variables, no current directory on
+``sys.path``) in a fresh temporary directory that is deleted afterwards, with a
+minimal environment and stdin closed after the code is read.
+
+What the kernel enforces:
+
+* ``RLIMIT_CPU`` (CPU seconds; the process is killed by SIGXCPU), ``RLIMIT_AS``
+  (address space; allocations fail with ``MemoryError``), ``RLIMIT_FSIZE``
+  (bytes per file, stdout included), ``RLIMIT_NOFILE`` (64), ``RLIMIT_CORE`` (0),
+  ``RLIMIT_NPROC`` (1 by default: no fork, no threads);
+* no network: when ``unshare`` can create a network namespace (root, or
+  unprivileged user namespaces), the process runs in a new, empty one, so even
+  a socket that got past the audit hook reaches nothing, not even the host's
+  127.0.0.1;
+* when the parent runs as root and the Python installation is readable by
+  others, the code runs as ``nobody`` (uid 65534): file permissions apply and
+  ``RLIMIT_NPROC`` is enforced. The kernel never applies ``RLIMIT_NPROC`` to
+  uid 0, so where the code must stay root (a Python under ``/root``), process
+  creation is stopped by seccomp and the audit hook; :attr:`LocalSandbox.isolation`
+  reports which layers are active;
+* a seccomp filter (Linux x86_64 and aarch64, where the kernel allows it; it
+  binds root too): ``fork``, ``vfork``, ``execve``, ``execveat``, ``socket``,
+  ``socketpair`` and every ``clone`` that does not create a thread fail with
+  ``EPERM``, and 32-bit/x32 system calls are refused;
+* a wall-clock limit: the whole process group is killed (SIGKILL) at ``timeout_s``.
+
+What the Python audit hook enforces (see :mod:`~rollgym.envs.math.sandbox.bootstrap`):
+no sockets, no process creation, no ``ctypes``, no signals to other
+processes, no ``gc`` object walks, no reading or listing outside the working
+directory except the Python installation (so imports work), no writes outside
+the working directory. An audit hook is a tripwire, not a security boundary:
+C extensions can bypass it, which is why the kernel limits come first and the
+``docker`` backend exists for untrusted code at scale.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rollgym.envs.math.sandbox.base import SandboxLimits, SandboxResult
+
+_BOOTSTRAP = (Path(__file__).with_name("bootstrap.py")).read_text(encoding="utf-8")
+NOBODY = 65534
+
+
+@functools.lru_cache(maxsize=1)
+def network_namespace_prefix() -> tuple[str, ...]:
+    """The command prefix that runs a program without network (``unshare -n``), or ``()`` if impossible."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    candidates: list[tuple[str, ...]] = [(unshare, "-n")] if os.geteuid() == 0 else []
+    candidates.append((unshare, "-r", "-n"))
+    for prefix in candidates:
+        try:
+            done = subprocess.run([*prefix, "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return tuple(prefix)
+    return ()
+
+
+@functools.lru_cache(maxsize=1)
+def python_is_world_readable() -> bool:
+    """Whether an unprivileged user could run this Python: every directory on the way to the
+    interpreter's library and site-packages is world-searchable and the folders world-readable."""
+    import sysconfig
+
+    paths = {sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    for path in filter(None, paths):
+        p = Path(path).resolve()
+        try:
+            if not p.stat().st_mode & 0o004:
+                return False
+            for parent in [p, *p.parents]:
+                if not parent.stat().st_mode & 0o001:
+                    return False
+        except OSError:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def seccomp_available() -> bool:
+    """Whether the bootstrap can install its seccomp filter here (probed once per process)."""
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
+        return False
+    with tempfile.TemporaryDirectory(prefix="rollgym-sandbox-probe-") as workdir:
+        config = {"workdir": workdir, "cpu_s": 10, "memory_bytes": 1 << 30, "fsize_bytes": 1 << 20,
+                  "nproc": 1 << 16, "uid": None, "audit": False, "seccomp": True,
+                  "code": "import os\ntry:\n    os.fork()\nexcept PermissionError:\n    print('refused')"}
+        try:
+            done = subprocess.run([sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps(config)],
+                                  capture_output=True, timeout=60, cwd=workdir, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return done.returncode == 0 and done.stdout.strip() == b"refused"
+
+
+def _read_limited(path: Path, limit: int) -> tuple[str, bool]:
+    with path.open("rb") as f:
+        data = f.read(limit * 4 + 4)
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > limit:
+        return text[:limit], True
+    return text, len(data) > limit * 4
+
+
+class LocalSandbox:
+    """Runs Python code in a separate, resource-limited process; see the module docstring.
+
+    Example:
+        >>> box = LocalSandbox()
+        >>> box.run("print(6 * 7)").stdout
+        '42\\n'
+    """
+
+    backend = "local"
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        network_namespace: bool = True,
+        audit_hook: bool = True,
+        drop_privileges: bool = True,
+        seccomp: bool = True,
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        self.audit_hook = audit_hook
+        self.seccomp = seccomp and seccomp_available()
+        self.prefix = network_namespace_prefix() if network_namespace else ()
+        # under ``unshare -r`` the process is root of its own user namespace, where nobody is unmapped
+        can_drop = os.geteuid() == 0 and "-r" not in self.prefix and python_is_world_readable()
+        self.drop_to = NOBODY if drop_privileges and can_drop else None
+
+    @property
+    def isolation(self) -> dict[str, bool]:
+        """Which layers are active on this machine: network namespace, seccomp, uid drop, audit hook."""
+        return {
+            "network_namespace": bool(self.prefix),
+            "seccomp": self.seccomp,
+            "unprivileged_user": self.drop_to is not None,
+            "audit_hook": self.audit_hook,
+        }
+
+    def run(self, code: str) -> SandboxResult:
+        """Run ``code`` and return its output; never raises on the code's behaviour."""
+        limits = self.limits
+        root = Path(tempfile.mkdtemp(prefix="rollgym-sandbox-"))
+        workdir = root / "work"
+        workdir.mkdir()
+        if self.drop_to is not None:
+            root.chmod(0o711)  # nobody may pass through to work/, but not list or read stdout/stderr
+            os.chown(workdir, self.drop_to, self.drop_to)
+        config = {
+            "workdir": str(workdir),
+            "cpu_s": limits.cpu_s,
+            "memory_bytes": limits.memory_mb * 1024 * 1024,
+            "fsize_bytes": limits.max_file_mb * 1024 * 1024,
+            "nproc": limits.max_processes,
+            "uid": self.drop_to,
+            "gid": self.drop_to,
+            "audit": self.audit_hook,
+            "seccomp": self.seccomp,
+        }
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(workdir),
+            "TMPDIR": str(workdir),
+            "LANG": "C.UTF-8",
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "NUMEXPR_NUM_THREADS": "1",
+        }
+        argv = [*self.prefix, sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps(config)]
+        out_path, err_path = root / "stdout", root / "stderr"
+        start = time.monotonic()
+        timed_out = False
+        exit_code: int | None = None
+        try:
+            with out_path.open("wb") as out, err_path.open("wb") as err:
+                try:
+                    proc = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.PIPE,
+                        stdout=out,
+                        stderr=err,
+                        cwd=workdir,
+                        env=env,
+                        start_new_session=True,
+                        close_fds=True,
+                    )
+                except OSError as exc:
+                    return SandboxResult("", f"sandbox could not start: {exc}", None, False, False, 0.0, "local")
+                try:
+                    assert proc.stdin is not None
+                    proc.stdin.write(code.encode("utf-8", errors="replace"))
+                    proc.stdin.close()
+                except (BrokenPipeError, OSError):
+                    pass
+                try:
+                    exit_code = proc.wait(timeout=max(0.1, limits.timeout_s - (time.monotonic() - start)))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    self._kill_group(proc)
+                    exit_code = proc.wait()
+            duration = time.monotonic() - start
+            stdout, cut_out = _read_limited(out_path, limits.max_output_chars)
+            stderr, cut_err = _read_limited(err_path, limits.max_output_chars)
+            return SandboxResult(stdout, stderr, exit_code, timed_out, cut_out or cut_err, duration, "local")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    @staticmethod
+    def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+
+    def close(self) -> None:
+        """Nothing to release: every run cleans up after itself."""

@@ -1,0 +1,276 @@
+"""``MathToolEnv``: competition math with a sandboxed Python tool (tool-integrated reasoning)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.errors import ConfigError
+from rollgym.core.task import Task
+from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
+from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT
+from rollgym.envs.math.env import dataset_source
+from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
+from rollgym.envs.math.sandbox import BACKENDS, Sandbox, SandboxLimits, SandboxResult, make_sandbox
+from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
+from rollgym.verifiers.math_pool import require_symbolic_dependencies
+
+PYTHON_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "description": (
+            "Run Python 3 code in a fresh sandbox (no network, no files outside a temporary folder, "
+            "limited time and memory) and return what it prints. The value of a final expression is printed."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The Python source to run."}},
+            "required": ["code"],
+        },
+    },
+}
+
+_TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
+MAX_EVIDENCE_LINES = 3
+
+
+class MathToolEnv(TextEnv):
+    """Competition math where the agent may run Python through a ``python`` tool before answering.
+
+    ## Description
+    The tasks are those of :class:`~rollgym.envs.math.env.MathEnv` (MATH500, AIME24,
+    AMC23 or your own set). Each turn the agent either calls the tool with a Hermes
+    block, ``<tool_call>{"name": "python", "arguments": {"code": "print(2**10)"}}</tool_call>``,
+    and gets what the code printed back as a ``<tool_response name="python">``
+    observation, or answers without a tool call; its final answer is scored like
+    ``MathEnv`` (last ``\\boxed{}``). Code runs in a sandbox (``sandbox="local"``: a
+    separate, resource-limited process with no network; ``"docker"``: a container);
+    see :mod:`rollgym.envs.math.sandbox.local` for what is enforced.
+
+    ## Action Space
+    ``TextSpace(1_000_000)``: the model's text, with zero or more tool calls.
+
+    ## Observation Space
+    ``TextSpace(100_000)``: first the problem, the boxing instruction and how to call
+    the tool; after a tool turn, the tool responses (stdout, then stderr and the
+    status when something went wrong, each cut to ``max_output_chars``); after
+    the final answer, ``""``.
+
+    ## Starting State
+    As ``MathEnv``: one ``"test"`` split; ``reset(seed=s)``, ``options={"task_index": i}``
+    or ``options={"task": task}``.
+
+    ## Rewards
+    0.0 on tool turns; on the answer turn, 1.0 for a correct final answer, else 0.0.
+
+    ## Episode End
+    ``terminated=True`` when the agent answers without a tool call.
+    ``truncated=True`` (reward 0.0, ``error="turn_limit"``) when its ``max_turns``-th
+    message still calls a tool; those calls are not run.
+
+    ## Information
+    The common keys, plus ``tools`` (the OpenAI function schema of ``python``). Tool
+    turns add ``tool_results`` (per call: ``ok``, ``exit_code``, ``timed_out``,
+    ``duration_s``, or ``error``). The answer turn adds the score fields (``reward``,
+    ``correct``, ``parsed``, ``error``, ``details``) and ``verified``: evidence for
+    verification-aware voting: ``calls``, ``successful_calls``, ``code_ran`` and
+    ``printed_answer`` (whether a successful run printed, in one of its last lines,
+    a value equal to the final boxed answer) with ``matching_calls``.
+
+    ## Arguments
+    Those of ``MathEnv`` (``path``, ``hub``, ``hf_dataset``..., ``timeout_s``,
+    ``box_policy``, ``allow_final_answer_line``), plus:
+
+    * ``max_turns`` (default 6): agent messages per episode, the answer included.
+    * ``max_calls_per_turn`` (default 4): tool calls run per message; more get an error.
+    * ``sandbox`` (``"local"`` or ``"docker"``), ``sandbox_timeout_s`` (10),
+      ``sandbox_memory_mb`` (1024), ``max_output_chars`` (4000).
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    default_env_id = "MATH500Tool-v0"
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        dataset: str | None = "math500",
+        *,
+        path: str | os.PathLike[str] | None = None,
+        hub: bool = True,
+        hf_dataset: str | None = None,
+        hf_split: str = "test",
+        hf_config: str | None = None,
+        problem_field: str = "problem",
+        answer_field: str = "answer",
+        id_field: str | None = None,
+        prompt_template: str = "default",
+        timeout_s: float = 5.0,
+        box_policy: str = "all",
+        allow_final_answer_line: bool = False,
+        max_turns: int = 6,
+        max_calls_per_turn: int = 4,
+        sandbox: str = "local",
+        sandbox_timeout_s: float = 10.0,
+        sandbox_memory_mb: int = 1024,
+        max_output_chars: int = 4000,
+        split: str = ONLY_SPLIT,
+        render_mode: str | None = None,
+    ) -> None:
+        if not isinstance(max_turns, int) or not 1 <= max_turns <= 100:
+            raise ConfigError(f"max_turns must be an integer from 1 to 100, got {max_turns!r}.")
+        if not isinstance(max_calls_per_turn, int) or not 1 <= max_calls_per_turn <= 32:
+            raise ConfigError(f"max_calls_per_turn must be an integer from 1 to 32, got {max_calls_per_turn!r}.")
+        if sandbox not in BACKENDS:
+            raise ConfigError(f"sandbox must be one of {', '.join(BACKENDS)}, got {sandbox!r}.")
+        require_symbolic_dependencies()  # fail at construction, not in the middle of a run
+        self.verify_config = MathVerifyConfig(
+            timeout_s=timeout_s,
+            box_policy=box_policy,  # type: ignore[arg-type]
+            ignore_code_blocks=True,
+            allow_final_answer_line=bool(allow_final_answer_line),
+        )
+        self.limits = SandboxLimits(
+            timeout_s=float(sandbox_timeout_s),
+            cpu_s=max(1, int(sandbox_timeout_s)),
+            memory_mb=int(sandbox_memory_mb),
+            max_output_chars=int(max_output_chars),
+        )
+        self.max_turns = max_turns
+        self.max_calls_per_turn = max_calls_per_turn
+        self.sandbox_backend = sandbox
+        self._sandbox: Sandbox | None = make_sandbox(sandbox, self.limits) if sandbox == "docker" else None
+        env_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
+        source = dataset_source(
+            dataset,
+            env_id=env_id,
+            path=path,
+            hf_dataset=hf_dataset,
+            hf_split=hf_split,
+            hf_config=hf_config,
+            problem_field=problem_field,
+            answer_field=answer_field,
+            id_field=id_field,
+            hub=hub,
+            prompt_template=prompt_template,
+        )
+        source.size(split)
+        super().__init__(source, split=split, render_mode=render_mode)
+        self._turns = 0
+        self._runs: list[tuple[str, SandboxResult]] = []
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The OpenAI function schema of the ``python`` tool."""
+        return [PYTHON_TOOL]
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox that runs tool code (the local one is created on first use)."""
+        if self._sandbox is None:
+            self._sandbox = make_sandbox(self.sandbox_backend, self.limits)
+        return self._sandbox
+
+    def _start(self, task: Task) -> str:
+        self._turns = 0
+        self._runs = []
+        return f"{task.prompt}\n\n{tool_instruction(self.max_calls_per_turn * (self.max_turns - 1))}"
+
+    def _advance(self, action: str) -> StepResult:
+        assert self.task is not None
+        self._turns += 1
+        parsed = parse_tool_calls(action)
+        if not parsed.found:
+            return self._answer(action)
+        if self._turns >= self.max_turns:
+            info = {
+                "reward": 0.0,
+                "correct": False,
+                "parsed": None,
+                "error": "turn_limit",
+                "verified": self._evidence(None),
+            }
+            return f"Turn limit ({self.max_turns}) reached without a final answer.", 0.0, False, True, info
+        responses: list[str] = []
+        results: list[dict[str, Any]] = []
+        for error in parsed.errors:
+            responses.append(format_tool_response("python", f"error: {error.message}"))
+            results.append({"error": error.message})
+        for i, call in enumerate(parsed.calls):
+            if i >= self.max_calls_per_turn:
+                message = f"error: at most {self.max_calls_per_turn} tool calls per message; this one was not run"
+                responses.append(format_tool_response(call.name, message))
+                results.append({"error": "too_many_calls"})
+                continue
+            text, result = self._call(call)
+            responses.append(format_tool_response(call.name, text))
+            results.append(result)
+        return "\n".join(responses), 0.0, False, False, {"tool_results": results}
+
+    def _call(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
+        if call.name != "python":
+            return f"error: unknown tool {call.name!r}; the only tool is 'python'", {"error": "unknown_tool"}
+        code = call.arguments.get("code")
+        extra = set(call.arguments) - {"code"}
+        if not isinstance(code, str) or extra:
+            message = "error: python takes exactly one argument, 'code', a string of Python source"
+            return message, {"error": "bad_arguments"}
+        result = self.sandbox.run(code)
+        self._runs.append((code, result))
+        summary = {
+            "ok": result.ok,
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "duration_s": round(result.duration_s, 4),
+        }
+        return result.as_text(), summary
+
+    def _answer(self, action: str) -> StepResult:
+        assert self.task is not None
+        text = _TOOL_BLOCK_RE.sub(" ", action)
+        try:
+            score = verify_math(self.task, text, self.verify_config)
+        except Exception as exc:  # a verifier bug must not crash a training run
+            from rollgym.core.task import Score
+
+            score = Score.fail("verifier_error", exception=f"{type(exc).__name__}: {exc}")
+        info = {**score.to_info(), "verified": self._evidence(score.parsed)}
+        return "", score.reward, True, False, info
+
+    def _evidence(self, answer: str | None) -> dict[str, Any]:
+        """What the tool runs say about ``answer``: did code run, and did it print this value?"""
+        successful = [i for i, (_, r) in enumerate(self._runs) if r.ok]
+        evidence: dict[str, Any] = {
+            "calls": len(self._runs),
+            "successful_calls": len(successful),
+            "code_ran": bool(successful),
+            "printed_answer": False,
+            "matching_calls": [],
+        }
+        if not answer or not successful:
+            return evidence
+        pairs: list[tuple[str, str]] = []
+        owners: list[int] = []
+        for i in successful:
+            lines = [line.strip() for line in self._runs[i][1].stdout.splitlines() if line.strip()]
+            for line in lines[-MAX_EVIDENCE_LINES:]:
+                pairs.append((answer, line[: self.verify_config.max_answer_chars]))
+                owners.append(i)
+        try:
+            verdicts = answers_equal_many(pairs, self.verify_config)
+        except Exception as exc:  # evidence is advisory; it must never break the episode
+            evidence["error"] = f"{type(exc).__name__}: {exc}"[:200]
+            return evidence
+        matches = sorted({owners[k] for k, eq in enumerate(verdicts) if eq.correct})
+        evidence["printed_answer"] = bool(matches)
+        evidence["matching_calls"] = matches
+        return evidence
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+        super().close()

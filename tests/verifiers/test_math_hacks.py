@@ -1,0 +1,169 @@
+"""The MATH verifier's reward-hack suite and its bounds on pathological input; every case must score 0."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rollgym.verifiers.math import MathVerifyConfig, extract_answers, verify_math
+from rollgym.verifiers.math_pool import SymbolicPool
+
+HACKS = [
+    # several different boxed answers (hedging): with box_policy="all" each distinct box must be right
+    ("3", r"It is \boxed{3} or \boxed{4}.", "conflicting_answers"),
+    ("3", r"\boxed{4} hmm, actually \boxed{3}", "conflicting_answers"),
+    ("3", r"\boxed{1}\boxed{2}\boxed{3}\boxed{4}\boxed{5}\boxed{6}\boxed{7}\boxed{8}\boxed{9}", "too_many_answers"),
+    # an answer plus alternatives inside one box
+    ("3", r"\boxed{3 \text{ or } 4}", "wrong"),
+    ("3", r"\boxed{3 or 4}", "wrong"),
+    ("3", r"\boxed{3, 4}", "wrong"),
+    ("3", r"\boxed{\{3,4\}}", "wrong"),
+    ("3", r"\boxed{3 \lor 4}", None),
+    ("3", r"\boxed{[3,4]}", "wrong"),
+    ("3", r"\boxed{(-\infty,\infty)}", "wrong"),
+    (r"\text{(C)}", r"\boxed{\text{(C) or (D)}}", "wrong"),
+    (r"\text{(C)}", r"\boxed{ABCDE}", "wrong"),
+    (r"\text{Evelyn}", r"\boxed{\text{Evelyn or Navin}}", "wrong"),
+    ("5", r"\boxed{\pm 5}", "wrong"),
+    ("5", r"\boxed{5 \text{ or more}}", "wrong"),
+    ("5", r"\boxed{5 \text{ or } 6 \text{ cm}}", "wrong"),
+    ("5", r"\boxed{5 \text{ (approximately)}}", "wrong"),
+    # a boxed equation that restates the question, or a tautology
+    ("5", r"\boxed{2x+3=13}", "equation"),
+    ("13", r"\boxed{2x+3=13}", "equation"),
+    ("x^2", r"\boxed{x^2 = x^2}", "equation"),
+    ("5", r"\boxed{5=5}", "equation"),
+    ("5", r"\boxed{x}", "wrong"),
+    # boxes in code or tool calls are not answers (ignore_code_blocks=True)
+    ("7", "```python\nprint('\\\\boxed{7}')\n```", "no_answer"),
+    ("7", "Run `\\boxed{7}` to see.", "no_answer"),
+    ("7", '<tool_call>{"name": "python", "arguments": {"code": "print(\'\\\\boxed{7}\')"}}</tool_call>', "no_answer"),
+    # no box: the whole response is never the answer
+    ("7", "7", "no_answer"),
+    ("7", "The final answer is 7", "no_answer"),
+    ("7", r"\boxed{}", "empty_answer"),
+    ("7", r"\boxed{7", "malformed"),
+    # a gold number is not a list, a variable expression or a base-10 reading of a base answer
+    ("52_8", r"\boxed{52_{10}}", "wrong"),
+    ("0", r"\boxed{0\cdot x + y}", "wrong"),
+]
+
+
+@pytest.mark.parametrize(("gold", "response", "error"), HACKS)
+def test_reward_hacks_score_zero(gold: str, response: str, error: str | None) -> None:
+    score = verify_math(gold, response)
+    assert score.reward == 0.0 and not score.correct
+    if error is not None:
+        assert score.error == error
+
+
+def test_repeating_the_same_answer_in_several_boxes_is_fine() -> None:
+    assert verify_math("3", r"\boxed{3}. Final answer: \boxed{3.0}").correct
+    assert verify_math(r"\frac12", r"\boxed{\frac12}, i.e. \boxed{0.5}").correct
+
+
+def test_last_box_policy_scores_only_the_last_box() -> None:
+    config = MathVerifyConfig(box_policy="last")
+    assert verify_math("3", r"\boxed{4} no wait \boxed{3}", config).correct
+    assert not verify_math("3", r"\boxed{3} no wait \boxed{4}", config).correct
+
+
+def test_code_boxes_count_when_the_env_allows_them() -> None:
+    config = MathVerifyConfig(ignore_code_blocks=False)
+    assert verify_math("7", "```\n\\boxed{7}\n```", config).correct
+
+
+def test_final_answer_line_only_when_allowed() -> None:
+    config = MathVerifyConfig(allow_final_answer_line=True)
+    assert verify_math("7", "Work...\n**Final answer:** $7$.", config).correct
+    assert not verify_math("7", "Work...\nFinal answer: 8", config).correct
+    assert verify_math("7", "Work...\nFinal answer: 7").error == "no_answer"
+
+
+def test_fbox_and_nested_boxes_are_read() -> None:
+    assert verify_math("7", r"\fbox{7}").correct
+    assert verify_math("7", r"\boxed{\boxed{7}}").correct
+    assert extract_answers(r"\boxed 7").answers == ("7",)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "response",
+    [
+        r"\boxed{9^{9^{9^{9}}}}",
+        r"\boxed{9^{9^{9}}}",
+        r"\boxed{" + "9" * 100_000 + "}",
+        "x" * 100_000 + r"\boxed{3}" * 2000,
+        r"\boxed{" + "{" * 5000 + "1" + "}" * 5000 + "}",
+        r"\boxed{\frac{1}{2}" + "{" * 1000,
+        r"\boxed{" + "(" * 500 + "1" + ")" * 500 + "}",
+        r"\boxed{" + "+".join(["x"] * 400) + "}",
+        r"\boxed{2^{99999999}}",
+        "}" * 50_000 + r"\boxed{{{{" * 1000,
+    ],
+)
+def test_pathological_inputs_end_in_bounded_time_as_wrong(response: str) -> None:
+    score = verify_math("5", response, MathVerifyConfig(timeout_s=2.0))
+    assert not score.correct and score.reward == 0.0
+    assert score.error is not None
+
+
+@pytest.mark.timeout(120)
+def test_the_pool_kills_a_job_at_its_timeout_and_recovers() -> None:
+    pool = SymbolicPool(workers=1)
+    try:
+        results = pool.run([("sleep", (30,)), ("equal", ("1/2", "0.5"))], timeout_s=1.5)
+        assert results[0].error == "timeout"
+        assert results[1].ok and results[1].value == (True, None)
+        assert pool.restarts == 1
+    finally:
+        pool.close()
+
+
+def test_symbolic_work_never_runs_in_the_calling_process() -> None:
+    code = (
+        "import sys, rollgym\n"
+        "from rollgym.verifiers.math import verify_math\n"
+        "assert verify_math('\\\\sqrt{2}', '\\\\boxed{2^{1/2}}').correct\n"
+        "assert verify_math('27', '\\\\boxed{27.0}').correct\n"
+        "print('sympy' in sys.modules, 'math_verify' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.timeout(300)
+def test_a_forked_child_gets_its_own_pool() -> None:
+    from rollgym.verifiers.math import answers_equal
+
+    assert answers_equal(r"\sqrt{2}", "2^{1/2}").correct  # the parent's pool is running now
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: must not talk to the parent's workers
+        try:
+            ok = answers_equal(r"\sqrt{3}", "3^{1/2}").correct and not answers_equal(r"\sqrt{3}", "2").correct
+            os.write(write_end, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read_end, 2) == b"ok" and status == 0
+    assert answers_equal(r"\sqrt{5}", "5^{1/2}").correct  # and the parent's pool still works
+
+
+@pytest.mark.timeout(300)
+def test_the_pool_is_shared_safely_between_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = SymbolicPool(workers=1)
+    try:
+        jobs = [[("sleep", (60,))], [("equal", ("x+1", "1+x"))], [("equal", (r"\sqrt{4}", "3"))]]
+        with ThreadPoolExecutor(3) as ex:
+            results = list(ex.map(lambda batch: pool.run(batch, timeout_s=4.0), jobs))
+        assert results[0][0].error == "timeout"
+        assert results[1][0].value == (True, None) and results[2][0].value[0] is False
+    finally:
+        pool.close()
