@@ -7,4 +7,8 @@ them lazily when it builds the parser.
 
 COMMAND_MODULES: list[str] = [
     "rollgym.commands.serve_model",
+    "rollgym.commands.rate",
+    "rollgym.commands.web",
+    "rollgym.commands.bench",
+    "rollgym.commands.leaderboard",
 ]

@@ -47,7 +47,8 @@ class TransformersBackend:
         model: A loaded ``PreTrainedModel``.
         tokenizer: Its tokenizer (with a chat template for chat use).
         max_batch: Most sequences decoded together.
-        batch_window_s: How long a call waits for others to join its batch.
+        batch_window_s: The quiet window: a batch starts once no request arrived for this long.
+        max_wait_s: The longest a request waits for others to join its batch.
 
     Example:
         >>> backend = TransformersBackend.from_pretrained("path/to/model")  # doctest: +SKIP
@@ -56,12 +57,14 @@ class TransformersBackend:
 
     name = "transformers"
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
+                 max_wait_s: float = 0.05) -> None:
         torch, _ = _import_torch_transformers()
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch = max_batch
         self.batch_window_s = batch_window_s
+        self.max_wait_s = max_wait_s
         self.policy_version = 0
         self._lock = threading.Lock()
         self._queue_lock = threading.Lock()
@@ -134,9 +137,18 @@ class TransformersBackend:
 
     def _serve_batches(self) -> None:
         # One thread owns the model: requests from any thread or event loop are merged into batches.
+        # After a wake-up it waits until requests stop arriving (a quiet window) or the batch is full,
+        # so episodes that reach the model a little apart still share one decode.
         while True:
             self._wake.wait(timeout=5.0)
-            time.sleep(self.batch_window_s)
+            started, seen = time.monotonic(), -1
+            while True:
+                time.sleep(self.batch_window_s)
+                with self._queue_lock:
+                    count = sum(len(p.prompts) for p in self._pending)
+                if count == seen or count >= self.max_batch or time.monotonic() - started > self.max_wait_s:
+                    break
+                seen = count
             with self._queue_lock:
                 pending, self._pending = self._pending, []
                 self._wake.clear()

@@ -1,0 +1,263 @@
+"""Run a suite with an agent into a results bundle, resumably.
+
+:func:`run_suite` plays every runnable entry with :func:`~rollgym.rollout.collect`,
+streaming each episode into ``transcripts/<entry>.jsonl``. Interrupt it and run it
+again with the same arguments: finished episodes are read back and skipped, and
+the final summary is the same as an uninterrupted run's. A folder that holds a
+different run (other suite hash, seed or agent) is refused with a sentence that
+names the difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollgym.benchmarks.bundle import BUNDLE_FORMAT, MANIFEST, SUMMARY, TRANSCRIPTS, read_json, write_json
+from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
+from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
+from rollgym.core.errors import ConfigError
+from rollgym.rollout.types import RolloutGroup
+
+EntryProgress = Callable[[str, int, int], None]
+
+#: Manifest fields that must match for a run to resume into an existing bundle folder.
+_IDENTITY = ("suite", "seed", "limit", "only", "agent")
+
+
+@dataclass
+class AgentSpec:
+    """Which agent plays: a reference agent by name, or a model (folder, hub id, ``vllm:PATH`` or URL).
+
+    Attributes:
+        agent: ``"oracle"`` or ``"random"`` (or any name :func:`~rollgym.agents.make_agent` knows).
+        model: A model for :func:`~rollgym.agents.backends.make_backend`; the agent is then a ChatAgent.
+        sampling: Overrides of each entry's sampling settings (``temperature``, ``max_tokens``, ...).
+        label: The name shown on the leaderboard; defaults to the agent or model.
+        model_size_b: The model's parameters in billions, for the leaderboard's size plot.
+    """
+
+    agent: str | None = None
+    model: str | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
+    model_size_b: float | None = None
+    _backend: Any = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if (self.agent is None) == (self.model is None):
+            raise ConfigError("Pass exactly one of --agent (oracle, random) or --model (a folder, hub id or URL).")
+        if self.agent is not None:
+            from rollgym.agents import AGENTS
+
+            choices = sorted(name for name in AGENTS if name != "human")
+            if self.agent not in choices:
+                raise ConfigError(f"Unknown agent {self.agent!r} for a benchmark; use one of {', '.join(choices)}.")
+
+    @property
+    def kind(self) -> str:
+        """``"reference"`` or ``"model"``."""
+        return "reference" if self.agent is not None else "model"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The agent as the manifest records it."""
+        return {
+            "kind": self.kind,
+            "agent": self.agent,
+            "model": self.model,
+            "sampling": dict(self.sampling),
+            "label": self.label or self.agent or self.model,
+            "model_size_b": self.model_size_b,
+        }
+
+    def build(self, entry: SuiteEntry) -> Any:
+        """A fresh agent for one entry (LLM agents get the entry's generation limits)."""
+        if self.agent is not None:
+            from rollgym.agents import make_agent
+
+            return make_agent(self.agent)
+        from rollgym.agents.backends import SamplingParams, make_backend
+        from rollgym.agents.chat import ChatAgent
+
+        if self._backend is None:
+            self._backend = make_backend(str(self.model))
+        settings = {**entry.sampling, **self.sampling}
+        known = {f.name for f in dataclasses.fields(SamplingParams)}
+        extra = {k: v for k, v in settings.items() if k not in known}
+        params = {k: v for k, v in settings.items() if k in known and k != "extra"}
+        if "stop" in params:
+            params["stop"] = tuple(params["stop"])
+        return ChatAgent(self._backend, SamplingParams(**params, extra=extra))
+
+
+def machine_info() -> dict[str, Any]:
+    """Where the run happened: OS, Python, CPU count (no user names or paths)."""
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def prepare_suite(suite: Suite, seed: int | None = None, limit: int | None = None,
+                  only: list[str] | None = None) -> Suite:
+    """The suite as run: with a replaced seed (hidden test seeds), a task limit and an entry subset applied."""
+    if only:
+        suite = suite.only(list(only))
+    if seed is not None:
+        suite = suite.with_seed(seed)
+    if limit is not None:
+        suite = suite.limited(limit)
+    return suite
+
+
+def build_manifest(
+    suite: Suite,
+    runnable: list[SuiteEntry],
+    skipped: list[SkippedEntry],
+    agent: AgentSpec,
+    seed: int | None,
+    limit: int | None,
+    only: list[str] | None = None,
+) -> dict[str, Any]:
+    """The bundle's manifest (without ``complete`` and times)."""
+    from rollgym import __version__
+    from rollgym.core.registration import env_info
+
+    return {
+        "kind": "rollgym-bundle",
+        "format": BUNDLE_FORMAT,
+        "rollgym_version": __version__,
+        "suite": {
+            "name": suite.name,
+            "version": suite.version,
+            "label": suite.label,
+            "task_hash": suite.task_hash(runnable),
+        },
+        "seed": seed,
+        "limit": limit,
+        "only": list(only) if only else None,
+        "agent": agent.to_dict(),
+        "entries": [
+            {
+                "name": e.name,
+                "env_id": e.env_id,
+                "spec_hash": env_info(e.env_id).content_hash,
+                "seed": e.seed,
+                "split": e.split,
+                "n_tasks": e.n_tasks,
+                "group_size": e.group_size,
+                "max_steps": e.max_steps,
+                "env_kwargs": e.env_kwargs,
+                "sampling": {**e.sampling, **agent.sampling} if agent.kind == "model" else {},
+                "transcript": f"{TRANSCRIPTS}/{e.name}.jsonl",
+            }
+            for e in runnable
+        ],
+        "skipped": [dataclasses.asdict(s) for s in skipped],
+        "machine": machine_info(),
+    }
+
+
+def compute_summary(suite: Suite, entries: list[SuiteEntry], groups: dict[str, list[RolloutGroup]]) -> dict[str, Any]:
+    """The bundle's summary from its groups; verification recomputes it the same way."""
+    per_entry = {e.name: summarize_entry(e, groups[e.name]) for e in entries}
+    return {
+        "suite": suite.label,
+        "entries": per_entry,
+        "ratings": ladder_ratings(entries, groups),
+        "score": headline(per_entry),
+    }
+
+
+def _check_resume(folder: Path, manifest: dict[str, Any]) -> None:
+    path = folder / MANIFEST
+    if not path.exists():
+        return
+    old = read_json(path)
+    diffs = [name for name in _IDENTITY if old.get(name) != manifest.get(name)]
+    if diffs:
+        raise ConfigError(
+            f"{folder} holds a different run ({', '.join(diffs)} differ); rerun with the same arguments to resume, "
+            "or choose another --out folder."
+        )
+
+
+def run_suite(
+    suite: Suite,
+    agent: AgentSpec,
+    out_dir: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    limit: int | None = None,
+    only: list[str] | None = None,
+    workers: int = 1,
+    progress: EntryProgress | None = None,
+) -> dict[str, Any]:
+    """Run ``suite`` with ``agent`` into the bundle folder ``out_dir`` and return the summary.
+
+    Args:
+        suite: The suite (see :func:`~rollgym.benchmarks.suite.load_suite`).
+        agent: Who plays.
+        out_dir: The bundle folder; an existing one from the same run is resumed.
+        seed: Replace every entry's seed (a leaderboard's hidden test seed).
+        limit: At most this many tasks per entry (a smaller task set, for smoke tests).
+        only: Run only these entries (a partial run; the manifest records it).
+        workers: Episodes played at once per entry (threads; worth it for model servers).
+        progress: Called as ``progress(entry_name, done, total)`` after every episode.
+
+    Example:
+        >>> from rollgym.benchmarks.suite import load_suite
+        >>> summary = run_suite(load_suite("quick"), AgentSpec(agent="oracle"), "runs/oracle")  # doctest: +SKIP
+        >>> summary["entries"]["countdown"]["accuracy"]["value"]  # doctest: +SKIP
+        1.0
+    """
+    from rollgym.rollout import collect
+
+    folder = Path(out_dir)
+    run = prepare_suite(suite, seed, limit, only)
+    runnable, skipped = run.partition()
+    if not runnable:
+        raise ConfigError(f"No entry of {suite.label} can run here: {'; '.join(s.reason for s in skipped)}")
+    manifest = build_manifest(run, runnable, skipped, agent, seed, limit, only)
+    _check_resume(folder, manifest)
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    if (folder / MANIFEST).exists():  # a resumed run keeps its start time
+        started = str(read_json(folder / MANIFEST).get("started", started))
+    write_json(folder / MANIFEST, {**manifest, "complete": False, "started": started})
+    (folder / SUMMARY).unlink(missing_ok=True)
+
+    groups: dict[str, list[RolloutGroup]] = {}
+    for entry in runnable:
+        callback = None
+        if progress is not None:
+            name = entry.name
+
+            def callback(done: int, total: int, name: str = name) -> None:
+                progress(name, done, total)
+
+        groups[entry.name] = collect(
+            agent.build(entry),
+            entry.env_id,
+            n_tasks=entry.n_tasks,
+            group_size=entry.group_size,
+            split=entry.split,
+            seed=entry.seed,
+            out=str(folder / TRANSCRIPTS / f"{entry.name}.jsonl"),
+            env_kwargs=entry.env_kwargs,
+            max_steps=entry.max_steps,
+            progress=callback,
+            workers=workers,
+        )
+    summary = compute_summary(run, runnable, groups)
+    write_json(folder / SUMMARY, summary)
+    finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    write_json(folder / MANIFEST, {**manifest, "complete": True, "started": started, "finished": finished})
+    return summary

@@ -1,0 +1,383 @@
+"""Benchmark suites: named, versioned lists of env configurations with fixed splits, seeds and sizes.
+
+A suite is a YAML file (the built-in ones ship in ``rollgym/benchmarks/suites/``)::
+
+    name: quick
+    version: 1
+    description: A few minutes on a CPU.
+    seed: 0                      # the run seed of every entry (entries may override it)
+    split: test
+    entries:
+      - name: countdown          # unique, used for file names and table rows
+        env: Countdown-v0
+        n_tasks: 20
+        group_size: 4            # samples per task (k of pass@k, best-of-k, pass^k)
+        max_steps: 100
+        env_kwargs: {}
+        sampling: {max_tokens: 1024, temperature: 1.0}   # for LLM agents; reference agents ignore it
+        difficulty: difficulty.num_numbers               # dotted path into Task.meta, for per-difficulty tables
+        rating: {ladder: connect-four, opponent: random, elo: 0}   # game entries: the opponent's anchored Elo
+
+Task ``i`` of an entry is the task that ``collect(..., seed=entry.seed)`` plays
+as task ``i`` (env seed ``episode_seed(seed, i)``), so the same suite version
+gives the same tasks everywhere. :meth:`Suite.task_hash` hashes every task id
+with the env spec hashes and the entry configs; it changes exactly when the
+task set does. An entry whose env id is not registered, or whose data or extra
+is missing, is *skipped* with a note, never silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rollgym.core.errors import ConfigError, RollgymError
+from rollgym.core.task import Task
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_ENTRY_KEYS = frozenset(
+    {"name", "env", "n_tasks", "group_size", "max_steps", "split", "seed", "env_kwargs", "sampling", "difficulty",
+     "rating", "metrics", "note"}
+)
+_SUITE_KEYS = frozenset({"name", "version", "description", "seed", "split", "defaults", "entries", "protocol"})
+DEFAULT_METRICS: tuple[str, ...] = ("accuracy", "mean_reward", "pass@k", "best_of_k", "pass^k")
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """One env configuration of a suite.
+
+    Attributes:
+        name: Unique within the suite; names the transcript file and the table row.
+        env_id: The registered env id.
+        n_tasks: Tasks played (groups).
+        group_size: Samples per task.
+        max_steps: Cap on agent actions per episode.
+        split: The env split tasks come from.
+        seed: The run seed given to :func:`~rollgym.rollout.collect`.
+        env_kwargs: Constructor arguments for the env.
+        sampling: Generation limits for LLM agents (``max_tokens``, ``temperature``, ...).
+        difficulty: Dotted path into ``Task.meta`` whose value buckets the per-difficulty table.
+        rating: For games: ``{"ladder", "opponent", "elo"}``; the agent gets an Elo per ladder.
+        metrics: Names of the metrics the suite reports for this entry.
+        note: Free text, e.g. the paper whose protocol the entry follows.
+    """
+
+    name: str
+    env_id: str
+    n_tasks: int
+    group_size: int = 1
+    max_steps: int = 100
+    split: str = "test"
+    seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    sampling: dict[str, Any] = field(default_factory=dict)
+    difficulty: str | None = None
+    rating: dict[str, Any] | None = None
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    note: str = ""
+
+    def config(self) -> dict[str, Any]:
+        """Everything that defines the entry's tasks and how they are played, JSON-ready."""
+        data = dataclasses.asdict(self)
+        data["metrics"] = list(self.metrics)
+        return data
+
+    def difficulty_of(self, task: Task | None) -> str:
+        """The entry's difficulty bucket of ``task`` (``"all"`` when the entry has no difficulty key)."""
+        if not self.difficulty or task is None:
+            return "all"
+        value: Any = task.meta
+        for part in self.difficulty.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return "unknown"
+            value = value[part]
+        return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+@dataclass(frozen=True)
+class SkippedEntry:
+    """An entry that cannot run here, and why (one sentence)."""
+
+    name: str
+    env_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, versioned benchmark suite; load one with :func:`load_suite`.
+
+    Example:
+        >>> suite = load_suite("quick")
+        >>> suite.name, suite.version >= 1
+        ('quick', True)
+    """
+
+    name: str
+    version: int
+    description: str
+    entries: tuple[SuiteEntry, ...]
+    protocol: str = ""
+
+    @property
+    def label(self) -> str:
+        """``name@vN``, how bundles and the leaderboard name a suite version."""
+        return f"{self.name}@v{self.version}"
+
+    def entry(self, name: str) -> SuiteEntry:
+        """The entry called ``name``."""
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        names = [e.name for e in self.entries]
+        raise ConfigError(f"Suite {self.label} has no entry {name!r}; its entries are {names}.")
+
+    def with_seed(self, seed: int) -> Suite:
+        """The same suite with every entry's run seed replaced by ``seed`` (hidden test seeds)."""
+        _check_int("seed", seed, 0)
+        return dataclasses.replace(self, entries=tuple(dataclasses.replace(e, seed=seed) for e in self.entries))
+
+    def limited(self, n_tasks: int) -> Suite:
+        """The same suite with at most ``n_tasks`` tasks per entry (a smaller, different task set)."""
+        _check_int("limit", n_tasks, 1)
+        entries = tuple(dataclasses.replace(e, n_tasks=min(e.n_tasks, n_tasks)) for e in self.entries)
+        return dataclasses.replace(self, entries=entries)
+
+    def only(self, names: list[str]) -> Suite:
+        """The same suite with only the named entries (a different task set)."""
+        entries = tuple(self.entry(n) for n in names)
+        return dataclasses.replace(self, entries=entries)
+
+    def config(self) -> dict[str, Any]:
+        """The suite's definition, JSON-ready."""
+        return {"name": self.name, "version": self.version, "entries": [e.config() for e in self.entries]}
+
+    def partition(self) -> tuple[list[SuiteEntry], list[SkippedEntry]]:
+        """Split the entries into those that can run here and those skipped (with a reason)."""
+        runnable: list[SuiteEntry] = []
+        skipped: list[SkippedEntry] = []
+        for entry in self.entries:
+            reason = entry_unavailable(entry)
+            if reason is None:
+                runnable.append(entry)
+            else:
+                skipped.append(SkippedEntry(entry.name, entry.env_id, reason))
+        return runnable, skipped
+
+    def task_ids(self, entry: SuiteEntry) -> list[str]:
+        """The ids of the entry's tasks, in task order."""
+        return [t.id for t in entry_tasks(entry)]
+
+    def task_hash(self, entries: list[SuiteEntry] | None = None) -> str:
+        """A 16-hex-digit hash of the task set: task ids, env spec hashes and entry configs.
+
+        ``entries`` defaults to the runnable entries (see :meth:`partition`).
+        """
+        from rollgym.core.registration import env_info
+
+        chosen = self.partition()[0] if entries is None else entries
+        return task_set_hash(
+            self.name,
+            self.version,
+            [(e.config(), env_info(e.env_id).content_hash, self.task_ids(e)) for e in chosen],
+        )
+
+
+def task_set_hash(name: str, version: int, parts: list[tuple[dict[str, Any], str, list[str]]]) -> str:
+    """Hash ``(entry config, spec hash, task ids)`` triples of a suite into 16 hex digits."""
+    h = hashlib.sha256()
+    h.update(json.dumps([name, version], sort_keys=True).encode())
+    for config, spec_hash, ids in parts:
+        h.update(json.dumps(config, sort_keys=True, default=repr).encode())
+        h.update(spec_hash.encode())
+        h.update(json.dumps(ids).encode())
+    return h.hexdigest()[:16]
+
+
+_UNAVAILABLE: dict[str, str | None] = {}
+
+
+def entry_unavailable(entry: SuiteEntry) -> str | None:
+    """Why ``entry`` cannot run on this machine (one sentence), or ``None`` when it can.
+
+    The answer is cached per process: probing an env whose data is missing can be slow.
+    """
+    key = json.dumps([entry.env_id, entry.split, entry.env_kwargs], sort_keys=True, default=repr)
+    if key not in _UNAVAILABLE:
+        _UNAVAILABLE[key] = _probe(entry)
+    return _UNAVAILABLE[key]
+
+
+def _probe(entry: SuiteEntry) -> str | None:
+    from rollgym.core.registration import env_info
+
+    try:
+        env_info(entry.env_id)
+    except RollgymError:
+        return f"{entry.env_id} is not registered in this rollgym; skipped."
+    try:
+        entry_tasks(entry, limit=1)
+    except RollgymError as exc:
+        return f"{entry.env_id} cannot make tasks here ({exc}); skipped."
+    except ImportError as exc:
+        return f"{entry.env_id} needs a package that is not installed ({exc}); skipped."
+    return None
+
+
+def entry_tasks(entry: SuiteEntry, limit: int | None = None) -> list[Task]:
+    """Regenerate the entry's tasks exactly as :func:`~rollgym.rollout.collect` plays them.
+
+    Envs with a task source (every :class:`~rollgym.core.env.TextEnv`) are asked for the task
+    directly, the way ``reset(seed=...)`` picks it, so no browser or engine starts; other envs
+    are reset.
+    """
+    from gymnasium.utils import seeding
+
+    from rollgym.core.env import TextEnv
+    from rollgym.core.registration import make
+    from rollgym.rollout import episode_seed
+
+    env = make(entry.env_id, split=entry.split, **entry.env_kwargs)
+    tasks: list[Task] = []
+    try:
+        unwrapped = env.unwrapped
+        count = entry.n_tasks if limit is None else min(limit, entry.n_tasks)
+        for i in range(count):
+            seed = episode_seed(entry.seed, i)
+            if isinstance(unwrapped, TextEnv):
+                rng, _ = seeding.np_random(seed)
+                size = unwrapped.source.size(unwrapped.split)
+                index = int(rng.integers(0, size if size else 2**31))
+                tasks.append(unwrapped.source.task(index, unwrapped.split))
+            else:
+                env.reset(seed=seed)
+                task = getattr(unwrapped, "task", None)
+                if not isinstance(task, Task):
+                    raise ConfigError(
+                        f"{entry.env_id} exposes no text Task (it is not a text env), so text agents cannot play it"
+                    )
+                tasks.append(task)
+    finally:
+        env.close()
+    return tasks
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}.")
+    return value
+
+
+def builtin_suites() -> list[str]:
+    """Names of the suites shipped with rollgym."""
+    folder = resources.files("rollgym.benchmarks") / "suites"
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def parse_suite(data: Any, source: str = "suite") -> Suite:
+    """Build a :class:`Suite` from parsed YAML, validating every field with a clear message."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must be a YAML mapping with name, version and entries.")
+    unknown = set(data) - _SUITE_KEYS
+    if unknown:
+        raise ConfigError(f"{source} has unknown key(s) {sorted(unknown)}; allowed: {sorted(_SUITE_KEYS)}.")
+    name = data.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(f"{source} needs a name of letters, digits, '.', '_' or '-', got {name!r}.")
+    version = _check_int(f"{source}: version", data.get("version"), 1)
+    defaults = dict(data.get("defaults") or {})
+    base = {"seed": data.get("seed", 0), "split": data.get("split", "test"), **defaults}
+    raw_entries = data.get("entries")
+    if not isinstance(raw_entries, list) or not raw_entries:
+        raise ConfigError(f"{source} needs a non-empty list of entries.")
+    entries: list[SuiteEntry] = []
+    for position, raw in enumerate(raw_entries):
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{source}: entry {position} must be a mapping.")
+        merged = {**base, **raw}
+        where = f"{source}: entry {merged.get('name', position)!r}"
+        unknown = set(merged) - _ENTRY_KEYS
+        if unknown:
+            raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}.")
+        entry_name = merged.get("name")
+        if not isinstance(entry_name, str) or not _NAME_RE.match(entry_name):
+            raise ConfigError(f"{where} needs a name of letters, digits, '.', '_' or '-'.")
+        if not isinstance(merged.get("env"), str):
+            raise ConfigError(f"{where} needs an env id (env: Countdown-v0).")
+        rating = merged.get("rating")
+        if rating is not None and (
+            not isinstance(rating, dict) or {"ladder", "opponent", "elo"} - set(rating)
+        ):
+            raise ConfigError(f"{where}: rating needs ladder, opponent and elo.")
+        metrics = merged.get("metrics", list(DEFAULT_METRICS))
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            raise ConfigError(f"{where}: metrics must be a list of names.")
+        for key in ("env_kwargs", "sampling"):
+            if not isinstance(merged.get(key) or {}, dict):
+                raise ConfigError(f"{where}: {key} must be a mapping.")
+        entries.append(
+            SuiteEntry(
+                name=entry_name,
+                env_id=merged["env"],
+                n_tasks=_check_int(f"{where}: n_tasks", merged.get("n_tasks"), 1),
+                group_size=_check_int(f"{where}: group_size", merged.get("group_size", 1), 1),
+                max_steps=_check_int(f"{where}: max_steps", merged.get("max_steps", 100), 1),
+                split=str(merged["split"]),
+                seed=_check_int(f"{where}: seed", merged["seed"], 0),
+                env_kwargs=dict(merged.get("env_kwargs") or {}),
+                sampling=dict(merged.get("sampling") or {}),
+                difficulty=merged.get("difficulty"),
+                rating=dict(rating) if rating else None,
+                metrics=tuple(metrics),
+                note=str(merged.get("note", "")),
+            )
+        )
+    names = [e.name for e in entries]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"{source} has duplicate entry names {duplicates}; each entry needs its own name.")
+    return Suite(name, version, str(data.get("description", "")), tuple(entries), str(data.get("protocol", "")))
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """Load a built-in suite by name (``"quick"``, ``"papers"``, ...) or a suite YAML file by path.
+
+    Raises:
+        ConfigError: for an unknown name, a missing file or an invalid definition.
+    """
+    import yaml
+
+    path = Path(name_or_path)
+    if name_or_path.endswith((".yaml", ".yml")) or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"Suite file {path} does not exist; check the path.")
+        text = path.read_text(encoding="utf-8")
+        source = str(path)
+    else:
+        bare = name_or_path.split("@", 1)[0]
+        if bare not in builtin_suites():
+            raise ConfigError(
+                f"Unknown suite {name_or_path!r}; use one of {', '.join(builtin_suites())} or a path to a YAML file."
+            )
+        text = (resources.files("rollgym.benchmarks") / "suites" / f"{bare}.yaml").read_text(encoding="utf-8")
+        source = f"suite {bare!r}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source} is not valid YAML ({exc}).") from None
+    suite = parse_suite(data, source)
+    if "@" in name_or_path and not path.is_file():
+        wanted = name_or_path.split("@", 1)[1].lstrip("v")
+        if wanted != str(suite.version):
+            raise ConfigError(f"This rollgym ships {suite.label}, not {name_or_path}; upgrade or downgrade rollgym.")
+    return suite

@@ -1,0 +1,384 @@
+"""Re-verification of a results bundle: nothing a submitter claims is trusted.
+
+:func:`verify_bundle` rebuilds the suite from this rollgym (by name and version),
+checks the seeds and env spec hashes, regenerates every task from the suite's
+seed, *replays* every transcript's recorded actions through a fresh env reset
+with the same seed and compares the rewards, observations and outcome, and
+finally recomputes the summary from the replayed episodes and compares it with
+the claimed one. Replay works for single-turn and multi-turn envs alike, as long
+as the env (and its opponent) is deterministic given the seed, which rollgym's are.
+
+Hidden test seeds: a leaderboard keeps a secret and issues each submission the
+seed :func:`hidden_seed` ``(secret, submission_id)``; it verifies the bundle with
+``expected_seed=`` that seed, so a submitter cannot know the test tasks in advance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from rollgym.benchmarks.bundle import Bundle, BundleError, clean_json, open_bundle
+from rollgym.benchmarks.runner import compute_summary, prepare_suite
+from rollgym.benchmarks.suite import Suite, SuiteEntry, load_suite, task_set_hash
+from rollgym.core.errors import ConfigError, RollgymError
+from rollgym.rollout.types import RolloutGroup, Trajectory
+
+MAX_REASONS = 20
+
+
+def hidden_seed(secret: str | bytes, submission_id: str) -> int:
+    """The test seed a leaderboard issues to one submission: HMAC-SHA256(secret, id), as a 31-bit integer.
+
+    Example:
+        >>> hidden_seed("s3cret", "sub-1") == hidden_seed("s3cret", "sub-1") != hidden_seed("s3cret", "sub-2")
+        True
+    """
+    key = secret.encode() if isinstance(secret, str) else secret
+    digest = hmac.new(key, submission_id.encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass
+class VerificationReport:
+    """The outcome of :func:`verify_bundle`.
+
+    Attributes:
+        ok: True when every check passed.
+        reasons: One sentence per failed check (at most ``MAX_REASONS``).
+        summary: The summary recomputed from the replayed episodes (``None`` when it could not be).
+        manifest: The bundle's manifest.
+        episodes: Episodes replayed.
+    """
+
+    ok: bool
+    reasons: list[str] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    episodes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return clean_json(
+            {"ok": self.ok, "reasons": self.reasons, "summary": self.summary, "episodes": self.episodes}
+        )  # type: ignore[no-any-return]
+
+
+class _Rejected(Exception):
+    """Raised to stop verification early with a reason."""
+
+
+class ReplayAgent:
+    """Plays back a transcript's recorded actions, in order; runs dry with an error, like a crashed agent."""
+
+    name = "replay"
+
+    def __init__(self, actions: list[str]) -> None:
+        self.actions = list(actions)
+        self.position = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start from the first action again."""
+        self.position = 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """The next recorded action."""
+        if self.position >= len(self.actions):
+            raise RuntimeError("the transcript has no more actions")
+        action = self.actions[self.position]
+        self.position += 1
+        return action
+
+
+def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, float) and math.isnan(a) and isinstance(b, float) and math.isnan(b):
+        return True
+    return abs(float(a) - float(b)) <= 1e-9
+
+
+def _first_difference(claimed: Any, actual: Any, path: str = "") -> str | None:
+    """The first path where two JSON values differ (numbers compared to 1e-9), or ``None``."""
+    if isinstance(claimed, dict) and isinstance(actual, dict):
+        for key in sorted(set(claimed) | set(actual)):
+            if key not in claimed or key not in actual:
+                return f"{path}{key}"
+            found = _first_difference(claimed[key], actual[key], f"{path}{key}.")
+            if found:
+                return found
+        return None
+    if isinstance(claimed, list) and isinstance(actual, list):
+        if len(claimed) != len(actual):
+            return path.rstrip(".")
+        for i, (a, b) in enumerate(zip(claimed, actual)):
+            found = _first_difference(a, b, f"{path}{i}.")
+            if found:
+                return found
+        return None
+    numeric = (int, float)
+    if isinstance(claimed, numeric) and isinstance(actual, numeric) and not isinstance(claimed, bool):
+        return None if _close(claimed, actual) else path.rstrip(".")
+    return None if claimed == actual else path.rstrip(".")
+
+
+def _lookup(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return None
+    return data
+
+
+def _actions(trajectory: Trajectory) -> list[str]:
+    return [m["content"] for m in trajectory.messages if m.get("role") == "assistant"]
+
+
+def _replay_mismatch(recorded: Trajectory, replayed: Trajectory) -> str | None:
+    if recorded.status != replayed.status:
+        return f"status {recorded.status!r} is recorded but replaying its actions ends {replayed.status!r}"
+    if not _close(recorded.reward, replayed.reward):
+        return f"reward {recorded.reward} is recorded but the current verifier gives {replayed.reward}"
+    if len(recorded.step_rewards) != len(replayed.step_rewards) or not all(
+        _close(a, b) for a, b in zip(recorded.step_rewards, replayed.step_rewards)
+    ):
+        return "its step rewards differ from the replay's"
+    if recorded.correct != replayed.correct:
+        return f"correct={recorded.correct} is recorded but the replay gives correct={replayed.correct}"
+    if recorded.messages != replayed.messages:
+        return "its observations differ from what the env shows when its actions are replayed"
+    return None
+
+
+def _expected_seed_reason(manifest_seed: Any, expected_seed: int | None) -> str | None:
+    if expected_seed is None and manifest_seed is not None:
+        return (
+            f"the bundle replaced the suite's seeds with {manifest_seed}; the public suite uses its own seeds "
+            "(run without --seed)"
+        )
+    if expected_seed is not None and manifest_seed != expected_seed:
+        return (
+            f"the bundle was run with seed {manifest_seed!r}, "
+            f"but the seed issued for this submission is {expected_seed}"
+        )
+    return None
+
+
+def _verify_entry(
+    bundle: Bundle, entry: SuiteEntry, recorded_entry: dict[str, Any], agent_name: str, reasons: list[str]
+) -> tuple[list[RolloutGroup], list[str], int]:
+    """Replay one entry; return its replayed groups, regenerated task ids and episodes replayed."""
+    from rollgym.core.registration import env_info, make
+    from rollgym.rollout import episode_seed, load_results, run_episode
+
+    def reject(text: str) -> None:
+        reasons.append(f"entry {entry.name}: {text}.")
+
+    spec_hash = env_info(entry.env_id).content_hash
+    if recorded_entry.get("spec_hash") != spec_hash:
+        reject(
+            f"it was run on {entry.env_id} with spec hash {recorded_entry.get('spec_hash')}, but this rollgym's is "
+            f"{spec_hash} (a stale env version); rerun it with the current rollgym"
+        )
+        return [], [], 0
+    try:
+        results = load_results(bundle.transcript(entry.name))
+    except RollgymError as exc:
+        reject(f"its transcript cannot be read ({exc})")
+        return [], [], 0
+    header = results.header
+    expected_header = {
+        "env_id": entry.env_id,
+        "spec_hash": spec_hash,
+        "split": entry.split,
+        "seed": entry.seed,
+        "group_size": entry.group_size,
+        "env_kwargs": entry.env_kwargs,
+        "max_steps": entry.max_steps,
+    }
+    for key, value in expected_header.items():
+        if header.get(key) != value:
+            what = "a stale env version" if key == "spec_hash" else f"the suite's {key} is {value!r}"
+            reject(f"the transcript was run with {key}={header.get(key)!r}, but {what}")
+            return [], [], 0
+    by_key = {(r.task_index, r.trajectory.sample_idx): r for r in results.episodes}
+    wanted = {(i, j) for i in range(entry.n_tasks) for j in range(entry.group_size)}
+    missing = sorted(wanted - set(by_key))
+    extra = sorted(set(by_key) - wanted)
+    if missing:
+        reject(f"{len(missing)} episode(s) are missing, e.g. task {missing[0][0]} sample {missing[0][1]}")
+        return [], [], 0
+    if extra:
+        reject(f"it has {len(extra)} episode(s) beyond the suite's tasks, e.g. task {extra[0][0]}")
+        return [], [], 0
+
+    env = make(entry.env_id, split=entry.split, **entry.env_kwargs)
+    groups: list[RolloutGroup] = []
+    task_ids: list[str] = []
+    errors_before = len(reasons)
+    episodes = 0
+    try:
+        for i in range(entry.n_tasks):
+            seed = episode_seed(entry.seed, i)
+            replayed_group: list[Trajectory] = []
+            task = None
+            for j in range(entry.group_size):
+                record = by_key[(i, j)]
+                recorded = record.trajectory
+                replay, task = run_episode(
+                    env, ReplayAgent(_actions(recorded)), seed=seed, traj_id=recorded.traj_id,
+                    group_id=recorded.group_id, sample_idx=j, env_id=entry.env_id, max_steps=entry.max_steps,
+                )
+                episodes += 1
+                if replay.status == "failed" and replay.info.get("failure", {}).get("stage") in {"reset", "step"}:
+                    env.close()
+                    env = make(entry.env_id, split=entry.split, **entry.env_kwargs)
+                if task is None or record.task is None or record.task.to_dict() != task.to_dict():
+                    claimed = record.task.id if record.task is not None else None
+                    reject(
+                        f"task {i} in the transcript is {claimed!r}, but the suite's seed gives "
+                        f"{task.id if task else None!r} (a swapped task or a changed seed)"
+                    )
+                elif recorded.task_id != task.id or recorded.seed != seed:
+                    reject(f"task {i} sample {j} was played with another task or seed than the suite's")
+                else:
+                    mismatch = _replay_mismatch(recorded, replay)
+                    if mismatch:
+                        reject(f"task {i} sample {j}: {mismatch}")
+                replayed_group.append(replay)
+                if len(reasons) - errors_before >= 5:
+                    return [], [], episodes
+            groups.append(RolloutGroup(replayed_group[0].group_id, task, entry.group_size, replayed_group))
+            task_ids.append(task.id if task is not None else "")
+    finally:
+        env.close()
+    if header.get("agent") != agent_name:
+        reject(f"the transcript was played by {header.get('agent')!r}, but the manifest names {agent_name!r}")
+    return groups, task_ids, episodes
+
+
+def verify_bundle(
+    path: Any,
+    *,
+    expected_seed: int | None = None,
+    allow_limit: bool = True,
+    suite: Suite | None = None,
+) -> VerificationReport:
+    """Verify a bundle folder or ``.tar.gz`` against this rollgym; never trusts the claimed summary.
+
+    Args:
+        path: The bundle folder or archive (or an open :class:`Bundle`).
+        expected_seed: The seed the bundle must have been run with (a leaderboard's hidden
+            seed); ``None`` means the suite's own seeds.
+        allow_limit: Accept runs on a limited task set (``--limit``).
+        suite: The suite to check against; by default the one the manifest names, from this rollgym.
+
+    Example:
+        >>> report = verify_bundle("runs/oracle")  # doctest: +SKIP
+        >>> report.ok, report.reasons  # doctest: +SKIP
+        (True, [])
+    """
+    reasons: list[str] = []
+    try:
+        bundle = path if isinstance(path, Bundle) else open_bundle(path)
+    except BundleError as exc:
+        return VerificationReport(False, [str(exc)])
+    try:
+        return _verify(bundle, expected_seed, allow_limit, suite, reasons)
+    except _Rejected as exc:
+        return VerificationReport(False, [*reasons, str(exc)], manifest=bundle.manifest)
+    finally:
+        if not isinstance(path, Bundle):
+            bundle.close()
+
+
+def _verify(
+    bundle: Bundle, expected_seed: int | None, allow_limit: bool, suite: Suite | None, reasons: list[str]
+) -> VerificationReport:
+    manifest = bundle.manifest
+    if not manifest.get("complete"):
+        raise _Rejected("The run did not finish (manifest.complete is false); resume it with `rollgym bench run`.")
+    claimed_suite = manifest.get("suite") or {}
+    if suite is None:
+        try:
+            suite = load_suite(str(claimed_suite.get("name")))
+        except ConfigError as exc:
+            raise _Rejected(f"The bundle's suite is unknown here ({exc})") from None
+    if claimed_suite.get("version") != suite.version:
+        raise _Rejected(
+            f"The bundle is for {claimed_suite.get('label')}, but this rollgym has {suite.label}; "
+            "rerun the current suite."
+        )
+    seed_reason = _expected_seed_reason(manifest.get("seed"), expected_seed)
+    if seed_reason:
+        raise _Rejected(f"Changed seed: {seed_reason}.")
+    limit = manifest.get("limit")
+    only = manifest.get("only")
+    if limit is not None and not allow_limit:
+        raise _Rejected(f"The bundle ran only {limit} task(s) per entry; this leaderboard needs the full suite.")
+    if only is not None and not allow_limit:
+        raise _Rejected(f"The bundle ran only the entries {only}; this leaderboard needs the full suite.")
+    if only is not None and (not isinstance(only, list) or not all(isinstance(n, str) for n in only)):
+        raise _Rejected("The manifest's list of entries run (only) is malformed.")
+    try:
+        run = prepare_suite(suite, expected_seed, limit, only)
+    except ConfigError as exc:
+        raise _Rejected(f"The manifest's limit or entry list is invalid ({exc})") from None
+    runnable = run.partition()[0]
+    claimed_entries = {str(e.get("name")): e for e in manifest.get("entries", []) if isinstance(e, dict)}
+    runnable_names = [e.name for e in runnable]
+    if sorted(claimed_entries) != sorted(runnable_names):
+        left_out = sorted(set(runnable_names) - set(claimed_entries))
+        unknown = sorted(set(claimed_entries) - set(runnable_names), key=str)
+        detail = []
+        if left_out:
+            detail.append(f"it leaves out {left_out}, which run here")
+        if unknown:
+            detail.append(f"it has {unknown}, which this suite does not run here")
+        raise _Rejected(f"The bundle's entries do not match {suite.label}: {'; '.join(detail)}.")
+    agent_name = _agent_name(manifest.get("agent") or {})
+    groups: dict[str, list[RolloutGroup]] = {}
+    hash_parts = []
+    episodes = 0
+    for entry in runnable:
+        entry_groups, task_ids, count = _verify_entry(bundle, entry, claimed_entries[entry.name], agent_name, reasons)
+        episodes += count
+        groups[entry.name] = entry_groups
+        from rollgym.core.registration import env_info
+
+        hash_parts.append((entry.config(), env_info(entry.env_id).content_hash, task_ids))
+        if len(reasons) >= MAX_REASONS:
+            break
+    if reasons:
+        return VerificationReport(False, reasons[:MAX_REASONS], manifest=manifest, episodes=episodes)
+    task_hash = task_set_hash(run.name, run.version, hash_parts)
+    if claimed_suite.get("task_hash") != task_hash:
+        reasons.append(
+            f"The manifest's task hash {claimed_suite.get('task_hash')} is not the hash of the regenerated tasks "
+            f"({task_hash})."
+        )
+    summary = clean_json(compute_summary(run, runnable, groups))
+    claimed = bundle.summary
+    if claimed is None:
+        reasons.append("The bundle has no summary.json.")
+    else:
+        diff = _first_difference(claimed, summary)
+        if diff is not None:
+            reasons.append(
+                f"summary.json claims {diff} = {_lookup(claimed, diff)!r}, but the transcripts give "
+                f"{_lookup(summary, diff)!r} (an edited score)."
+            )
+    return VerificationReport(not reasons, reasons, summary, manifest, episodes)
+
+
+def _agent_name(agent: dict[str, Any]) -> str:
+    """The name collect() records for the manifest's agent (the reference agent's name, or ``llm``)."""
+    if agent.get("kind") == "reference":
+        return str(agent.get("agent"))
+    return "llm"

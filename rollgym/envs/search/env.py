@@ -1,0 +1,256 @@
+"""``Search-v0`` and ``SearchQA-v0``: multi-hop question answering with search tools over a fictional encyclopaedia."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.errors import ConfigError
+from rollgym.core.extraction import extract_tag
+from rollgym.core.task import Task
+from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
+from rollgym.envs.search.index import get_index
+from rollgym.envs.search.questions import QuestionSpec
+from rollgym.envs.search.scoring import score_answer
+from rollgym.envs.search.source import DIFFICULTIES, QA_MIX, SearchTaskSource
+from rollgym.envs.search.tools import SearchSession, tool_schemas
+from rollgym.envs.search.world import DEFAULT_SIZE
+
+SYSTEM_PROMPT = (
+    "You answer questions about a fictional world by searching its encyclopaedia. Tools: search(query, k) "
+    "ranks articles by keywords; open(doc_id, page) reads one page of an article (doc_id or exact title); "
+    "find(doc_id, text) lists the sentences of an article that contain some text. Call tools with one or more "
+    "blocks like\n"
+    '<tool_call>{"name": "search", "arguments": {"query": "Ana Vel born"}}</tool_call>\n'
+    "Several calls in one reply run together. Links in articles look like [[Title]]. When you know the answer, "
+    "reply with <answer>...</answer> holding only the name or year."
+)
+_MAX_OBSERVATION = 60_000
+
+
+class SearchEnv(TextEnv):
+    """Answer multi-hop questions by searching and reading a generated encyclopaedia.
+
+    ## Description
+    A seeded knowledge graph of fictional people, cities, regions, organisations, works and events is
+    rendered into an encyclopaedia of articles (one per entity: infobox, lead, prose sections, links) that
+    no model can know from memory. Each task is a question whose unique answer the generator proved from the
+    graph, with an evidence path. Difficulty has two knobs: topology and hops (chains of relations,
+    intersections of constraints, trees of both) and dispersion (0: every fact in a lead paragraph; 1: some
+    past an article's first page; 2: some stated only in another entity's article), plus a distractor floor.
+
+    ## Action Space
+    Text (``TextSpace``). Either tool calls, ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (several
+    per action run in order as one round; schemas in ``info["tools"]``), or the final answer,
+    ``<answer>...</answer>``. An action with an answer ends the episode; its tool calls are not run.
+
+    ## Observation Space
+    Text. The first observation is the question; later ones are ``<tool_response name="...">`` blocks with
+    JSON results, or ``{"error": ...}`` for a malformed call, an unknown tool, or bad arguments.
+
+    ## Starting State
+    The cached world ``(world_size, world_seed)`` (built once per process) and a question drawn by index.
+
+    ## Rewards
+    0.0 per tool round. On the answer: exact match (1.0 or 0.0) against the normalised gold and its aliases;
+    with ``reward="f1"``, token F1 instead. With ``efficiency_weight`` w > 0 the reward is multiplied by
+    ``(1 - w) + w * min(1, budget / rounds)``, where budget = ``budget_scale * task_meta["reference_rounds"]``;
+    lower ``budget_scale`` (``env.unwrapped.budget_scale = 0.5``) to tighten it during training.
+
+    ## Episode End
+    Terminated by an action with ``<answer>``. Truncated (reward 0.0) after ``max_turns`` actions without one.
+
+    ## Information
+    The common keys, ``tools``, ``episode_id``, ``turn``, ``rounds`` (actions with tool calls), ``calls``,
+    ``errors`` (failed calls), ``evidence_coverage`` (share of the evidence articles opened or searched with
+    ``find``); at the end the score fields ``correct``, ``parsed``, ``error`` and ``details``
+    (``exact_match``, ``f1``, ``efficiency``). ``task_meta`` holds ``topology``, ``hops``, ``dispersion``,
+    ``documents``, ``distractors``, ``constraints``, ``answer_kind``, ``reference_rounds`` and the question's
+    ``plan`` (its structure and named entities, never the answer).
+
+    ## Arguments
+    ``difficulty`` (``easy``, ``medium``, ``hard``, ``expert``) presets the knobs, which can be set one by one:
+    ``topology`` (``chain``, ``intersection``, ``tree``), ``hops``, ``dispersion`` (0, 1, 2 or ``None``),
+    ``constraints`` (2 or 3), ``min_distractors``; ``mix=True`` draws from the single- to multi-hop mix of
+    SearchQA. Also ``world_size`` (2000), ``world_seed`` (0), ``split``, ``max_turns`` (20),
+    ``max_calls_per_turn`` (8), ``reward`` (``em`` or ``f1``), ``efficiency_weight`` (0.0), ``budget_scale``
+    (1.0), ``render_mode``.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    default_env_id = "Search-v0"
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        difficulty: str | None = "medium",
+        topology: str | None = None,
+        hops: int | None = None,
+        dispersion: int | str | None = "preset",
+        constraints: int | None = None,
+        min_distractors: int = 0,
+        mix: bool = False,
+        world_size: int = DEFAULT_SIZE,
+        world_seed: int = 0,
+        split: str = "train",
+        max_turns: int = 20,
+        max_calls_per_turn: int = 8,
+        reward: str = "em",
+        efficiency_weight: float = 0.0,
+        budget_scale: float = 1.0,
+        render_mode: str | None = None,
+    ) -> None:
+        specs = self._specs(difficulty, topology, hops, dispersion, constraints, min_distractors, mix)
+        for name, value in (("max_turns", max_turns), ("max_calls_per_turn", max_calls_per_turn)):
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        if reward not in ("em", "f1"):
+            raise ConfigError(f"reward must be 'em' or 'f1', got {reward!r}.")
+        if not 0.0 <= float(efficiency_weight) <= 1.0:
+            raise ConfigError(f"efficiency_weight must lie in [0, 1], got {efficiency_weight!r}.")
+        if not isinstance(world_seed, int):
+            raise ConfigError(f"world_seed must be an integer, got {world_seed!r}.")
+        source = SearchTaskSource(specs, world_size, world_seed, env_id=self.default_env_id)
+        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
+        self.max_turns, self.max_calls_per_turn = max_turns, max_calls_per_turn
+        self.reward_mode = reward
+        self.efficiency_weight = float(efficiency_weight)
+        self.budget_scale = float(budget_scale)
+        self.index = get_index(world_size, world_seed)
+        self._tools_json = json.dumps(tool_schemas())
+        self.session: SearchSession | None = None
+        self.turn = self.rounds = self.calls = self.errors = 0
+        self.episode_id = ""
+
+    @staticmethod
+    def _specs(difficulty: str | None, topology: str | None, hops: int | None, dispersion: int | str | None,
+               constraints: int | None, min_distractors: int, mix: bool) -> list[tuple[QuestionSpec, float]]:
+        if mix:
+            return list(QA_MIX)
+        if difficulty is not None and difficulty not in DIFFICULTIES:
+            raise ConfigError(f"difficulty must be one of {', '.join(DIFFICULTIES)} or None, got {difficulty!r}.")
+        base = DIFFICULTIES[difficulty or "medium"]
+        topology = topology or base.topology
+        if hops is None:
+            hops = base.hops if topology == base.topology else {"chain": 2, "intersection": 1, "tree": 2}.get(
+                topology, 1)
+        spec = QuestionSpec(
+            topology=topology, hops=hops,
+            dispersion=base.dispersion if dispersion == "preset" else dispersion,  # type: ignore[arg-type]
+            constraints=constraints or base.constraints, min_distractors=min_distractors,
+        )
+        return [(spec, 1.0)]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of ``search``, ``open`` and ``find`` (a fresh copy)."""
+        return json.loads(self._tools_json)  # type: ignore[no-any-return]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only once gym.make set the spec
+        return super().reset(seed=seed, options=options)
+
+    def _start(self, task: Task) -> str:
+        if not isinstance(task.answer, dict) or "text" not in task.answer or "reference_rounds" not in task.meta:
+            raise ConfigError("A search task needs the answer dict and meta of SearchTaskSource; use "
+                              "options={'task_index': i} or a task made by this env's source.")
+        self.session = SearchSession(self.index.corpus, self.index)
+        self.turn = self.rounds = self.calls = self.errors = 0
+        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
+        return task.prompt
+
+    def _advance(self, action: str) -> StepResult:
+        assert self.session is not None and self.task is not None
+        self.turn += 1
+        if extract_tag(action, "answer") is not None:
+            budget = self.budget_scale * float(self.task.meta["reference_rounds"])
+            score = score_answer(self.task.answer, action, reward=self.reward_mode, rounds=self.rounds,
+                                 budget=budget, efficiency_weight=self.efficiency_weight)
+            return "", score.reward, True, False, {**self._step_info(), **score.to_info()}
+        parsed = parse_tool_calls(action)
+        parts = [format_tool_response("error", {"error": f"malformed tool call: {e.message}"}) for e in parsed.errors]
+        self.errors += len(parsed.errors)
+        if not parsed.found:
+            parts.append('No tool call or answer found. Call a tool with <tool_call>{"name": "search", "arguments": '
+                         '{"query": "..."}}</tool_call>, or answer with <answer>...</answer>.')
+        if parsed.calls:
+            self.rounds += 1
+        for number, call in enumerate(parsed.calls):
+            if number >= self.max_calls_per_turn:
+                result: dict[str, Any] = {"error": f"skipped: at most {self.max_calls_per_turn} calls per turn."}
+            else:
+                self.calls += 1
+                result = self.session.call(call.name, call.arguments)
+            if "error" in result:
+                self.errors += 1
+            parts.append(format_tool_response(call.name[:60], result))
+        observation = "\n".join(parts)
+        if len(observation) > _MAX_OBSERVATION:  # stay inside the observation space; say so rather than cut silently
+            note = "\n[output cut: make fewer calls per turn]"
+            observation = observation[: _MAX_OBSERVATION - len(note)] + note
+        if self.turn >= self.max_turns:
+            return observation, 0.0, False, True, {**self._step_info(), "truncated_by": "max_turns"}
+        return observation, 0.0, False, False, self._step_info()
+
+    def evidence_coverage(self) -> float:
+        """The share of the evidence articles the agent has opened or searched with ``find``."""
+        if self.task is None or self.session is None:
+            return 0.0
+        evidence = {e["doc_id"] for e in self.task.answer.get("evidence", [])}
+        return round(len(evidence & self.session.read) / len(evidence), 4) if evidence else 1.0
+
+    def _step_info(self) -> dict[str, Any]:
+        return {"turn": self.turn, "rounds": self.rounds, "calls": self.calls, "errors": self.errors,
+                "evidence_coverage": self.evidence_coverage(), "episode_id": self.episode_id}
+
+    def _common_info(self) -> dict[str, Any]:
+        info = super()._common_info()
+        info["tools"] = json.loads(self._tools_json)  # fresh objects: the env checker rejects shared ones
+        return {**info, **self._step_info()}
+
+
+class SearchQAEnv(SearchEnv):
+    """``SearchQA-v0``: :class:`SearchEnv` over a fixed mix of single-hop to multi-hop questions.
+
+    ## Description
+    The same world, tools and scoring as ``Search-v0``; each task's spec is drawn from a mix: chains of 1
+    (35%), 2 (25%) and 3 (15%) hops, intersections (10%) and trees of 2 (10%) and 3 (5%) hops, at any
+    dispersion. See :class:`SearchEnv` for the spaces, rewards, episode end and information.
+
+    ## Action Space
+    As ``Search-v0``.
+
+    ## Observation Space
+    As ``Search-v0``.
+
+    ## Starting State
+    As ``Search-v0``.
+
+    ## Rewards
+    As ``Search-v0``.
+
+    ## Episode End
+    As ``Search-v0``.
+
+    ## Information
+    As ``Search-v0``.
+
+    ## Arguments
+    ``world_size``, ``world_seed``, ``split``, ``max_turns``, ``max_calls_per_turn``, ``reward``,
+    ``efficiency_weight``, ``budget_scale``, ``render_mode``.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    default_env_id = "SearchQA-v0"
+
+    def __init__(self, world_size: int = DEFAULT_SIZE, world_seed: int = 0, split: str = "train",
+                 max_turns: int = 20, max_calls_per_turn: int = 8, reward: str = "em",
+                 efficiency_weight: float = 0.0, budget_scale: float = 1.0, render_mode: str | None = None) -> None:
+        super().__init__(mix=True, world_size=world_size, world_seed=world_seed, split=split, max_turns=max_turns,
+                         max_calls_per_turn=max_calls_per_turn, reward=reward, efficiency_weight=efficiency_weight,
+                         budget_scale=budget_scale, render_mode=render_mode)

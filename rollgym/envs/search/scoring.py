@@ -1,0 +1,77 @@
+"""Scoring a search answer: exact match and token F1 against the normalised gold and its aliases.
+
+Normalisation (SQuAD-style): lower case, punctuation removed, the articles
+``a``, ``an``, ``the`` dropped, whitespace collapsed. The main reward is exact
+match (0 or 1); token F1 is reported in ``details`` and becomes the reward only
+with ``reward="f1"``. An optional efficiency term scales a correct answer's
+reward by how its tool rounds compare with a reference budget.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any
+
+from rollgym.core.extraction import extract_tag
+from rollgym.core.task import Score
+
+MAX_ANSWER_CHARS = 300
+_PUNCT = re.compile(f"[{re.escape(string.punctuation)}‘’“”]")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """The comparable form of an answer.
+
+    Example:
+        >>> normalize_answer("  The Ostrel-Institute! ")
+        'ostrel institute'
+    """
+    text = _PUNCT.sub(" ", text.lower())
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """Token-level F1 between two normalised answers."""
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def efficiency(rounds: int, budget: float) -> float:
+    """1.0 within ``budget`` tool rounds, then ``budget / rounds``."""
+    if budget <= 0:
+        return 0.0
+    return 1.0 if rounds <= budget else budget / rounds
+
+
+def score_answer(answer: dict[str, Any], response: str, *, reward: str = "em", rounds: int = 0,
+                 budget: float | None = None, efficiency_weight: float = 0.0) -> Score:
+    """Score a final action holding ``<answer>...</answer>``; never raises on model text.
+
+    ``answer`` is the task's hidden answer dict (``text`` and ``aliases``). With
+    ``efficiency_weight`` w > 0 and a ``budget``, reward = base * ((1 - w) + w * efficiency(rounds, budget)).
+    """
+    parsed = extract_tag(response, "answer") if isinstance(response, str) else None
+    if parsed is None:
+        return Score.fail("no_answer")
+    if len(parsed) > MAX_ANSWER_CHARS:
+        return Score.fail("malformed", parsed=parsed[:MAX_ANSWER_CHARS], reason="answer too long")
+    golds = [answer["text"], *answer.get("aliases", [])]
+    norm = normalize_answer(parsed)
+    exact = any(norm == normalize_answer(g) for g in golds) and bool(norm)
+    f1 = max(token_f1(parsed, g) for g in golds)
+    base = 1.0 if exact else (f1 if reward == "f1" else 0.0)
+    eff = efficiency(rounds, budget) if budget is not None else 1.0
+    value = base * ((1.0 - efficiency_weight) + efficiency_weight * eff) if efficiency_weight > 0 else base
+    details = {"exact_match": float(exact), "f1": round(f1, 4), "efficiency": round(eff, 4)}
+    if exact:
+        return Score(value, True, parsed, None, details)
+    return Score(value, False, parsed, "wrong", details)

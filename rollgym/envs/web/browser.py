@@ -1,0 +1,241 @@
+"""The browser side: the system Chromium driven by async Playwright, on one event-loop thread per process.
+
+:class:`WebRuntime` owns, per process, one HTTP server (:mod:`.server`), one
+Playwright driver and one headless Chromium. Every episode gets a fresh
+browser context (its own cookies and cache) whose ``rg_episode`` cookie
+selects the episode's database on the server. Contexts run with page
+JavaScript disabled, so neither ``javascript:`` URLs nor text injected into a
+page can run script, and the browser's proxy is the site server itself, which
+refuses every request for another host.
+
+Synchronous callers (the Gymnasium env) submit coroutines to the runtime's
+loop with :meth:`WebRuntime.call`; async callers (the vectorised runner) run
+directly on that loop through :meth:`WebRuntime.submit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from rollgym.core.errors import MissingDependencyError
+from rollgym.envs.web.server import EPISODE_COOKIE, WebServer
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, BrowserContext, Page, Playwright
+
+T = TypeVar("T")
+OpenedEpisode = tuple[str, "BrowserContext", "Page"]
+
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CANDIDATES = [
+    "/usr/lib/chromium/chromium",
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+    "/snap/bin/chromium",
+]
+VIEWPORT = {"width": 1280, "height": 860}
+SETTLE_TIMEOUT_MS = 10_000
+ACTION_TIMEOUT_MS = 10_000
+
+
+def find_chromium() -> str:
+    """The Chromium binary: ``$ROLLGYM_CHROMIUM``, else the system package's binary.
+
+    Raises:
+        MissingDependencyError: when no Chromium is found.
+    """
+    env = os.environ.get("ROLLGYM_CHROMIUM")
+    if env:
+        if os.access(env, os.X_OK):
+            return env
+        raise MissingDependencyError(
+            f"ROLLGYM_CHROMIUM={env!r} is not an executable file; point it at a Chromium binary."
+        )
+    for path in CANDIDATES:
+        if os.access(path, os.X_OK):
+            return path
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    raise MissingDependencyError(
+        "Chromium is not installed; run `apt-get install chromium` or set ROLLGYM_CHROMIUM to a Chromium binary."
+    )
+
+
+def require_playwright() -> None:
+    """Raise a clear error when the ``playwright`` package is missing."""
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "The web envs need Playwright; run `pip install 'rollgym[web]'` (no `playwright install` needed)."
+        ) from exc
+
+
+class WebRuntime:
+    """One event-loop thread, one HTTP server and one Chromium, shared by every web episode of a process."""
+
+    def __init__(self, chromium: str | None = None) -> None:
+        require_playwright()
+        self.executable = chromium or find_chromium()
+        self.server = WebServer().start()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run_loop, name="rollgym-web-loop", daemon=True)
+        self._thread.start()
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._browser_lock: asyncio.Lock | None = None
+        self.spares_per_site = 1
+        self._spares: dict[str, list[asyncio.Future[OpenedEpisode]]] = {}
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    # -- calling into the loop ---------------------------------------------
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Schedule a coroutine on the runtime's loop and return a concurrent future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = 120.0) -> T:
+        """Run a coroutine on the runtime's loop and wait for its result (from any other thread)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("WebRuntime.call() cannot be used from the runtime's own loop; await the coroutine.")
+        return self.submit(coro).result(timeout)
+
+    # -- browser ------------------------------------------------------------
+    async def browser(self) -> Browser:
+        """The shared Chromium, launched on first use."""
+        if self._browser_lock is None:
+            self._browser_lock = asyncio.Lock()
+        async with self._browser_lock:
+            if self._browser is None or not self._browser.is_connected():
+                from playwright.async_api import async_playwright
+
+                if self._playwright is None:
+                    self._playwright = await async_playwright().start()
+                try:
+                    # Every non-loopback request goes to our own server as a proxy request, which refuses it:
+                    # nothing leaves the machine, at no per-request cost (unlike request interception).
+                    self._browser = await self._playwright.chromium.launch(
+                        executable_path=self.executable,
+                        args=LAUNCH_ARGS,
+                        headless=True,
+                        proxy={"server": self.server.base_url, "bypass": "127.0.0.1"},
+                    )
+                except Exception as exc:
+                    raise MissingDependencyError(
+                        f"Could not start Chromium at {self.executable} ({type(exc).__name__}); "
+                        "reinstall it with `apt-get install chromium` or set ROLLGYM_CHROMIUM."
+                    ) from exc
+            return self._browser
+
+    async def _open(self, site_key: str) -> OpenedEpisode:
+        browser = await self.browser()
+        base = self.server.base_url
+        token = self.server.create_episode(site_key)
+        try:
+            context = await browser.new_context(
+                java_script_enabled=False,
+                viewport=VIEWPORT,  # type: ignore[arg-type]
+                base_url=base,
+                service_workers="block",
+            )
+            context.set_default_timeout(ACTION_TIMEOUT_MS)
+            context.set_default_navigation_timeout(2 * SETTLE_TIMEOUT_MS)
+            await context.add_cookies([{"name": EPISODE_COOKIE, "value": token, "url": base}])
+            page = await context.new_page()
+            await page.goto(base + "/", wait_until="load")
+        except BaseException:
+            self.server.close_episode(token)
+            raise
+        return token, context, page
+
+    async def open_episode(self, site_key: str) -> OpenedEpisode:
+        """A new episode of ``site_key``: server state, a fresh context, and the home page loaded.
+
+        Opening a context and its first page costs most of a reset, so the runtime keeps
+        ``spares_per_site`` episodes of each site used so far opened ahead in the background.
+        A spare has only loaded the home page of its own fresh database, exactly what a new
+        episode starts on, so taking one is the same as opening one.
+        """
+        spares = self._spares.setdefault(site_key, [])
+        opened: OpenedEpisode | None = None
+        while spares and opened is None:
+            try:
+                opened = await spares.pop(0)
+            except Exception:  # a spare that failed to open is replaced below
+                opened = None
+        for _ in range(self.spares_per_site - len(spares)):
+            spares.append(asyncio.ensure_future(self._open(site_key)))
+        if opened is None:
+            opened = await self._open(site_key)
+        return opened
+
+    async def aclose(self) -> None:
+        """Close the browser and the Playwright driver."""
+        for spares in self._spares.values():
+            for spare in spares:
+                spare.cancel()
+            for spare in spares:
+                try:
+                    _, context, _ = await spare
+                    await context.close()
+                except BaseException:  # cancelled or failed spares hold nothing to close
+                    pass
+        self._spares.clear()
+        if self._browser is not None:
+            await self._browser.close()
+            self._browser = None
+        if self._playwright is not None:
+            await self._playwright.stop()
+            self._playwright = None
+
+    def close(self) -> None:
+        """Close the browser, stop the server and the loop thread."""
+        if self.loop.is_running():
+            try:
+                self.call(self.aclose(), timeout=30)
+            finally:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                self._thread.join(timeout=10)
+        self.server.stop()
+
+
+_RUNTIME: WebRuntime | None = None
+_RUNTIME_LOCK = threading.Lock()
+
+
+def get_runtime() -> WebRuntime:
+    """The process-wide :class:`WebRuntime`, created on first use."""
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is None:
+            _RUNTIME = WebRuntime()
+        return _RUNTIME
+
+
+def shutdown_runtime() -> None:
+    """Close the process-wide runtime, if any (tests and the CLI call this at exit)."""
+    global _RUNTIME
+    with _RUNTIME_LOCK:
+        if _RUNTIME is not None:
+            _RUNTIME.close()
+            _RUNTIME = None

@@ -1,0 +1,177 @@
+"""The web envs: WebShop-v0, WebForum-v0, WebTravel-v0 and WebGym-v0 (all three sites)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.errors import ConfigError
+from rollgym.core.task import Task
+from rollgym.envs.web.actions import ACTION_HELP, tool_schemas
+from rollgym.envs.web.tasks import SITE_KEYS, WebTaskSource
+
+SYSTEM_PROMPT = f"""You are operating a web browser to complete a task on a website.
+Each observation shows the task, the page's URL path, the page's text, and interactive elements
+marked with an id in brackets, e.g. [12] link "Cart" or [7] textbox "Username" value="".
+Reply with exactly one action per turn.
+
+{ACTION_HELP}"""
+
+
+class WebEnv(TextEnv):
+    """Complete tasks on realistic, server-rendered websites through a real headless Chromium.
+
+    ## Description
+    Three practice sites run in-process on 127.0.0.1: Northwind Market (an online shop
+    with catalogue filters, cart, checkout and order history), Commons Q&A (a forum with
+    boards, replies, votes and moderation) and Wayfarer Travel (flight and hotel search by
+    date, booking and cancellation). Their content is seeded into SQLite; every episode
+    gets its own in-memory copy, so episodes never see each other. Twelve task templates
+    (four per site) generate information-seeking tasks (the answer is checked) and
+    transactions (the database is checked), each graded by a rubric of named, weighted
+    criteria.
+
+    ## Action Space
+    A string holding one action of an allowlist: ``click(id)``, ``fill(id, "text")``,
+    ``select(id, "option")``, ``check(id)``, ``press("Enter")``, ``scroll("down")``,
+    ``goto("/path")`` (this site only), ``go_back()`` and ``answer("text")``, written as a
+    call or as a Hermes ``<tool_call>``. Actions are parsed, never executed as code;
+    ``javascript:`` URLs and other hosts are refused.
+
+    ## Observation Space
+    A string: the task, the URL path, the page title, the last action's error (if any),
+    the step counter, then a compact DOM-derived text of the page with ``[id]`` on each
+    link, button, text box, drop-down and checkbox. ``screenshot()`` returns an RGB array
+    and ``page_html()`` the raw HTML.
+
+    ## Starting State
+    A fresh browser context on the site's home page, signed out, with the seeded data.
+
+    ## Rewards
+    0.0 on every step except the last. The last step (an ``answer`` or the step cap)
+    gets the rubric's weighted score in [0, 1], computed from the server's database and
+    the answer text only. Doing nothing scores 0.
+
+    ## Episode End
+    Terminated by ``answer(...)``; truncated after ``max_steps`` actions (graded as it
+    stands). Bad actions never raise: the observation reports the error and the step counts.
+
+    ## Information
+    ``task_id``, ``env_id``, ``task_meta`` (template, site, kind, public parameters),
+    ``episode_id``, ``episode_step``, ``url``, ``action_error``; at the end
+    ``reward``, ``correct``, ``success`` and ``details["criteria"]`` (each criterion's verdict).
+
+    ## Arguments
+    ``sites``: tuple of ``"shop"``, ``"forum"``, ``"travel"``; ``templates``: optional template
+    names; ``split``; ``max_steps`` (default 30); ``step_timeout`` seconds (default 60);
+    ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"``. The ``timings`` property gives
+    the last reset's or step's latency in milliseconds.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012
+    default_env_id = "WebGym-v0"
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        sites: tuple[str, ...] | list[str] = SITE_KEYS,
+        *,
+        split: str = "train",
+        templates: tuple[str, ...] | list[str] | None = None,
+        max_steps: int = 30,
+        step_timeout: float = 60.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigError(f"max_steps must be a positive integer, got {max_steps!r}.")
+        if step_timeout <= 0:
+            raise ConfigError(f"step_timeout must be positive seconds, got {step_timeout!r}.")
+        source = WebTaskSource(tuple(sites), self.default_env_id, tuple(templates) if templates is not None else None)
+        super().__init__(
+            source, split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000
+        )
+        self.max_steps = max_steps
+        self.step_timeout = step_timeout
+        self._episode: Any = None
+        self._episode_info: dict[str, Any] = {}
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the nine browser actions."""
+        return tool_schemas()
+
+    def _runtime(self) -> Any:
+        from rollgym.envs.web.browser import get_runtime
+
+        return get_runtime()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # gym.make sets spec after __init__
+        observation, info = super().reset(seed=seed, options=options)
+        return observation, copy.deepcopy({**info, **self._episode_info})
+
+    def step(self, action: str) -> StepResult:
+        observation, reward, terminated, truncated, info = super().step(action)
+        return observation, reward, terminated, truncated, copy.deepcopy(info)
+
+    def _start(self, task: Task) -> str:
+        from rollgym.envs.web.episode import WebEpisode
+
+        self._close_episode(wait=False)
+        runtime = self._runtime()
+        # one key per env instance: reference policies restart their plan at step 0
+        self._episode = WebEpisode(runtime, task, max_steps=self.max_steps, episode_id=f"env-{id(self):x}")
+        observation, self._episode_info = runtime.call(self._episode.start(), timeout=self.step_timeout)
+        return str(observation)
+
+    def _advance(self, action: str) -> StepResult:
+        runtime = self._runtime()
+        observation, reward, terminated, truncated, info = runtime.call(
+            self._episode.step(action), timeout=self.step_timeout
+        )
+        return observation, reward, terminated, truncated, info
+
+    # -- extras -------------------------------------------------------------
+    @property
+    def timings(self) -> dict[str, float]:
+        """Milliseconds spent in the last reset (``reset_ms``) or step (``action_ms``, ``observe_ms``)."""
+        return dict(self._episode.timings) if self._episode is not None else {}
+
+    def screenshot(self) -> np.ndarray:
+        """The current page as an ``(H, W, 3)`` uint8 RGB array."""
+        if self._episode is None:
+            raise RuntimeError("Call reset() first.")
+        return self._runtime().call(self._episode.screenshot(), timeout=self.step_timeout)  # type: ignore[no-any-return]
+
+    def page_html(self) -> str:
+        """The current page's raw HTML."""
+        if self._episode is None:
+            raise RuntimeError("Call reset() first.")
+        return self._runtime().call(self._episode.html(), timeout=self.step_timeout)  # type: ignore[no-any-return]
+
+    def render(self) -> Any:  # type: ignore[override]
+        if self.render_mode == "rgb_array":
+            return self.screenshot()
+        return super().render()
+
+    def _close_episode(self, wait: bool = True) -> None:
+        if self._episode is not None:
+            episode, self._episode = self._episode, None
+            if not wait:  # a reset need not wait for the old context to shut down
+                self._runtime().submit(episode.close())
+                return
+            try:
+                self._runtime().call(episode.close(), timeout=30)
+            except Exception:  # closing must never mask the caller's own error
+                pass
+
+    def close(self) -> None:
+        """Close the episode's browser context and server state (the shared browser stays up)."""
+        self._close_episode()
+        super().close()

@@ -1,0 +1,279 @@
+"""One web episode, async: a server-side database copy, a browser context, the action loop and the grade.
+
+:class:`WebEpisode` is what both the Gymnasium env (through the runtime's
+event-loop thread) and the vectorised runner drive. Grading reads the
+episode's database on the server and the text of ``answer(...)``; nothing the
+page shows, and nothing the agent can type into it, reaches the grader.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rollgym.core.task import Score, Task
+from rollgym.envs.web.actions import Action, ActionError, parse_action
+from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, WebRuntime
+from rollgym.envs.web.observation import OBSERVE_JS, format_observation
+from rollgym.envs.web.server import query_base
+from rollgym.envs.web.tasks import rubric_of, template_of
+from rollgym.envs.web.tasks.rubric import GradeContext
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Locator, Page
+
+StepOutcome = tuple[str, float, bool, bool, dict[str, Any]]
+_EPISODE_IDS = itertools.count(1)
+_NAVIGATING = frozenset({"click", "press", "goto", "go_back"})
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:240]
+
+
+class WebEpisode:
+    """An episode of ``task`` on its site.
+
+    Args:
+        runtime: The process's :class:`~rollgym.envs.web.browser.WebRuntime`.
+        task: A task from a :class:`~rollgym.envs.web.tasks.WebTaskSource`.
+        max_steps: Actions allowed before the episode is truncated (and graded as it stands).
+        episode_id: Key that reference policies use to keep per-episode state; unique by default.
+    """
+
+    def __init__(self, runtime: WebRuntime, task: Task, *, max_steps: int = 30, episode_id: str | None = None) -> None:
+        self.runtime = runtime
+        self.task = task
+        self.template = template_of(task)
+        self.max_steps = max_steps
+        self.episode_id = episode_id or f"web-{next(_EPISODE_IDS)}"
+        self.steps = 0
+        self.answer: str | None = None
+        self.done = False
+        self.score: Score | None = None
+        self.token: str | None = None
+        self._context: BrowserContext | None = None
+        self._page: Page | None = None
+        self._last_good_url = "/"
+        self.timings: dict[str, float] = {}
+
+    # -- lifecycle ----------------------------------------------------------
+    @property
+    def page(self) -> Page:
+        """The episode's browser page."""
+        if self._page is None:
+            raise RuntimeError("The episode has not started; await start() first.")
+        return self._page
+
+    async def start(self) -> tuple[str, dict[str, Any]]:
+        """Create the server-side state and the browser context, open the home page; returns ``(obs, info)``."""
+        t0 = time.perf_counter()
+        self.token, self._context, self._page = await self.runtime.open_episode(self.template.site)
+        observation = await self.observe(None)
+        self.timings = {"reset_ms": (time.perf_counter() - t0) * 1000}
+        return observation, self.info()
+
+    async def close(self) -> None:
+        """Close the browser context and drop the episode's database."""
+        if self._context is not None:
+            try:
+                await self._context.close()
+            except Exception:  # the browser may already be gone at interpreter exit
+                pass
+            self._context = self._page = None
+        if self.token is not None:
+            self.runtime.server.close_episode(self.token)
+            self.token = None
+
+    # -- observation --------------------------------------------------------
+    def path(self) -> str:
+        """The page's URL relative to the site (``/search?q=x``)."""
+        url = self.page.url
+        base = self.runtime.server.base_url
+        return url[len(base) :] or "/" if url.startswith(base) else url
+
+    async def observe(self, error: str | None) -> str:
+        """The observation text of the current page."""
+        try:
+            data = await self.page.evaluate(OBSERVE_JS)
+        except Exception as exc:  # a page mid-navigation: wait once and retry
+            await self._settle()
+            try:
+                data = await self.page.evaluate(OBSERVE_JS)
+            except Exception:
+                data = {"title": "", "lines": [f"(the page could not be read: {_short(exc)})"]}
+        return format_observation(
+            goal=self.task.prompt,
+            path=self.path(),
+            title=data["title"],
+            lines=data["lines"],
+            error=error,
+            step=self.steps,
+            max_steps=self.max_steps,
+        )
+
+    async def screenshot(self) -> np.ndarray:
+        """The visible page as an ``(H, W, 3)`` uint8 RGB array."""
+        from PIL import Image
+
+        png = await self.page.screenshot(type="png")
+        return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+    async def html(self) -> str:
+        """The page's current HTML."""
+        return await self.page.content()
+
+    def info(self) -> dict[str, Any]:
+        """Per-step facts: episode id, step count and URL (timings stay in :attr:`timings`, so infos replay)."""
+        return {
+            "episode_id": self.episode_id,
+            "episode_step": self.steps,
+            "url": self.path(),
+            "max_steps": self.max_steps,
+        }
+
+    # -- acting -------------------------------------------------------------
+    def _element(self, element_id: int) -> Locator:
+        return self.page.locator(f'[data-rg-id="{element_id}"]')
+
+    async def _settle(self) -> None:
+        try:
+            await self.page.wait_for_load_state("load", timeout=SETTLE_TIMEOUT_MS)
+        except Exception:  # a page that never finishes loading is observed as it is
+            pass
+
+    async def _perform(self, action: Action) -> None:
+        verb, args = action.verb, action.args
+        page = self.page
+        if verb in {"click", "fill", "select", "check"}:
+            loc = self._element(args[0])
+            if await loc.count() == 0:
+                raise ActionError(f"There is no element [{args[0]}] on this page; use an id from the latest page text.")
+            if verb == "click":
+                await loc.click()
+            elif verb == "fill":
+                await loc.fill(args[1])
+            elif verb == "check":
+                await loc.check()
+            else:
+                await self._select(loc, args[1])
+        elif verb == "press":
+            key = " " if args[0] == "Space" else args[0]
+            focused = page.locator("*:focus")
+            if await focused.count() == 1:  # a locator press waits for a navigation it starts (Enter in a form)
+                await focused.press(key)
+            else:
+                await page.keyboard.press(key)
+        elif verb == "scroll":
+            await page.mouse.wheel(0, 600 if args[0] == "down" else -600)
+        elif verb == "goto":
+            await page.goto(self.runtime.server.base_url + args[0], wait_until="load")
+        elif verb == "go_back":
+            if await page.go_back(wait_until="load") is None and self.path() == self._last_good_url:
+                raise ActionError("There is no previous page to go back to.")
+        if verb in _NAVIGATING:
+            await self._settle()
+
+    async def _select(self, loc: Locator, option: str) -> None:
+        labels: list[str] = await loc.evaluate(
+            "el => el.tagName === 'SELECT' ? Array.from(el.options).map(o => o.text) : null"
+        )
+        if labels is None:
+            raise ActionError("select only works on a drop-down (a select element).")
+        wanted = " ".join(option.split()).casefold()
+        normal = [" ".join(label.split()).casefold() for label in labels]
+        if wanted in normal:
+            index = normal.index(wanted)
+        else:
+            partial = [i for i, label in enumerate(normal) if wanted and wanted in label]
+            if len(partial) != 1:
+                raise ActionError(f"No single option matches {option!r}; the options are {labels}.")
+            index = partial[0]
+        await loc.select_option(index=index)
+
+    async def _guard_site(self) -> str | None:
+        """Return to the last on-site page if the browser left the site; the error text, if it did."""
+        base = self.runtime.server.base_url
+        if self.page.url.startswith(base + "/"):
+            self._last_good_url = self.path()
+            return None
+        await self.page.goto(base + self._last_good_url, wait_until="load")
+        return "That navigation would leave the site and was blocked."
+
+    async def step(self, text: str) -> StepOutcome:
+        """Apply one action; returns ``(observation, reward, terminated, truncated, info)``."""
+        if self.done:
+            raise RuntimeError("The episode is over; start a new one.")
+        t0 = time.perf_counter()
+        self.steps += 1
+        error: str | None = None
+        action: Action | None = None
+        try:
+            action = parse_action(text)
+        except ActionError as exc:
+            error = str(exc)
+        if action is not None and action.verb == "answer":
+            self.answer = action.args[0]
+            return self._finish(terminated=True, truncated=False, action=action, t0=t0)
+        if action is not None:
+            try:
+                await self._perform(action)
+            except ActionError as exc:
+                error = str(exc)
+            except Exception as exc:  # Playwright errors become feedback, never crashes
+                error = f"{action.verb} failed: {_short(exc)}"
+                await self._settle()
+            guard = await self._guard_site()
+            error = guard or error
+        t1 = time.perf_counter()
+        observation = await self.observe(error)
+        self.timings = {"action_ms": (t1 - t0) * 1000, "observe_ms": (time.perf_counter() - t1) * 1000}
+        if self.steps >= self.max_steps:
+            return self._finish(
+                terminated=False, truncated=True, action=action, t0=t0, observation=observation, error=error
+            )
+        info = {**self.info(), "action": str(action) if action else None, "action_error": error}
+        return observation, 0.0, False, False, info
+
+    def _finish(
+        self,
+        *,
+        terminated: bool,
+        truncated: bool,
+        action: Action | None,
+        t0: float,
+        observation: str = "",
+        error: str | None = None,
+    ) -> StepOutcome:
+        self.done = True
+        self.score = self.grade()
+        self.timings = {"action_ms": (time.perf_counter() - t0) * 1000}
+        info = {
+            **self.info(),
+            "action": str(action) if action else None,
+            "action_error": error,
+            **self.score.to_info(),
+            "success": self.score.correct,
+        }
+        if not observation:
+            observation = f"Episode finished. Your answer was recorded: {self.answer!r}." if terminated else ""
+        return observation, self.score.reward, terminated, truncated, info
+
+    # -- grading ------------------------------------------------------------
+    def grade(self) -> Score:
+        """Grade the episode from the server's database and the final answer."""
+        if self.token is None:
+            raise RuntimeError("The episode has no server state; grade before close().")
+        episode = self.runtime.server.episode(self.token)
+        if episode is None:
+            raise RuntimeError("The episode's server state is gone.")
+        site = self.template.site
+        ctx = GradeContext(
+            answer=self.answer, db=episode.query, base=lambda sql, params=(): query_base(site, sql, params)
+        )
+        return rubric_of(self.task).grade(ctx)

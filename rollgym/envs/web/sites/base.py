@@ -1,0 +1,303 @@
+"""What every practice site shares: requests, responses, routing, login sessions and page rendering.
+
+A :class:`Site` is a server-rendered web application over one SQLite database.
+It never holds state of its own: every handler receives the episode's
+connection, so the same site object serves many isolated episodes at once.
+Pages are built from the package's ``templates/layout.html`` with
+:class:`string.Template`; every piece of user or database text goes through
+:func:`esc`, so text typed into a form can never become markup or script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import secrets
+import sqlite3
+import string
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+PER_PAGE = 10
+"""Rows per page on every paginated listing."""
+
+
+@dataclass
+class Request:
+    """One HTTP request as a site handler sees it.
+
+    Attributes:
+        method: ``"GET"`` or ``"POST"``.
+        path: The URL path, e.g. ``"/product/12"``.
+        query: Query-string fields (the last value of a repeated field wins).
+        form: Form fields of a POST body.
+        cookies: Cookies sent by the browser.
+        user: The logged-in user's row, filled in by the site from the session cookie.
+    """
+
+    method: str
+    path: str
+    query: dict[str, str] = field(default_factory=dict)
+    form: dict[str, str] = field(default_factory=dict)
+    cookies: dict[str, str] = field(default_factory=dict)
+    user: sqlite3.Row | None = None
+
+    def arg(self, name: str, default: str = "") -> str:
+        """A query or form field, stripped; the form wins when both have it."""
+        return (self.form.get(name) or self.query.get(name) or default).strip()
+
+
+@dataclass
+class Response:
+    """An HTTP response: status, body and extra headers."""
+
+    status: int = 200
+    body: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    content_type: str = "text/html; charset=utf-8"
+
+
+def redirect(location: str, *, flash: str | None = None) -> Response:
+    """A 303 redirect (the browser follows it with a GET), optionally carrying a one-line notice."""
+    if flash:
+        sep = "&" if "?" in location else "?"
+        location = f"{location}{sep}{urlencode({'notice': flash})}"
+    return Response(status=303, headers=[("Location", location)])
+
+
+class HttpError(Exception):
+    """Raised by a handler to answer with an error page (404 not found, 403 forbidden, ...)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value for text or a quoted attribute."""
+    return html.escape(str(value), quote=True)
+
+
+def money(cents: int) -> str:
+    """Format cents as dollars, e.g. ``money(1234) == "$12.34"``."""
+    return f"${cents // 100:,}.{cents % 100:02d}"
+
+
+def password_hash(password: str) -> str:
+    """The stored form of a password (sites are practice sites; a salted KDF would only cost time)."""
+    return hashlib.sha256(("rollgym:" + password).encode()).hexdigest()
+
+
+@cache
+def _layout() -> string.Template:
+    text = resources.files("rollgym.envs.web.sites").joinpath("templates/layout.html").read_text("utf-8")
+    return string.Template(text)
+
+
+@cache
+def stylesheet() -> str:
+    """The shared CSS file served at ``/static/style.css``."""
+    return resources.files("rollgym.envs.web.sites").joinpath("static/style.css").read_text("utf-8")
+
+
+def options(values: Iterable[tuple[str, str]], selected: str) -> str:
+    """``<option>`` tags for ``(value, label)`` pairs with one selected."""
+    out = []
+    for value, label in values:
+        sel = " selected" if value == selected else ""
+        out.append(f'<option value="{esc(value)}"{sel}>{esc(label)}</option>')
+    return "".join(out)
+
+
+def pager(base: str, params: dict[str, str], page: int, total: int, per_page: int = PER_PAGE) -> str:
+    """Previous/next links and a "page i of n" marker for a listing of ``total`` rows."""
+    pages = max(1, (total + per_page - 1) // per_page)
+    if pages == 1:
+        return ""
+    keep = {k: v for k, v in params.items() if v and k != "page"}
+
+    def link(p: int, label: str) -> str:
+        return f'<a href="{esc(base)}?{esc(urlencode({**keep, "page": p}))}">{label}</a>'
+
+    parts = []
+    if page > 1:
+        parts.append(link(page - 1, "&larr; Previous"))
+    parts.append(f'<span class="current">Page {page} of {pages}</span>')
+    if page < pages:
+        parts.append(link(page + 1, "Next &rarr;"))
+    return f'<nav class="pager">{"".join(parts)}</nav>'
+
+
+def page_number(request: Request) -> int:
+    """The ``page`` query field as a positive integer (1 when absent or malformed)."""
+    raw = request.query.get("page", "1")
+    return int(raw) if raw.isdigit() and 0 < int(raw) < 10_000 else 1
+
+
+Handler = Callable[[sqlite3.Connection, Request, re.Match[str]], Response]
+
+
+class Site:
+    """A server-rendered practice website over one SQLite database.
+
+    Subclasses set ``key``, ``name``, ``schema`` and ``nav``, implement
+    :meth:`seed` (deterministic content) and register handlers with
+    :meth:`route`. Login sessions are rows of the episode's ``sessions``
+    table, so they vanish with the episode.
+    """
+
+    key: str = ""
+    name: str = ""
+    schema: str = ""
+    nav: tuple[tuple[str, str], ...] = ()
+
+    def __init__(self) -> None:
+        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        self.route("GET", r"/login", self._login_form)
+        self.route("POST", r"/login", self._login_submit)
+        self.route("POST", r"/logout", self._logout)
+        self.setup_routes()
+
+    # -- subclass hooks -----------------------------------------------------
+    def setup_routes(self) -> None:
+        """Register the site's handlers with :meth:`route`."""
+
+    def seed(self, conn: sqlite3.Connection) -> None:
+        """Fill a fresh database (schema already created) with the site's fixed content."""
+
+    # -- database -----------------------------------------------------------
+    def build_database(self) -> sqlite3.Connection:
+        """A new in-memory database with the schema and seeded content."""
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.executescript(self.schema)
+        conn.executescript("CREATE TABLE IF NOT EXISTS sessions (token TEXT PRIMARY KEY, user_id INTEGER NOT NULL);")
+        self.seed(conn)
+        conn.commit()
+        return conn
+
+    # -- routing ------------------------------------------------------------
+    def route(self, method: str, pattern: str, handler: Handler) -> None:
+        """Send ``method`` requests whose whole path matches ``pattern`` to ``handler``."""
+        self._routes.append((method, re.compile(pattern + r"\Z"), handler))
+
+    def handle(self, conn: sqlite3.Connection, request: Request) -> Response:
+        """Answer one request against the episode database ``conn``."""
+        request.user = self._session_user(conn, request)
+        allowed = False
+        for method, pattern, handler in self._routes:
+            match = pattern.match(request.path)
+            if match is None:
+                continue
+            allowed = True
+            if method != request.method:
+                continue
+            try:
+                response = handler(conn, request, match)
+                conn.commit()
+                return response
+            except HttpError as exc:
+                conn.rollback()
+                return self.error_page(request, exc.status, exc.message)
+        if allowed:
+            return self.error_page(request, 405, "This page does not accept that kind of request.")
+        return self.error_page(request, 404, "We could not find that page. Check the address or go back home.")
+
+    # -- rendering ----------------------------------------------------------
+    def render(
+        self, request: Request, title: str, content: str, *, status: int = 200, flash: str = "", flash_kind: str = "ok"
+    ) -> Response:
+        """Wrap ``content`` in the site layout; a ``notice`` query field becomes a green banner."""
+        notice = flash or request.query.get("notice", "")
+        kind = flash_kind if flash else "ok"
+        flash_html = f'<div class="flash {kind}" role="status">{esc(notice)}</div>' if notice else ""
+        nav = "".join(f'<a href="{esc(href)}">{esc(label)}</a>' for href, label in self.nav)
+        if request.user is not None:
+            user_box = (
+                f"<span>Signed in as <strong>{esc(request.user['username'])}</strong></span>"
+                '<form method="post" action="/logout"><button type="submit">Sign out</button></form>'
+            )
+        else:
+            user_box = '<a href="/login">Sign in</a>'
+        body = _layout().substitute(
+            title=esc(title),
+            site_name=esc(self.name),
+            site_key=self.key,
+            nav=nav,
+            user_box=user_box,
+            flash=flash_html,
+            content=content,
+        )
+        return Response(status=status, body=body)
+
+    def error_page(self, request: Request, status: int, message: str) -> Response:
+        """A styled error page."""
+        titles = {400: "Bad request", 403: "Not allowed", 404: "Page not found", 405: "Not allowed"}
+        title = titles.get(status, "Error")
+        content = (
+            f'<div class="card"><h1>{status} · {esc(title)}</h1><p>{esc(message)}</p>'
+            '<a href="/">Back to the home page</a></div>'
+        )
+        return self.render(request, title, content, status=status)
+
+    # -- sessions -----------------------------------------------------------
+    def _session_user(self, conn: sqlite3.Connection, request: Request) -> sqlite3.Row | None:
+        token = request.cookies.get("session")
+        if not token:
+            return None
+        row: sqlite3.Row | None = conn.execute(
+            "SELECT users.* FROM sessions JOIN users ON users.id = sessions.user_id WHERE token = ?", (token,)
+        ).fetchone()
+        return row
+
+    def require_user(self, request: Request) -> sqlite3.Row:
+        """The logged-in user, or an :class:`HttpError` asking the visitor to sign in."""
+        if request.user is None:
+            raise HttpError(403, "Please sign in first (use the Sign in link at the top right).")
+        return request.user
+
+    def _login_form(
+        self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = ""
+    ) -> Response:
+        nxt = request.arg("next", "/")
+        content = f"""
+<div class="card" style="max-width:420px">
+  <h1>Sign in</h1>
+  <form class="stack" method="post" action="/login">
+    <input type="hidden" name="next" value="{esc(nxt)}">
+    <label for="username">Username</label>
+    <input type="text" id="username" name="username" value="{esc(request.form.get("username", ""))}">
+    <label for="password">Password</label>
+    <input type="password" id="password" name="password">
+    <p><button type="submit">Sign in</button></p>
+  </form>
+</div>"""
+        return self.render(request, "Sign in", content, status=400 if error else 200, flash=error, flash_kind="error")
+
+    def _login_submit(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
+        username = request.form.get("username", "").strip()
+        password = request.form.get("password", "")
+        row = conn.execute("SELECT * FROM users WHERE username = ?", (username,)).fetchone()
+        if row is None or row["password_hash"] != password_hash(password):
+            return self._login_form(conn, request, match, error="Wrong username or password.")
+        token = secrets.token_hex(16)
+        conn.execute("INSERT INTO sessions (token, user_id) VALUES (?, ?)", (token, row["id"]))
+        nxt = request.form.get("next", "/")
+        if not nxt.startswith("/") or nxt.startswith("//"):
+            nxt = "/"
+        response = redirect(nxt, flash=f"Welcome back, {username}.")
+        response.headers.append(("Set-Cookie", f"session={token}; Path=/; HttpOnly; SameSite=Lax"))
+        return response
+
+    def _logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
+        token = request.cookies.get("session", "")
+        conn.execute("DELETE FROM sessions WHERE token = ?", (token,))
+        response = redirect("/", flash="You have signed out.")
+        response.headers.append(("Set-Cookie", "session=; Path=/; Max-Age=0"))
+        return response

@@ -1,0 +1,117 @@
+"""Task templates: how a family of web tasks is sampled, phrased, graded and solved.
+
+A :class:`TaskTemplate` draws public parameters and a hidden answer from the
+site's seeded database with a per-task RNG, words the goal, builds the
+:class:`~.rubric.Rubric`, and provides a reference solution. The reference
+solution is a generator that receives the parsed page (:class:`PageView`)
+after each action and yields the next action string, so it goes through the
+same action interface, parser and browser as any agent.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from rollgym.envs.web.observation import Element, PageView
+from rollgym.envs.web.server import query_base
+from rollgym.envs.web.tasks.rubric import Criterion, Rubric
+
+Solution = Generator[str, PageView, None]
+
+
+class TaskTemplate(ABC):
+    """One family of tasks on one site.
+
+    Attributes:
+        name: Stable template name, part of every task id, e.g. ``"shop_purchase"``.
+        site: Site key, ``"shop"``, ``"forum"`` or ``"travel"``.
+        kind: ``"info"`` (answer a question) or ``"transaction"`` (change the site's state).
+    """
+
+    name: str = ""
+    site: str = ""
+    kind: str = "info"
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """Query the site's seeded database."""
+        return query_base(self.site, sql, params)
+
+    @staticmethod
+    def pick(rng: np.random.Generator, items: list[Any]) -> Any:
+        """One item of a non-empty list, drawn with ``rng``."""
+        return items[int(rng.integers(len(items)))]
+
+    @abstractmethod
+    def sample(self, rng: np.random.Generator) -> tuple[dict[str, Any], Any]:
+        """Draw ``(params, answer)``: public parameters (all stated in the goal) and the hidden answer."""
+
+    @abstractmethod
+    def goal(self, params: dict[str, Any]) -> str:
+        """The goal text shown to the agent."""
+
+    @abstractmethod
+    def criteria(self, params: dict[str, Any], answer: Any) -> list[Criterion]:
+        """The rubric's criteria for one task."""
+
+    @abstractmethod
+    def solve(self, params: dict[str, Any], view: PageView) -> Solution:
+        """The reference solution: yields actions, receives the page after each one."""
+
+    def rubric(self, params: dict[str, Any], answer: Any) -> Rubric:
+        """The task's rubric."""
+        return Rubric(self.criteria(params, answer))
+
+
+# -- small helpers used by reference solutions ---------------------------------
+def q(text: str) -> str:
+    """A string literal for an action argument."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def click(el: Element) -> str:
+    """``click(id)`` of an element."""
+    return f"click({el.id})"
+
+
+def fill(el: Element, text: str) -> str:
+    """``fill(id, "text")`` of an element."""
+    return f"fill({el.id}, {q(text)})"
+
+
+def select(el: Element, option: str) -> str:
+    """``select(id, "option")`` of an element."""
+    return f"select({el.id}, {q(option)})"
+
+
+def goto(path: str) -> str:
+    """``goto("/path")``."""
+    return f"goto({q(path)})"
+
+
+def answer(text: str) -> str:
+    """``answer("text")``."""
+    return f"answer({q(text)})"
+
+
+def sign_in(view: PageView, username: str, password: str) -> Generator[str, PageView, PageView]:
+    """Open the sign-in page and log in; returns the page after logging in."""
+    view = yield goto("/login")
+    view = yield fill(view.find("textbox", "Username"), username)
+    view = yield fill(view.find("textbox", "Password"), password)
+    view = yield click(view.find("button", "Sign in"))
+    return view
+
+
+def click_through_pages(view: PageView, role: str, name: str) -> Generator[str, PageView, tuple[PageView, Element]]:
+    """Follow "Next" links until an element appears; returns the page and the element."""
+    for _ in range(30):
+        try:
+            return view, view.find(role, name)
+        except LookupError:
+            view = yield click(view.find("link", "Next →"))
+    raise LookupError(f"{role} {name!r} not found on any page")

@@ -1,0 +1,24 @@
+"""Robot world models: a tabletop simulator, its cameras, fidelity metrics and ``WorldModel-v0``.
+
+Importing this package registers ``WorldModel-v0``; it imports numpy only
+(torch is needed by the reference neural model and its training script alone).
+See :class:`rollgym.envs.worldmodel.env.WorldModelEnv` for the env's contract.
+"""
+
+from rollgym.core.registration import register_env
+
+register_env(
+    "WorldModel-v0",
+    "rollgym.envs.worldmodel.env:WorldModelEnv",
+    description="Predict a robot's multi-view camera frames from its actions; scored by SSIM/PSNR over copy-last.",
+    family="worldmodel",
+    components=[
+        "rollgym.envs.worldmodel.scene",
+        "rollgym.envs.worldmodel.sim",
+        "rollgym.envs.worldmodel.render",
+        "rollgym.envs.worldmodel.policies",
+        "rollgym.envs.worldmodel.episode",
+        "rollgym.envs.worldmodel.metrics",
+        "rollgym.envs.worldmodel.env",
+    ],
+)

@@ -1,0 +1,112 @@
+"""Play many episodes of fixed tasks at once with a :class:`ChatAgent`, so that generation batches.
+
+The TRL and verl adapters and the CPU demonstration share this runner. Each
+episode runs :func:`~rollgym.rollout.collector.run_episode` (so failures,
+statuses and token fields are exactly the collector's) in its own thread, on an
+env reset to a given :class:`~rollgym.core.task.Task`. All episodes share one
+:class:`SamplingParams`, so the transformers backend merges their concurrent
+calls into one batch per turn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+
+from rollgym.core.registration import make
+from rollgym.core.task import Task
+from rollgym.rollout.collector import run_episode
+from rollgym.rollout.types import RolloutGroup, Trajectory
+
+
+class FixedTask(gym.Wrapper[Any, Any, Any, Any]):
+    """Every ``reset`` plays ``task`` (the seed still seeds the env's own randomness, e.g. a game bot)."""
+
+    def __init__(self, env: gym.Env[Any, Any], task: Task) -> None:
+        super().__init__(env)
+        self.task = task
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        return self.env.reset(seed=seed, options={**(options or {}), "task": self.task})
+
+
+def play_tasks(
+    agent: Any,
+    env_id: str,
+    tasks: Sequence[Task],
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    max_turns: int = 10,
+    seed: int = 0,
+    group_ids: Sequence[str] | None = None,
+    sample_idx: Sequence[int] | None = None,
+) -> list[Trajectory]:
+    """Play one episode per entry of ``tasks`` concurrently and return the trajectories in order.
+
+    Args:
+        agent: A :class:`~rollgym.agents.chat.ChatAgent` (each episode gets ``agent.spawn()``) or any
+            agent with ``spawn()``; agents without it are deep-copied.
+        env_id: The registered env id.
+        tasks: The task of each episode; repeat a task for a GRPO group.
+        env_kwargs: Extra ``make`` arguments (difficulty options, ``max_turns`` of a tool env, ...).
+        max_turns: Most agent actions per episode (the collector's ``max_steps``).
+        seed: Seeds each env's reset (episode ``i`` gets ``seed + i``; only env-side randomness such as a
+            game bot depends on it, the task itself is fixed).
+        group_ids, sample_idx: Recorded on each trajectory (default: the task id and the position).
+
+    Agents are reset with ``seed=None``, so every episode uses the same sampling settings and the
+    backend can batch them; seed the agent's ``sampling.seed`` for reproducible sampling.
+    """
+    import copy
+
+    kwargs = dict(env_kwargs or {})
+    n = len(tasks)
+
+    def one(i: int) -> Trajectory:
+        env = FixedTask(make(env_id, **kwargs), tasks[i])
+        player = agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
+        try:
+            traj, _ = run_episode(
+                env, player, seed=seed + i, agent_seed=None,
+                traj_id=f"{group_ids[i] if group_ids else tasks[i].id}-{i}",
+                group_id=group_ids[i] if group_ids else tasks[i].id,
+                sample_idx=sample_idx[i] if sample_idx else i, env_id=env_id, max_steps=max_turns,
+                source="policy" if getattr(player, "name", "") == "llm" else f"external:{player.name}",
+            )
+        finally:
+            env.close()
+        return traj
+
+    if n == 0:
+        return []
+    with ThreadPoolExecutor(max_workers=min(n, 64), thread_name_prefix="rollgym-episodes") as pool:
+        return list(pool.map(one, range(n)))
+
+
+def play_groups(
+    agent: Any,
+    env_id: str,
+    tasks: Sequence[Task],
+    group_size: int,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    max_turns: int = 10,
+    seed: int = 0,
+    prefix: str = "g",
+) -> list[RolloutGroup]:
+    """``group_size`` concurrent rollouts of each task, as :class:`RolloutGroup`\\ s (ids ``f"{prefix}{k}"``)."""
+    flat = [t for t in tasks for _ in range(group_size)]
+    gids = [f"{prefix}{k}" for k in range(len(tasks)) for _ in range(group_size)]
+    idx = [j for _ in tasks for j in range(group_size)]
+    trajs = play_tasks(agent, env_id, flat, env_kwargs=env_kwargs, max_turns=max_turns, seed=seed,
+                       group_ids=gids, sample_idx=idx)
+    groups = []
+    for k, task in enumerate(tasks):
+        members = [dataclasses.replace(t, traj_id=f"{prefix}{k}-{t.sample_idx}")
+                   for t in trajs[k * group_size : (k + 1) * group_size]]
+        groups.append(RolloutGroup(f"{prefix}{k}", task, group_size, members))
+    return groups

@@ -1,0 +1,465 @@
+"""Train on rollgym envs with TRL's ``GRPOTrainer``.
+
+Three ways in, from the simplest:
+
+* **Single-turn envs, TRL generates.** :func:`make_dataset` gives a
+  ``datasets.Dataset`` of conversational prompts with the task as a JSON column,
+  and :func:`reward_function` scores completions with the env's own verifier::
+
+      trainer = GRPOTrainer(model, reward_funcs=reward_function("Countdown-v0"),
+                            train_dataset=make_dataset("Countdown-v0", 512), args=GRPOConfig(...))
+
+* **Any env, rollgym plays the episodes.** :func:`make_rollout_func` runs the
+  episodes (multi-turn included) through a :class:`~rollgym.agents.chat.ChatAgent`
+  over the trainer's live model, all episodes of a batch concurrently so that
+  generation batches, and returns the exact sampled tokens, their logprobs and
+  ``env_mask`` (0 on env tokens). Pair it with :func:`env_reward`::
+
+      trainer = GRPOTrainer(model, reward_funcs=env_reward, train_dataset=ds,
+                            rollout_func=make_rollout_func("ToolWorld-v0", ds, max_turns=8), args=...)
+
+* **TRL's own tool loop.** :func:`environment_factory` builds a class that TRL
+  instantiates per rollout: ``reset(**row)`` starts the row's task, every env
+  tool is a public method with a typed signature and a Google docstring (TRL
+  turns them into tool schemas), text-action envs (games) get a ``submit``
+  method, and ``get_reward()`` returns the episode's reward.
+
+Nothing here imports TRL, torch or ``datasets`` at module level.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rollgym.core.errors import ConfigError
+from rollgym.core.registration import make
+from rollgym.core.task import Task
+
+TASK_COLUMN = "task"
+
+
+# -- datasets -------------------------------------------------------------------------------------------------------
+def task_rows(env_id: str, n: int, *, split: str = "train", start: int = 0, env_kwargs: dict[str, Any] | None = None,
+              system_prompt: bool = True, observation_in_prompt: bool = True) -> list[dict[str, Any]]:
+    """Rows for a TRL dataset: ``prompt`` (chat messages), ``task`` (JSON), ``task_id``, ``env_id``.
+
+    Tasks ``start .. start + n - 1`` of ``split``. With ``observation_in_prompt=False`` the user message
+    is left empty, for :func:`environment_factory` whose ``reset`` returns the observation.
+    """
+    if n < 1:
+        raise ConfigError(f"n must be at least 1, got {n}.")
+    env = make(env_id, split=split, **(env_kwargs or {}))
+    rows = []
+    try:
+        for index in range(start, start + n):
+            observation, info = env.reset(options={"task_index": index})
+            task: Task = env.unwrapped.task  # type: ignore[attr-defined]
+            prompt = []
+            if system_prompt and info.get("system_prompt"):
+                prompt.append({"role": "system", "content": str(info["system_prompt"])})
+            prompt.append({"role": "user", "content": observation if observation_in_prompt else ""})
+            rows.append({"prompt": prompt, TASK_COLUMN: json.dumps(task.to_dict()), "task_id": task.id,
+                         "env_id": env_id})
+    finally:
+        env.close()
+    return rows
+
+
+def make_dataset(env_id: str, n: int, *, split: str = "train", start: int = 0,
+                 env_kwargs: dict[str, Any] | None = None, system_prompt: bool = True,
+                 observation_in_prompt: bool = True) -> Any:
+    """A ``datasets.Dataset`` of :func:`task_rows`, in TRL's conversational format.
+
+    Example:
+        >>> ds = make_dataset("Countdown-v0", 4, env_kwargs={"num_numbers": 3})  # doctest: +SKIP
+        >>> ds.column_names  # doctest: +SKIP
+        ['prompt', 'task', 'task_id', 'env_id']
+    """
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        from rollgym.core.errors import MissingDependencyError
+
+        raise MissingDependencyError("TRL datasets need the datasets package: pip install 'rollgym[trl]'.") from exc
+    return datasets.Dataset.from_list(task_rows(env_id, n, split=split, start=start, env_kwargs=env_kwargs,
+                                                system_prompt=system_prompt,
+                                                observation_in_prompt=observation_in_prompt))
+
+
+def _task_of(value: Any) -> Task:
+    if isinstance(value, Task):
+        return value
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        raise ConfigError("The 'task' column must hold a task as JSON (make_dataset writes it).")
+    return Task.from_dict(value)
+
+
+# -- reward functions for single-turn envs --------------------------------------------------------------------------
+def completion_text(completion: Any) -> str:
+    """The text of a TRL completion: a string, or the last assistant message of a conversational completion."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        for message in reversed(completion):
+            if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
+                content = message.get("content")
+                if isinstance(content, list):  # typed content blocks
+                    return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+                return "" if content is None else str(content)
+    return ""
+
+
+def reward_function(env_id: str, *, env_kwargs: dict[str, Any] | None = None,
+                    name: str | None = None) -> Callable[..., list[float | None]]:
+    """A TRL reward function that scores completions with a single-turn env's verifier.
+
+    It is called as ``f(prompts, completions, task=[...], **other_columns)`` and returns one float per
+    completion: the verifier's reward, or ``None`` for a row without a task (TRL then leaves that
+    row out of this reward). The verifier never raises on model text.
+
+    Raises:
+        ConfigError: when ``env_id`` is not a single-turn env (use :func:`make_rollout_func`).
+    """
+    env = make(env_id, **(env_kwargs or {}))
+    verify = getattr(env.unwrapped, "verify", None)
+    if not callable(verify):
+        env.close()
+        raise ConfigError(f"{env_id} is multi-turn, so a completion alone cannot be scored; use "
+                          "make_rollout_func(...) with env_reward, or environment_factory(...).")
+
+    def reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any
+               ) -> list[float | None]:
+        tasks = columns.get(TASK_COLUMN)
+        if tasks is None:
+            raise ConfigError("The dataset has no 'task' column; build it with rollgym's make_dataset(...).")
+        out: list[float | None] = []
+        for task_value, completion in zip(tasks, completions):
+            if task_value is None:
+                out.append(None)
+                continue
+            out.append(float(verify(_task_of(task_value), completion_text(completion)).reward))
+        return out
+
+    reward.__name__ = name or re.sub(r"\W", "_", f"{env_id}_reward")
+    reward.__doc__ = f"Reward of {env_id}'s verifier for each completion."
+    return reward
+
+
+def env_reward(env_reward: Sequence[float | None], **kwargs: Any) -> list[float | None]:
+    """The reward function paired with :func:`make_rollout_func`: the env's episode reward (``None`` if failed)."""
+    return [None if r is None else float(r) for r in env_reward]
+
+
+# -- rollout_func ----------------------------------------------------------------------------------------------------
+def _prompt_key(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
+        return completion_text([{"role": "assistant", "content": prompt[-1].get("content")}])
+    raise ConfigError("rollout_func prompts must be strings or chat messages from rollgym's make_dataset(...).")
+
+
+class RolloutFunc:
+    """A TRL ``rollout_func`` that plays rollgym episodes; see :func:`make_rollout_func`."""
+
+    def __init__(self, env_id: str, tasks: dict[str, Task], *, env_kwargs: dict[str, Any] | None, max_turns: int,
+                 max_tokens_per_turn: int | None, temperature: float | None, seed: int,
+                 system_prompt: str | None = None) -> None:
+        self.env_id = env_id
+        self.system_prompt = system_prompt
+        self.tasks = tasks
+        self.env_kwargs = dict(env_kwargs or {})
+        self.max_turns = max_turns
+        self.max_tokens_per_turn = max_tokens_per_turn
+        self.temperature = temperature
+        self.seed = seed
+        self.calls = 0
+        self._backend: Any = None
+        self._model: Any = None
+
+    def backend_for(self, trainer: Any) -> Any:
+        """A :class:`TransformersBackend` over the trainer's live (unwrapped) model, made once."""
+        from rollgym.agents.backends.hf import TransformersBackend
+
+        model = trainer.accelerator.unwrap_model(trainer.model) if hasattr(trainer, "accelerator") else trainer.model
+        if self._backend is None or self._model is not model:
+            was_training = model.training
+            self._backend = TransformersBackend(model, trainer.processing_class, max_batch=256, batch_window_s=0.02)
+            model.train(was_training)  # the backend sets eval mode; the trainer must stay in its own mode
+            self._model = model
+        return self._backend
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        """Play one episode per prompt (TRL repeats each prompt ``num_generations`` times, next to each other)."""
+        from rollgym.agents.backends.base import SamplingParams
+        from rollgym.agents.chat import ChatAgent
+        from rollgym.train.adapters.episodes import play_tasks
+
+        tasks = []
+        for prompt in prompts:
+            key = _prompt_key(prompt)
+            if key not in self.tasks:
+                raise ConfigError("A prompt is not in the dataset this rollout_func was made with; pass the same "
+                                  "dataset to make_rollout_func(...) and to GRPOTrainer.")
+            tasks.append(self.tasks[key])
+        group_ids, sample_idx = [], []
+        group = -1
+        for i, prompt in enumerate(prompts):
+            if i == 0 or prompts[i - 1] != prompt:
+                group += 1
+                position = 0
+            group_ids.append(f"trl{self.calls}-{group}")
+            sample_idx.append(position)
+            position += 1
+        backend = self.backend_for(trainer)
+        args = getattr(trainer, "args", None)
+        max_total = int(getattr(args, "max_completion_length", None) or 256)
+        sampling = SamplingParams(
+            max_tokens=self.max_tokens_per_turn or max_total,
+            temperature=self.temperature if self.temperature is not None else float(getattr(trainer, "temperature",
+                                                                                            1.0)),
+            seed=(self.seed * 1_000_003 + self.calls) % 2**63,
+        )
+        model = self._model
+        was_training = model.training
+        backend.policy_version = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        try:
+            agent = ChatAgent(backend, sampling, system_prompt=self.system_prompt)
+            trajs = play_tasks(agent, self.env_id, tasks, env_kwargs=self.env_kwargs,
+                               max_turns=self.max_turns, seed=self.seed + 10_007 * self.calls,
+                               group_ids=group_ids, sample_idx=sample_idx)
+        finally:
+            model.train(was_training)
+        self.calls += 1
+        eos = int(trainer.processing_class.eos_token_id)
+        out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask",
+                                                     "env_reward", "status", "group_id", "num_turns")}
+        for traj, task in zip(trajs, tasks):
+            completion, mask, logprobs = traj.completion_ids[:max_total], traj.loss_mask[:max_total], \
+                traj.logprobs[:max_total]
+            prompt_ids = traj.prompt_ids
+            if not prompt_ids:  # a failed episode: keep the row's shape, give it no trainable token
+                prompt_ids = _render_prompt(trainer.processing_class, task)
+            if not completion:
+                completion, mask, logprobs = [eos], [0], [0.0]
+            out["prompt_ids"].append(list(prompt_ids))
+            out["completion_ids"].append(list(completion))
+            out["logprobs"].append(list(logprobs))
+            out["env_mask"].append(list(mask))
+            out["env_reward"].append(traj.reward)
+            out["status"].append(traj.status)
+            out["group_id"].append(traj.group_id)
+            out["num_turns"].append(len(traj.turns))
+        return out
+
+
+def _render_prompt(tokenizer: Any, task: Task) -> list[int]:
+    from rollgym.agents.backends.hf import render_chat_ids
+
+    return render_chat_ids(tokenizer, [{"role": "user", "content": task.prompt}])
+
+
+def make_rollout_func(env_id: str, dataset: Any, *, env_kwargs: dict[str, Any] | None = None, max_turns: int = 10,
+                      max_tokens_per_turn: int | None = None, temperature: float | None = None,
+                      seed: int = 0, system_prompt: str | None = None) -> RolloutFunc:
+    """A TRL ``rollout_func`` that plays ``env_id`` episodes with the trainer's model.
+
+    Args:
+        dataset: The rows (a ``datasets.Dataset`` or a list of :func:`task_rows` dicts) the trainer
+            draws prompts from; their ``task`` column maps each prompt to its task.
+        env_kwargs: ``make`` arguments of the env.
+        max_turns: Most model turns per episode (the episode is truncated after).
+        max_tokens_per_turn: Tokens per model turn (default: the trainer's ``max_completion_length``);
+            the whole completion (model and env tokens) is cut to ``max_completion_length``.
+        temperature: Sampling temperature (default: the trainer's).
+        seed: Seeds sampling (one seed per call, shared by the batch so that it stays one batch).
+        system_prompt: Overrides the env's system prompt (``""`` drops it), as in :class:`ChatAgent`.
+
+    Returns:
+        A callable ``(prompts, trainer) -> dict`` with ``prompt_ids``, ``completion_ids``,
+        ``logprobs``, ``env_mask`` (1 on sampled tokens) and the extra columns ``env_reward``
+        (``None`` for a failed episode), ``status``, ``group_id`` and ``num_turns``.
+    """
+    tasks: dict[str, Task] = {}
+    for row in dataset:
+        if TASK_COLUMN not in row or "prompt" not in row:
+            raise ConfigError("make_rollout_func needs rows with 'prompt' and 'task'; build them with make_dataset.")
+        tasks[_prompt_key(row["prompt"])] = _task_of(row[TASK_COLUMN])
+    if max_turns < 1:
+        raise ConfigError(f"max_turns must be at least 1, got {max_turns}.")
+    return RolloutFunc(env_id, tasks, env_kwargs=env_kwargs, max_turns=max_turns,
+                       max_tokens_per_turn=max_tokens_per_turn, temperature=temperature, seed=seed,
+                       system_prompt=system_prompt)
+
+
+# -- environment_factory --------------------------------------------------------------------------------------------
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
+                               "object": dict}
+
+
+def _python_type(schema: dict[str, Any]) -> Any:
+    kind = schema.get("type", "string")
+    nullable = False
+    if isinstance(kind, list):
+        nullable = "null" in kind
+        kind = next((k for k in kind if k != "null"), "string")
+    if "anyOf" in schema:
+        kinds = [s.get("type") for s in schema["anyOf"] if isinstance(s, dict)]
+        nullable = "null" in kinds
+        kind = next((k for k in kinds if k and k != "null"), "string")
+    py = _JSON_TYPES.get(str(kind), str)
+    if py is list and isinstance(schema.get("items"), dict) and schema["items"].get("type") in _JSON_TYPES:
+        item_type = _JSON_TYPES[schema["items"]["type"]]
+        py = list[item_type]  # type: ignore[valid-type]
+    return py | None if nullable else py
+
+
+def _one_line(text: Any) -> str:
+    return re.sub(r"\s+", " ", str(text or "")).strip()
+
+
+def _tool_method(spec: dict[str, Any]) -> Callable[..., str]:
+    """A method that calls tool ``spec`` through ``env.step``, with the schema's signature and docstring."""
+    function = spec.get("function", spec)
+    name = str(function["name"])
+    parameters = function.get("parameters") or {}
+    properties: dict[str, Any] = parameters.get("properties") or {}
+    required = [p for p in parameters.get("required") or [] if p in properties]
+    optional = [p for p in properties if p not in required]
+
+    def method(self: Any, **arguments: Any) -> str:
+        return self._call_tool(name, arguments)  # type: ignore[no-any-return]
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    lines = [_one_line(function.get("description")) or f"Call the {name} tool.", "", "Args:"]
+    for p in required + optional:
+        hint = _python_type(properties[p])
+        if p in optional:
+            hint = hint | None
+        annotations[p] = hint
+        params.append(inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=inspect.Parameter.empty if p in required else None, annotation=hint))
+        description = _one_line(properties[p].get("description")) or p.replace("_", " ")
+        if properties[p].get("enum"):
+            description += f" (choices: {json.dumps(properties[p]['enum'])})"
+        lines.append(f"    {p}: {description}")
+    if not properties:
+        lines = lines[:1]
+    lines += ["", "Returns:", "    The environment's reply (the tool's JSON result or an error)."]
+    annotations["return"] = str
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = "\n".join(lines)
+    method.__annotations__ = annotations
+    method.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    return method
+
+
+class EnvironmentBase:
+    """What :func:`environment_factory` classes share: an env, its episode, the reward so far."""
+
+    env_id: str = ""
+    env_kwargs: dict[str, Any] = {}  # noqa: RUF012 - set per generated class
+    max_turns: int = 30
+
+    def __init__(self) -> None:
+        self._env = make(self.env_id, **self.env_kwargs)
+        self._reward = 0.0
+        self._done = True
+        self._turns = 0
+        self._info: dict[str, Any] = {}
+
+    def reset(self, **row: Any) -> str | None:
+        """Start the row's task (its ``task`` column) and return the first observation.
+
+        If the row's prompt already ends with that observation (a :func:`make_dataset` prompt),
+        returns ``None`` so that TRL does not append it twice.
+        """
+        options = {"task": _task_of(row[TASK_COLUMN])} if row.get(TASK_COLUMN) is not None else None
+        observation, self._info = self._env.reset(options=options)
+        self._reward, self._done, self._turns = 0.0, False, 0
+        prompt = row.get("prompt")
+        if isinstance(prompt, list) and prompt and _prompt_key(prompt).endswith(observation):
+            return None
+        return str(observation)
+
+    def get_reward(self) -> float:
+        """The episode's reward so far: the sum of the env's step rewards (0.0 for an unfinished episode)."""
+        return float(self._reward)
+
+    def _step(self, action: str) -> str:
+        if self._done:
+            return "The episode is over; no more actions are accepted."
+        observation, reward, terminated, truncated, self._info = self._env.step(action)
+        self._reward += float(reward)
+        self._turns += 1
+        self._done = bool(terminated or truncated) or self._turns >= self.max_turns
+        if terminated or truncated:
+            observation = f"{observation}\n[episode over, reward {self._reward:g}]".strip()
+        return str(observation)
+
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        arguments = {k: v for k, v in arguments.items() if v is not None}
+        return self._step("<tool_call>" + json.dumps({"name": name, "arguments": arguments}) + "</tool_call>")
+
+
+class TextActions(EnvironmentBase):
+    """Adds ``submit`` for envs whose actions are free text (games, single-turn tasks)."""
+
+    def submit(self, answer: str) -> str:
+        """Send your answer (for a game, your move) to the environment as your next action.
+
+        Args:
+            answer: The text of the action, exactly as the task asks for it (e.g. "Final Answer: 4").
+
+        Returns:
+            The environment's reply: the next observation, or what was wrong with the action.
+        """
+        return self._step(answer)
+
+
+def environment_factory(env_id: str, *, env_kwargs: dict[str, Any] | None = None, max_turns: int = 30,
+                        text_actions: bool | None = None) -> type[EnvironmentBase]:
+    """A class for TRL's ``environment_factory``: TRL's tool loop drives ``env_id`` through it.
+
+    Every tool in the env's ``info["tools"]`` becomes a public method with that schema's signature and
+    a Google docstring; envs whose actions are text (games, single-turn tasks) also get
+    ``submit(answer)``. ``reset(**row)`` plays the row's ``task``; ``get_reward()`` returns the reward.
+
+    Args:
+        env_kwargs: ``make`` arguments of the env.
+        max_turns: Most actions per episode; later calls are refused.
+        text_actions: Add ``submit``; by default, when the env has no tools or is not a tool-use env
+            (its actions are not only tool calls).
+
+    Example:
+        >>> Env = environment_factory("ToolWorld-v0")  # doctest: +SKIP
+        >>> env = Env(); env.reset(task=row["task"]); env.contacts_search(query="Dana")  # doctest: +SKIP
+    """
+    kwargs = dict(env_kwargs or {})
+    probe = make(env_id, **kwargs)
+    try:
+        _, info = probe.reset(seed=0)
+        tools = list(info.get("tools") or [])
+    finally:
+        probe.close()
+    names = {str(t.get("function", t)["name"]) for t in tools}
+    if text_actions is None:
+        text_actions = not tools or "complete_task" not in names
+    members: dict[str, Any] = {"env_id": env_id, "env_kwargs": kwargs, "max_turns": max_turns,
+                               "__doc__": f"TRL environment for {env_id}: tools {sorted(names)}."}
+    for spec in tools:
+        method = _tool_method(spec)
+        if not method.__name__.isidentifier() or method.__name__.startswith("_") or method.__name__ in (
+                "reset", "get_reward", "submit"):
+            raise ConfigError(f"{env_id} has a tool named {method.__name__!r}, which cannot be a method name.")
+        members[method.__name__] = method
+    base = TextActions if text_actions else EnvironmentBase
+    class_name = re.sub(r"\W", "", env_id.replace("-", "_")) + "Environment"
+    return type(class_name, (base,), members)

@@ -1,0 +1,62 @@
+"""The vectorised runner: many episodes in one browser, per-episode timeouts, straggler cut-off."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from rollgym.core.errors import ConfigError
+from rollgym.envs.web.reference import reference_policy
+from rollgym.envs.web.runner import collect_web_episodes
+from rollgym.envs.web.tasks import WebTaskSource
+
+pytestmark = pytest.mark.slow
+SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v0")
+
+
+def test_parallel_episodes_all_succeed_in_task_order(web_runtime: Any) -> None:
+    tasks = [SOURCE.task(i, "validation") for i in range(5)]
+    live_before = web_runtime.server.episode_count
+    results = collect_web_episodes(reference_policy, tasks, concurrency=3)
+    assert [r.task.id for r in results] == [t.id for t in tasks]
+    assert all(r.status == "completed" and r.success and r.reward == 1.0 for r in results), [
+        (r.task.id, r.status, r.error, r.details) for r in results
+    ]
+    assert all(r.steps == len(r.transcript) == len(r.step_ms) for r in results)
+    assert web_runtime.server.episode_count == live_before  # every episode's state was freed
+
+
+def test_same_task_group_runs_isolated(web_runtime: Any) -> None:
+    task = WebTaskSource(("shop",), "WebShop-v0", templates=("shop_purchase",)).task(3)
+    results = collect_web_episodes(reference_policy, [task] * 3, concurrency=3)
+    # each rollout placed its own order in its own database, so every "exactly one new order" check passes
+    assert all(r.success for r in results), [(r.status, r.error, r.details) for r in results]
+
+
+def test_timeouts_fail_and_stragglers_are_cut(web_runtime: Any) -> None:
+    async def stuck(observation: str, info: dict[str, Any]) -> str:
+        await asyncio.sleep(60)
+        return 'answer("late")'
+
+    tasks = [SOURCE.task(i) for i in range(4)]
+    results = collect_web_episodes(
+        [reference_policy, reference_policy, reference_policy, stuck], tasks, concurrency=4, straggler_fraction=0.75
+    )
+    assert [r.status for r in results[:3]] == ["completed"] * 3
+    assert results[3].status == "aborted" and results[3].error == "straggler"
+
+    results = collect_web_episodes(stuck, tasks[:1], episode_timeout=1.0)
+    assert results[0].status == "failed" and results[0].error == "timeout" and results[0].reward == 0.0
+
+
+def test_bad_runner_arguments_are_reported() -> None:
+    with pytest.raises(ConfigError, match="agents for"):
+        asyncio.run(_run_bad())
+
+
+async def _run_bad() -> None:
+    from rollgym.envs.web.runner import run_web_episodes
+
+    await run_web_episodes([reference_policy], [SOURCE.task(0), SOURCE.task(1)], runtime=object())

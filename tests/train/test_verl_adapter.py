@@ -1,0 +1,86 @@
+"""The verl adapters without verl: reward function, parquet dataset, and the standalone agent loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from rollgym.train.adapters.verl import (
+    BackendServerManager,
+    RollgymAgentLoop,
+    compute_score,
+    verl_rows,
+    write_parquet,
+)
+
+COUNTDOWN = {"num_numbers": 3, "operators": "+-", "min_value": 1, "max_value": 9, "min_target": 10,
+             "max_target": 20}
+C4 = {"show_legal_moves": False, "max_retries": 2}
+
+
+def test_compute_score_uses_the_verifier():
+    row = verl_rows("Countdown-v0", 1, env_kwargs=COUNTDOWN)[0]
+    truth = row["reward_model"]["ground_truth"]
+    answer = json.loads(truth)["answer"]
+    extra = row["extra_info"]
+    assert compute_score("Countdown-v0", f"Sure. <answer>{answer}</answer>", truth, extra) == {"score": 1.0,
+                                                                                             "acc": 1.0}
+    assert compute_score("Countdown-v0", answer, truth, extra) == {"score": 0.0, "acc": 0.0}  # no answer tags
+    assert compute_score("Countdown-v0", None, truth, extra)["score"] == 0.0  # type: ignore[arg-type]
+    from rollgym.core import ConfigError
+
+    with pytest.raises(ConfigError, match="multi-turn"):
+        compute_score("ConnectFour-v0", "x", verl_rows("ConnectFour-v0", 1)[0]["reward_model"]["ground_truth"])
+
+
+def test_parquet_has_verl_rl_dataset_columns(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = write_parquet("Countdown-v0", 5, tmp_path / "train.parquet", env_kwargs=COUNTDOWN, split="test")
+    table = pq.read_table(path)
+    assert table.num_rows == 5
+    assert {"data_source", "prompt", "ability", "reward_model", "extra_info"} <= set(table.column_names)
+    assert "agent_name" not in table.column_names  # single-turn: verl's own loop plus compute_score
+    row = table.to_pylist()[0]
+    assert row["data_source"] == "Countdown-v0" and row["ability"] == "countdown"
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+    assert row["reward_model"]["style"] == "rule"
+    assert json.loads(row["reward_model"]["ground_truth"])["id"] == row["extra_info"]["task_id"]
+    assert row["extra_info"]["split"] == "test" and json.loads(row["extra_info"]["env_kwargs"]) == COUNTDOWN
+    multi = pq.read_table(write_parquet("ConnectFour-v0", 2, tmp_path / "c4.parquet")).to_pylist()
+    assert all(r["agent_name"] == "rollgym" for r in multi)
+
+
+def test_agent_loop_plays_a_multi_turn_episode_in_tokens(tiny_backend):
+    row = verl_rows("ConnectFour-v0", 1, env_kwargs=C4)[0]
+    loop = RollgymAgentLoop(None, BackendServerManager(tiny_backend), tiny_backend.tokenizer, max_turns=3,
+                            max_tokens_per_turn=6)
+    out = asyncio.run(loop.run({"temperature": 1.0, "seed": 3}, **row))
+    assert set(out) >= {"prompt_ids", "response_ids", "response_mask", "response_logprobs", "reward_score",
+                        "num_turns", "metrics", "extra_fields"}
+    assert len(out["response_ids"]) == len(out["response_mask"]) == len(out["response_logprobs"])
+    assert out["num_turns"] >= 2 and out["extra_fields"]["status"] in ("completed", "truncated")
+    # a random model's answers are unplayable: the env replies, and its tokens are masked out
+    assert out["response_mask"][0] == 1 and 0 in out["response_mask"]
+    assert all(lp == 0.0 for lp, m in zip(out["response_logprobs"], out["response_mask"]) if m == 0)
+    assert out["reward_score"] in (0.0, 0.5, 1.0)
+    assert out["extra_fields"]["task_id"] == row["extra_info"]["task_id"]
+    assert out["prompt_ids"] == tiny_backend.encode(row["prompt"])
+    cut = RollgymAgentLoop(None, BackendServerManager(tiny_backend), tiny_backend.tokenizer, max_turns=3,
+                           max_tokens_per_turn=6, max_response_length=5)
+    assert len(asyncio.run(cut.run({"seed": 3}, **row))["response_ids"]) <= 5
+
+
+def test_agent_loop_accepts_a_plain_token_list_server(tiny_backend):
+    class ListServer:  # older verl server managers return bare token ids
+        async def generate(self, request_id, *, prompt_ids, sampling_params):
+            out = await BackendServerManager(tiny_backend).generate(request_id, prompt_ids=prompt_ids,
+                                                                      sampling_params=sampling_params)
+            return out.token_ids
+
+    row = verl_rows("Countdown-v0", 1, env_kwargs=COUNTDOWN)[0]
+    out = asyncio.run(RollgymAgentLoop(None, ListServer(), tiny_backend.tokenizer, max_tokens_per_turn=4).run(
+        {"seed": 1}, **row))
+    assert out["num_turns"] == 2 and all(m == 1 for m in out["response_mask"])
+    assert out["response_logprobs"] == [0.0] * len(out["response_ids"])  # unknown logprobs are 0.0, never made up
