@@ -18,7 +18,7 @@ import asyncio
 import tempfile
 import time
 
-import rollgym  # noqa: F401
+import rollgym
 from rollgym.agents.backends.base import SamplingParams
 from rollgym.agents.backends.hf import TransformersBackend, render_chat_ids
 from rollgym.agents.backends.tiny import build_tiny_model

@@ -4,11 +4,13 @@ Each module below registers its ids next to its code and keeps heavy
 dependencies out of import time.
 """
 
-from rollgym.envs import countdown  # noqa: F401  (Countdown-v0)
-from rollgym.envs import games  # noqa: F401  (Chess-v0, Chess960-v0, ConnectFour-v0, Hex-v0)
-from rollgym.envs import math  # noqa: F401  (MATH500-v0, AIME24-v0, AMC23-v0, MATH-v0 and their Tool variants)
-from rollgym.envs import search  # noqa: F401  (Search-v0, SearchQA-v0)
-from rollgym.envs import sudoku  # noqa: F401  (Sudoku-v0, Sudoku4x4-v0, Sudoku6x6-v0)
-from rollgym.envs import tools  # noqa: F401  (ToolWorld-v0 and its scenario ids)
-from rollgym.envs import web  # noqa: F401  (WebShop-v0, WebForum-v0, WebTravel-v0, WebGym-v0)
-from rollgym.envs import worldmodel  # noqa: F401  (WorldModel-v0)
+from rollgym.envs import (
+    countdown,  # noqa: F401  (Countdown-v0)
+    games,  # noqa: F401  (Chess-v0, Chess960-v0, ConnectFour-v0, Hex-v0)
+    math,  # noqa: F401  (MATH500-v0, AIME24-v0, AMC23-v0, MATH-v0 and their Tool variants)
+    search,  # noqa: F401  (Search-v0, SearchQA-v0)
+    sudoku,  # noqa: F401  (Sudoku-v0, Sudoku4x4-v0, Sudoku6x6-v0)
+    tools,  # noqa: F401  (ToolWorld-v0 and its scenario ids)
+    web,  # noqa: F401  (WebShop-v0, WebForum-v0, WebTravel-v0, WebGym-v0)
+    worldmodel,  # noqa: F401  (WorldModel-v0)
+)
