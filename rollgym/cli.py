@@ -321,6 +321,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     stdout.print(heading, markup=False)
     stdout.print(table)
+    if args.leaderboard:
+        from rollgym.benchmarks.demo import run_demo
+
+        stdout.print(f"\nThe whole loop: the 'quick' suite, verified bundles and a static leaderboard in {args.out}/")
+        result = run_demo(args.out, log=lambda line: stdout.print(line, markup=False))
+        verdict = "verified" if all(result.verified.values()) else "REJECTED"
+        stdout.print(f"Bundles {verdict}. Open {result.site} in a browser to see the leaderboard.", markup=False)
+        return 0 if all(result.verified.values()) else 1
     return 0
 
 
@@ -419,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=_positive, default=25, help="tasks per env and agent (default: 25)")
     p.add_argument("--group-size", type=_positive, default=4, help="rollouts per task (default: 4)")
     p.add_argument("--seed", type=_seed, default=0, help="run seed (default: 0)")
+    p.add_argument("--out", default="demo-output", help="folder for the suite bundles and the leaderboard")
+    p.add_argument("--no-leaderboard", dest="leaderboard", action="store_false",
+                   help="only print the table; skip the quick suite, verification and the static leaderboard")
     p.set_defaults(func=cmd_demo)
 
     _register_plugins(sub)

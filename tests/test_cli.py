@@ -240,7 +240,7 @@ def test_a_killed_eval_resumes_to_the_same_summary(tmp_path: Path) -> None:
 
 
 def test_demo_runs_oracle_and_random_on_countdown_and_sudoku() -> None:
-    result = rollgym_cmd("demo", "--n", "3", "--group-size", "2")
+    result = rollgym_cmd("demo", "--n", "3", "--group-size", "2", "--no-leaderboard")
     assert result.returncode == 0, result.stderr
     for env_id in cli.DEMO_ENVS:
         assert env_id in result.stdout
@@ -248,11 +248,18 @@ def test_demo_runs_oracle_and_random_on_countdown_and_sudoku() -> None:
     assert "100.0%" in result.stdout  # the oracle rows
 
 
+def test_demo_runs_the_whole_loop_into_a_verified_static_leaderboard(tmp_path: Path) -> None:
+    result = rollgym_cmd("demo", "--n", "2", "--group-size", "1", "--out", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    assert "Bundles verified" in result.stdout
+    assert (tmp_path / "demo" / "site" / "index.html").exists()
+
+
 def test_demo_skips_an_unregistered_env_and_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(cli, "DEMO_ENVS", ("Countdown-v0", "Missing-v0"))
-    assert cli.main(["demo", "--n", "2", "--group-size", "1"]) == 0
+    assert cli.main(["demo", "--n", "2", "--group-size", "1", "--no-leaderboard"]) == 0
     captured = capsys.readouterr()
     assert "Skipping Missing-v0" in captured.err and "Countdown-v0" in captured.out
 
