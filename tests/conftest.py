@@ -17,6 +17,8 @@ import pytest
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("ROLLGYM_DATA_DIR", REPO.parent / "shared" / "data"))
+if SHARED_DATA.is_dir():  # so that a bare `pytest` finds the MATH data as `make test` does
+    os.environ.setdefault("ROLLGYM_DATA_DIR", str(SHARED_DATA))
 
 
 def require_binary(name: str, *extra_paths: str) -> str:
