@@ -186,25 +186,29 @@ def check_tokens(backend, traj):
     assert all(lp == 0.0 for lp, m in zip(traj.logprobs, traj.loss_mask) if not m)
 
 
-@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ToyGuess-v0"])
+@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ToyGuess-v0", "ConnectFour-v0", "ToolWorld-v0"])
 def test_tiny_model_through_the_transformers_backend(tiny_backend, env_id):
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
 
     agent = ChatAgent(tiny_backend, SamplingParams(max_tokens=12))
-    groups = collect_async(agent, env_id, 2, 2, concurrency=4, max_steps=3)
+    # ToolWorld's 53 tool schemas make a prompt of thousands of tokens: one short episode is enough
+    size = (1, 1, 2) if env_id.startswith("ToolWorld") else (2, 2, 3)
+    groups = collect_async(agent, env_id, size[0], size[1], concurrency=4, max_steps=size[2])
     for t in (t for g in groups for t in g.trajectories):
         check_tokens(tiny_backend, t)
         assert t.metrics["policy_versions"] == [0] and t.metrics["num_turns"] >= 1
 
 
-def test_tiny_model_through_serve_model_over_http(tiny_backend, tiny_server):
+@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ConnectFour-v0", "ToolWorld-v0"])
+def test_tiny_model_through_serve_model_over_http(tiny_backend, tiny_server, env_id):
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.backends.openai_http import OpenAIBackend
     from rollgym.agents.chat import ChatAgent
 
     agent = ChatAgent(OpenAIBackend(tiny_server.url), SamplingParams(max_tokens=10), tokenizer=tiny_backend.tokenizer)
-    groups = collect_async(agent, "ToyGuess-v0", 2, 2, concurrency=4, max_steps=3)
+    size = (1, 1, 2) if env_id.startswith("ToolWorld") else (2, 2, 3)
+    groups = collect_async(agent, env_id, size[0], size[1], concurrency=4, max_steps=size[2])
     for t in (t for g in groups for t in g.trajectories):
         check_tokens(tiny_backend, t)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -33,9 +34,17 @@ def _import_torch_transformers() -> tuple[Any, Any]:
     return torch, transformers
 
 
+def row_seeds(sampling: SamplingParams, n_prompts: int) -> list[int | None]:
+    """One sampling seed per generated row: sample ``k`` of every prompt gets its own seed from ``sampling.seed``."""
+    if sampling.seed is None:
+        return [None] * (n_prompts * sampling.n)
+    return [(sampling.seed * 1_000_003 + k) % 2**63 for _ in range(n_prompts) for k in range(sampling.n)]
+
+
 @dataclass
 class _Pending:
     prompts: list[list[int]]
+    seeds: list[int | None]
     sampling: SamplingParams
     future: concurrent.futures.Future[list[Generation]]
 
@@ -58,7 +67,7 @@ class TransformersBackend:
     name = "transformers"
 
     def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
-                 max_wait_s: float = 0.05) -> None:
+                 max_wait_s: float = 0.2) -> None:
         torch, _ = _import_torch_transformers()
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -126,9 +135,10 @@ class TransformersBackend:
         ids = [self.encode(p) for p in prompts for _ in range(sampling.n)]
         if not ids:
             return []
+        seeds = row_seeds(sampling, len(prompts))
         future: concurrent.futures.Future[list[Generation]] = concurrent.futures.Future()
         with self._queue_lock:
-            self._pending.append(_Pending(ids, sampling, future))
+            self._pending.append(_Pending(ids, seeds, dataclasses.replace(sampling, seed=None), future))
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._serve_batches, daemon=True, name="rollgym-hf-batcher")
                 self._worker.start()
@@ -160,10 +170,12 @@ class TransformersBackend:
                 group = [p for p in pending if p.sampling == first.sampling]
                 pending = [p for p in pending if p.sampling != first.sampling]
                 flat = [ids for p in group for ids in p.prompts]
+                flat_seeds = [seed for p in group for seed in p.seeds]
                 try:
                     results: list[Generation] = []
                     for start in range(0, len(flat), self.max_batch):
-                        results += self.generate_ids(flat[start : start + self.max_batch], first.sampling)
+                        end = start + self.max_batch
+                        results += self.generate_ids(flat[start:end], first.sampling, flat_seeds[start:end])
                 except Exception as exc:
                     for p in group:
                         p.future.set_exception(exc)
@@ -173,13 +185,21 @@ class TransformersBackend:
                     p.future.set_result(results[offset : offset + len(p.prompts)])
                     offset += len(p.prompts)
 
-    def generate_ids(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
-        """Blocking batched sampling of one completion per prompt of token ids."""
-        torch = self._torch
-        with self._lock, torch.inference_mode():
-            return self._decode(prompts, sampling)
+    def generate_ids(
+        self, prompts: list[list[int]], sampling: SamplingParams, seeds: list[int | None] | None = None
+    ) -> list[Generation]:
+        """Blocking batched sampling of one completion per prompt of token ids.
 
-    def _decode(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Generation]:
+        ``seeds`` gives each row its own sampling seed (``None``: fresh randomness), so rows
+        from different requests share one decode and each stays reproducible on its own.
+        """
+        torch = self._torch
+        if seeds is None:
+            seeds = row_seeds(sampling, len(prompts)) if sampling.seed is not None else [None] * len(prompts)
+        with self._lock, torch.inference_mode():
+            return self._decode(prompts, sampling, seeds)
+
+    def _decode(self, prompts: list[list[int]], sampling: SamplingParams, seeds: list[int | None]) -> list[Generation]:
         torch = self._torch
         device = next(self.model.parameters()).device
         if any(len(p) == 0 for p in prompts):
@@ -193,17 +213,22 @@ class TransformersBackend:
             attention[i, width - len(p) :] = 1
         input_ids, attention = input_ids.to(device), attention.to(device)
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        generator = torch.Generator(device=device)
-        generator.manual_seed(sampling.seed if sampling.seed is not None else int(torch.seed() % 2**63))
+        # Each row draws all its uniforms up front from its own seeded generator; a step then samples
+        # every row at once by inverse CDF, so rows from different requests batch and stay reproducible.
+        uniforms = torch.empty((batch, sampling.max_tokens), dtype=torch.float64)
+        for i, seed in enumerate(seeds):
+            generator = torch.Generator()
+            generator.manual_seed(seed if seed is not None else int(torch.seed() % 2**63))
+            uniforms[i] = torch.rand(sampling.max_tokens, generator=generator, dtype=torch.float64)
         out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True)
         past, logits = self._cache_of(out), out.logits[:, -1, :].float()
         tokens: list[list[int]] = [[] for _ in range(batch)]
         logps: list[list[float]] = [[] for _ in range(batch)]
         reasons: list[str | None] = [None] * batch
         eos = set(self.eos_ids)
-        for _ in range(sampling.max_tokens):
+        for step in range(sampling.max_tokens):
             raw = torch.log_softmax(logits, dim=-1)
-            chosen = self._choose(logits, sampling, generator)
+            chosen = self._choose(logits, sampling, uniforms[:, step].to(device))
             for i in range(batch):
                 if reasons[i] is not None:
                     continue
@@ -238,7 +263,7 @@ class TransformersBackend:
         cache = getattr(output, "cache", None)
         return cache if cache is not None else output.past_key_values
 
-    def _choose(self, logits: Any, sampling: SamplingParams, generator: Any) -> Any:
+    def _choose(self, logits: Any, sampling: SamplingParams, uniform: Any) -> Any:
         torch = self._torch
         if sampling.greedy:
             return logits.argmax(dim=-1)
@@ -252,8 +277,10 @@ class TransformersBackend:
             drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= sampling.top_p
             sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
             scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
-        probs = torch.softmax(scores, dim=-1)
-        return torch.multinomial(probs, 1, generator=generator).view(-1)
+        cdf = torch.softmax(scores.double(), dim=-1).cumsum(dim=-1)
+        chosen = torch.searchsorted(cdf, (uniform * cdf[:, -1]).unsqueeze(-1)).view(-1)
+        # a uniform at the very top of the CDF can land past the last token with nonzero mass
+        return torch.minimum(chosen, (cdf < cdf[:, -1:]).sum(dim=-1))
 
     def _hit_stop(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
         tail = self.tokenizer.decode(tokens[-16:], skip_special_tokens=False)
