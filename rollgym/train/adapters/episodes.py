@@ -34,6 +34,12 @@ class FixedTask(gym.Wrapper[Any, Any, Any, Any]):
         return self.env.reset(seed=seed, options={**(options or {}), "task": self.task})
 
 
+def _agent_seed(seed: int, index: int) -> int:
+    import numpy as np
+
+    return int(np.random.SeedSequence(entropy=int(seed), spawn_key=(7, int(index))).generate_state(1)[0])
+
+
 def play_tasks(
     agent: Any,
     env_id: str,
@@ -58,8 +64,9 @@ def play_tasks(
             game bot depends on it, the task itself is fixed).
         group_ids, sample_idx: Recorded on each trajectory (default: the task id and the position).
 
-    Agents are reset with ``seed=None``, so every episode uses the same sampling settings and the
-    backend can batch them; seed the agent's ``sampling.seed`` for reproducible sampling.
+    Episode ``i``'s agent is reset with a seed derived from ``(seed, i)``, so the episodes of a
+    group sample differently but reproducibly; the transformers backend still batches them,
+    since each row carries its own seed.
     """
     import copy
 
@@ -71,7 +78,7 @@ def play_tasks(
         player = agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
         try:
             traj, _ = run_episode(
-                env, player, seed=seed + i, agent_seed=None,
+                env, player, seed=seed + i, agent_seed=_agent_seed(seed, i),
                 traj_id=f"{group_ids[i] if group_ids else tasks[i].id}-{i}",
                 group_id=group_ids[i] if group_ids else tasks[i].id,
                 sample_idx=sample_idx[i] if sample_idx else i, env_id=env_id, max_steps=max_turns,
