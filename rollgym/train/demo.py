@@ -172,7 +172,7 @@ def run_condition(model: Any, tokenizer: Any, config: DemoConfig, condition: str
         agent = ChatAgent(backend, SamplingParams(max_tokens=config.max_tokens, temperature=config.temperature,
                                                   seed=seed * 1_000_003 + step), system_prompt="")
         groups = play_groups(agent, config.env_id, tasks, config.group_size, env_kwargs=config.env_kwargs,
-                             max_turns=1, seed=seed, prefix=f"s{step}-g")
+                             max_turns=1, seed=seed * 1_000_003 + step, prefix=f"s{step}-g")
         added = 0
         if settings["external"]:
             external = {}
