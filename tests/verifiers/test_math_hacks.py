@@ -123,6 +123,20 @@ def test_the_pool_kills_a_job_at_its_timeout_and_recovers() -> None:
         pool.close()
 
 
+@pytest.mark.timeout(300)
+def test_an_answer_past_the_timeout_is_wrong_with_error_timeout() -> None:
+    from rollgym.verifiers.math_pool import get_pool
+
+    # 99999999! passes the size guards but takes minutes to evaluate: the worker is killed at the deadline.
+    verify_math("1", r"\boxed{1}")  # start the shared pool first
+    pool = get_pool()
+    restarts = pool.restarts
+    score = verify_math("5", r"\boxed{99999999!}", MathVerifyConfig(timeout_s=1.0))
+    assert score.reward == 0.0 and not score.correct and score.error == "timeout"
+    assert pool.restarts == restarts + 1 and get_pool() is pool
+    assert verify_math(r"\frac{1}{2}", r"\boxed{0.5}").correct  # the pool carries on
+
+
 def test_symbolic_work_never_runs_in_the_calling_process() -> None:
     code = (
         "import sys, rollgym\n"

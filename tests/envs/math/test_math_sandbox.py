@@ -50,6 +50,56 @@ def test_cannot_read_files_outside_its_directory(box: LocalSandbox, tmp_path: Pa
     assert "secret" not in result.stdout and not result.ok
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        # C code that opens files without an audit event
+        "import sqlite3\nc = sqlite3.connect(':memory:')\n"
+        "c.execute(\"ATTACH {outside!r} AS a\")\nc.execute('create table a.t(x)')",
+        "import sqlite3\nsqlite3.connect({outside!r}).execute('create table t(x)')",
+        "import readline\nreadline.read_history_file({secret!r})\nprint(readline.get_history_item(1))",
+        "import os\nos.mkfifo({outside!r})",
+        "import _posixshmem\n_posixshmem.shm_open('/rollgym-test-shm', 66, 0o600)",
+    ],
+)
+def test_c_level_file_access_stays_inside(box: LocalSandbox, tmp_path: Path, code: str) -> None:
+    if "mkfifo" in code and not box.isolation["landlock"]:
+        pytest.skip("os.mkfifo raises no audit event; only Landlock stops it, and this kernel has none")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the answer is 42", encoding="utf-8")
+    outside = tmp_path / "escaped"
+    result = box.run(code.format(outside=str(outside), secret=str(secret)))
+    assert not result.ok and "42" not in result.stdout
+    assert not outside.exists() and not Path("/dev/shm/rollgym-test-shm").exists()
+
+
+DISARM_HOOK = (
+    "try:\n    1/0\nexcept ZeroDivisionError as e:\n    hook = e.__traceback__.tb_frame.f_back.f_locals['hook']\n"
+    "    for name, cell in zip(hook.__code__.co_freevars, hook.__closure__):\n"
+    "        if name == 'read_roots':\n            cell.cell_contents = ('/',)\n"
+)
+
+
+def test_landlock_keeps_files_private_when_the_audit_hook_is_disarmed(tmp_path: Path) -> None:
+    box = LocalSandbox(SandboxLimits(timeout_s=20))
+    if not box.isolation["landlock"]:
+        pytest.skip("Landlock is not available on this kernel; only the audit hook guards files")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the answer is 42", encoding="utf-8")
+    # the audit hook is Python code in the sandboxed interpreter: the code can reach and rewrite its rules
+    disarmed = LocalSandbox(SandboxLimits(timeout_s=20), landlock=False).run(
+        DISARM_HOOK + f"print(open({str(secret)!r}).read())"
+    )
+    assert "42" in disarmed.stdout
+    result = box.run(DISARM_HOOK + f"print(open({str(secret)!r}).read())")
+    assert not result.ok and "42" not in result.stdout and "Permission denied" in result.stderr
+    bare = LocalSandbox(SandboxLimits(timeout_s=20), audit_hook=False)  # the kernel alone
+    for code in (f"print(open({str(secret)!r}).read())", "import os\nprint(os.listdir('/'))"):
+        result = bare.run(code)
+        assert not result.ok and "42" not in result.stdout and "Permission denied" in result.stderr
+    assert bare.run("import sympy\nopen('note.txt', 'w').write('ok')\nprint(open('note.txt').read())").stdout == "ok\n"
+
+
 def test_writes_inside_its_directory_and_the_directory_is_deleted(box: LocalSandbox) -> None:
     result = box.run("import os\nopen('note.txt', 'w').write('hi')\nprint(open('note.txt').read())\nprint(os.getcwd())")
     assert result.ok, result.stderr

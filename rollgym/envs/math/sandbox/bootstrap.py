@@ -11,13 +11,22 @@ then, before running it:
    then, where supported (Linux x86_64/aarch64), installs a seccomp filter
    (kernel-enforced, binds root too) that refuses fork, vfork, execve,
    execveat, socket, socketpair and every ``clone`` that is not a thread;
-3. installs an audit hook (``sys.addaudithook``, Python-level) that refuses
+3. where the kernel offers Landlock (Linux 5.13+), restricts the file system
+   (kernel-enforced, binds root too): reads only in the Python installation,
+   the system library folders the dynamic loader needs and a few devices;
+   reads, writes, new files and folders only in the working directory. With
+   Landlock ABI 6+ it also refuses signals to processes outside the sandbox;
+4. installs an audit hook (``sys.addaudithook``, Python-level) that refuses
    sockets, process creation (fork, exec, spawn, ``os.system``, ``subprocess``),
    signals to other processes, ``ctypes`` (any library load, symbol lookup or
    foreign call after the module itself is imported), ``gc``
    object walks, opening or listing files outside the working directory (reads
    are also allowed inside the Python installation, so imports work), and any
-   file change outside the working directory.
+   file change outside the working directory, ``sqlite3`` connections (SQLite
+   opens files in C, and ``ATTACH`` names any path) and the imports of
+   ``readline`` and ``_posixshmem`` (both reach files without an audit event).
+   The hook is Python code that the sandboxed code shares an interpreter with,
+   so determined code can disarm it; the kernel layers above are what hold.
 
 Then it runs the code as ``__main__``; if the last statement is an expression,
 its value is printed (as in a notebook).
@@ -75,6 +84,86 @@ def _install_seccomp() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
+# Landlock access rights (linux/landlock.h), by the ABI version that introduced them.
+_LANDLOCK_FS_V1 = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+_LANDLOCK_FS_BY_ABI = {2: 1 << 13, 3: 1 << 14, 5: 1 << 15}  # REFER, TRUNCATE, IOCTL_DEV
+_LANDLOCK_FILE_RIGHTS = 1 | 2 | 4 | (1 << 14) | (1 << 15)  # the rights a rule on a plain file may carry
+_LANDLOCK_READ = 4 | 8  # READ_FILE, READ_DIR
+# Folders the dynamic loader reads shared libraries from, and its cache; none holds task data.
+SYSTEM_READ_PATHS = ("/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/local/lib",
+                     "/etc/ld.so.cache", "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # LANDLOCK_CREATE_RULESET_VERSION
+    return int(version) if version > 0 else 0
+
+
+def _install_landlock(read_paths: list[str], write_paths: list[str]) -> None:
+    """Restrict this process's file access to ``read_paths`` (read) and ``write_paths`` (everything).
+
+    Raises ``OSError`` if Landlock is unavailable or a step fails; the caller decides
+    whether that is fatal. Paths that do not exist are skipped.
+    """
+    import ctypes
+
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError("Landlock is not available on this kernel")
+    handled_fs = _LANDLOCK_FS_V1
+    for version, bit in _LANDLOCK_FS_BY_ABI.items():
+        if abi >= version:
+            handled_fs |= bit
+    fields = [("fs", ctypes.c_uint64)]
+    values = [handled_fs]
+    if abi >= 4:
+        fields.append(("net", ctypes.c_uint64))
+        values.append(1 | 2)  # BIND_TCP, CONNECT_TCP: no TCP at all (seccomp refuses sockets too)
+    if abi >= 6:
+        fields.append(("scoped", ctypes.c_uint64))
+        values.append(1 | 2)  # ABSTRACT_UNIX_SOCKET, SIGNAL: nothing outside this sandbox
+
+    class RulesetAttr(ctypes.Structure):
+        _fields_ = fields
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    attr = RulesetAttr(*values)
+    ruleset = libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    try:
+        for rights, paths in ((_LANDLOCK_READ, read_paths), (handled_fs, write_paths)):
+            for path in paths:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    allowed = rights if os.path.isdir(path) else rights & _LANDLOCK_FILE_RIGHTS
+                    rule = PathBeneath(allowed & handled_fs, fd)
+                    if libc.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule),
+                                    ctypes.c_uint32(0)) < 0:
+                        raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
+                finally:
+                    os.close(fd)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        if libc.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+    finally:
+        os.close(ruleset)
+
+
 def _main() -> None:
     config = json.loads(sys.argv[1])
     code = config["code"] if "code" in config else sys.stdin.read()
@@ -105,9 +194,12 @@ def _main() -> None:
     read_roots = tuple(
         sorted({os.path.realpath(p) for p in [*sys.path, sys.prefix, sys.base_prefix, sys.exec_prefix] if p})
     )
+    if config.get("landlock"):
+        _install_landlock([*read_roots, *SYSTEM_READ_PATHS], [workdir])
     read_files = frozenset({"/dev/null", "/dev/urandom", "/dev/random", "/dev/zero"})
     blocked_prefixes = ("socket.", "ctypes.", "subprocess.", "os.fork", "os.exec", "os.posix_spawn", "os.spawn",
-                        "pty.", "winreg.", "_winapi.", "os.startfile", "webbrowser.")
+                        "pty.", "winreg.", "_winapi.", "os.startfile", "webbrowser.", "sqlite3.")
+    blocked_imports = frozenset({"readline", "_posixshmem", "_cffi_backend"})
     blocked = frozenset({"os.system", "os.kill", "os.killpg", "signal.pthread_kill", "gc.get_objects",
                          "gc.get_referrers", "gc.get_referents", "os.chroot", "os.setuid",
                          "sys.settrace", "sys.setprofile", "os.chdir", "os.fchdir", "resource.setrlimit",
@@ -136,6 +228,8 @@ def _main() -> None:
     def hook(event: str, args: tuple) -> None:  # type: ignore[type-arg]
         if event in blocked or event.startswith(blocked_prefixes):
             raise PermissionError(f"sandbox: {event} is not allowed")
+        if event == "import" and args and args[0] in blocked_imports:
+            raise PermissionError(f"sandbox: importing {args[0]} is not allowed")
         if event == "open":
             path = as_path(args[0])
             if path is None:

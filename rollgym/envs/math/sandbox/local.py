@@ -25,6 +25,11 @@ What the kernel enforces:
   binds root too): ``fork``, ``vfork``, ``execve``, ``execveat``, ``socket``,
   ``socketpair`` and every ``clone`` that does not create a thread fail with
   ``EPERM``, and 32-bit/x32 system calls are refused;
+* Landlock (Linux 5.13+, where the kernel has it enabled; it binds root too): the
+  code can read only the Python installation, the system library folders and a
+  few devices, and can read, write and create files only in its working
+  directory; with Landlock ABI 6+ it cannot signal processes outside the sandbox.
+  This is what keeps files private when the code must run as root;
 * a wall-clock limit: the whole process group is killed (SIGKILL) at ``timeout_s``.
 
 What the Python audit hook enforces (see :mod:`~rollgym.envs.math.sandbox.bootstrap`):
@@ -100,15 +105,35 @@ def seccomp_available() -> bool:
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
         return False
     with tempfile.TemporaryDirectory(prefix="rollgym-sandbox-probe-") as workdir:
-        config = {"workdir": workdir, "cpu_s": 10, "memory_bytes": 1 << 30, "fsize_bytes": 1 << 20,
-                  "nproc": 1 << 16, "uid": None, "audit": False, "seccomp": True,
-                  "code": "import os\ntry:\n    os.fork()\nexcept PermissionError:\n    print('refused')"}
-        try:
-            done = subprocess.run([sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps(config)],
-                                  capture_output=True, timeout=60, cwd=workdir, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return done.returncode == 0 and done.stdout.strip() == b"refused"
+        code = "import os\ntry:\n    os.fork()\nexcept PermissionError:\n    print('refused')"
+        return _probe(workdir, code, seccomp=True) == b"refused"
+
+
+def _probe(workdir: str | Path, code: str, **flags: bool) -> bytes | None:
+    """Run ``code`` under the bootstrap with only ``flags`` switched on; its stdout, or ``None`` on failure."""
+    config = {"workdir": str(workdir), "cpu_s": 10, "memory_bytes": 1 << 30, "fsize_bytes": 1 << 20,
+              "nproc": 1 << 16, "uid": None, "audit": False, "seccomp": False, **flags, "code": code}
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", _BOOTSTRAP, json.dumps(config)],
+                              capture_output=True, timeout=60, cwd=workdir, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def landlock_available() -> bool:
+    """Whether the bootstrap can confine file access with Landlock here (probed once per process)."""
+    if sys.platform != "linux":
+        return False
+    with tempfile.TemporaryDirectory(prefix="rollgym-sandbox-probe-") as root:
+        workdir = Path(root) / "work"
+        workdir.mkdir()
+        (Path(root) / "outside.txt").write_text("x", encoding="utf-8")
+        code = ("import json\ntry:\n    open('../outside.txt').read()\nexcept PermissionError:\n"
+                "    open('inside.txt', 'w').write(json.dumps('refused'))\n"
+                "    print(open('inside.txt').read())")
+        return _probe(workdir, code, landlock=True) == b'"refused"'
 
 
 def _read_limited(path: Path, limit: int) -> tuple[str, bool]:
@@ -139,10 +164,12 @@ class LocalSandbox:
         audit_hook: bool = True,
         drop_privileges: bool = True,
         seccomp: bool = True,
+        landlock: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
         self.audit_hook = audit_hook
         self.seccomp = seccomp and seccomp_available()
+        self.landlock = landlock and landlock_available()
         self.prefix = network_namespace_prefix() if network_namespace else ()
         # under ``unshare -r`` the process is root of its own user namespace, where nobody is unmapped
         can_drop = os.geteuid() == 0 and "-r" not in self.prefix and python_is_world_readable()
@@ -150,10 +177,11 @@ class LocalSandbox:
 
     @property
     def isolation(self) -> dict[str, bool]:
-        """Which layers are active on this machine: network namespace, seccomp, uid drop, audit hook."""
+        """Which layers are active on this machine: network namespace, seccomp, Landlock, uid drop, audit hook."""
         return {
             "network_namespace": bool(self.prefix),
             "seccomp": self.seccomp,
+            "landlock": self.landlock,
             "unprivileged_user": self.drop_to is not None,
             "audit_hook": self.audit_hook,
         }
@@ -177,6 +205,7 @@ class LocalSandbox:
             "gid": self.drop_to,
             "audit": self.audit_hook,
             "seccomp": self.seccomp,
+            "landlock": self.landlock,
         }
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
