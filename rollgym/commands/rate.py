@@ -117,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
     if not anchors and "random" in players:
         anchors = {"random": 0.0}
     ratings = fit_elo(results, anchors or None)
-    scale = ("Stockfish scale (Stockfish's UCI_Elo calibration), not FIDE" if game in ("chess", "chess960")
+    # a results file does not say its game: Stockfish among the players means these are chess ratings
+    chess_ratings = game in ("chess", "chess960") or any(p.lower().startswith("stockfish") for p in players)
+    scale = ("Stockfish scale (Stockfish's UCI_Elo calibration), not FIDE" if chess_ratings
              else "Elo relative to the anchors")
     if args.json:
         print(json.dumps({"scale": scale, "games": len(results), "ratings": [

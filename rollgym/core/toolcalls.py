@@ -73,6 +73,8 @@ def _call_from_obj(obj: Any, index: int) -> ToolCall | ToolCallError:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError as exc:
             return ToolCallError(f"call {index} to {name!r}: arguments are not valid JSON ({exc.msg})")
+        except RecursionError:  # json raises this, not JSONDecodeError, for very deep nesting
+            return ToolCallError(f"call {index} to {name!r}: arguments are nested too deeply")
     if args is None:
         args = {}
     if not isinstance(args, dict):
@@ -109,6 +111,9 @@ def parse_tool_calls(text: str) -> ParsedToolCalls:
             except json.JSONDecodeError as exc:
                 errors.append(ToolCallError(f"call {i}: not valid JSON ({exc.msg})", raw[:200]))
                 continue
+            except RecursionError:  # json raises this, not JSONDecodeError, for very deep nesting
+                errors.append(ToolCallError(f"call {i}: JSON nested too deeply", raw[:200]))
+                continue
             result = _call_from_obj(obj, i)
             (calls if isinstance(result, ToolCall) else errors).append(result)  # type: ignore[arg-type]
         if "<tool_call>" in remaining.lower():
@@ -120,7 +125,7 @@ def parse_tool_calls(text: str) -> ParsedToolCalls:
     if stripped.startswith("[") and stripped.endswith("]") and len(stripped) <= MAX_CALL_CHARS:
         try:
             items = json.loads(stripped)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: nested too deeply to be a call list
             return ParsedToolCalls(text=text)
         looks_like_calls = all(isinstance(x, dict) and ("name" in x or "function" in x) for x in items or [0])
         if isinstance(items, list) and items and looks_like_calls:

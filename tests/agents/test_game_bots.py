@@ -125,11 +125,15 @@ def test_full_strength_stockfish_always_beats_random(chess960: bool) -> None:
     require_module("chess")
     from rollgym.envs.games.chess_state import ChessState
 
-    with StockfishBot(skill_level=20, nodes=3000, movetime=None) as stockfish:
-        results = run_tournament(lambda: ChessState(chess960=chess960, start_position=7 if chess960 else 518,
-                                                    max_plies=400),
-                                 {"stockfish": stockfish, "random": RandomBot()}, 2, seed=1)
-    assert [r.score if r.first == "stockfish" else 1 - r.score for r in results] == [1.0, 1.0]
+    starts = iter([7, 0, 959, 300, 518, 111, 842, 64, 405, 777]) if chess960 else None
+
+    def new_game() -> ChessState:  # Chess960: a different start position every game
+        return ChessState(chess960=chess960, start_position=next(starts) if starts else 518, max_plies=400)
+
+    with StockfishBot(skill_level=20, nodes=3000, movetime=None) as stockfish:  # skill 20 = full strength
+        results = run_tournament(new_game, {"stockfish": stockfish, "random": RandomBot()}, 10, seed=1)
+    assert {r.first for r in results} == {"stockfish", "random"}  # it played both colours
+    assert [r.score if r.first == "stockfish" else 1 - r.score for r in results] == [1.0] * 10
 
 
 def test_stockfish_skill_and_elo_settings_reach_the_engine() -> None:

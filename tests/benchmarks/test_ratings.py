@@ -127,3 +127,17 @@ def test_rate_command_labels_chess_ratings_as_stockfish_scale(tmp_path) -> None:
                    "max_plies=40", "--json")
     assert out.returncode == 0, out.stderr
     assert "Stockfish scale" in json.loads(out.stdout)["scale"] and "not FIDE" in json.loads(out.stdout)["scale"]
+
+
+def test_rate_command_labels_a_results_file_with_stockfish_players_as_stockfish_scale(tmp_path) -> None:
+    results = simulate_results({"stockfish-elo-1500": 1500.0, "my-llm": 1200.0}, 40, np.random.default_rng(2))
+    save_results(results, tmp_path / "chess.jsonl")
+    out = _rollgym("rate", str(tmp_path / "chess.jsonl"), "--anchor", "stockfish-elo-1500=1500", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert "Stockfish scale" in data["scale"] and "not FIDE" in data["scale"]
+    llm = next(r for r in data["ratings"] if r["name"] == "my-llm")
+    assert llm["low"] <= 1200 <= llm["high"]
+    save_results(simulate_results({"random": 0.0, "mcts": 300.0}, 10, np.random.default_rng(2)), tmp_path / "c4.jsonl")
+    plain = json.loads(_rollgym("rate", str(tmp_path / "c4.jsonl"), "--json").stdout)
+    assert "Stockfish" not in plain["scale"]

@@ -296,7 +296,7 @@ class ConnectFourEnv(TwoPlayerTextEnv):
     ``"greedy"``, ``"mcts-400"`` or a bot object), ``agent_color``
     (``"alternate"``, ``"random"``, ``"first"``, ``"second"``), ``illegal_move_policy``,
     ``max_retries``, ``reward_scheme``, ``show_legal_moves``, ``random_opening_plies``,
-    ``tools``, ``tool_budget``, ``max_plies``, ``split``, ``render_mode``.
+    ``tools``, ``tool_budget``, ``split``, ``render_mode``. (Connect Four needs no ply cap: the board fills.)
 
     ## Version History
     * v0: initial release.

@@ -265,3 +265,45 @@ def test_arbitrary_text_never_raises(env_id: str) -> None:
 
     run()
     env.close()
+
+
+@pytest.mark.parametrize("env_id", ["ConnectFour-v0", "Chess-v0"])
+def test_deeply_nested_tool_calls_give_an_error_observation(env_id: str) -> None:
+    env = gym.make(env_id, agent_color="first", tools=True)
+    env.reset(seed=0)
+    deep = "[" * 5000 + "]" * 5000  # json raises RecursionError (not JSONDecodeError) on this
+    nested = "[" * 900 + "]" * 900  # parses, but is no list of moves
+    for action in (f'<tool_call>{{"name": "simulate", "arguments": {{"moves": {deep}}}}}</tool_call>',
+                   f'<tool_call>{{"name": "simulate", "arguments": "{deep}"}}</tool_call>',
+                   f'<tool_call>{{"name": "simulate", "arguments": {{"moves": {nested}}}}}</tool_call>'):
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert (reward, terminated, truncated) == (0.0, False, False)
+        assert "error" in obs and info["moves"] == []
+    env.close()
+
+
+def test_board_images_are_well_formed_svg_with_one_mark_per_stone() -> None:
+    import xml.etree.ElementTree as ET
+
+    from rollgym.envs.games.hex import HexState
+    from rollgym.envs.games.records import board_svg
+
+    hex_state = HexState(7)
+    for cell in ["d4", "a1", "g7", "b2"]:
+        hex_state.play(hex_state.parse_move(cell))
+    root = ET.fromstring(board_svg(hex_state))
+    circles = [e for e in root.iter() if e.tag.endswith("circle")]
+    assert root.tag.endswith("svg") and len(circles) == 4
+    assert sorted(c.get("fill") for c in circles) == ["#222222", "#222222", "#f8f8f8", "#f8f8f8"]
+    assert len([e for e in root.iter() if e.tag.endswith("polygon")]) == 49
+    env = gym.make("Chess-v0", agent_color="first")
+    env.reset(seed=0)
+    env.step("Final Answer: e4")
+    chess_root = ET.fromstring(env.unwrapped.svg())
+    assert chess_root.tag.endswith("svg") and ET.tostring(chess_root) == ET.tostring(ET.fromstring(
+        board_svg(env.unwrapped.state)))
+    env.close()
+    from rollgym.envs.games.connect_four import ConnectFourState
+
+    with pytest.raises(ValueError, match="No SVG board"):
+        board_svg(ConnectFourState())

@@ -28,7 +28,7 @@ def play(env, agent, seed, max_steps=60):
     return reward, terminated, truncated, info
 
 
-@pytest.mark.parametrize("env_id", ["ToolWorld-v0", "ToolWorld-CrossApp-v0"])
+@pytest.mark.parametrize("env_id", IDS)
 def test_check_env_passes_without_warnings(env_id):
     env = gym.make(env_id)
     with warnings.catch_warnings():
@@ -74,6 +74,11 @@ BAD_ACTIONS = [
     '<tool_call>{"name": "contacts_get", "arguments": {"contact_id": 99999999999999999999999}}</tool_call>',
     '<tool_call>{"name": "payments_send", "arguments": {"to": "a@example.com", "amount": NaN}}</tool_call>',
     '<tool_call>{"name": "payments_send", "arguments": {"to": "a@example.com", "amount": 1e308}}</tool_call>',
+    # nesting deep enough to make json raise RecursionError, in a block, in string arguments and as a bare list
+    '<tool_call>{"name": "contacts_search", "arguments": {"query": ' + "[" * 5000 + "]" * 5000 + "}}</tool_call>",
+    '<tool_call>{"name": "contacts_search", "arguments": "' + "[" * 5000 + "]" * 5000 + '"}</tool_call>',
+    "[" * 5000 + "]" * 5000,
+    '<tool_call>{"name": "email_send", "arguments": {"to": ' + "[" * 900 + "]" * 900 + "}}</tool_call>",
 ]
 
 

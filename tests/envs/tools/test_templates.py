@@ -58,7 +58,7 @@ def test_reference_scores_one_and_no_op_scores_zero(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reference_plus_unrelated_damage_scores_zero(name):
-    for i, task in enumerate(_tasks(name, n=len(DAMAGES))):
+    for i, task in enumerate(_tasks(name, n=2 * len(DAMAGES))):  # every kind of damage, on two tasks each
         kind = DAMAGES[i % len(DAMAGES)]
         session = fresh(task)
         answer = run_reference(name, task.meta["params"], session)
