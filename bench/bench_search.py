@@ -9,7 +9,7 @@ Measured in one run:
 2. **Search latency** over the 10,000-article world, for queries made of real question texts: the raw BM25
    ranking (``SearchIndex.search``), the ``search`` tool (ranking plus snippets and JSON-ready results), and
    the same ranking with ``rank_bm25.BM25Okapi`` (the peer a user would otherwise pick) on the same tokens.
-3. **Reset and step**: ``Search-v0`` reset (question drawn and proved) and one ``search`` tool step.
+3. **Reset and step**: ``Search-v1`` reset (question drawn and proved) and one ``search`` tool step.
 
 Nothing here asserts: the figures go into docs/search.md.
 """
@@ -121,7 +121,7 @@ def main() -> None:
               f"tokens ({peer_build / ours_build:.1f}x); query p50 {_ms(peer_p50)} p95 {_ms(peer_p95)} "
               f"({n_peer} queries) -> bm25s ranking is {peer_p50 / raw_p50:.0f}x faster at p50")
 
-    for env_id, kwargs in (("Search-v0", {}), ("Search-v0", {"difficulty": "expert"}), ("SearchQA-v0", {})):
+    for env_id, kwargs in (("Search-v1", {}), ("Search-v1", {"difficulty": "expert"}), ("SearchQA-v1", {})):
         env = gym.make(env_id, **kwargs)
         env.reset(seed=0)  # world, corpus and index are built here, once per process
         resets, steps = [], []

@@ -1,4 +1,4 @@
-"""A scripted retrieve-and-read baseline for the search envs (``Search-v0``, ``SearchQA-v0``).
+"""A scripted retrieve-and-read baseline for the search envs (``Search-v1``, ``SearchQA-v1``).
 
 It does what a simple pipeline would: search with the question's own words,
 open the first page of the top documents, and pick the candidate answer (a
@@ -81,7 +81,7 @@ class SearchBaselineAgent:
 
     Example:
         >>> import gymnasium as gym, rollgym
-        >>> env = gym.make("Search-v0", difficulty="easy")
+        >>> env = gym.make("Search-v1", difficulty="easy")
         >>> agent = SearchBaselineAgent()
         >>> obs, info = env.reset(seed=0)
         >>> done = False

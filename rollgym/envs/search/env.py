@@ -54,7 +54,8 @@ class SearchEnv(TextEnv):
 
     ## Rewards
     0.0 per tool round. On the answer: exact match (1.0 or 0.0) against the normalised gold and its aliases;
-    with ``reward="f1"``, token F1 instead. With ``efficiency_weight`` w > 0 the reward is multiplied by
+    with ``reward="f1"``, token F1 instead, for an answer no longer than the gold (a hedge listing several
+    candidates earns 0). With ``efficiency_weight`` w > 0 the reward is multiplied by
     ``(1 - w) + w * min(1, budget / rounds)``, where budget = ``budget_scale * task_meta["reference_rounds"]``;
     lower ``budget_scale`` (``env.unwrapped.budget_scale = 0.5``) to tighten it during training.
 
@@ -65,9 +66,9 @@ class SearchEnv(TextEnv):
     The common keys, ``tools``, ``episode_id``, ``turn``, ``rounds`` (actions with tool calls), ``calls``,
     ``errors`` (failed calls), ``evidence_coverage`` (share of the evidence articles opened or searched with
     ``find``); at the end the score fields ``correct``, ``parsed``, ``error`` and ``details``
-    (``exact_match``, ``f1``, ``efficiency``). ``task_meta`` holds ``topology``, ``hops``, ``dispersion``,
-    ``documents``, ``distractors``, ``constraints``, ``answer_kind``, ``reference_rounds`` and the question's
-    ``plan`` (its structure and named entities, never the answer).
+    (``exact_match``, ``f1``, ``f1_credit``, ``efficiency``). ``task_meta`` holds ``topology``, ``hops``,
+    ``dispersion``, ``documents``, ``distractors``, ``constraints``, ``answer_kind``, ``reference_rounds`` and the
+    question's ``plan`` (its structure and named entities, never the answer).
 
     ## Arguments
     ``difficulty`` (``easy``, ``medium``, ``hard``, ``expert``) presets the knobs, which can be set one by one:
@@ -78,10 +79,12 @@ class SearchEnv(TextEnv):
     (1.0), ``render_mode``.
 
     ## Version History
+    * v1: with ``reward="f1"``, an answer longer than the gold earns no partial credit (a hedge that
+      lists candidates scored 0.5-0.6 under v0). Exact-match scoring is unchanged.
     * v0: initial version.
     """
 
-    default_env_id = "Search-v0"
+    default_env_id = "Search-v1"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -101,6 +104,7 @@ class SearchEnv(TextEnv):
         reward: str = "em",
         efficiency_weight: float = 0.0,
         budget_scale: float = 1.0,
+        hedge_guard: bool = True,
         render_mode: str | None = None,
     ) -> None:
         specs = self._specs(difficulty, topology, hops, dispersion, constraints, min_distractors, mix)
@@ -113,10 +117,13 @@ class SearchEnv(TextEnv):
             raise ConfigError(f"efficiency_weight must lie in [0, 1], got {efficiency_weight!r}.")
         if not isinstance(world_seed, int):
             raise ConfigError(f"world_seed must be an integer, got {world_seed!r}.")
-        source = SearchTaskSource(specs, world_size, world_seed, env_id=self.default_env_id)
+        # -v0 tasks keep the env id they always carried (hedge_guard=False is the -v0 scoring)
+        task_env_id = self.default_env_id if hedge_guard else self.default_env_id.replace("-v1", "-v0")
+        source = SearchTaskSource(specs, world_size, world_seed, env_id=task_env_id)
         super().__init__(source, split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
         self.max_turns, self.max_calls_per_turn = max_turns, max_calls_per_turn
         self.reward_mode = reward
+        self.hedge_guard = bool(hedge_guard)
         self.efficiency_weight = float(efficiency_weight)
         self.budget_scale = float(budget_scale)
         self.index = get_index(world_size, world_seed)
@@ -168,7 +175,8 @@ class SearchEnv(TextEnv):
         if extract_tag(action, "answer") is not None:
             budget = self.budget_scale * float(self.task.meta["reference_rounds"])
             score = score_answer(self.task.answer, action, reward=self.reward_mode, rounds=self.rounds,
-                                 budget=budget, efficiency_weight=self.efficiency_weight)
+                                 budget=budget, efficiency_weight=self.efficiency_weight,
+                                 hedge_guard=self.hedge_guard)
             return "", score.reward, True, False, {**self._step_info(), **score.to_info()}
         parsed = parse_tool_calls(action)
         parts = [format_tool_response("error", {"error": f"malformed tool call: {e.message}"}) for e in parsed.errors]
@@ -243,14 +251,16 @@ class SearchQAEnv(SearchEnv):
     ``efficiency_weight``, ``budget_scale``, ``render_mode``.
 
     ## Version History
+    * v1: with ``reward="f1"``, an answer longer than the gold earns no partial credit. Exact match unchanged.
     * v0: initial version.
     """
 
-    default_env_id = "SearchQA-v0"
+    default_env_id = "SearchQA-v1"
 
     def __init__(self, world_size: int = DEFAULT_SIZE, world_seed: int = 0, split: str = "train",
                  max_turns: int = 20, max_calls_per_turn: int = 8, reward: str = "em",
-                 efficiency_weight: float = 0.0, budget_scale: float = 1.0, render_mode: str | None = None) -> None:
+                 efficiency_weight: float = 0.0, budget_scale: float = 1.0, hedge_guard: bool = True,
+                 render_mode: str | None = None) -> None:
         super().__init__(mix=True, world_size=world_size, world_seed=world_seed, split=split, max_turns=max_turns,
                          max_calls_per_turn=max_calls_per_turn, reward=reward, efficiency_weight=efficiency_weight,
-                         budget_scale=budget_scale, render_mode=render_mode)
+                         budget_scale=budget_scale, hedge_guard=hedge_guard, render_mode=render_mode)

@@ -3,8 +3,12 @@
 Normalisation (SQuAD-style): lower case, punctuation removed, the articles
 ``a``, ``an``, ``the`` dropped, whitespace collapsed. The main reward is exact
 match (0 or 1); token F1 is reported in ``details`` and becomes the reward only
-with ``reward="f1"``. An optional efficiency term scales a correct answer's
-reward by how its tool rounds compare with a reference budget.
+with ``reward="f1"``. Partial credit goes only to an answer no longer than the
+gold it is compared with (``f1_credit``): a hedge that lists the gold among
+other candidates ("Kor or Tam", "Kor, Tam, Vel") or pastes the question's words
+is longer than any gold name, so it earns 0 rather than a share of the F1. An
+optional efficiency term scales a correct answer's reward by how its tool rounds
+compare with a reference budget.
 """
 
 from __future__ import annotations
@@ -45,6 +49,18 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def f1_credit(prediction: str, gold: str) -> float:
+    """Token F1, but 0 for a prediction with more tokens than ``gold`` (a list of candidates or a sentence).
+
+    Example:
+        >>> round(f1_credit("Ana", "Ana Vel"), 4), f1_credit("Ana Vel or Tam", "Ana Vel")
+        (0.6667, 0.0)
+    """
+    if len(normalize_answer(prediction).split()) > len(normalize_answer(gold).split()):
+        return 0.0
+    return token_f1(prediction, gold)
+
+
 def efficiency(rounds: int, budget: float) -> float:
     """1.0 within ``budget`` tool rounds, then ``budget / rounds``."""
     if budget <= 0:
@@ -53,11 +69,12 @@ def efficiency(rounds: int, budget: float) -> float:
 
 
 def score_answer(answer: dict[str, Any], response: str, *, reward: str = "em", rounds: int = 0,
-                 budget: float | None = None, efficiency_weight: float = 0.0) -> Score:
+                 budget: float | None = None, efficiency_weight: float = 0.0, hedge_guard: bool = True) -> Score:
     """Score a final action holding ``<answer>...</answer>``; never raises on model text.
 
     ``answer`` is the task's hidden answer dict (``text`` and ``aliases``). With
     ``efficiency_weight`` w > 0 and a ``budget``, reward = base * ((1 - w) + w * efficiency(rounds, budget)).
+    ``hedge_guard=False`` is the -v0 scoring, in which ``reward="f1"`` paid raw token F1 to any answer.
     """
     parsed = extract_tag(response, "answer") if isinstance(response, str) else None
     if parsed is None:
@@ -68,10 +85,12 @@ def score_answer(answer: dict[str, Any], response: str, *, reward: str = "em", r
     norm = normalize_answer(parsed)
     exact = any(norm == normalize_answer(g) for g in golds) and bool(norm)
     f1 = max(token_f1(parsed, g) for g in golds)
-    base = 1.0 if exact else (f1 if reward == "f1" else 0.0)
+    credit = 1.0 if exact else max((f1_credit if hedge_guard else token_f1)(parsed, g) for g in golds)
+    base = 1.0 if exact else (credit if reward == "f1" else 0.0)
     eff = efficiency(rounds, budget) if budget is not None else 1.0
     value = base * ((1.0 - efficiency_weight) + efficiency_weight * eff) if efficiency_weight > 0 else base
-    details = {"exact_match": float(exact), "f1": round(f1, 4), "efficiency": round(eff, 4)}
+    details = {"exact_match": float(exact), "f1": round(f1, 4), "f1_credit": round(credit, 4),
+               "efficiency": round(eff, 4)}
     if exact:
         return Score(value, True, parsed, None, details)
     return Score(value, False, parsed, "wrong", details)

@@ -16,9 +16,10 @@ copy-last, on the full frame and inside the motion mask), computed in torch by
 
 The shipped weights (``flowwarp_supervised.pt`` and ``flowwarp_finetuned.pt``
 next to this file) were produced with these defaults (120 training episodes of
-24 frames, 600 supervised steps of batch 8, 200 fine-tuning steps of batch 4
-with 12-frame rollouts, one thread): ``python -m rollgym.envs.worldmodel.train all``,
-about 20 minutes of one CPU core.
+24 frames at 64x64, width 24, 600 supervised steps of batch 8, 200 fine-tuning
+steps of batch 4 with 12-frame rollouts, one thread):
+``python -m rollgym.envs.worldmodel.train all``, about 3 CPU minutes. Rerunning
+it with torch 2.13.0+cpu reproduces both files' tensors bit for bit.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ N = 80  # questions per level; 480 in all
 
 
 def accuracy(**kwargs) -> float:
-    env = gym.make("Search-v0", **kwargs)
+    env = gym.make("Search-v1", **kwargs)
     agent = SearchBaselineAgent()
     total = 0.0
     for index in range(N):

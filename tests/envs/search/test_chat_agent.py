@@ -15,7 +15,7 @@ def test_chat_agent_plays_an_episode_with_the_env_tools(tiny_backend):
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
 
-    env = gym.make("Search-v0", difficulty="easy", max_turns=3)
+    env = gym.make("Search-v1", difficulty="easy", max_turns=3)
     agent = ChatAgent(tiny_backend, SamplingParams(max_tokens=12, temperature=1.0))
     obs, info = env.reset(seed=0)
     agent.reset(seed=0)

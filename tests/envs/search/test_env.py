@@ -1,4 +1,4 @@
-"""Search-v0 and SearchQA-v0: the oracle solves every difficulty, reward hacks score 0, bad calls never crash."""
+"""Search-v1 and SearchQA-v1: the oracle solves every difficulty, reward hacks score 0, bad calls never crash."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def play(env, agent, **reset_kwargs):
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_oracle_scores_one_for_many_seeds(difficulty):
-    env = gym.make("Search-v0", difficulty=difficulty)
+    env = gym.make("Search-v1", difficulty=difficulty)
     oracle = OracleAgent()
     for seed in range(20):
         reward, info = play(env, oracle, seed=seed)
@@ -45,13 +45,13 @@ def test_oracle_scores_one_for_many_seeds(difficulty):
 
 @pytest.mark.parametrize("topology,hops", [("intersection", 1), ("tree", 2), ("chain", 4)])
 def test_oracle_scores_one_on_every_topology(topology, hops):
-    env = gym.make("Search-v0", topology=topology, hops=hops, dispersion=None)
+    env = gym.make("Search-v1", topology=topology, hops=hops, dispersion=None)
     for seed in range(12):
         assert play(env, OracleAgent(), seed=seed)[0] == 1.0
 
 
 def test_oracle_scores_one_on_searchqa_mix_and_test_split():
-    env = gym.make("SearchQA-v0", split="test")
+    env = gym.make("SearchQA-v1", split="test")
     hops = set()
     for seed in range(25):
         reward, info = play(env, OracleAgent(), seed=seed)
@@ -73,9 +73,10 @@ def _final(env, seed, text):
     return env.step(text)
 
 
+@pytest.mark.parametrize("reward", ["em", "f1"])
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
-def test_reward_hacks_score_zero(difficulty):
-    env = gym.make("Search-v0", difficulty=difficulty)
+def test_reward_hacks_score_zero(difficulty, reward):
+    env = gym.make("Search-v1", difficulty=difficulty, reward=reward)
     world = env.unwrapped.index.corpus.world
     for seed in range(10):
         env.reset(seed=seed)
@@ -88,14 +89,38 @@ def test_reward_hacks_score_zero(difficulty):
         for hack in [f"<answer>{kind}</answer>", f"<answer>the {kind}</answer>", f"<answer>{everything}</answer>",
                      f"<answer>{question}</answer>", "<answer></answer>", "<answer>unknown</answer>",
                      task.answer["text"],  # right text without the tag
-                     f"<answer>{task.answer['text']} or {same_kind[0] if same_kind else '1900'}</answer>"]:
+                     f"<answer>{task.answer['text']} or {same_kind[0] if same_kind else '1900'}</answer>",
+                     # a short hedge: the gold among a few candidates, under the answer length cap
+                     f"<answer>{', '.join([*(same_kind[:3] or ['1900']), task.answer['text']])}</answer>"]:
             _, reward, terminated, _, info = _final(env, seed, hack)
             assert reward == 0.0, (hack[:80], info)
             assert terminated == hack.startswith("<answer>")
 
 
+def test_v1_closes_the_f1_hedge_that_v0_paid_for():
+    new, old = gym.make("Search-v1", reward="f1"), gym.make("Search-v0", reward="f1")
+    world = new.unwrapped.index.corpus.world
+    paid_by_v0 = 0
+    for seed in range(10):
+        new.reset(seed=seed)
+        old.reset(seed=seed)
+        assert old.unwrapped.task.answer == new.unwrapped.task.answer  # the same questions, scored differently
+        assert old.unwrapped.task.id.split("/", 1)[1] == new.unwrapped.task.id.split("/", 1)[1]
+        task = new.unwrapped.task
+        gold = task.answer["text"]
+        other = next((e.name for e in world.entities.values() if e.kind == task.meta["answer_kind"] and e.name != gold),
+                     str(int(gold) + 1) if gold.isdigit() else "Someone Else")
+        hedge = f"<answer>{gold} or {other}</answer>"
+        assert new.step(hedge)[1] == 0.0
+        paid_by_v0 += old.step(hedge)[1] > 0
+        for env in (new, old):  # the right answer alone scores 1 under both
+            env.reset(seed=seed)
+            assert env.step(f"<answer>{gold}</answer>")[1] == 1.0
+    assert paid_by_v0 == 10
+
+
 def test_aliases_and_normalisation_are_accepted():
-    env = gym.make("Search-v0", topology="chain", hops=1, dispersion=None)
+    env = gym.make("Search-v1", topology="chain", hops=1, dispersion=None)
     seen_alias = False
     for seed in range(40):
         env.reset(seed=seed)
@@ -108,7 +133,7 @@ def test_aliases_and_normalisation_are_accepted():
 
 
 def test_f1_mode_and_efficiency_term():
-    env = gym.make("Search-v0", difficulty="easy", reward="f1")
+    env = gym.make("Search-v1", difficulty="easy", reward="f1")
     for seed in range(30):
         env.reset(seed=seed)
         gold = env.unwrapped.task.answer["text"]
@@ -119,7 +144,7 @@ def test_f1_mode_and_efficiency_term():
             break
     else:
         pytest.fail("no two-word answer found")
-    env = gym.make("Search-v0", difficulty="medium", efficiency_weight=0.5)
+    env = gym.make("Search-v1", difficulty="medium", efficiency_weight=0.5)
     full, info = play(env, OracleAgent(), seed=1)
     assert full == 1.0  # the oracle stays within the reference budget
     env.unwrapped.budget_scale = 0.25  # tightened: the same play now costs
@@ -153,7 +178,7 @@ MALFORMED = [
 
 @pytest.mark.parametrize("action", MALFORMED)
 def test_malformed_calls_get_error_observations(action):
-    env = gym.make("Search-v0")
+    env = gym.make("Search-v1")
     env.reset(seed=0)
     obs, reward, terminated, truncated, _ = env.step(action)
     assert reward == 0.0 and not terminated and not truncated
@@ -165,7 +190,7 @@ def test_malformed_calls_get_error_observations(action):
 
 
 def test_parallel_calls_run_in_one_round_and_results_are_deterministic():
-    env = gym.make("Search-v0")
+    env = gym.make("Search-v1")
     action = ('<tool_call>{"name": "search", "arguments": {"query": "founded press", "k": 3}}</tool_call>'
               '<tool_call>{"name": "open", "arguments": {"doc_id": "d00010"}}</tool_call>'
               '<tool_call>{"name": "find", "arguments": {"doc_id": "d00010", "text": "[["}}</tool_call>')
@@ -180,7 +205,7 @@ def test_parallel_calls_run_in_one_round_and_results_are_deterministic():
 
 
 def test_per_turn_call_cap_and_turn_limit():
-    env = gym.make("Search-v0", max_turns=2, max_calls_per_turn=2)
+    env = gym.make("Search-v1", max_turns=2, max_calls_per_turn=2)
     env.reset(seed=0)
     call = '<tool_call>{"name": "search", "arguments": {"query": "born"}}</tool_call>'
     obs, _, _, truncated, info = env.step(call * 3)
@@ -190,7 +215,7 @@ def test_per_turn_call_cap_and_turn_limit():
 
 
 def test_info_has_tools_and_no_answer():
-    env = gym.make("Search-v0", difficulty="hard")
+    env = gym.make("Search-v1", difficulty="hard")
     obs, info = env.reset(seed=3)
     assert {t["function"]["name"] for t in info["tools"]} == {"search", "open", "find"}
     assert info["task_meta"]["hops"] == 3 and info["task_meta"]["dispersion"] == 2
@@ -199,13 +224,13 @@ def test_info_has_tools_and_no_answer():
 
 
 def test_random_agent_never_crashes():
-    env = gym.make("SearchQA-v0")
+    env = gym.make("SearchQA-v1")
     agent = RandomAgent(seed=0)
     for seed in range(10):
         play(env, agent, seed=seed)
 
 
-@pytest.mark.parametrize("env_id", ["Search-v0", "SearchQA-v0"])
+@pytest.mark.parametrize("env_id", ["Search-v1", "SearchQA-v1"])
 def test_check_env_passes_without_warnings(env_id):
     env = gym.make(env_id)
     with warnings.catch_warnings(record=True) as caught:
@@ -216,22 +241,22 @@ def test_check_env_passes_without_warnings(env_id):
 
 def test_bad_arguments_are_refused_before_work():
     with pytest.raises(ConfigError, match="difficulty must be one of"):
-        gym.make("Search-v0", difficulty="impossible")
+        gym.make("Search-v1", difficulty="impossible")
     with pytest.raises(ConfigError, match="reward must be"):
-        gym.make("Search-v0", reward="vibes")
+        gym.make("Search-v1", reward="vibes")
     with pytest.raises(ConfigError, match="hops for a tree"):
-        gym.make("Search-v0", topology="tree", hops=1)
+        gym.make("Search-v1", topology="tree", hops=1)
     with pytest.raises(ConfigError, match="Unknown reset option"):
-        gym.make("Search-v0").reset(options={"hops": 3})
+        gym.make("Search-v1").reset(options={"hops": 3})
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "expert"])
 def test_other_world_sizes_and_seeds_work(difficulty):
-    env = gym.make("Search-v0", difficulty=difficulty, world_size=300, world_seed=7)
+    env = gym.make("Search-v1", difficulty=difficulty, world_size=300, world_seed=7)
     _, info = env.reset(seed=0)
     assert info["task_meta"]["world_size"] == 300 and info["task_meta"]["world_seed"] == 7
     assert len(env.unwrapped.index.corpus.docs) < 320
     for seed in range(5):
         assert play(env, OracleAgent(), seed=seed)[0] == 1.0
     with pytest.raises(ConfigError, match="world_size must be an integer between"):
-        gym.make("Search-v0", world_size=50)
+        gym.make("Search-v1", world_size=50)
