@@ -7,11 +7,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import require_module
@@ -86,6 +88,30 @@ def add_submitter(db: str, name: str) -> str:
     result = subprocess.run([sys.executable, "-m", "rollgym.cli", "leaderboard", "add-submitter", name, "--db", db],
                             capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
     return result.stdout.strip()
+
+
+def submit(url: str, token: str, data: bytes, **params: object) -> httpx.Response:
+    """Upload a bundle archive to a running leaderboard server."""
+    return httpx.post(f"{url}/api/submissions", params=params, content=data,
+                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/gzip"}, timeout=60)
+
+
+def submit_concurrently(url: str, token: str, data: bytes, n: int, label: str) -> list[httpx.Response]:
+    """Upload the same archive ``n`` times at once, from ``n`` threads; return every response."""
+    responses: list[httpx.Response] = []
+    lock = threading.Lock()
+
+    def send(i: int) -> None:
+        response = submit(url, token, data, label=f"{label}-{i}")
+        with lock:
+            responses.append(response)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return responses
 
 
 def wait_for(url: str, submission_id: str, states: set[str], timeout: float = 240) -> dict:

@@ -7,13 +7,12 @@ import io
 import json
 import sqlite3
 import tarfile
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.leaderboard.conftest import Server, add_submitter, start_server, wait_for
+from tests.leaderboard.conftest import Server, add_submitter, start_server, submit, submit_concurrently, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -29,18 +28,13 @@ def token(server: Server) -> str:
     return add_submitter(server.db, "alice")
 
 
-def _submit(url: str, token: str, data: bytes, **params: object) -> httpx.Response:
-    return httpx.post(f"{url}/api/submissions", params=params, content=data,
-                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/gzip"}, timeout=60)
-
-
 def _rows(db: str, query: str) -> list[tuple]:
     with sqlite3.connect(db.removeprefix("sqlite:///")) as conn:
         return conn.execute(query).fetchall()
 
 
 def test_submit_verify_and_rank(server: Server, token: str, bundle_archives: dict[str, Path]) -> None:
-    response = _submit(server.url, token, bundle_archives["oracle"].read_bytes(), label="oracle-v1", model_size_b=7)
+    response = submit(server.url, token, bundle_archives["oracle"].read_bytes(), label="oracle-v1", model_size_b=7)
     assert response.status_code == 202, response.text
     sid = response.json()["id"]
     status = wait_for(server.url, sid, {"accepted", "rejected"})
@@ -58,7 +52,7 @@ def test_submit_verify_and_rank(server: Server, token: str, bundle_archives: dic
 
 def test_bad_or_missing_token_is_refused(server: Server, bundle_archives: dict[str, Path]) -> None:
     before = _rows(server.db, "SELECT COUNT(*) FROM submissions")[0][0]
-    bad = _submit(server.url, "not-a-token", bundle_archives["oracle"].read_bytes())
+    bad = submit(server.url, "not-a-token", bundle_archives["oracle"].read_bytes())
     assert bad.status_code == 401 and "token" in bad.json()["error"]
     none = httpx.post(f"{server.url}/api/submissions", content=b"x", timeout=30)
     assert none.status_code == 401
@@ -67,9 +61,9 @@ def test_bad_or_missing_token_is_refused(server: Server, bundle_archives: dict[s
 
 def test_malformed_and_oversized_uploads_are_refused(server: Server, token: str) -> None:
     before = _rows(server.db, "SELECT COUNT(*) FROM submissions")[0][0]
-    junk = _submit(server.url, token, b"definitely not a gzip archive")
+    junk = submit(server.url, token, b"definitely not a gzip archive")
     assert junk.status_code == 400 and "Not a valid bundle" in junk.json()["error"]
-    empty = _submit(server.url, token, b"")
+    empty = submit(server.url, token, b"")
     assert empty.status_code == 400
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -77,9 +71,9 @@ def test_malformed_and_oversized_uploads_are_refused(server: Server, token: str)
         member = tarfile.TarInfo("manifest.json")
         member.size = len(data)
         tar.addfile(member, io.BytesIO(data))
-    not_manifest = _submit(server.url, token, buffer.getvalue())
+    not_manifest = submit(server.url, token, buffer.getvalue())
     assert not_manifest.status_code == 400 and "manifest" in not_manifest.json()["error"]
-    huge = _submit(server.url, token, b"\0" * (2 * 1024 * 1024))
+    huge = submit(server.url, token, b"\0" * (2 * 1024 * 1024))
     assert huge.status_code == 413
 
     def chunks() -> object:  # no Content-Length: the limit is enforced while streaming
@@ -106,7 +100,7 @@ def test_a_tampered_bundle_is_rejected_with_its_reason(server: Server, token: st
     summary = json.loads((folder / "summary.json").read_text())
     summary["entries"]["countdown"]["accuracy"]["value"] = 0.9
     (folder / "summary.json").write_text(json.dumps(summary))
-    sid = _submit(server.url, token, pack_bundle(folder).read_bytes()).json()["id"]
+    sid = submit(server.url, token, pack_bundle(folder).read_bytes()).json()["id"]
     status = wait_for(server.url, sid, {"accepted", "rejected"})
     assert status["status"] == "rejected"
     assert "summary.json claims entries.countdown.accuracy.value = 0.9" in status["reasons"][0]
@@ -116,19 +110,7 @@ def test_a_tampered_bundle_is_rejected_with_its_reason(server: Server, token: st
 
 def test_concurrent_submissions_are_all_kept(server: Server, token: str, bundle_archives: dict[str, Path]) -> None:
     data = bundle_archives["random"].read_bytes()
-    results: list[httpx.Response] = []
-    lock = threading.Lock()
-
-    def send(i: int) -> None:
-        response = _submit(server.url, token, data, label=f"random-{i}")
-        with lock:
-            results.append(response)
-
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    results = submit_concurrently(server.url, token, data, 6, "random")
     assert sorted(r.status_code for r in results) == [202] * 6
     ids = {r.json()["id"] for r in results}
     assert len(ids) == 6
@@ -146,7 +128,7 @@ def test_a_restart_in_the_middle_of_verification_loses_nothing(server_factory: o
     folder = tmp_path / "restart"
     first = server_factory("--worker-delay", "30", folder=folder)  # type: ignore[operator]
     token = add_submitter(first.db, "bob")
-    sid = _submit(first.url, token, bundle_archives["oracle"].read_bytes(), label="survivor").json()["id"]
+    sid = submit(first.url, token, bundle_archives["oracle"].read_bytes(), label="survivor").json()["id"]
     wait_for(first.url, sid, {"verifying"})
     first.kill()  # a crash: no clean shutdown, the job is left running
     assert _rows(first.db, f"SELECT state, attempts FROM jobs WHERE submission_id = '{sid}'") == [("running", 1)]
@@ -167,11 +149,11 @@ def test_hidden_seeds_need_a_ticket_and_its_seed(server_factory: object, tmp_pat
     token = add_submitter(srv.db, "carol")
     public = tmp_path / "public"
     run_suite(load_suite("quick"), AgentSpec(agent="oracle"), public, limit=1, only=["countdown"])
-    refused = _submit(srv.url, token, pack_bundle(public).read_bytes())
+    refused = submit(srv.url, token, pack_bundle(public).read_bytes())
     assert refused.status_code == 400 and "tickets" in refused.json()["error"]
     ticket = httpx.post(f"{srv.url}/api/tickets", params={"suite": "quick"}, timeout=30,
                         headers={"Authorization": f"Bearer {token}"}).json()
-    wrong_seed = _submit(srv.url, token, pack_bundle(public).read_bytes(), ticket=ticket["submission_id"])
+    wrong_seed = submit(srv.url, token, pack_bundle(public).read_bytes(), ticket=ticket["submission_id"])
     assert wrong_seed.status_code == 202
     status = wait_for(srv.url, ticket["submission_id"], {"accepted", "rejected"})
     assert status["status"] == "rejected" and "seed" in status["reasons"][0]
@@ -179,10 +161,10 @@ def test_hidden_seeds_need_a_ticket_and_its_seed(server_factory: object, tmp_pat
                          headers={"Authorization": f"Bearer {token}"}).json()
     hidden = tmp_path / "hidden"
     run_suite(load_suite("quick"), AgentSpec(agent="oracle"), hidden, seed=ticket2["seed"], limit=1, only=["countdown"])
-    ok = _submit(srv.url, token, pack_bundle(hidden).read_bytes(), ticket=ticket2["submission_id"])
+    ok = submit(srv.url, token, pack_bundle(hidden).read_bytes(), ticket=ticket2["submission_id"])
     assert ok.status_code == 202
     assert wait_for(srv.url, ticket2["submission_id"], {"accepted", "rejected"})["status"] == "accepted"
-    reused = _submit(srv.url, token, pack_bundle(hidden).read_bytes(), ticket=ticket2["submission_id"])
+    reused = submit(srv.url, token, pack_bundle(hidden).read_bytes(), ticket=ticket2["submission_id"])
     assert reused.status_code == 400 and "not an open ticket" in reused.json()["error"]
 
 

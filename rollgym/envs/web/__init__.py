@@ -23,19 +23,21 @@ _COMPONENTS = [
     "rollgym.envs.web.tasks.travel",
 ]
 
-for _id, _sites, _what in [
-    ("WebShop-v0", ("shop",), "a practice online shop: catalogue filters, cart, checkout, order history"),
-    ("WebForum-v0", ("forum",), "a practice Q&A forum: threads, replies, votes, moderation"),
-    ("WebTravel-v0", ("travel",), "a practice travel site: flight and hotel search by date, booking, cancelling"),
-    ("WebGym-v0", ("shop", "forum", "travel"), "all three practice websites (shop, forum, travel) mixed"),
-]:
-    register_env(
-        _id,
-        "rollgym.envs.web.env:WebEnv",
-        description=f"Browser tasks on {_what} (real Chromium).",
-        family="web",
-        components=_COMPONENTS,
-        kwargs={"sites": _sites},
-        oracle="rollgym.envs.web.reference:reference_policy",
-        random_policy="rollgym.envs.web.reference:random_action",
-    )
+_SITES = [
+    ("WebShop", ("shop",), "a practice online shop: catalogue filters, cart, checkout, order history"),
+    ("WebForum", ("forum",), "a practice Q&A forum: threads, replies, votes, moderation"),
+    ("WebTravel", ("travel",), "a practice travel site: flight and hotel search by date, booking, cancelling"),
+    ("WebGym", ("shop", "forum", "travel"), "all three practice websites (shop, forum, travel) mixed"),
+]
+for _name, _sites, _what in _SITES:
+    for _version, _gates, _note in [("v1", True, ""), ("v0", False, " Superseded by -v1: no collateral-damage gates.")]:
+        register_env(
+            f"{_name}-{_version}",
+            "rollgym.envs.web.env:WebEnv",
+            description=f"Browser tasks on {_what} (real Chromium).{_note}",
+            family="web",
+            components=_COMPONENTS,
+            kwargs={"sites": _sites, "collateral_gates": _gates},
+            oracle="rollgym.envs.web.reference:reference_policy",
+            random_policy="rollgym.envs.web.reference:random_action",
+        )

@@ -1,4 +1,4 @@
-"""The web envs: WebShop-v0, WebForum-v0, WebTravel-v0 and WebGym-v0 (all three sites)."""
+"""The web envs: WebShop-v1, WebForum-v1, WebTravel-v1 and WebGym-v1 (all three sites), and their -v0s."""
 
 from __future__ import annotations
 
@@ -53,7 +53,10 @@ class WebEnv(TextEnv):
     ## Rewards
     0.0 on every step except the last. The last step (an ``answer`` or the step cap)
     gets the rubric's weighted score in [0, 1], computed from the server's database and
-    the answer text only. Doing nothing scores 0.
+    the answer text only. Doing nothing scores 0. A transaction that changes anything
+    beyond what the task asks (a collateral-damage criterion fails: say, cancelling
+    every order to be sure of the right one) scores 0; ``details["partial_reward"]``
+    keeps the weighted share.
 
     ## Episode End
     Terminated by ``answer(...)``; truncated after ``max_steps`` actions (graded as it
@@ -66,16 +69,19 @@ class WebEnv(TextEnv):
 
     ## Arguments
     ``sites``: tuple of ``"shop"``, ``"forum"``, ``"travel"``; ``templates``: optional template
-    names; ``split``; ``max_steps`` (default 30); ``step_timeout`` seconds (default 60);
-    ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"``. The ``timings`` property gives
-    the last reset's or step's latency in milliseconds.
+    names; ``collateral_gates`` (default ``True``; ``False`` is the -v0 scoring); ``split``;
+    ``max_steps`` (default 30); ``step_timeout`` seconds (default 60); ``render_mode``: ``"ansi"``,
+    ``"human"`` or ``"rgb_array"``. The ``timings`` property gives the last reset's or step's latency
+    in milliseconds.
 
     ## Version History
+    * v1: collateral-damage criteria are gates: when one fails the reward is 0, not the
+      weighted share of the rest (under v0, cancelling every pending order scored 0.7).
     * v0: initial release.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012
-    default_env_id = "WebGym-v0"
+    default_env_id = "WebGym-v1"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -84,6 +90,7 @@ class WebEnv(TextEnv):
         *,
         split: str = "train",
         templates: tuple[str, ...] | list[str] | None = None,
+        collateral_gates: bool = True,
         max_steps: int = 30,
         step_timeout: float = 60.0,
         render_mode: str | None = None,
@@ -92,7 +99,10 @@ class WebEnv(TextEnv):
             raise ConfigError(f"max_steps must be a positive integer, got {max_steps!r}.")
         if step_timeout <= 0:
             raise ConfigError(f"step_timeout must be positive seconds, got {step_timeout!r}.")
-        source = WebTaskSource(tuple(sites), self.default_env_id, tuple(templates) if templates is not None else None)
+        # -v0 tasks keep the env id they always carried, so that they stay exactly as they were
+        task_env_id = self.default_env_id if collateral_gates else "WebGym-v0"
+        source = WebTaskSource(tuple(sites), task_env_id, tuple(templates) if templates is not None else None,
+                               collateral_gates=collateral_gates)
         super().__init__(
             source, split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000
         )

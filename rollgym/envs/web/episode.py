@@ -20,7 +20,7 @@ from rollgym.envs.web.actions import Action, ActionError, parse_action
 from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, WebRuntime
 from rollgym.envs.web.observation import OBSERVE_JS, format_observation
 from rollgym.envs.web.server import query_base
-from rollgym.envs.web.tasks import rubric_of, template_of
+from rollgym.envs.web.tasks import grade_task, template_of
 from rollgym.envs.web.tasks.rubric import GradeContext
 
 if TYPE_CHECKING:
@@ -276,4 +276,4 @@ class WebEpisode:
         ctx = GradeContext(
             answer=self.answer, db=episode.query, base=lambda sql, params=(): query_base(site, sql, params)
         )
-        return rubric_of(self.task).grade(ctx)
+        return grade_task(self.task, ctx)

@@ -13,23 +13,28 @@ from rollgym.envs.web.runner import collect_web_episodes
 from rollgym.envs.web.tasks import WebTaskSource
 
 pytestmark = pytest.mark.slow
-SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v0")
+SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v1")
+
+
+def live_episodes(runtime: Any) -> int:
+    """Episodes the server holds, less the spares the runtime keeps opened ahead (one per site used)."""
+    return int(runtime.server.episode_count) - sum(len(s) for s in runtime._spares.values())
 
 
 def test_parallel_episodes_all_succeed_in_task_order(web_runtime: Any) -> None:
     tasks = [SOURCE.task(i, "validation") for i in range(5)]
-    live_before = web_runtime.server.episode_count
+    live_before = live_episodes(web_runtime)
     results = collect_web_episodes(reference_policy, tasks, concurrency=3)
     assert [r.task.id for r in results] == [t.id for t in tasks]
     assert all(r.status == "completed" and r.success and r.reward == 1.0 for r in results), [
         (r.task.id, r.status, r.error, r.details) for r in results
     ]
     assert all(r.steps == len(r.transcript) == len(r.step_ms) for r in results)
-    assert web_runtime.server.episode_count == live_before  # every episode's state was freed
+    assert live_episodes(web_runtime) == live_before  # every episode's state was freed
 
 
 def test_same_task_group_runs_isolated(web_runtime: Any) -> None:
-    task = WebTaskSource(("shop",), "WebShop-v0", templates=("shop_purchase",)).task(3)
+    task = WebTaskSource(("shop",), "WebShop-v1", templates=("shop_purchase",)).task(3)
     results = collect_web_episodes(reference_policy, [task] * 3, concurrency=3)
     # each rollout placed its own order in its own database, so every "exactly one new order" check passes
     assert all(r.success for r in results), [(r.status, r.error, r.details) for r in results]
@@ -60,3 +65,18 @@ async def _run_bad() -> None:
     from rollgym.envs.web.runner import run_web_episodes
 
     await run_web_episodes([reference_policy], [SOURCE.task(0), SOURCE.task(1)], runtime=object())
+
+
+def test_the_rollout_collector_runs_web_groups_in_one_browser(web_runtime: Any) -> None:
+    from rollgym.agents import OracleAgent
+    from rollgym.rollout import collect
+
+    live_before = live_episodes(web_runtime)
+    groups = collect(OracleAgent(), "WebGym-v1", n_tasks=3, group_size=2, split="validation", seed=5, workers=4,
+                     max_steps=30)
+    assert len(groups) == 3 and all(len(g.trajectories) == 2 for g in groups)
+    for group in groups:  # rollouts of one task ran side by side, each in its own database
+        assert all(t.status == "completed" and t.reward == 1.0 for t in group.trajectories), [
+            (t.status, t.reward, t.info.get("details")) for t in group.trajectories
+        ]
+    assert live_episodes(web_runtime) == live_before  # every episode's state was freed

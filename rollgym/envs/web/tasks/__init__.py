@@ -15,7 +15,7 @@ from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
-from rollgym.core.task import Task
+from rollgym.core.task import Score, Task
 from rollgym.envs.web.tasks import forum, shop, travel
 from rollgym.envs.web.tasks.base import TaskTemplate
 from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, Rubric
@@ -37,18 +37,24 @@ def rubric_of(task: Task) -> Rubric:
     return template_of(task).rubric(task.meta["params"], task.answer)
 
 
+def grade_task(task: Task, ctx: GradeContext) -> Score:
+    """Grade ``task`` by its rubric: with collateral-damage gates unless the task comes from a ``-v0`` id."""
+    return rubric_of(task).grade(ctx, gates=bool(task.meta.get("collateral_gates", False)))
+
+
 class WebTaskSource:
     """Tasks for one or more sites, indexed and deterministic.
 
     Example:
-        >>> source = WebTaskSource(("shop",), env_id="WebShop-v0")
+        >>> source = WebTaskSource(("shop",), env_id="WebShop-v1")
         >>> source.task(5, "train") == source.task(5, "train")
         True
     """
 
     family = "web"
 
-    def __init__(self, sites: tuple[str, ...], env_id: str, templates: tuple[str, ...] | None = None) -> None:
+    def __init__(self, sites: tuple[str, ...], env_id: str, templates: tuple[str, ...] | None = None, *,
+                 collateral_gates: bool = True) -> None:
         unknown = [s for s in sites if s not in SITE_KEYS]
         if unknown or not sites:
             raise ConfigError(f"Unknown site(s) {unknown}; use some of {', '.join(SITE_KEYS)}.")
@@ -60,6 +66,7 @@ class WebTaskSource:
             chosen = [TEMPLATES[n] for n in templates]
         self.sites = sites
         self.env_id = env_id
+        self.collateral_gates = collateral_gates
         self.templates = chosen
 
     def size(self, split: str) -> int | None:
@@ -84,6 +91,8 @@ class WebTaskSource:
             "kind": template.kind,
             "params": params,
         }
+        if self.collateral_gates:  # v0 tasks carry no such key, so they stay exactly as they were
+            meta["collateral_gates"] = True
         return Task(f"{template.name}:{digest}", self.env_id, template.goal(params), answer, meta)
 
     @cached_property
@@ -99,6 +108,7 @@ __all__ = [
     "Rubric",
     "TaskTemplate",
     "WebTaskSource",
+    "grade_task",
     "rubric_of",
     "template_of",
 ]

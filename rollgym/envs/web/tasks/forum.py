@@ -128,6 +128,7 @@ class ForumReply(TaskTemplate):
                 0.3,
                 lambda ctx: len(matching(ctx)) == 1 and len(new_rows(ctx, "posts")) == 1,
                 "exactly one new post on the whole forum",
+                gate=True,
             ),
         ]
 
@@ -184,7 +185,8 @@ class ForumUpvote(TaskTemplate):
                 "upvoted", 0.7, lambda ctx: votes(ctx).get(ans["post_id"]) == 1, "the reply has the user's up-vote"
             ),
             Criterion(
-                "no_other_votes", 0.3, lambda ctx: votes(ctx) == {ans["post_id"]: 1}, "the user cast no other vote"
+                "no_other_votes", 0.3, lambda ctx: votes(ctx) == {ans["post_id"]: 1}, "the user cast no other vote",
+                gate=True,
             ),
         ]
 
@@ -245,6 +247,7 @@ class ForumModerate(TaskTemplate):
                     and changed_ids(ctx, "threads", "locked") <= {ans["thread_id"]}
                 ),
                 "no other post deleted and no other thread locked",
+                gate=True,
             ),
         ]
 

@@ -7,6 +7,12 @@ success means every criterion passes. Criteria are written so that doing
 nothing fails each of them (a collateral-damage check such as "nothing else
 changed" also demands that the target change happened).
 
+A criterion marked ``gate`` (the collateral-damage checks) zeroes the reward
+when it fails, so that acting on every candidate (cancelling all orders to be
+sure of cancelling the right one) is worth nothing; the weighted share is still
+reported as ``details["partial_reward"]``. ``grade(ctx, gates=False)`` is the
+older, ungated scoring of the ``-v0`` web ids.
+
 Example:
     >>> rubric = Rubric([Criterion("says_hello", 1.0, lambda ctx: ctx.answer == "hello")])
     >>> ctx = GradeContext(answer="hello", db=lambda *a: [], base=lambda *a: [])
@@ -44,12 +50,13 @@ class GradeContext:
 
 @dataclass(frozen=True)
 class Criterion:
-    """One named check with a weight; ``check`` returns whether it passes."""
+    """One named check with a weight; ``check`` returns whether it passes; a failed ``gate`` zeroes the reward."""
 
     name: str
     weight: float
     check: Callable[[GradeContext], bool]
     description: str = ""
+    gate: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,8 +65,11 @@ class Rubric:
 
     criteria: Sequence[Criterion]
 
-    def grade(self, ctx: GradeContext) -> Score:
-        """Run every criterion; a criterion that raises counts as failed and is reported."""
+    def grade(self, ctx: GradeContext, *, gates: bool = True) -> Score:
+        """Run every criterion; a criterion that raises counts as failed and is reported.
+
+        With ``gates`` (the default), a failed gate criterion makes the reward 0.
+        """
         results: dict[str, bool] = {}
         errors: dict[str, str] = {}
         for c in self.criteria:
@@ -72,6 +82,11 @@ class Rubric:
         reward = sum(c.weight for c in self.criteria if results[c.name]) / total
         correct = all(results.values())
         details: dict[str, Any] = {"criteria": results, "weights": {c.name: c.weight for c in self.criteria}}
+        failed_gates = [c.name for c in self.criteria if c.gate and not results[c.name]]
+        if gates and failed_gates:
+            details["partial_reward"] = round(reward, 6)
+            details["failed_gates"] = failed_gates
+            reward = 0.0
         if errors:
             details["criterion_errors"] = errors
         error = None if correct else ("no_answer" if ctx.answer is None else "wrong")

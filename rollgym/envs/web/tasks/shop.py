@@ -142,7 +142,7 @@ class ShopPurchase(TaskTemplate):
             Criterion("quantity_and_items", 0.2, qty_ok, "the order holds exactly the requested quantity of it"),
             Criterion("shipping_address", 0.2, address_ok, "the order ships to the requested address"),
             Criterion("shipping_method", 0.1, shipping_ok, "the order uses the requested shipping method"),
-            Criterion("nothing_else", 0.1, only_one, "exactly one new order and no other order changed"),
+            Criterion("nothing_else", 0.1, only_one, "exactly one new order and no other order changed", gate=True),
         ]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
@@ -245,6 +245,7 @@ class ShopCancelOrder(TaskTemplate):
                 0.3,
                 lambda ctx: changed_ids(ctx, "orders", "status") == {oid} and not new_rows(ctx, "orders"),
                 "no other order was changed or placed",
+                gate=True,
             ),
         ]
 

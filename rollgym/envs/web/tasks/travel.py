@@ -135,6 +135,7 @@ class TravelBookFlight(TaskTemplate):
                     and not changed_ids(ctx, "bookings", "status")
                 ),
                 "exactly one new booking, nothing cancelled",
+                gate=True,
             ),
         ]
 
@@ -189,6 +190,7 @@ class TravelCancelHotel(TaskTemplate):
                 0.3,
                 lambda ctx: changed_ids(ctx, "bookings", "status") == {bid} and not new_rows(ctx, "bookings"),
                 "no other booking changed or added",
+                gate=True,
             ),
         ]
 
@@ -261,6 +263,7 @@ class TravelBookHotel(TaskTemplate):
                     and not changed_ids(ctx, "bookings", "status")
                 ),
                 "exactly one new booking, nothing cancelled",
+                gate=True,
             ),
         ]
 
