@@ -41,6 +41,7 @@ class TurnRecord:
     policy_version: int = 0
     finish_reason: str = "stop"
     text: str = ""
+    output_versions: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -150,7 +151,7 @@ class ChatAgent:
             prompt_ids=list(self.context_ids) if self.tokenizer is not None else list(generation.prompt_ids),
             output_ids=list(generation.token_ids), output_logprobs=list(generation.logprobs),
             policy_version=generation.policy_version, finish_reason=generation.finish_reason,
-            text=generation.text,
+            text=generation.text, output_versions=list(generation.token_versions),
         ))
         self.context_ids = self.context_ids + list(generation.token_ids)
         self.messages.append({"role": "assistant", "content": generation.text})

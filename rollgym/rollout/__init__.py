@@ -6,6 +6,7 @@ episodes; :func:`load_results` reads a results file back.
 
 from rollgym.rollout.collector import agent_seed, collect, episode_seed
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode, run_episode
+from rollgym.rollout.partial import PartialRollouts
 from rollgym.rollout.store import EpisodeRecord, Results, ResultsWriter, load_results
 from rollgym.rollout.stream import collect_async, stream
 from rollgym.rollout.types import RolloutGroup, Trajectory, Turn, to_jsonable
@@ -14,6 +15,7 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "EpisodeLimits",
     "EpisodeRecord",
+    "PartialRollouts",
     "Results",
     "ResultsWriter",
     "RolloutGroup",

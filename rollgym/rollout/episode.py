@@ -200,7 +200,8 @@ class _Episode:
             status = "failed"
             stored["failure"] = self.failure.to_info()
         components = info.get("reward_components")
-        versions = sorted({t.policy_version for t in tokens.get("turns", []) if t.policy_version is not None})
+        versions = sorted({v for t in tokens.get("turns", []) for v in (
+            [t.policy_version, *t.output_versions] if t.policy_version is not None else t.output_versions)})
         metrics: dict[str, Any] = {
             "num_turns": len(self.turns), "agent_s": round(self.agent_s, 6), "env_s": round(self.env_s, 6),
             "episode_s": round(time.perf_counter() - self.started, 6), "tool_calls": self.tool_calls,
@@ -325,12 +326,17 @@ async def arun_episode(
     env_id: str = "",
     source: str = "policy",
     limits: EpisodeLimits | None = None,
+    pause: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
     Agents with ``aact`` (LLM agents) are awaited, so many episodes share one event
     loop and their generations batch; synchronous agents and ``env.step`` run in
     worker threads when a step timeout is set, else inline.
+
+    ``pause``, when given, is awaited before every action, outside the step timeout and
+    the agent's timing: a collector parks an episode there between training steps
+    (partial rollouts, :mod:`rollgym.rollout.partial`).
     """
     limits = limits or EpisodeLimits()
     ep = _Episode(agent, limits)
@@ -350,6 +356,8 @@ async def arun_episode(
                 ep.fail("agent_reset", exc)
         aact = getattr(agent, "aact", None)
         while not ep.done and not ep.check_caps():
+            if pause is not None:
+                await pause()
             started = time.perf_counter()
             try:
                 if callable(aact):

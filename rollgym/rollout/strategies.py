@@ -17,7 +17,7 @@
 - :func:`drop_zero_variance` (dynamic sampling, DAPO): groups whose rewards
   are all equal carry no GRPO signal and are dropped.
 
-Partial rollouts (APRIL) live in the collector, which owns in-flight episodes.
+Partial rollouts (APRIL) live in :mod:`rollgym.rollout.partial`, which owns in-flight episodes.
 """
 
 from __future__ import annotations

@@ -83,9 +83,13 @@ class Turn:
         output_logprobs: The behaviour logprob of each sampled token; empty when unknown.
         obs_ids: The env's tokens appended after the output (tool results, next observation).
         reward: The reward ``env.step`` returned for this action.
-        policy_version: The weights version that sampled the output; ``None`` for scripted agents.
+        policy_version: The weights version that sampled the output (the oldest one, when a
+            paused generation was resumed after an update); ``None`` for scripted agents.
         finish_reason: Why generation stopped (``"stop"``, ``"length"``, ``"tool"``, ``"abort"``);
             ``None`` for agents that do not generate tokens.
+
+        output_versions: The weights version of each output token, only when they differ
+            (a partial rollout resumed across an update); empty otherwise.
 
     Token lists are empty for text-only agents.
     """
@@ -97,6 +101,7 @@ class Turn:
     reward: float | None = None
     policy_version: int | None = None
     finish_reason: str | None = None
+    output_versions: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the turn."""
@@ -108,6 +113,7 @@ class Turn:
             "reward": _optional_float(self.reward),
             "policy_version": None if self.policy_version is None else int(self.policy_version),
             "finish_reason": self.finish_reason,
+            "output_versions": _ints(self.output_versions),
         }
 
     @classmethod
@@ -121,6 +127,7 @@ class Turn:
             reward=_optional_float(data.get("reward")),
             policy_version=data.get("policy_version"),
             finish_reason=data.get("finish_reason"),
+            output_versions=_ints(data.get("output_versions")),
         )
 
 

@@ -76,6 +76,9 @@ class Generation:
         policy_version: The weights' version that produced the tokens.
         prompt_ids: The prompt's token ids, when the backend knows them.
         error: Why generation failed, when ``finish_reason == "error"``.
+        token_versions: The weights version of each token, when they differ (a generation
+            paused and resumed across an update, see :mod:`rollgym.rollout.partial`); empty
+            when every token came from ``policy_version``, which is then the oldest version.
     """
 
     text: str
@@ -86,6 +89,7 @@ class Generation:
     prompt_ids: list[int] = field(default_factory=list)
     error: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    token_versions: list[int] = field(default_factory=list)
 
 
 @runtime_checkable

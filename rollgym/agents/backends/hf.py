@@ -178,11 +178,13 @@ class TransformersBackend:
                         results += self.generate_ids(flat[start:end], first.sampling, flat_seeds[start:end])
                 except Exception as exc:
                     for p in group:
-                        p.future.set_exception(exc)
+                        if not p.future.cancelled():  # a caller that gave up (a timeout) wants nothing back
+                            p.future.set_exception(exc)
                     continue
                 offset = 0
                 for p in group:
-                    p.future.set_result(results[offset : offset + len(p.prompts)])
+                    if not p.future.cancelled():
+                        p.future.set_result(results[offset : offset + len(p.prompts)])
                     offset += len(p.prompts)
 
     def generate_ids(
