@@ -5,7 +5,7 @@ Sub-commands::
     rollgym list                          every env id with its description, by family
     rollgym play ENV [--seed S]           play an episode yourself
     rollgym eval ENV --agent oracle ...   run an agent for groups of episodes, print a summary
-    rollgym demo                          oracle and random agents on Countdown and Sudoku
+    rollgym demo                          reference agents on the quick suite, verified bundles, a static leaderboard
 
 More sub-commands come from the modules named in
 :data:`rollgym.commands.COMMAND_MODULES`; each exposes ``register(subparsers)``
@@ -423,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_arg(p)
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("demo", help="oracle and random agents on Countdown and Sudoku")
+    p = sub.add_parser("demo", help="reference agents on the quick suite, verified bundles, a static leaderboard")
     p.add_argument("--n", type=_positive, default=25, help="tasks per env and agent (default: 25)")
     p.add_argument("--group-size", type=_positive, default=4, help="rollouts per task (default: 4)")
     p.add_argument("--seed", type=_seed, default=0, help="run seed (default: 0)")

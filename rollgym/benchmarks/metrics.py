@@ -137,6 +137,38 @@ def bootstrap_interval(
     return min(float(low), mean), max(float(high), mean)
 
 
+def unit_interval(
+    values: Sequence[float] | np.ndarray,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """An interval for the mean of per-task values in [0, 1] (pass@k, pass^k).
+
+    The percentile bootstrap collapses to zero width when every task has the same
+    value (all solved, or none), which would claim certainty from a finite sample.
+    The interval returned covers both the bootstrap interval and the Wilson score
+    interval of the mean over ``len(values)`` tasks.
+
+    Example:
+        >>> low, high = unit_interval([1.0] * 100)
+        >>> round(low, 3), high
+        (0.963, 1.0)
+    """
+    data = np.clip(np.asarray(values, dtype=float), 0.0, 1.0)
+    low, high = bootstrap_interval(data, confidence, n_resamples, seed)
+    if data.size == 0:
+        return low, high
+    n, p = data.size, float(data.mean())
+    z = _z(confidence)
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    wilson_low = 0.0 if p <= 0.0 else max(0.0, centre - half)
+    wilson_high = 1.0 if p >= 1.0 else min(1.0, centre + half)
+    return min(low, wilson_low), max(high, wilson_high)
+
+
 def expected_best_of_k(rewards: Sequence[float], k: int) -> float:
     """The expected maximum reward of k samples drawn without replacement from ``rewards``.
 
@@ -241,5 +273,5 @@ def summarize(groups: Iterable[Any], confidence: float = 0.95, seed: int = 0, n_
         smallest = min(len(g.trajectories) for g in groups)
         for k in range(1, smallest + 1):
             per_task = [pass_at_k(len(g.trajectories), sum(1 for t in g.trajectories if t.correct), k) for g in groups]
-            pass_k[k] = Estimate(float(np.mean(per_task)), *bootstrap_interval(per_task, confidence, n_resamples, seed))
+            pass_k[k] = Estimate(float(np.mean(per_task)), *unit_interval(per_task, confidence, n_resamples, seed))
     return Summary(n, len(groups), correct, failures, truncated, accuracy, mean_reward, pass_k)

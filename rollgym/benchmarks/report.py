@@ -25,6 +25,7 @@ from rollgym.benchmarks.metrics import (
     expected_best_of_k,
     pass_hat_k,
     summarize,
+    unit_interval,
     wilson_interval,
 )
 from rollgym.benchmarks.suite import SuiteEntry
@@ -35,10 +36,11 @@ AGENT_PLAYER = "agent"
 N_RESAMPLES = 2000
 
 
-def _estimate(values: Sequence[float], seed: int = 0) -> dict[str, float]:
+def _estimate(values: Sequence[float], seed: int = 0, unit: bool = False) -> dict[str, float]:
     if not values:
         return {"value": math.nan, "low": math.nan, "high": math.nan}
-    low, high = bootstrap_interval(values, 0.95, N_RESAMPLES, seed)
+    interval = unit_interval if unit else bootstrap_interval
+    low, high = interval(values, 0.95, N_RESAMPLES, seed)
     return Estimate(float(np.mean(values)), low, high).to_dict()
 
 
@@ -60,7 +62,7 @@ def summarize_groups(groups: list[RolloutGroup]) -> dict[str, Any]:
             per_task = [
                 pass_hat_k(len(g.trajectories), sum(1 for t in g.trajectories if t.correct), k) for g in groups
             ]
-            hat[str(k)] = _estimate(per_task)
+            hat[str(k)] = _estimate(per_task, unit=True)
     return {**base, "best_of_k": best, "pass_hat_k": hat}
 
 

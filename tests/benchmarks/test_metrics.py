@@ -132,3 +132,16 @@ def test_summarize_counts_failures_as_unsolved_and_leaves_them_out_of_mean_rewar
     assert s.pass_at_k[2].value == pytest.approx((1.0 + 0.0) / 2)
     assert set(s.pass_at_k) == {1, 2}
     assert summarize(groups).to_dict() == s.to_dict()  # seeded: the same every time
+
+
+def test_pass_at_k_intervals_do_not_collapse_when_every_task_is_solved() -> None:
+    from rollgym.benchmarks.metrics import unit_interval
+
+    low, high = unit_interval([1.0] * 100)
+    assert high == 1.0 and low == pytest.approx(wilson_interval(100, 100)[0])
+    low, high = unit_interval([0.0] * 40)
+    assert low == 0.0 and high == pytest.approx(wilson_interval(0, 40)[1])
+    mixed = [0.25, 0.5, 1.0, 0.0] * 25
+    b_low, b_high = bootstrap_interval(mixed)
+    low, high = unit_interval(mixed)
+    assert low <= b_low and high >= b_high and 0.0 <= low < 0.4375 < high <= 1.0
