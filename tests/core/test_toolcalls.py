@@ -57,3 +57,11 @@ def test_parser_never_raises(text):
     parse_tool_calls(text)
     parse_tool_calls("<tool_call>" + text + "</tool_call>")
     parse_tool_calls("[" + text + "]")
+
+
+def test_deeply_nested_json_is_an_error_not_a_recursion_error():
+    deep = "[" * 100_000 + "]" * 100_000
+    for text in (f'<tool_call>{{"name": "f", "arguments": {{"q": {deep}}}}}</tool_call>',
+                 f'<tool_call>{{"name": "f", "arguments": "{{\\"q\\": {deep}}}"}}</tool_call>', deep):
+        parsed = parse_tool_calls(text)  # must not raise
+        assert not parsed.calls
