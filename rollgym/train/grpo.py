@@ -7,7 +7,10 @@ update with PPO-style clipping against the behaviour logprobs the rollout
 recorded, an optional KL penalty to a frozen reference model, token loss masks
 (env tokens never get gradient) and gradient accumulation over micro-batches.
 The micro-batch losses are scaled so that accumulation gives exactly the
-full-batch loss.
+full-batch loss. Rollouts carried over from earlier steps (partial rollouts,
+:mod:`rollgym.rollout.partial`) train against the logprobs of the version that
+really sampled each token; the step's statistics report how stale they were
+(``stale_token_fraction``, ``max_token_staleness``).
 
 Checkpoints hold the model, the optimiser, the step counter and the RNG state,
 so a run resumed from a checkpoint continues exactly as if never stopped. Logs
@@ -108,6 +111,35 @@ def _rows_of(traj: Trajectory, advantage: float) -> list[Row]:
                 advantage, traj.source)]
 
 
+def token_staleness(groups: Sequence[RolloutGroup], current: int) -> dict[str, Any]:
+    """How far behind ``current`` the sampled tokens of usable rollouts are (partial rollouts carry old ones).
+
+    Returns ``stale_token_fraction`` (sampled tokens from a version before ``current``) and
+    ``max_token_staleness`` (versions behind, at worst); tokens of unknown version are left out.
+
+    Example:
+        >>> from rollgym.rollout.types import Turn
+        >>> traj = Trajectory("t", "g", 0, "E-v0", "t", 0, turns=[Turn(output_ids=[1, 2, 3, 4], policy_version=3,
+        ...                                                        output_versions=[3, 3, 4, 4])])
+        >>> token_staleness([RolloutGroup("g", None, 1, [traj])], current=4)
+        {'stale_token_fraction': 0.5, 'max_token_staleness': 1}
+    """
+    stale = counted = worst = 0
+    for group in groups:
+        for traj in group.usable():
+            for turn in traj.turns:
+                if turn.output_versions and len(turn.output_versions) == len(turn.output_ids):
+                    versions = list(turn.output_versions)
+                elif turn.policy_version is not None:
+                    versions = [turn.policy_version] * len(turn.output_ids)
+                else:
+                    continue
+                counted += len(versions)
+                stale += sum(1 for v in versions if v < current)
+                worst = max([worst, *(current - v for v in versions)])
+    return {"stale_token_fraction": stale / counted if counted else 0.0, "max_token_staleness": worst}
+
+
 def sequence_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> tuple[Any, Any, Any]:
     """Logprobs of each row's completion tokens under ``model``: ``(logprobs, old, mask)``, all ``[B, T]``."""
     import torch
@@ -183,6 +215,7 @@ class GRPOTrainer:
         stats: dict[str, Any] = {
             "step": self.global_step, "groups": len(groups), "groups_kept": len(kept), "rows": len(rows),
             "reward_mean": float(sum(rewards) / len(rewards)) if rewards else None,
+            **token_staleness(kept, self.global_step),
         }
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)

@@ -170,3 +170,31 @@ def test_bad_settings_are_one_clear_error():
                         limits=EpisodeLimits(episode_timeout_s=5))
     with pytest.raises(ConfigError, match="ChatAgent"):
         PartialRollouts(SlowGuesser(), "ToyGuess-v0", group_size=2, groups_per_step=1, chunk_tokens=8)
+
+
+def test_the_grpo_trainer_trains_on_partial_rollouts_and_reports_their_staleness(tiny_model_dir):
+    import math
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rollgym.agents.backends.hf import TransformersBackend
+    from rollgym.train.grpo import GRPOConfig, GRPOTrainer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    backend = SlowTasks(TransformersBackend(model, tokenizer))
+    trainer = GRPOTrainer(model, tokenizer, GRPOConfig(learning_rate=1e-3))
+    stats = []
+    with PartialRollouts(_agent(backend, max_tokens=16), "Countdown-v0", group_size=2, groups_per_step=1,
+                         over_provision=4, chunk_tokens=4, env_kwargs={"num_numbers": 3}, seed=1) as rollouts:
+        for _ in range(5):
+            groups = rollouts.step()
+            # rewards are all 0 for a random model: give the trainer a signal to push on
+            for g in groups:
+                for j, t in enumerate(g.trajectories):
+                    t.reward = float(j)
+            stats.append(trainer.step(groups))
+            backend.policy_version = trainer.policy_version
+    assert all(math.isfinite(s["loss"]) and s["rows"] == 2 for s in stats)
+    assert any(s["stale_token_fraction"] > 0 for s in stats), "no carried tokens reached the trainer"
+    assert all(0 <= s["stale_token_fraction"] <= 1 and s["max_token_staleness"] >= 0 for s in stats)
