@@ -223,3 +223,35 @@ class ChatAgent:
             prompt_ids, completion = list(last.prompt_ids), list(last.output_ids)
             mask, logprobs = [1] * len(completion), list(last.output_logprobs) or [0.0] * len(completion)
         return TokenRecord(prompt_ids, completion, mask, logprobs, list(self.turns), self.per_turn_rows, exact)
+
+
+@dataclass(frozen=True)
+class RemoteChatAgent:
+    """A picklable recipe for a :class:`ChatAgent` over an OpenAI-compatible server, built where it is called.
+
+    Distributed collection builds agents inside Ray workers from a factory; this one
+    carries only the server URL, the tokenizer folder and the sampling settings, so it
+    pickles by value and every worker talks to the same inference server.
+
+    Example:
+        >>> from rollgym.rollout.distributed import collect_ray  # doctest: +SKIP
+        >>> factory = RemoteChatAgent("http://127.0.0.1:8000/v1", tokenizer="path/to/model")  # doctest: +SKIP
+        >>> groups = collect_ray(factory, "Countdown-v0", 64, 8, num_workers=4)  # doctest: +SKIP
+    """
+
+    url: str
+    tokenizer: str | None = None
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    model: str | None = None
+    system_prompt: str | None = None
+
+    def __call__(self) -> ChatAgent:
+        from rollgym.agents.backends.openai_http import OpenAIBackend
+
+        tokenizer = None
+        if self.tokenizer is not None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer)
+        backend = OpenAIBackend(self.url, model=self.model)
+        return ChatAgent(backend, self.sampling, tokenizer=tokenizer, system_prompt=self.system_prompt)

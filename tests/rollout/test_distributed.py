@@ -51,3 +51,17 @@ def test_killing_a_worker_mid_run_loses_no_finished_rollout(tmp_path: Path):
     straight = collect(RandomAgent(), "Sudoku4x4-v0", 6, 3, seed=4)
     assert comparable(groups) == comparable(straight)
     assert len(load_results(out).episodes) == 18
+
+
+def test_ray_workers_play_an_llm_through_an_http_model_server(tiny_backend, tiny_server, tiny_model_dir):
+    from test_stream import check_tokens
+
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import RemoteChatAgent
+
+    factory = RemoteChatAgent(tiny_server.url, tokenizer=str(tiny_model_dir), sampling=SamplingParams(max_tokens=8))
+    groups = collect_ray(factory, "Countdown-v0", 3, 2, seed=2, num_workers=2, episodes_per_worker=2)
+    trajectories = [t for g in groups for t in g.trajectories]
+    assert len(trajectories) == 6 and all(t.status == "completed" for t in trajectories)
+    for traj in trajectories:  # the exact tokens the server sampled, with its logprobs, came back from the workers
+        check_tokens(tiny_backend, traj)
