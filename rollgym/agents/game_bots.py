@@ -125,7 +125,11 @@ class StockfishBot:
             (a node limit with one thread makes games reproducible).
         path: the binary (see :func:`find_stockfish`).
 
-    The engine process starts on the first move and stops at :meth:`close`.
+    The engine process starts on the first move and stops at :meth:`close`. Each new game
+    (a position with fewer moves than the last one, or another start position) is announced
+    with ``ucinewgame``, which clears the engine's hash, so with a node or depth limit and
+    one thread a game depends only on its moves: the same moves get the same replies in any
+    process, in any order of games, which is what a verified benchmark replay needs.
     """
 
     def __init__(self, skill_level: int = 20, elo: int | None = None, movetime: float | None = 0.05,
@@ -139,7 +143,11 @@ class StockfishBot:
         self.threads, self.hash_mb = threads, hash_mb
         self.name = f"stockfish-elo-{elo}" if elo is not None else (
             "stockfish" if skill_level == 20 else f"stockfish-skill-{skill_level}")
+        if nodes is not None and elo is None and skill_level == 20:
+            self.name = f"stockfish-nodes-{nodes}"
         self._engine: Any = None
+        self._game: tuple[str, int] = ("", 0)
+        self._plies = -1
 
     def _start(self) -> Any:
         import chess.engine
@@ -162,9 +170,14 @@ class StockfishBot:
             raise ConfigError(f"Stockfish plays chess only, not {state.game_name}; use an MCTS bot.")
         if self._engine is None:
             self._engine = self._start()
+        board = state.board  # type: ignore[attr-defined]
+        root, plies = board.root().fen(), len(board.move_stack)
+        if root != self._game[0] or plies <= self._plies:  # a new game: python-chess sends ucinewgame
+            self._game = (root, self._game[1] + 1)
+        self._plies = plies
         limit = chess.engine.Limit(time=None if (self.nodes or self.depth) else self.movetime,
                                    nodes=self.nodes, depth=self.depth)
-        result = self._engine.play(state.board, limit)  # type: ignore[attr-defined]
+        result = self._engine.play(board, limit, game=self._game)
         if result.move is None:
             return RandomBot().choose(state, rng)
         return result.move
@@ -185,15 +198,16 @@ class StockfishBot:
         self.close()
 
 
-_BOT_RE = re.compile(r"^(random|greedy|mcts|stockfish)(?:-(skill|elo))?(?:-(\d+))?$")
+_BOT_RE = re.compile(r"^(random|greedy|mcts|stockfish)(?:-(skill|elo|nodes))?(?:-(\d+))?$")
 
 
 def make_bot(name: str, **kwargs: Any) -> Any:
     """Build a bot from its name.
 
     Names: ``random``, ``greedy``, ``mcts`` / ``mcts-<simulations>``, ``stockfish``
-    (full strength), ``stockfish-skill-<0..20>``, ``stockfish-elo-<elo>``. ``kwargs``
-    go to the bot's constructor.
+    (full strength), ``stockfish-skill-<0..20>``, ``stockfish-elo-<elo>``, and
+    ``stockfish-nodes-<N>`` (full strength, N nodes a move, one thread: reproducible).
+    ``kwargs`` go to the bot's constructor.
 
     Example:
         >>> make_bot("mcts-100").name
@@ -203,7 +217,7 @@ def make_bot(name: str, **kwargs: Any) -> Any:
     if not match:
         raise ConfigError(
             f"Unknown bot {name!r}; use random, greedy, mcts-<N>, stockfish, "
-            "stockfish-skill-<0-20> or stockfish-elo-<E>."
+            "stockfish-skill-<0-20>, stockfish-elo-<E> or stockfish-nodes-<N>."
         )
     kind, mode, number = match.groups()
     if kind == "random" and not mode and number is None:
@@ -219,8 +233,13 @@ def make_bot(name: str, **kwargs: Any) -> Any:
             kwargs.setdefault("skill_level", int(number))
         elif mode == "elo" and number is not None:
             kwargs.setdefault("elo", int(number))
+        elif mode == "nodes" and number is not None and int(number) > 0:
+            kwargs.setdefault("nodes", int(number))
+            kwargs.setdefault("movetime", None)
+            kwargs.setdefault("threads", 1)
         elif mode or number is not None:
-            raise ConfigError(f"Unknown bot {name!r}; write stockfish-skill-<0-20> or stockfish-elo-<E>.")
+            raise ConfigError(f"Unknown bot {name!r}; write stockfish-skill-<0-20>, stockfish-elo-<E> or "
+                              "stockfish-nodes-<N>.")
         return StockfishBot(**kwargs)
     raise ConfigError(f"Unknown bot {name!r}; use random, greedy, mcts-<N> or stockfish.")
 

@@ -148,3 +148,30 @@ def test_stockfish_skill_and_elo_settings_reach_the_engine() -> None:
         assert weak._engine.options["UCI_Elo"].min <= 1500 and weak.name == "stockfish-elo-1500"
     with pytest.raises(ConfigError, match="chess only"), StockfishBot(skill_level=3) as bot:
         bot.choose(ConnectFourState(), np.random.default_rng(0))
+
+
+def test_node_limited_stockfish_replies_depend_only_on_the_game() -> None:
+    """Same moves, same replies, whatever the engine played before: what verified replays need."""
+    require_binary("stockfish", "/usr/games/stockfish")
+    require_module("chess")
+    import gymnasium as gym
+
+    from rollgym.agents import RandomAgent
+    from rollgym.rollout import run_episode
+
+    assert make_bot("stockfish-nodes-400").name == "stockfish-nodes-400"
+    with pytest.raises(ConfigError, match="stockfish-nodes"):
+        make_bot("stockfish-nodes-0")
+
+    def play(seeds: list[int]) -> dict[int, list[dict[str, str]]]:
+        env = gym.make("Chess-v0", opponent="stockfish-nodes-400", max_plies=60)
+        out = {}
+        for seed in seeds:
+            traj, _ = run_episode(env, RandomAgent(), seed=seed, agent_seed=seed)
+            out[seed] = traj.messages
+        env.close()
+        return out
+
+    forward, backward = play([1, 2, 3]), play([3, 2, 1])
+    assert forward == backward
+    assert all(len(m) > 4 for m in forward.values())  # real games, several replies each
