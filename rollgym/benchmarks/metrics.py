@@ -92,13 +92,16 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
         raise ValueError(f"Need 0 <= successes <= n, got successes={successes}, n={n}.")
     if n == 0:
         return 0.0, 1.0
-    z = _z(confidence)
-    p = successes / n
+    return _wilson(successes / n, n, _z(confidence))
+
+
+def _wilson(p: float, n: int, z: float) -> tuple[float, float]:
+    """The Wilson score interval around the proportion ``p`` observed over ``n`` trials."""
     denominator = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
+    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1.0 else min(1.0, centre + half)
     return low, high
 
 
@@ -159,13 +162,7 @@ def unit_interval(
     low, high = bootstrap_interval(data, confidence, n_resamples, seed)
     if data.size == 0:
         return low, high
-    n, p = data.size, float(data.mean())
-    z = _z(confidence)
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    wilson_low = 0.0 if p <= 0.0 else max(0.0, centre - half)
-    wilson_high = 1.0 if p >= 1.0 else min(1.0, centre + half)
+    wilson_low, wilson_high = _wilson(float(data.mean()), int(data.size), _z(confidence))
     return min(low, wilson_low), max(high, wilson_high)
 
 
