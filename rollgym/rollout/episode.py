@@ -200,8 +200,8 @@ class _Episode:
             status = "failed"
             stored["failure"] = self.failure.to_info()
         components = info.get("reward_components")
-        versions = sorted({v for t in tokens.get("turns", []) for v in (
-            [t.policy_version, *t.output_versions] if t.policy_version is not None else t.output_versions)})
+        versions = sorted({v for t in tokens.get("turns", []) for v in (t.policy_version, *t.output_versions)
+                           if v is not None})
         metrics: dict[str, Any] = {
             "num_turns": len(self.turns), "agent_s": round(self.agent_s, 6), "env_s": round(self.env_s, 6),
             "episode_s": round(time.perf_counter() - self.started, 6), "tool_calls": self.tool_calls,

@@ -57,7 +57,7 @@ from typing import Any, TypeVar
 
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.episode import EpisodeLimits, arun_episode
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.stream import _spawn, _stale
 from rollgym.rollout.types import RolloutGroup
@@ -98,10 +98,6 @@ class Gate:
     def leave(self) -> None:
         self.running -= 1
         self._update()
-
-    @property
-    def is_open(self) -> bool:
-        return self._open.is_set()
 
     def open(self) -> None:
         # Woken episodes count as running from now, before they get to run: a drain right
@@ -217,7 +213,7 @@ class PartialRollouts:
                 lambda: 0)
         self.policy_version = policy_version
         self.plan = RunPlan.prepare(agent, env_id, _MAX_TASKS, group_size, split, seed, None, env_kwargs,
-                                    self.limits.max_steps or DEFAULT_MAX_STEPS)
+                                    self.limits.max_steps)
         self._envs: list[Any] = [self.plan.env]
         self._agents: list[Any] = [template]
         self._groups: dict[int, _GroupState] = {}
@@ -225,7 +221,7 @@ class PartialRollouts:
         self._restarts: dict[tuple[int, int], int] = {}
         self._next_task = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self._changed: asyncio.Event | None = None
+        self._changed = asyncio.Event()  # bound to the loop below on first use
         self._error: BaseException | None = None
         self.steps = 0
         self._loop = asyncio.new_event_loop()
@@ -281,8 +277,6 @@ class PartialRollouts:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     async def _collect(self) -> list[RolloutGroup]:
-        if self._changed is None:
-            self._changed = asyncio.Event()
         if self.max_staleness is not None:  # groups finished during the last drain may be too old by now
             ready, self._ready = self._ready, []
             for i, state in ready:
@@ -336,8 +330,7 @@ class PartialRollouts:
             raise
         except BaseException as exc:  # a collector bug: surface it from step(), do not hang
             self._error = exc
-            if self._changed is not None:
-                self._changed.set()
+            self._changed.set()
         finally:
             self.gate.leave()
             self._envs.append(env)
@@ -366,5 +359,4 @@ class PartialRollouts:
                 return
         del self._groups[i]
         self._ready.append((i, state))
-        if self._changed is not None:
-            self._changed.set()
+        self._changed.set()

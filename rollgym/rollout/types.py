@@ -103,6 +103,14 @@ class Turn:
     finish_reason: str | None = None
     output_versions: list[int] = field(default_factory=list)
 
+    def token_versions(self) -> list[int]:
+        """The weights version of each output token; empty when the turn has no known version."""
+        if self.output_versions and len(self.output_versions) == len(self.output_ids):
+            return list(self.output_versions)
+        if self.policy_version is None:
+            return []
+        return [self.policy_version] * len(self.output_ids)
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the turn."""
         return {

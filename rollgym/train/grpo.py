@@ -128,12 +128,7 @@ def token_staleness(groups: Sequence[RolloutGroup], current: int) -> dict[str, A
     for group in groups:
         for traj in group.usable():
             for turn in traj.turns:
-                if turn.output_versions and len(turn.output_versions) == len(turn.output_ids):
-                    versions = list(turn.output_versions)
-                elif turn.policy_version is not None:
-                    versions = [turn.policy_version] * len(turn.output_ids)
-                else:
-                    continue
+                versions = turn.token_versions()
                 counted += len(versions)
                 stale += sum(1 for v in versions if v < current)
                 worst = max([worst, *(current - v for v in versions)])
