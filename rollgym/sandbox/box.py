@@ -308,8 +308,8 @@ def _result(
     hit: list[str] = []
     if reply.get("timed_out"):
         hit.append("wall")
-    if sig in (signal.SIGXCPU, signal.SIGKILL) and cpu >= limits.to_wire()["cpu_s"] - 0.05:
-        hit.append("cpu")
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= 0.9 * limits.to_wire()["cpu_s"]):
+        hit.append("cpu")  # RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL a second later
     if exception == "MemoryError":
         hit.append("memory")
     if reply.get("killed_for") == "output" or out.overflow + err.overflow > 0:

@@ -558,6 +558,7 @@ class Supervisor:
                 if job.get("audit_hook", True):
                     pyrun.install_hook(self.write_roots, allow_processes=nproc > 1)
                 sys.argv = ["<sandbox>"]
+                sys.path.insert(0, cwd)  # as for a script in the working folder: its modules import
                 status, exception = pyrun.run_code(code)
                 try:
                     sys.stdout.flush()
