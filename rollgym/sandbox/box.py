@@ -320,6 +320,9 @@ def _result(
         hit.append("files")
     if sig == signal.SIGXFSZ:
         hit.append("file_size")
+    leftovers = int(reply.get("leftovers") or 0)
+    if limits.nproc > 1 and leftovers + 1 >= limits.nproc:
+        hit.append("nproc")  # it had as many processes as it may have when the run ended
     return RunResult(
         stdout=out.text(),
         stderr=err.text(),
@@ -333,6 +336,7 @@ def _result(
         cpu_s=cpu,
         files=files,
         exception=exception,
+        leftovers=leftovers,
         error=reply.get("error"),
         backend=backend,
         total_s=total,

@@ -6,7 +6,7 @@ import signal as _signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-LIMIT_LABELS = ("wall", "cpu", "memory", "output", "disk", "files", "file_size")
+LIMIT_LABELS = ("wall", "cpu", "memory", "output", "disk", "files", "file_size", "nproc")
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,13 @@ class RunResult:
         oom: It ran out of memory (an uncaught ``MemoryError`` in Python code).
         truncated: stdout or stderr was cut.
         limits_hit: Which limits it reached, from ``wall``, ``cpu``, ``memory``, ``output``,
-            ``disk``, ``files`` (inodes) and ``file_size``.
+            ``disk``, ``files`` (inodes), ``file_size`` and ``nproc`` (it had all the processes it
+            may have when it ended).
         elapsed_s: Wall-clock seconds of the run itself.
         cpu_s: CPU seconds it used (user + system).
         files: The output files asked for (``return_files``), path relative to the working folder -> bytes.
         exception: For Python code, the class name of an uncaught exception (``"PermissionError"``...).
+        leftovers: Processes still running when the main one ended (all killed then).
         error: Set when the *sandbox* failed (it could not start, its supervisor died, the input
             files did not fit...): a label, a colon and a sentence. The code's own failures are
             not errors here; they are in ``exit_code``, ``exception`` and ``stderr``.
@@ -46,6 +48,7 @@ class RunResult:
     cpu_s: float = 0.0
     files: Mapping[str, bytes] = field(default_factory=dict)
     exception: str | None = None
+    leftovers: int = 0
     error: str | None = None
     backend: str = ""
     total_s: float = 0.0

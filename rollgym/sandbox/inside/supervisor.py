@@ -446,7 +446,7 @@ class Supervisor:
             result["signal"] = os.WTERMSIG(status)
         else:
             result["exit_code"] = os.WEXITSTATUS(status)
-        self._reap_others()
+        result["leftovers"] = self._reap_others()
         try:
             os.set_blocking(status_r, False)
             note = os.read(status_r, 200).decode("utf-8", errors="replace").strip()
@@ -506,13 +506,16 @@ class Supervisor:
             except OSError:
                 pass
 
-    def _reap_others(self) -> None:
+    def _reap_others(self) -> int:
+        """Reap the processes the child left behind (killed already); how many there were."""
+        reaped = 0
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
             try:
                 done, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                return reaped
+            reaped += done != 0
             if done == 0:
                 if os.getpid() == 1 or self.kill_all:
                     try:
@@ -520,6 +523,7 @@ class Supervisor:
                     except OSError:
                         pass
                 time.sleep(0.002)
+        return reaped
 
     def _child(self, job: dict[str, Any], code: str, stdin_fd: int, status_w: int) -> None:
         try:
