@@ -53,6 +53,7 @@ LOADER = (
     "m = importlib.util.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m)\n"
     "from rollgym_sandbox_inside import supervisor\n"
     "supervisor.main(sys.argv[1:])\n"
+    "import os; os._exit(0)\n"  # no interpreter teardown: nothing is left to flush
 )
 SUPERVISOR_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
