@@ -22,7 +22,8 @@ Public API:
   ``isolation``, ``close``) and :class:`Session` (files persist across runs);
 * :class:`Job` (code or argv, ``files``, ``tree``, ``stdin``, ``env``, ``cwd``, ``limits``,
   ``return_files``) and :class:`File`; :class:`Limits`; :class:`RunResult`;
-* :class:`Isolation` (which walls are present, measured); :func:`make_sandbox`.
+* :class:`Isolation` (which walls are present, measured); :func:`make_sandbox`;
+  :func:`shared_sandbox` (one warm-pooled sandbox per configuration, for envs).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from rollgym.sandbox.isolation import REQUIRED, WALLS, Isolation
 from rollgym.sandbox.job import File, Job
 from rollgym.sandbox.limits import Limits
 from rollgym.sandbox.result import RunResult
-from rollgym.sandbox.sandbox import Sandbox, SandboxUnavailableError, Session, strict_default
+from rollgym.sandbox.sandbox import Sandbox, SandboxUnavailableError, Session, shared_sandbox, strict_default
 
 BACKENDS = ("auto", "bwrap", "process", "docker")
 
@@ -64,5 +65,6 @@ __all__ = [
     "SandboxUnavailableError",
     "Session",
     "make_sandbox",
+    "shared_sandbox",
     "strict_default",
 ]

@@ -5,10 +5,10 @@ See :mod:`rollgym.sandbox` for the walls and ``SECURITY.md`` for the threat mode
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
-import time
 import warnings
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -318,7 +318,6 @@ class Session:
         self.sandbox = sandbox
         self.limits = limits
         self._lock = threading.Lock()
-        self._start = time.monotonic()
         self.box = sandbox._take_box()
         self.error: str | None = None
         try:
@@ -382,6 +381,41 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_shared: dict[tuple[Any, ...], Sandbox] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_sandbox(
+    limits: Limits | None = None,
+    *,
+    backend: str = "auto",
+    pool_size: int = 1,
+    preload: Sequence[str] = (),
+) -> Sandbox:
+    """One :class:`Sandbox` per configuration for the whole process, with a warm pool.
+
+    Envs use it so that a thousand env instances share one or two waiting sandboxes
+    instead of starting their own. Do not ``close()`` it; it is closed at exit.
+    """
+    key = (backend, limits or Limits(), pool_size, tuple(preload))
+    with _shared_lock:
+        box = _shared.get(key)
+        if box is None or box._closed:
+            box = Sandbox(limits, backend=backend, pool_size=pool_size, preload=preload)
+            if not _shared:
+                atexit.register(_close_shared)
+            _shared[key] = box
+        return box
+
+
+def _close_shared() -> None:
+    with _shared_lock:
+        boxes = list(_shared.values())
+        _shared.clear()
+    for box in boxes:
+        box.close()
 
 
 _start_cache: dict[tuple[str, str], str | None] = {}

@@ -13,7 +13,7 @@ from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_ca
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT
 from rollgym.envs.math.env import dataset_source
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
-from rollgym.sandbox import Limits, RunResult, make_sandbox
+from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
 from rollgym.verifiers.math_pool import require_symbolic_dependencies
 
@@ -153,8 +153,12 @@ class MathToolEnv(TextEnv):
         self.max_turns = max_turns
         self.max_calls_per_turn = max_calls_per_turn
         self.sandbox_backend = sandbox
-        # built now, so that a machine without the required isolation fails here, not in step()
-        self._sandbox: Any = make_sandbox("auto" if sandbox == "local" else sandbox, self.limits)
+        # built now, so that a machine without the required isolation fails here, not in step();
+        # local envs share one warm sandbox pool per configuration, with sympy imported ahead
+        if sandbox == "local":
+            self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
+        else:
+            self._sandbox = make_sandbox(sandbox, self.limits)
         env_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
         source = dataset_source(
             dataset,
@@ -284,6 +288,6 @@ class MathToolEnv(TextEnv):
         return evidence
 
     def close(self) -> None:
-        if self._sandbox is not None:
+        if self.sandbox_backend != "local":  # the local pool is shared by every env of this process
             self._sandbox.close()
         super().close()
