@@ -3,8 +3,9 @@
 The probe is ordinary sandboxed Python (audit hook off, so only the kernel speaks)
 that reports its namespaces, uid map, capabilities, seccomp and ``no_new_privs``
 state, rlimits, the size and inode count of its writable folder, whether ``/``,
-``/usr`` and ``/etc`` refuse writes, and whether host paths that must stay hidden
-exist. The host compares the namespaces with its own. Nothing is assumed from the
+``/usr`` and ``/etc`` refuse writes, and which host inodes it sees at paths that must
+stay hidden (a folder of its own by the same name, such as ``/tmp``, is not the
+host's). The host compares the namespaces with its own. Nothing is assumed from the
 backend's name.
 """
 
@@ -66,7 +67,11 @@ for path in ("/probe-write", "/usr/probe-write", "/etc/probe-write"):
     except OSError:
         report["writes"][path] = False
 for path in json.loads(sys.stdin.read()):
-    report["visible"][path] = os.path.exists(path)
+    try:
+        info = os.stat(path)
+        report["visible"][path] = [info.st_dev, info.st_ino]
+    except OSError:
+        report["visible"][path] = None
 fs = os.statvfs(".")
 report["disk_bytes"] = fs.f_blocks * fs.f_frsize
 report["files"] = fs.f_files
@@ -117,28 +122,19 @@ class Isolation:
 
 
 def hidden_paths() -> list[str]:
-    """Host paths a sandbox must not see: secrets, the data folder, the current folder, homes."""
-    from rollgym.sandbox.spawn import python_roots
+    """Host paths a sandbox must not see: secrets, the data folder, the current folder, the home folder."""
+    candidates = ["/etc/shadow", "/etc/ssh", "/root/.ssh", "/root/.bash_history", "/var/log", "/run",
+                  os.getcwd(), os.path.expanduser("~"), os.environ.get("ROLLGYM_DATA_DIR") or ""]
+    return [os.path.abspath(p) for p in candidates if p and os.path.abspath(p) != "/" and os.path.exists(p)]
 
-    paths = ["/etc/shadow", "/etc/ssh", "/root/.ssh", "/root/.bash_history", "/var/log", "/run"]
-    roots = python_roots()
-    for path in (os.getcwd(), os.environ.get("ROLLGYM_DATA_DIR")):
-        if not path or os.path.abspath(path) == "/":
-            continue
-        path = os.path.abspath(path)
-        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
-            continue  # inside the Python installation, which the sandbox does see
-        if any(r.startswith(path + "/") for r in roots):
-            # an ancestor of the Python installation exists as a bare skeleton; check its other entries
-            try:
-                others = sorted(e for e in os.listdir(path) if not any(r.startswith(f"{path}/{e}/") or
-                                                                       r == f"{path}/{e}" for r in roots))
-            except OSError:
-                others = []
-            paths.extend(f"{path}/{e}" for e in others[:3])
-        else:
-            paths.append(path)
-    return paths
+
+def identity(path: str) -> list[int] | None:
+    """``[st_dev, st_ino]`` of ``path``: a bind mount shows the host's, a sandbox's own folder does not."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino]
 
 
 def _host_ns() -> dict[str, str | None]:
@@ -195,7 +191,8 @@ def evaluate(
     if not walls["inode_quota"]:
         notes["inode_quota"] = "no tmpfs of its own: only RLIMIT_FSIZE bounds what it writes"
     walls["read_only_system"] = not any(report.get("writes", {}).values())
-    visible = [p for p, seen in report.get("visible", {}).items() if seen]
+    # a path is visible when the sandbox sees the very host inode (not a folder of its own by that name)
+    visible = [p for p, seen in report.get("visible", {}).items() if seen is not None and seen == identity(p)]
     walls["host_files_hidden"] = not visible
     if visible:
         notes["host_files_hidden"] = "visible: " + ", ".join(sorted(visible)[:5])

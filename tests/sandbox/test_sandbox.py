@@ -3,6 +3,7 @@ sessions keep files, the pool and batches work, the isolation report is measured
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -208,3 +209,30 @@ def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
     with pytest.warns(DeprecationWarning, match="rollgym.sandbox"):
         old = importlib.import_module("rollgym.envs.math.sandbox")
     assert old.LocalSandbox(old.SandboxLimits(timeout_s=20)).run("print(2 + 2)").stdout == "4\n"
+
+
+def test_without_root_bubblewrap_makes_the_user_namespace(tmp_path: Path) -> None:
+    """The same sandbox started by an unprivileged user (here uid 65534 running the system Python)."""
+    import shutil
+    import subprocess
+    import sys
+
+    system_python = Path("/usr/bin/python3")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or not system_python.exists():
+        pytest.skip("needs root (to become another user), setpriv and /usr/bin/python3")
+    version = subprocess.run([str(system_python), "-c", "import sys; print(sys.version_info[:2])"],
+                             capture_output=True, text=True).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"/usr/bin/python3 is {version}, not this Python's version")
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    repo = Path(__file__).resolve().parents[2]
+    code = ("from rollgym.sandbox import Sandbox, Limits\nbox = Sandbox(Limits(wall_s=20), backend='bwrap', "
+            "strict=True)\nr = box.run_command(['bash', '-c', 'id -u; touch /x'], limits=Limits(nproc=8))\n"
+            "print(r.stdout.strip(), 'Read-only' in r.stderr)")
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": f"{repo}:{site}"}
+    done = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                           str(system_python), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    if "Permission denied" in done.stderr and "site-packages" in done.stderr:
+        pytest.skip("this Python's packages are not readable by other users")
+    assert done.stdout.strip() == "65534 True", done.stderr[-2000:]
