@@ -107,6 +107,14 @@ def python_roots(executable: str | None = None) -> list[str]:
     return kept
 
 
+@functools.lru_cache(maxsize=1)
+def site_paths() -> list[str]:
+    """This Python's site-packages folders. The supervisor starts with ``-S`` (no ``site``: its ``.pth``
+    files, editable-install finders among them, cost more than the rest of start-up) and adds these."""
+    paths = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p)]
+    return list(dict.fromkeys(paths))
+
+
 def interpreter(executable: str | None = None) -> str:
     """The Python the sandbox runs (this one by default), as an absolute path."""
     path = executable or sys.executable
@@ -131,6 +139,18 @@ def default_env(python: str, workdir: str, tmpdir: str) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=1)
+def compile_inside() -> None:
+    """Write the supervisor's ``.pyc`` files where we may (the sandbox sees the folder read-only and
+    would compile the sources on every start otherwise)."""
+    import compileall
+
+    try:
+        compileall.compile_dir(str(INSIDE_DIR), quiet=2)
+    except OSError:
+        pass
+
+
+@functools.lru_cache(maxsize=1)
 def bwrap_binary() -> str | None:
     """The ``bwrap`` executable, or ``None`` (``apt-get install bubblewrap``)."""
     return shutil.which("bwrap")
@@ -147,6 +167,7 @@ class BwrapLauncher:
             raise FileNotFoundError("bubblewrap is not installed (apt-get install bubblewrap)")
         self.binary = binary
         self.python = interpreter(python)
+        compile_inside()
         self.root_mode = os.geteuid() == 0
         self.workdir = f"{BOX_ROOT}/work"
         self.env_defaults = default_env(self.python, self.workdir, "/tmp")
@@ -191,8 +212,9 @@ class BwrapLauncher:
         """A supervisor to start, writing replies to ``result_fd``."""
         host_uid = next_host_uid() if self.root_mode else None
         config = {"mode": "bwrap", "root": BOX_ROOT, "result_fd": result_fd, "preload": list(preload),
+                  "site_paths": site_paths(),
                   "host_uid": host_uid, "inside_uid": INSIDE_UID, "kill_all": True}
-        argv = [*self._static, "--", self.python, "-I", "-c", LOADER, INSIDE_MOUNT]
+        argv = [*self._static, "--", self.python, "-I", "-S", "-c", LOADER, INSIDE_MOUNT]
         return Plan(argv, config, host_uid=host_uid)
 
     def cleanup(self, plan: Plan) -> bool:
@@ -247,6 +269,7 @@ class DirectLauncher:
 
     def __init__(self, python: str | None = None, *, landlock: bool = True) -> None:
         self.python = interpreter(python)
+        compile_inside()
         self.prefix = network_namespace_prefix()
         self.drop = os.geteuid() == 0 and python_is_world_readable()
         self.landlock = landlock and landlock_abi() > 0
@@ -264,9 +287,10 @@ class DirectLauncher:
         read_paths = ["/usr", "/bin", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/alternatives", "/proc/self",
                       "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
         config = {"mode": "direct", "root": str(root), "result_fd": result_fd, "preload": list(preload),
+                  "site_paths": site_paths(),
                   "host_uid": host_uid, "inside_uid": None, "kill_all": host_uid is not None,
                   "landlock": self.landlock, "read_paths": read_paths}
-        argv = [*self.prefix, self.python, "-I", "-c", LOADER, str(INSIDE_DIR)]
+        argv = [*self.prefix, self.python, "-I", "-S", "-c", LOADER, str(INSIDE_DIR)]
         plan = Plan(argv, config, host_dir=root, host_uid=host_uid)
         plan.env["TMPDIR"] = str(root / "tmp")
         return plan

@@ -585,9 +585,24 @@ class Supervisor:
             os._exit(127)
 
 
+def _site(paths: list[str]) -> None:
+    """What ``site`` would have done that code relies on: site-packages on ``sys.path``, ``exit``,
+    ``quit`` and ``help`` (the interpreter starts with ``-S``, skipping ``.pth`` files)."""
+    import _sitebuiltins
+    import builtins
+
+    for path in paths:
+        if path not in sys.path:
+            sys.path.append(path)
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
+    builtins.help = _sitebuiltins._Helper()  # type: ignore[attr-defined]
+
+
 def main(argv: list[str]) -> None:
     """Entry point: ``argv[1]`` is the JSON configuration the host built."""
     config = json.loads(argv[1])
+    _site(config.get("site_paths", []))
     supervisor = Supervisor(config)
     for sig in (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN if sig != signal.SIGPIPE else signal.SIG_DFL)
