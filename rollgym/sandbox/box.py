@@ -14,7 +14,9 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rollgym.sandbox.limits import Limits
@@ -25,6 +27,35 @@ GRACE_S = 5.0  # beyond the wall-clock limit, for set-up, killing and collecting
 OUTPUT_KILL_FACTOR = 16
 OUTPUT_KILL_MIN = 1 << 20
 SETUP_TIMEOUT_S = 60.0
+
+
+_spawner: tuple[int, ThreadPoolExecutor] | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawn(argv: list[str], result_w: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start a supervisor from a long-lived thread of this process.
+
+    With ``--die-with-parent``, a sandbox dies when the *thread* that started it ends
+    (a test shows it): a session opened by a short-lived worker thread would die under
+    the thread that still uses it.
+    """
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or _spawner[0] != os.getpid():  # none yet, or a forked copy without its threads
+            _spawner = (os.getpid(), ThreadPoolExecutor(max_workers=2, thread_name_prefix="rollgym-sandbox-spawn"))
+        pool = _spawner[1]
+    return pool.submit(
+        subprocess.Popen,
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(result_w,),
+        env=env,
+        cwd="/",
+        start_new_session=True,
+    ).result()
 
 
 class BoxError(Exception):
@@ -71,16 +102,7 @@ class Box:
         self.report: dict[str, Any] | None = None
         self._buffer = bytearray()
         try:
-            self.proc = subprocess.Popen(
-                self.plan.command(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(result_w,),
-                env=self.plan.env,
-                cwd="/",
-                start_new_session=True,
-            )
+            self.proc = _spawn(self.plan.command(), result_w, self.plan.env)
         except OSError as exc:
             self.dead = f"start_failed: {exc}"
         finally:

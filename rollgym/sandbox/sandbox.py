@@ -196,6 +196,9 @@ class Sandbox:
         if os.getpid() != self._owner:  # a forked copy of this object: the pool belongs to the parent
             self._idle = deque()
             self._owner = os.getpid()
+            self._refiller = None
+            if self.pool_size:
+                self._ensure_refiller()
         box = None
         with self._lock:
             while self._idle:

@@ -236,3 +236,49 @@ def test_without_root_bubblewrap_makes_the_user_namespace(tmp_path: Path) -> Non
     if "Permission denied" in done.stderr and "site-packages" in done.stderr:
         pytest.skip("this Python's packages are not readable by other users")
     assert done.stdout.strip() == "65534 True", done.stderr[-2000:]
+
+
+def test_a_session_outlives_the_thread_that_opened_it(box: Sandbox) -> None:
+    import threading
+
+    sessions = []
+    opener = threading.Thread(target=lambda: sessions.append(box.session(SHELL)))
+    opener.start()
+    opener.join()
+    with sessions[0] as session:
+        session.run_command(["bash", "-c", "echo kept > f"])
+        assert session.run_command(["cat", "f"]).stdout == "kept\n"
+
+
+def test_when_the_env_process_dies_its_sandboxes_die_too(tmp_path: Path) -> None:
+    """SIGKILL the process that runs a sandbox: the supervisor sees its pipe close and ends everything."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import require_binary
+    from tests.sandbox.conftest import processes_of
+
+    require_binary("bwrap")
+    repo = Path(__file__).resolve().parents[2]
+    code = (
+        "from rollgym.sandbox import Sandbox, Limits\n"
+        "box = Sandbox(Limits(wall_s=300, nproc=8), backend='bwrap', strict=True, pool_size=1)\n"
+        "s = box.session()\nprint(s.box.plan.host_uid, flush=True)\n"
+        "s.run_command(['bash', '-c', '(setsid sleep 300 &); sleep 300'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    assert child.stdout is not None
+    uid = int(child.stdout.readline())
+    deadline = time.monotonic() + 30
+    while len(processes_of(uid)) < 3 and time.monotonic() < deadline:  # supervisor, bash, sleeps
+        time.sleep(0.1)
+    assert len(processes_of(uid)) >= 3
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 10
+    while processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_of(uid) == []
