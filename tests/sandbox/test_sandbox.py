@@ -188,6 +188,9 @@ def test_without_bubblewrap_strict_refuses_and_lax_says_what_is_missing(monkeypa
     with weak.session() as session:
         session.run_python("open('x', 'w').write('y')")
     assert_sandbox_gone(session)  # the host folder is removed
+    if os.geteuid() == 0 and not weak.isolation.walls["unprivileged_uid"]:
+        refused = weak.run_command(["bash", "-c", "echo hi"], limits=SHELL)  # root, no RLIMIT_NPROC: no forks
+        assert refused.error is not None and refused.error.startswith("process_limit")
 
 
 def test_strict_default_follows_ci_and_the_override(monkeypatch: pytest.MonkeyPatch) -> None:

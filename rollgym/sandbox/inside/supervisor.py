@@ -398,6 +398,11 @@ class Supervisor:
         except ValueError as exc:
             result["error"] = f"input_files: {exc}"
             return self._finish(result, job)
+        if job["kind"] != "none" and self.mode == "direct" and os.getuid() == 0 and int(job["limits"]["nproc"]) > 1:
+            # the kernel does not apply RLIMIT_NPROC to root: nothing would bound a fork bomb
+            result["error"] = ("process_limit: without bubblewrap the code runs as root here, where the kernel does "
+                               "not limit processes; use nproc=1 or install bubblewrap")
+            return self._finish(result, job)
         if job["kind"] != "none":
             self._execute(job, code, stdin_data, result)
         return self._finish(result, job)
