@@ -1,4 +1,7 @@
-"""Code that runs *inside* a sandbox: the supervisor, its seccomp filter, Landlock rules and audit hook.
+"""Code that runs *inside* a sandbox: :mod:`.supervisor` (the protocol and the jobs), :mod:`.confine`
+(tmpfs, read-only root, the drop of privileges), :mod:`.files` (inputs and outputs without following
+links), :mod:`.seccomp`, :mod:`.landlock` (the fallback's file rules) and :mod:`.pyrun` (audit hook,
+running Python source).
 
 Standard library only, and no imports of rollgym: the host bind-mounts this folder
 read-only into the sandbox (or, without bubblewrap, loads it by path) and runs

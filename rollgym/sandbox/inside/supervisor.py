@@ -26,33 +26,32 @@ supervisor's stdin and reads replies from ``result_fd``:
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import fnmatch
 import json
 import os
 import select
 import signal
-import stat
 import sys
 import time
 from typing import Any
 
 from . import pyrun, seccomp
+from .confine import (
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+    SetupError,
+    drop_capabilities,
+    drop_privileges,
+    make_read_only,
+    mount_box,
+    prctl,
+    self_report,
+    write_etc,
+)
+from .files import collect_files, safe_parts, write_inputs
 
-INSIDE_UID = 65534
 MAX_FRAME = 1 << 30
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
-PR_SET_CHILD_SUBREAPER, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
-CLONE_NEWUSER = 0x10000000
-
-
-class SetupError(Exception):
-    """A step of setting up the sandbox failed; the message says which."""
 
 
 # -- frames ------------------------------------------------------------------------------------
@@ -89,232 +88,6 @@ def write_frame(fd: int, data: bytes) -> None:
 
 def write_json(fd: int, value: dict[str, Any]) -> None:
     write_frame(fd, json.dumps(value).encode("utf-8"))
-
-
-# -- privileged set-up (bubblewrap) ------------------------------------------------------------
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise SetupError(f"{what} failed: {os.strerror(err)}")
-
-
-def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    result = _libc.mount(
-        source.encode(), target.encode(), fstype.encode() if fstype else None, ctypes.c_ulong(flags),
-        data.encode() if data else None,
-    )
-    _check(result, f"mount {target}")
-
-
-def _write_file(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
-def _proc_write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, text.encode())
-    except OSError as exc:
-        raise SetupError(f"writing {path} failed: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def mount_box(root: str, disk_bytes: int, max_files: int) -> None:
-    """The sandbox's only writable place: a tmpfs with a byte and an inode quota, and its binds."""
-    flags = MS_NOSUID | MS_NODEV
-    _mount("tmpfs", root, "tmpfs", flags, f"size={disk_bytes},nr_inodes={max_files},mode=0755")
-    for name, mode in (("work", 0o755), ("tmp", 0o1777), ("shm", 0o1777)):
-        os.mkdir(os.path.join(root, name), mode)
-        os.chmod(os.path.join(root, name), mode)
-    _mount(os.path.join(root, "tmp"), "/tmp", None, MS_BIND, None)
-    if os.path.isdir("/dev/shm"):
-        _mount(os.path.join(root, "shm"), "/dev/shm", None, MS_BIND, None)
-
-
-def write_etc(home: str) -> None:
-    """A minimal ``/etc`` for the sandbox user (tools such as ``whoami`` and ``ssh`` ask for it)."""
-    os.makedirs("/etc", exist_ok=True)
-    _write_file("/etc/passwd", f"root:x:0:0::/:/bin/false\nsandbox:x:{INSIDE_UID}:{INSIDE_UID}::{home}:/bin/sh\n")
-    _write_file("/etc/group", f"root:x:0:\nsandbox:x:{INSIDE_UID}:\n")
-    _write_file("/etc/hosts", "127.0.0.1 localhost\n::1 localhost\n")
-
-
-def make_read_only(*paths: str) -> None:
-    """Remount the bubblewrap root and ``/dev`` read-only, so nothing but the tmpfs takes writes."""
-    for path in paths:
-        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None)
-
-
-def drop_privileges(host_uid: int | None, inside_uid: int | None, chown: list[str]) -> None:
-    """Become ``host_uid`` (root path), enter a new user namespace as ``inside_uid``, drop every capability."""
-    if host_uid is not None:
-        for path in chown:
-            os.chown(path, host_uid, host_uid)
-        os.setgroups([])
-        os.setresgid(host_uid, host_uid, host_uid)
-        os.setresuid(host_uid, host_uid, host_uid)
-    elif inside_uid is not None:
-        for path in chown:
-            os.chown(path, 0, 0)
-    if inside_uid is not None:
-        outer_uid, outer_gid = os.getuid(), os.getgid()
-        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # a uid change made /proc/self root's; the maps live there
-        _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
-        _proc_write("/proc/self/setgroups", "deny")
-        _proc_write("/proc/self/uid_map", f"{inside_uid} {outer_uid} 1")
-        _proc_write("/proc/self/gid_map", f"{inside_uid} {outer_gid} 1")
-        os.setresgid(inside_uid, inside_uid, inside_uid)
-        os.setresuid(inside_uid, inside_uid, inside_uid)
-    drop_capabilities()
-
-
-def drop_capabilities() -> None:
-    """Clear the bounding and ambient sets, then effective, permitted and inheritable capabilities."""
-    last = 40
-    try:
-        with open("/proc/sys/kernel/cap_last_cap") as f:
-            last = int(f.read())
-    except (OSError, ValueError):
-        pass
-    for cap in range(last + 1):
-        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # fails harmlessly without CAP_SETPCAP
-    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
-    data = (Data * 2)()
-    _check(_libc.capset(ctypes.byref(header), data), "capset")
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-
-
-def self_report() -> dict[str, Any]:
-    """What the supervisor can see of its own confinement, for the host's isolation report."""
-    report: dict[str, Any] = {"uid": os.getuid(), "gid": os.getgid(), "pid": os.getpid(), "ns": {}}
-    for ns in ("user", "pid", "mnt", "net", "ipc", "uts", "cgroup"):
-        try:
-            report["ns"][ns] = os.readlink(f"/proc/self/ns/{ns}")
-        except OSError:
-            report["ns"][ns] = None
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
-                    report[key] = value.strip()
-    except OSError:
-        pass
-    try:
-        with open("/proc/self/uid_map") as f:
-            report["uid_map"] = f.read().split()
-    except OSError:
-        pass
-    return report
-
-
-# -- one job -----------------------------------------------------------------------------------
-
-
-def _safe_parts(relpath: str) -> list[str]:
-    parts = [p for p in relpath.split("/") if p not in ("", ".")]
-    if not parts or relpath.startswith("/") or ".." in parts:
-        raise ValueError(f"path {relpath!r} must be relative and stay inside the working folder")
-    return parts
-
-
-def _open_dir_beneath(root_fd: int, parts: list[str], create: bool) -> int:
-    """A descriptor of the folder ``parts`` below ``root_fd``, never following a symbolic link."""
-    fd = os.dup(root_fd)
-    try:
-        for part in parts:
-            if create:
-                try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def write_inputs(workdir: str, files: list[list[Any]], payload: memoryview) -> None:
-    """Write each ``[path, mode, size]`` from ``payload`` below ``workdir`` (no symlink is followed)."""
-    root_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        offset = 0
-        for path, mode, size in files:
-            parts = _safe_parts(path)
-            dir_fd = _open_dir_beneath(root_fd, parts[:-1], create=True)
-            try:
-                try:
-                    os.unlink(parts[-1], dir_fd=dir_fd)
-                except FileNotFoundError:
-                    pass
-                except IsADirectoryError:
-                    raise ValueError(f"input file {path!r} would replace a folder") from None
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                fd = os.open(parts[-1], flags, mode & 0o777, dir_fd=dir_fd)
-                try:
-                    data = payload[offset : offset + size]
-                    while data:
-                        data = data[os.write(fd, data) :]
-                    os.fchmod(fd, mode & 0o777)
-                finally:
-                    os.close(fd)
-            finally:
-                os.close(dir_fd)
-            offset += size
-    finally:
-        os.close(root_fd)
-
-
-def collect_files(workdir: str, patterns: list[str], limit: int) -> tuple[list[tuple[str, bytes]], bool]:
-    """Regular files below ``workdir`` whose relative path matches a pattern, up to ``limit`` bytes in all."""
-    found: list[tuple[str, bytes]] = []
-    total, cut = 0, False
-    if not patterns:
-        return found, cut
-    for dirpath, dirnames, filenames in os.walk(workdir, followlinks=False):
-        dirnames.sort()
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, workdir)
-            if not any(fnmatch.fnmatchcase(rel, p) or rel == p.strip("/") for p in patterns):
-                continue
-            try:
-                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    continue
-                room = limit - total
-                data = os.read(fd, room + 1) if room >= 0 else b""
-                while len(data) <= room and (more := os.read(fd, room + 1 - len(data))):
-                    data += more
-            finally:
-                os.close(fd)
-            if len(data) > room:
-                cut = True
-                data = data[: max(room, 0)]
-            total += len(data)
-            found.append((rel, data))
-    return found, cut
 
 
 def _set_rlimits(limits: dict[str, Any]) -> None:
@@ -366,10 +139,10 @@ class Supervisor:
                 os.setgroups([])
                 os.setresgid(host_uid, host_uid, host_uid)
                 os.setresuid(host_uid, host_uid, host_uid)
-            _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans come back to be reaped and killed
+            prctl(PR_SET_CHILD_SUBREAPER, 1)  # orphans come back to be reaped and killed
             if os.getuid() != 0:
                 drop_capabilities()
-        _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # no /proc/<pid>/mem or ptrace by the code it runs
+        prctl(PR_SET_DUMPABLE, 0)  # no /proc/<pid>/mem or ptrace by the code it runs
         os.chdir(self.workdir)
         report = self_report()
         try:
@@ -537,15 +310,15 @@ class Supervisor:
             os.closerange(3, status_w)
             os.closerange(status_w + 1, 1 << 16)
             os.set_inheritable(status_w, False)
-            cwd = os.path.join(self.workdir, *_safe_parts(job["cwd"])) if job.get("cwd", ".") != "." else self.workdir
+            cwd = os.path.join(self.workdir, *safe_parts(job["cwd"])) if job.get("cwd", ".") != "." else self.workdir
             os.chdir(cwd)
             env = {str(k): str(v) for k, v in job["env"].items()}
             os.environ.clear()
             os.environ.update(env)
             for sig in (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.SIG_DFL)
-            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own /proc entries; seccomp denies ptrace anyway
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            prctl(PR_SET_DUMPABLE, 1)  # its own /proc entries; seccomp denies ptrace anyway
             limits = job["limits"]
             nproc = int(limits["nproc"])
             python = job["kind"] == "python"
@@ -611,7 +384,7 @@ def main(argv: list[str]) -> None:
     supervisor = Supervisor(config)
     for sig in (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN if sig != signal.SIGPIPE else signal.SIG_DFL)
-    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    prctl(PR_SET_DUMPABLE, 0)
     for name in config.get("preload", []):
         try:
             __import__(name)
