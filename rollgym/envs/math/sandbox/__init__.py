@@ -1,10 +1,11 @@
 """Deprecated: the MATH tool's sandbox moved to :mod:`rollgym.sandbox`.
 
 This alias keeps the old names working (``LocalSandbox``, ``SandboxLimits``,
-``SandboxResult``, ``Sandbox``, ``make_sandbox``): they are the pre-bubblewrap
-process sandbox, :mod:`rollgym.sandbox.legacy`. New code should use
-:class:`rollgym.sandbox.Sandbox`, which adds namespaces, a private tmpfs with
-quotas and a seccomp filter against cross-process system calls.
+``SandboxResult``, ``Sandbox``, ``make_sandbox``) with the old interface, but
+``LocalSandbox`` now runs code in :class:`rollgym.sandbox.Sandbox` (namespaces, a
+private tmpfs with quotas, a seccomp filter against cross-process system calls):
+see :mod:`rollgym.sandbox.compat`. The pre-bubblewrap implementation itself is
+:mod:`rollgym.sandbox.legacy`. New code should use :mod:`rollgym.sandbox`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import warnings
 from typing import Any
 
 from rollgym.core.errors import ConfigError
+from rollgym.sandbox.compat import LocalSandbox
 from rollgym.sandbox.legacy import CodeSandbox as Sandbox
-from rollgym.sandbox.legacy import LocalSandbox, SandboxLimits, SandboxResult
+from rollgym.sandbox.legacy import SandboxLimits, SandboxResult
 
 warnings.warn(
     "rollgym.envs.math.sandbox is deprecated; use rollgym.sandbox (Sandbox, Limits, RunResult) instead.",

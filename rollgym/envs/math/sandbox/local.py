@@ -1,8 +1,9 @@
-"""Deprecated alias of :mod:`rollgym.sandbox.legacy` (the old process sandbox)."""
+"""Deprecated alias: ``LocalSandbox`` is :class:`rollgym.sandbox.compat.LocalSandbox` (the old interface on
+the kernel sandbox); the probes are the old sandbox's, from :mod:`rollgym.sandbox.legacy`."""
 
+from rollgym.sandbox.compat import LocalSandbox
 from rollgym.sandbox.legacy import (
     NOBODY,
-    LocalSandbox,
     landlock_available,
     network_namespace_prefix,
     python_is_world_readable,
