@@ -44,8 +44,10 @@ class Job:
             and one-thread settings for BLAS libraries).
         cwd: Working folder, relative to the sandbox's working folder.
         limits: Limits of this run; ``None`` uses the sandbox's.
-        return_files: Paths or glob patterns (``fnmatch``, relative to the working folder) of
-            files to bring back in :attr:`RunResult.files` after the run.
+        return_files: Paths or ``fnmatch`` patterns, relative to the working folder (``*`` also
+            matches ``/``, so ``"*"`` is every file), of regular files to bring back in
+            :attr:`RunResult.files` after the run, up to ``Limits.disk_mb`` in all. Symbolic
+            links are never followed.
         audit_hook: For Python code, whether the in-process audit hook (a second wall) is installed.
     """
 
