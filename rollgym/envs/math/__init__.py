@@ -4,7 +4,7 @@
 * :mod:`~rollgym.envs.math.datasets`: loading from a path, ``ROLLGYM_DATA_DIR`` or the hub.
 * :mod:`~rollgym.envs.math.env`: :class:`MathEnv`, one boxed answer.
 * :mod:`~rollgym.envs.math.tool_env`: :class:`MathToolEnv`, with a sandboxed ``python`` tool.
-* :mod:`~rollgym.envs.math.sandbox`: the ``local`` and ``docker`` sandboxes.
+* :mod:`rollgym.sandbox` runs the tool's code (``rollgym.envs.math.sandbox`` is a deprecated alias).
 
 The verifier is :func:`rollgym.verifiers.math.verify_math`. No oracle is
 registered: these are fixed evaluation sets and the answer is hidden.
@@ -50,8 +50,8 @@ _SINGLE = [*_SCORING, "rollgym.envs.math.env"]
 _TOOL = [
     *_SINGLE,
     "rollgym.envs.math.tool_env",
-    "rollgym.envs.math.sandbox.local",
-    "rollgym.envs.math.sandbox.bootstrap",
+    "rollgym.sandbox.inside.pyrun",
+    "rollgym.sandbox.result",
 ]
 
 _SETS = {

@@ -13,7 +13,7 @@ from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_ca
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT
 from rollgym.envs.math.env import dataset_source
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
-from rollgym.envs.math.sandbox import BACKENDS, Sandbox, SandboxLimits, SandboxResult, make_sandbox
+from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
 from rollgym.verifiers.math_pool import require_symbolic_dependencies
 
@@ -35,6 +35,7 @@ PYTHON_TOOL: dict[str, Any] = {
 
 _TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
 MAX_EVIDENCE_LINES = 3
+BACKENDS = ("local", "docker")  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
 
 
 class MathToolEnv(TextEnv):
@@ -46,9 +47,10 @@ class MathToolEnv(TextEnv):
     block, ``<tool_call>{"name": "python", "arguments": {"code": "print(2**10)"}}</tool_call>``,
     and gets what the code printed back as a ``<tool_response name="python">``
     observation, or answers without a tool call; its final answer is scored like
-    ``MathEnv`` (last ``\\boxed{}``). Code runs in a sandbox (``sandbox="local"``: a
-    separate, resource-limited process with no network; ``"docker"``: a container);
-    see :mod:`rollgym.envs.math.sandbox.local` for what is enforced.
+    ``MathEnv`` (last ``\\boxed{}``). Code runs in a sandbox (``sandbox="local"``:
+    :class:`rollgym.sandbox.Sandbox`, a fresh bubblewrap sandbox per call with no
+    network, no processes, no host files and a small private tmpfs; ``"docker"``: a
+    container); see ``SECURITY.md`` for what is enforced.
 
     ## Action Space
     ``TextSpace(1_000_000)``: the model's text, with zero or more tool calls.
@@ -74,7 +76,10 @@ class MathToolEnv(TextEnv):
     ## Information
     The common keys, plus ``tools`` (the OpenAI function schema of ``python``). Tool
     turns add ``tool_results`` (per call: ``ok``, ``exit_code``, ``timed_out``,
-    ``duration_s``, or ``error``). The answer turn adds the score fields (``reward``,
+    ``duration_s``, ``label`` (what went wrong: ``"exit"``, ``"timeout"``, ``"memory"``,
+    ``"cpu"``, ``"output"``, ``"disk"``, ``"sandbox_error"``... or ``None``) and
+    ``exception`` (an uncaught exception's class), or ``error`` for a malformed call).
+    The answer turn adds the score fields (``reward``,
     ``correct``, ``parsed``, ``error``, ``details``) and ``verified``: evidence for
     verification-aware voting: ``calls``, ``successful_calls``, ``code_ran`` and
     ``printed_answer`` (whether a successful run printed, in one of its last lines,
@@ -134,16 +139,26 @@ class MathToolEnv(TextEnv):
             ignore_code_blocks=True,
             allow_final_answer_line=bool(allow_final_answer_line),
         )
-        self.limits = SandboxLimits(
-            timeout_s=float(sandbox_timeout_s),
+        if not isinstance(max_output_chars, int) or not 1 <= max_output_chars <= 1_000_000:
+            raise ConfigError(f"max_output_chars must be an integer from 1 to 1000000, got {max_output_chars!r}.")
+        self.max_output_chars = max_output_chars
+        self.limits = Limits(
+            wall_s=float(sandbox_timeout_s),
             cpu_s=max(1, int(sandbox_timeout_s)),
-            memory_mb=int(sandbox_memory_mb),
-            max_output_chars=int(max_output_chars),
+            mem_mb=int(sandbox_memory_mb),
+            max_output_bytes=4 * max_output_chars,  # UTF-8: at most 4 bytes a character
+            disk_mb=16,
+            max_files=1024,
         )
         self.max_turns = max_turns
         self.max_calls_per_turn = max_calls_per_turn
         self.sandbox_backend = sandbox
-        self._sandbox: Sandbox | None = make_sandbox(sandbox, self.limits) if sandbox == "docker" else None
+        # built now, so that a machine without the required isolation fails here, not in step();
+        # local envs share one warm sandbox pool per configuration, with sympy imported ahead
+        if sandbox == "local":
+            self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
+        else:
+            self._sandbox = make_sandbox(sandbox, self.limits)
         env_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
         source = dataset_source(
             dataset,
@@ -161,7 +176,7 @@ class MathToolEnv(TextEnv):
         source.size(split)
         super().__init__(source, split=split, render_mode=render_mode)
         self._turns = 0
-        self._runs: list[tuple[str, SandboxResult]] = []
+        self._runs: list[tuple[str, RunResult]] = []
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -169,10 +184,8 @@ class MathToolEnv(TextEnv):
         return [PYTHON_TOOL]
 
     @property
-    def sandbox(self) -> Sandbox:
-        """The sandbox that runs tool code (the local one is created on first use)."""
-        if self._sandbox is None:
-            self._sandbox = make_sandbox(self.sandbox_backend, self.limits)
+    def sandbox(self) -> Any:
+        """The sandbox that runs tool code (:class:`rollgym.sandbox.Sandbox`, or the Docker one)."""
         return self._sandbox
 
     def _start(self, task: Task) -> str:
@@ -219,15 +232,19 @@ class MathToolEnv(TextEnv):
         if not isinstance(code, str) or extra:
             message = "error: python takes exactly one argument, 'code', a string of Python source"
             return message, {"error": "bad_arguments"}
-        result = self.sandbox.run(code)
+        result = self.sandbox.run_python(code)
         self._runs.append((code, result))
         summary = {
             "ok": result.ok,
             "exit_code": result.exit_code,
             "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 4),
+            "duration_s": round(result.elapsed_s, 4),
+            "label": result.label,
+            "exception": result.exception,
         }
-        return result.as_text(), summary
+        if result.error is not None:
+            summary["error"] = result.error
+        return result.as_text(self.max_output_chars), summary
 
     def _answer(self, action: str) -> StepResult:
         assert self.task is not None
@@ -271,6 +288,6 @@ class MathToolEnv(TextEnv):
         return evidence
 
     def close(self) -> None:
-        if self._sandbox is not None:
+        if self.sandbox_backend != "local":  # the local pool is shared by every env of this process
             self._sandbox.close()
         super().close()

@@ -1,4 +1,6 @@
-"""The local Python sandbox: it runs code, and cannot read outside files, reach the network, fork or eat memory."""
+"""The pre-bubblewrap Python sandbox (``rollgym.sandbox.legacy``, the baseline of bench/bench_sandbox.py):
+it runs code, and cannot read outside files, reach the network, fork or eat memory. The kernel sandbox
+that replaced it in the MATH tool is tested in tests/sandbox."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from rollgym.core.errors import ConfigError, MissingDependencyError
-from rollgym.envs.math.sandbox import LocalSandbox, SandboxLimits, make_sandbox
+from rollgym.envs.math.sandbox import make_sandbox
+from rollgym.sandbox.legacy import LocalSandbox, SandboxLimits
 
 pytestmark = pytest.mark.timeout(300)
 
