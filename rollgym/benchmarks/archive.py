@@ -16,7 +16,8 @@ first of:
   hard links, devices, FIFOs, pax and GNU extension headers, sparse files;
 - a member path that is absolute, holds ``..``, a backslash or a NUL, repeats an
   earlier member, or is not part of the bundle layout;
-- a header with a bad checksum, or an archive that ends in the middle of a member.
+- a header with a bad checksum, an archive that ends early (in a member or before the
+  gzip checksum), or anything but zero padding after the end-of-archive blocks.
 
 The tar headers are parsed here (the POSIX ustar layout, 512-byte blocks) rather
 than by :mod:`tarfile`, which would read pax and GNU extension headers of any
@@ -141,6 +142,23 @@ class _CountingGzip:
             self.unpacked += len(data)
             self._check_ratio()
         return b"".join(chunks)
+
+    def finish(self) -> None:
+        """Read the stream to its end (the gzip checksum is checked there); only zero padding may be left."""
+        while True:
+            if self.unpacked > self.limits.max_unpacked_bytes + _BLOCK * (2 * self.limits.max_members + 2):
+                raise BundleError(f"The bundle unpacks to more than {self.limits.max_unpacked_bytes // _MIB} MiB; "
+                                  "it is too large.")
+            try:
+                data = self.gzip.read(_MIB)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise BundleError(f"The bundle archive is corrupt or truncated ({type(exc).__name__}).") from None
+            if not data:
+                return
+            self.unpacked += len(data)
+            self._check_ratio()
+            if data.count(0) != len(data):
+                raise BundleError("The bundle archive has data after its end; pack it with `rollgym bench pack`.")
 
     def _check_ratio(self) -> None:
         if self.unpacked <= self.limits.ratio_grace_bytes:
@@ -282,6 +300,7 @@ def check_archive(path: str | os.PathLike[str], limits: BundleLimits = DEFAULT_L
         for member, padded in _iter_members(stream, limits):
             _skip(stream, padded, member.name)
             members.append(member)
+        stream.finish()
     if not any(m.name == MANIFEST for m in members):
         raise BundleError(f"The bundle archive has no {MANIFEST}; pack the bundle folder with `rollgym bench pack`.")
     return members

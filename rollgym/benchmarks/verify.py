@@ -290,10 +290,10 @@ def _verify_entry(
     if missing:
         reject(f"{len(missing)} episode(s) are missing, e.g. task {missing[0][0]} sample {missing[0][1]}")
         return [], [], 0
-    leaked = sorted(k for k, r in by_key.items() if r.task is not None and r.task.answer is not None)
+    leaked = sorted({i for (i, _), r in by_key.items() if r.task is not None and r.task.answer is not None})
     if leaked:
         reject(
-            f"its transcript carries the hidden answer of {len(leaked)} task(s), e.g. task {leaked[0][0]}; a bundle "
+            f"its transcript carries the hidden answer of {len(leaked)} task(s), e.g. task {leaked[0]}; a bundle "
             "must not publish answers: pack the folder again with `rollgym bench pack`, which removes them"
         )
         return [], [], 0
