@@ -172,7 +172,7 @@ class _CountingGzip:
 
 
 def _octal(field: bytes, what: str) -> int:
-    if field[:1] and field[0] & 0x80:  # GNU base-256: only ever needed for sizes far beyond any limit here
+    if what == "size" and field[:1] and field[0] & 0x80:  # GNU base-256: only for sizes far beyond any limit here
         raise BundleError(f"The bundle archive declares a {what} too large to be a bundle.")
     text = field.split(b"\0", 1)[0].strip(b" ")
     if not text:

@@ -379,7 +379,7 @@ def builtin_suite(name: str, version: int | None = None) -> Suite:
     names = builtin_suites()
     if not isinstance(name, str) or not _NAME_RE.match(name) or name not in names:
         shown = repr(name[:64]) if isinstance(name, str) else type(name).__name__
-        raise ConfigError(f"Unknown suite {shown}; suites come from this rollgym's registry: {', '.join(names)}.")
+        raise ConfigError(f"Unknown suite {shown}; name one of this rollgym's built-in suites: {', '.join(names)}.")
     text = (resources.files("rollgym.benchmarks") / "suites" / f"{name}.yaml").read_text(encoding="utf-8")
     suite = _parse_yaml(text, f"suite {name!r}")
     if version is not None and version != suite.version:

@@ -17,7 +17,8 @@ API (JSON; authenticate with ``Authorization: Bearer TOKEN``, tokens from
   ``verifying``, ``accepted``, ``rejected``), reasons, score, and the ``self_reported`` claims.
 - ``GET /api/leaderboard/{suite}``: the accepted submissions of a suite.
 - ``GET /api/submitters/{name}``: every ticket and submission of a submitter.
-- ``GET /api/health``: answered on the event loop itself, which no upload ever blocks.
+- ``GET /api/health``: ``{"ok": true, "uploads_in_progress": n}``, answered on the event loop
+  itself, which no upload ever blocks.
 
 Pages: ``/`` (suites), ``/suite/{label}`` (ranking), ``/suite/{label}/env/{entry}``,
 ``/entry/{id}``, ``/submitter/{name}``.
@@ -160,7 +161,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/api/health")
     async def health() -> dict[str, Any]:
-        return {"ok": True}
+        return {"ok": True, "uploads_in_progress": uploads_in_progress}
 
     @app.post("/api/tickets")
     def ticket(request: Request, suite: str = "quick") -> JSONResponse:
