@@ -276,6 +276,14 @@ def test_hostile_query_strings_are_refused(server: Server, token: str, bundle_ar
     assert board.status_code == 200  # no NaN reached the database to break the JSON
 
 
+def test_not_found_pages_reflect_nothing(server: Server) -> None:
+    evil = "%3Cscript%3Ealert(1)%3C%2Fscript%3E"
+    for path in (f"/suite/{evil}", f"/suite/quick@v1/env/{evil}", f"/entry/{evil}", f"/submitter/{evil}"):
+        response = httpx.get(f"{server.url}{path}", timeout=30)
+        assert response.status_code == 404 and "<script>" not in response.text, path
+    assert httpx.get(f"{server.url}/api/submitters/{evil}", timeout=30).status_code == 404
+
+
 def _raw_request(url: str, path: str, header_lines: list[bytes], body: bytes) -> tuple[int, dict[str, Any]]:
     """Send one HTTP/1.1 POST with exactly these header bytes (clients refuse some of them); return status and JSON."""
     port = int(url.rsplit(":", 1)[1])
