@@ -151,7 +151,13 @@ def _lookup(data: Any, path: str) -> Any:
 
 
 def _actions(trajectory: Trajectory) -> list[str]:
-    return [m["content"] for m in trajectory.messages if m.get("role") == "assistant"]
+    # A transcript is untrusted: a missing or non-text content replays as text and then mismatches.
+    actions = []
+    for message in trajectory.messages:
+        if message.get("role") == "assistant":
+            content = message.get("content")
+            actions.append(content if isinstance(content, str) else repr(content))
+    return actions
 
 
 def _replay_mismatch(recorded: Trajectory, replayed: Trajectory) -> str | None:

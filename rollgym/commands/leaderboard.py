@@ -131,8 +131,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from rollgym.leaderboard.server import Settings, serve
 
-    if not args.ticket_hours > 0 or args.tickets_per_day < 1 or args.max_pending < 1:
-        raise ConfigError("--ticket-hours must be > 0, and --tickets-per-day and --max-pending at least 1.")
+    if not 0 < args.ticket_hours <= 24 * 366 or args.tickets_per_day < 1 or args.max_pending < 1:
+        raise ConfigError("--ticket-hours must be between 0 and 8784 (a year), and --tickets-per-day and "
+                          "--max-pending at least 1.")
     settings = Settings(
         db_url=args.db, data_dir=args.data_dir, limits=_limits(args),
         secret=args.secret or os.environ.get("ROLLGYM_LEADERBOARD_SECRET") or None, allow_limit=args.allow_limit,

@@ -204,6 +204,7 @@ def ingest_archive(
                     "bundle_path": str(final.resolve()),
                     "bundle_sha256": checked.sha256,
                     "bundle_bytes": checked.size,
+                    "manifest": checked.manifest,  # its claims show while it waits; verification replaces it
                 }, ticket=ticket, now=now)
             except ConfigError:
                 final.unlink(missing_ok=True)

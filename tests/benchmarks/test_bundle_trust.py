@@ -249,3 +249,24 @@ def test_manifest_fields_are_checked(oracle_bundle: Path, path: str, value: Any,
     target[last] = value
     with pytest.raises(ConfigError, match=needle.replace("(", r"\(")):
         check_manifest(manifest)
+
+
+@pytest.mark.parametrize(("case", "edit"), [
+    ("message without content", lambda L: L[1]["trajectory"]["messages"][-1].pop("content")),
+    ("message content a list", lambda L: L[1]["trajectory"]["messages"][-1].update(content=[1, 2])),
+    ("messages not objects", lambda L: L[1]["trajectory"].update(messages=[1, 2])),
+    ("reward a string", lambda L: L[1]["trajectory"].update(reward="x")),
+    ("task a string", lambda L: L[1].update(task="x")),
+    ("task missing", lambda L: L[1].update(task=None)),
+    ("trajectory missing", lambda L: L[1].update(trajectory=None)),
+    ("sample index a word", lambda L: L[1]["trajectory"].update(sample_idx="zero")),
+    ("info a list", lambda L: L[1]["trajectory"].update(info=[1])),
+    ("seed beyond 64 bits", lambda L: L[1]["trajectory"].update(seed=10**40)),
+    ("header env_kwargs a list", lambda L: L[0].update(env_kwargs=[1])),
+])
+def test_hostile_transcript_values_are_rejected_not_crashed(oracle_bundle: Path, tmp_path: Path, case: str,
+                                                            edit: Any) -> None:
+    folder = _copy(oracle_bundle, tmp_path)
+    _edit_lines(folder / "transcripts" / "countdown.jsonl", edit)
+    report = verify_bundle(folder)
+    assert not report.ok and report.reasons[0].startswith("entry countdown:"), (case, report.reasons)
