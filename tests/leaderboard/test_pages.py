@@ -17,7 +17,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 @pytest.fixture(scope="module")
 def populated(tmp_path_factory: pytest.TempPathFactory, bundle_archives: dict[str, Path]) -> Iterator[Server]:
     """A server whose database holds the verified oracle and random bundles."""
-    from rollgym.commands.leaderboard import add_local
+    from rollgym.leaderboard.ingest import add_local
 
     folder = tmp_path_factory.mktemp("pages")
     db = f"sqlite:///{folder / 'lb.db'}"

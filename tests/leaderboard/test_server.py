@@ -165,7 +165,7 @@ def test_hidden_seeds_need_a_ticket_and_its_seed(server_factory: object, tmp_pat
     assert ok.status_code == 202
     assert wait_for(srv.url, ticket2["submission_id"], {"accepted", "rejected"})["status"] == "accepted"
     reused = submit(srv.url, token, pack_bundle(hidden).read_bytes(), ticket=ticket2["submission_id"])
-    assert reused.status_code == 400 and "not an open ticket" in reused.json()["error"]
+    assert reused.status_code == 409 and "was used already" in reused.json()["error"]
 
 
 def test_partial_runs_are_refused_unless_allowed(tmp_path: Path, bundle_archives: dict[str, Path]) -> None:
