@@ -5,30 +5,28 @@
   rewarded 1 when it agrees. The true label is never used for reward; when
   known it is only logged, to measure label accuracy.
 - :class:`VerifiedVoteScorer` (T^3RL): like majority voting, but a vote whose
-  answer was checked by a tool (``info["verified"]``, e.g. code execution that
-  reproduced the answer) counts ``verified_weight`` times.
-- :func:`mix_external` (external higher-reward rollouts, the ERILS setting):
-  adds rollouts from a stronger external policy (another model or an oracle
-  agent) to on-policy groups, only when they beat the group, with their length
-  controlled: ``length="truncate"`` cuts them to the on-policy token budget,
-  ``"select"`` keeps only those that fit, ``"none"`` keeps them whole. Pair
-  with ``group_advantages(by_source=True)`` for source-specific reward
-  processing, or ``False`` for joint processing.
-- :func:`drop_zero_variance` (dynamic sampling, DAPO): groups whose rewards
-  are all equal carry no GRPO signal and are dropped.
+  answer a tool verified counts ``verified_weight`` times. The signal is the
+  env's typed ``info["verified"]`` (a bool; ``MATH*Tool``: the answer was printed
+  by code that ran; ``Search``: the answer is in a retrieved passage), or, for envs
+  that cannot verify, a pluggable :class:`~rollgym.rollout.verification.Verifier`.
+- :func:`drop_zero_variance` (DAPO's filter): groups whose rewards are all equal
+  carry no GRPO signal and are dropped; :class:`~rollgym.rollout.dynamic.DynamicSampler`
+  refills the batch to a full set of informative groups, with a cap on extra sampling.
+- External rollouts (ERILS): :func:`~rollgym.rollout.external.mix_external`, with
+  length control that re-scores cut text (:mod:`rollgym.rollout.external`).
 
 Partial rollouts (APRIL) live in :mod:`rollgym.rollout.partial`, which owns in-flight episodes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import RolloutGroup, Trajectory
+from rollgym.rollout.verification import Verifier, verdict
 
 AnswerFn = Callable[[Trajectory], Any]
 
@@ -55,8 +53,8 @@ class MajorityVoteScorer:
         self.answer_fn = answer_fn
         self.label_fn = label_fn
 
-    def weight(self, traj: Trajectory) -> float:
-        """How much one rollout's vote counts."""
+    def weight(self, traj: Trajectory, group: RolloutGroup) -> float:
+        """How much one rollout's vote counts (1 for every rollout: plain majority voting)."""
         return 1.0
 
     def __call__(self, group: RolloutGroup) -> RolloutGroup:
@@ -67,7 +65,7 @@ class MajorityVoteScorer:
             answer = self.answer_fn(traj)
             answers[traj.traj_id] = answer
             if answer is not None:
-                votes[answer] = votes.get(answer, 0.0) + self.weight(traj)
+                votes[answer] = votes.get(answer, 0.0) + self.weight(traj, group)
         label = None
         if votes:
             top = max(votes.values())
@@ -88,100 +86,36 @@ class MajorityVoteScorer:
 
 
 class VerifiedVoteScorer(MajorityVoteScorer):
-    """T^3RL: verification-aware voting; a tool-verified answer's vote counts ``verified_weight`` times."""
+    """T^3RL: verification-aware voting; a tool-verified rollout's vote counts ``verified_weight`` times.
 
-    def __init__(self, verified_weight: float = 2.0, answer_fn: AnswerFn = parsed_answer,
-                 label_fn: Callable[[RolloutGroup], Any] | None = None):
-        if verified_weight < 1.0:
-            raise ConfigError(f"verified_weight must be at least 1, got {verified_weight}.")
-        super().__init__(answer_fn, label_fn)
-        self.verified_weight = verified_weight
+    A rollout is verified when its env says so (``info["verified"] is True``, a bool; see
+    :mod:`rollgym.rollout.verification`) or, where the env gives no bool, when ``verifier``
+    returns ``True``. Each rollout records ``metrics["verified"]`` and ``metrics["verified_by"]``.
 
-    def weight(self, traj: Trajectory) -> float:
-        """``verified_weight`` when ``info["verified"]`` is true, else 1."""
-        return self.verified_weight if traj.info.get("verified") is True else 1.0
-
-
-def _completion_tokens(traj: Trajectory) -> int:
-    return len(traj.completion_ids) or sum(len(t.output_ids) for t in traj.turns)
-
-
-def truncate_trajectory(traj: Trajectory, max_tokens: int) -> Trajectory:
-    """A copy of ``traj`` whose completion is cut to ``max_tokens`` tokens, marked ``truncated``.
-
-    The reward is kept as scored on the full rollout (the external policy did reach
-    it), and ``metrics["truncated_from"]`` records the original length.
-    """
-    n = _completion_tokens(traj)
-    if n <= max_tokens:
-        return traj
-    return dataclasses.replace(
-        traj,
-        completion_ids=traj.completion_ids[:max_tokens],
-        loss_mask=traj.loss_mask[:max_tokens],
-        logprobs=traj.logprobs[:max_tokens],
-        status="truncated",
-        metrics={**traj.metrics, "truncated_from": n},
-    )
-
-
-def mix_external(
-    groups: Sequence[RolloutGroup],
-    external: dict[str, list[Trajectory]],
-    *,
-    per_group: int = 1,
-    only_if_better: bool = True,
-    length: Literal["none", "truncate", "select"] = "truncate",
-    budget: int | Literal["max", "mean"] = "max",
-    replace_worst: bool = False,
-) -> list[RolloutGroup]:
-    """Add external rollouts to on-policy groups (keyed by ``task_id``); returns new groups.
+    The weight: one verified vote outweighs ``k`` agreeing unverified votes exactly when
+    ``verified_weight > k``. The default, 5, follows the T^3RL paper's ablation, which reports a
+    moderate weight (about 5) best; ``docs/experiments.md`` has a sweep on rollgym's tasks.
 
     Args:
-        external: Rollouts of a stronger policy per task id; their ``source`` is set to
-            ``"external:<name>"`` if it is ``"policy"``.
-        per_group: Most external rollouts added to one group.
-        only_if_better: Add an external rollout only when its reward beats the group's best.
-        length: Length control relative to the on-policy budget (see the module docstring).
-        budget: The on-policy length budget: an explicit token count, or the group's
-            ``"max"`` or ``"mean"`` completion length.
-        replace_worst: Replace the lowest-reward on-policy members instead of growing the group.
+        verified_weight: Vote weight of a verified rollout (at least 1; 1 is plain TTRL).
+        verifier: Checks rollouts whose env gives no verdict (e.g. :class:`CodeCheckVerifier`).
+        answer_fn, label_fn: As for :class:`MajorityVoteScorer`.
     """
-    if length not in ("none", "truncate", "select"):
-        raise ConfigError(f"length must be 'none', 'truncate' or 'select', got {length!r}.")
-    mixed = []
-    for group in groups:
-        task_id = group.task.id if group.task is not None else next(
-            (t.task_id for t in group.trajectories if t.task_id), None)
-        candidates = list(external.get(task_id or "", []))
-        own = group.usable()
-        best = max((t.reward for t in own if t.reward is not None), default=float("-inf"))
-        lengths = [_completion_tokens(t) for t in own] or [0]
-        limit = budget if isinstance(budget, int) else (max(lengths) if budget == "max" else
-                                                         int(sum(lengths) / len(lengths)))
-        chosen: list[Trajectory] = []
-        for ext in sorted(candidates, key=lambda t: -(t.reward or 0.0)):
-            if len(chosen) >= per_group:
-                break
-            if only_if_better and (ext.reward is None or ext.reward <= best):
-                continue
-            if length == "select" and _completion_tokens(ext) > limit:
-                continue
-            if length == "truncate":
-                ext = truncate_trajectory(ext, limit)
-            source = ext.source if ext.source.startswith("external:") else "external:teacher"
-            chosen.append(dataclasses.replace(ext, source=source, group_id=group.group_id))
-        members = list(group.trajectories)
-        if replace_worst and chosen:
-            ranked = sorted(members, key=lambda t: (t.usable, t.reward if t.reward is not None else -1e18))
-            drop = {t.traj_id for t in ranked[: len(chosen)]}
-            members = [t for t in members if t.traj_id not in drop]
-        start = max((t.sample_idx for t in members), default=-1) + 1
-        for i, ext in enumerate(chosen):
-            members.append(dataclasses.replace(ext, sample_idx=start + i, traj_id=f"{group.group_id}-ext{i}"))
-        mixed.append(dataclasses.replace(group, trajectories=members, target_size=max(group.target_size,
-                                                                                      len(members))))
-    return mixed
+
+    def __init__(self, verified_weight: float = 5.0, answer_fn: AnswerFn = parsed_answer,
+                 label_fn: Callable[[RolloutGroup], Any] | None = None, *, verifier: Verifier | None = None):
+        if not verified_weight >= 1.0:
+            raise ConfigError(f"verified_weight must be at least 1, got {verified_weight}.")
+        super().__init__(answer_fn, label_fn)
+        self.verified_weight = float(verified_weight)
+        self.verifier = verifier
+
+    def weight(self, traj: Trajectory, group: RolloutGroup) -> float:
+        """``verified_weight`` when the rollout is tool-verified, else 1."""
+        ok, source = verdict(traj, group, self.verifier)
+        traj.metrics["verified"] = ok
+        traj.metrics["verified_by"] = source
+        return self.verified_weight if ok else 1.0
 
 
 def zero_variance(group: RolloutGroup, tol: float = 1e-12) -> bool:
@@ -193,3 +127,19 @@ def zero_variance(group: RolloutGroup, tol: float = 1e-12) -> bool:
 def drop_zero_variance(groups: Iterable[RolloutGroup], tol: float = 1e-12) -> list[RolloutGroup]:
     """Dynamic sampling: keep only groups whose usable rewards are not all equal."""
     return [g for g in groups if not zero_variance(g, tol)]
+
+
+
+# The ERILS helpers live in rollgym.rollout.external; these names stay importable from here.
+from rollgym.rollout.external import EnvRescorer, mix_external, truncate_trajectory  # noqa: E402
+
+__all__ = [
+    "EnvRescorer",
+    "MajorityVoteScorer",
+    "VerifiedVoteScorer",
+    "drop_zero_variance",
+    "mix_external",
+    "parsed_answer",
+    "truncate_trajectory",
+    "zero_variance",
+]

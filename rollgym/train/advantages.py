@@ -11,14 +11,25 @@ Scaling (``scale``):
 - ``"none"``: ``r - mean_g``, mean-only, as in Dr. GRPO, which removes the
   difficulty bias that per-group scaling introduces.
 
-``by_source=True`` computes the statistics separately for on-policy and
-external rollouts within a group (the source-specific reward processing of
-the external-rollout study); ``False`` pools them.
+``by_source`` chooses how external rollouts (``source="external:*"``, see
+:mod:`rollgym.rollout.external`) are processed (ERILS):
+
+- ``True`` (source-specific): on-policy rollouts (``"policy"``, ``"replay"``) are
+  normalised by the on-policy members of their group alone; each external rollout
+  is baselined against the *on-policy* group's statistics,
+  ``(r_ext - mean_policy) / s``, where ``s`` is the on-policy standard deviation
+  (``scale="group"``; 1 when the on-policy rewards are all equal, so an external
+  success in a group that solved nothing gets advantage ``r_ext - mean_policy``),
+  the batch standard deviation (``"batch"``) or 1 (``"none"``). An external rollout
+  that beats the on-policy mean therefore always gets a positive advantage, and the
+  on-policy advantages are exactly those of plain GRPO. A group without on-policy
+  rollouts centres its external ones on their own mean.
+- ``False`` (joint): one pool per group, as if every member were on-policy (the
+  ablation that the ERILS paper reports collapsing).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from typing import Literal
 
@@ -31,12 +42,6 @@ from rollgym.rollout.types import RolloutGroup
 __all__ = ["Scale", "group_advantages", "zero_variance"]
 
 Scale = Literal["group", "batch", "none"]
-
-
-def _source_key(source: str, by_source: bool) -> str:
-    if not by_source:
-        return "all"
-    return "policy" if source in ("policy", "replay") else "external"
 
 
 def group_advantages(
@@ -57,18 +62,21 @@ def group_advantages(
     stds: dict[str, float] = {}
     all_rewards: list[float] = []
     for group in groups:
-        buckets: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        for traj in group.usable():
-            if traj.reward is None:
-                continue
-            buckets[_source_key(traj.source, by_source)].append((traj.traj_id, float(traj.reward)))
-        for members in buckets.values():
-            rewards = np.array([r for _, r in members], dtype=np.float64)
-            mean, std = float(rewards.mean()), float(rewards.std())
-            for traj_id, r in members:
-                centred[traj_id] = r - mean
-                stds[traj_id] = std
-                all_rewards.append(r)
+        members = [(t.traj_id, float(t.reward), _is_policy(t.source)) for t in group.usable() if t.reward is not None]
+        all_rewards.extend(r for _, r, _ in members)
+        own = [m for m in members if m[2]]
+        if not members:
+            continue
+        if not by_source:
+            _centre(members, centred, stds)
+        elif not own:  # no on-policy baseline in this group: external rollouts against each other
+            _centre(members, centred, stds)
+        else:
+            mean, std = _centre(own, centred, stds)
+            for traj_id, r, is_policy in members:
+                if not is_policy:  # ERILS: judged against what the policy itself achieved on this task
+                    centred[traj_id] = r - mean
+                    stds[traj_id] = std if std > eps else 1.0 - eps  # all on-policy rewards equal: divide by 1
     if scale == "none" or not centred:
         return centred
     if scale == "group":
@@ -76,3 +84,17 @@ def group_advantages(
     batch_std = float(np.std(all_rewards))  # over raw rewards, as TRL computes it
     return {k: v / (batch_std + eps) for k, v in centred.items()}
 
+
+def _is_policy(source: str) -> bool:
+    return source in ("policy", "replay")
+
+
+def _centre(members: list[tuple[str, float, bool]], centred: dict[str, float],
+            stds: dict[str, float]) -> tuple[float, float]:
+    """Centre ``members`` on their own mean; returns ``(mean, std)``."""
+    rewards = np.array([r for _, r, _ in members], dtype=np.float64)
+    mean, std = float(rewards.mean()), float(rewards.std())
+    for traj_id, r, _ in members:
+        centred[traj_id] = r - mean
+        stds[traj_id] = std
+    return mean, std

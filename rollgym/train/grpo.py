@@ -15,6 +15,13 @@ really sampled each token; the step's statistics report how stale they were
 Checkpoints hold the model, the optimiser, the step counter and the RNG state,
 so a run resumed from a checkpoint continues exactly as if never stopped. Logs
 are JSONL, one line per step; :func:`plot_log` draws PNG learning curves.
+
+Token-level credit: ``step(groups, token_advantages=...)`` or a ``credit=`` producer
+(:mod:`rollgym.train.credit`: turn-level, per-criterion, broadcast) gives every token its
+own advantage. With a ``teacher=`` (:mod:`rollgym.train.teacher`: another model, or the
+student with privileged context), ``GRPOConfig(distill_coef=...)`` adds the on-policy
+distillation (reverse KL to the teacher) term and ``teacher_credit="add" | "reweight"``
+reshapes the token advantages by the teacher-minus-student logprob difference.
 """
 
 from __future__ import annotations
@@ -30,7 +37,11 @@ from typing import Any
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import Scale, group_advantages, zero_variance
+from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
 from rollgym.train.loss import Aggregation, grpo_loss
+from rollgym.train.teacher import Teacher
+
+CreditFn = Callable[[Sequence[RolloutGroup], dict[str, float]], TokenAdvantages]
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,10 @@ class GRPOConfig:
         drop_zero_variance: Skip groups whose rewards are all equal (dynamic sampling).
         weight_decay: AdamW weight decay.
         seed: Seeds torch for the trainer's own randomness.
+        distill_coef: Weight of the reverse-KL-to-teacher term (needs a ``teacher``; 0 disables it).
+        teacher_credit: ``"none"``, ``"add"`` or ``"reweight"``: reshape token advantages by the
+            teacher-minus-student logprob difference (:func:`rollgym.train.credit.teacher_credit_tensor`).
+        teacher_credit_coef, teacher_credit_bound: Its scale and (for ``"reweight"``) clip.
     """
 
     learning_rate: float = 1e-5
@@ -63,8 +78,16 @@ class GRPOConfig:
     drop_zero_variance: bool = False
     weight_decay: float = 0.0
     seed: int = 0
+    distill_coef: float = 0.0
+    teacher_credit: str = "none"
+    teacher_credit_coef: float = 1.0
+    teacher_credit_bound: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.distill_coef < 0:
+            raise ConfigError(f"distill_coef must be >= 0, got {self.distill_coef}.")
+        if self.teacher_credit not in ("none", "add", "reweight"):
+            raise ConfigError(f"teacher_credit must be 'none', 'add' or 'reweight', got {self.teacher_credit!r}.")
         if self.learning_rate <= 0:
             raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
         if self.micro_batch_size < 1:
@@ -85,30 +108,49 @@ class Row:
     old_logprobs: list[float]
     advantage: float
     source: str = "policy"
+    token_advantages: list[float] | None = None
+    teacher_prefix: list[int] | None = None
+    traj_id: str = ""
 
 
-def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float]) -> list[Row]:
-    """Training rows of every rollout that has an advantage and tokens."""
+def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float],
+                     token_advantages: TokenAdvantages | None = None, teacher: Teacher | None = None) -> list[Row]:
+    """Training rows of every rollout that has an advantage and tokens.
+
+    ``token_advantages`` (per rollout, in :func:`rollgym.train.credit.layout`) are sliced onto the rows;
+    with a ``teacher``, each row records the token ids its teacher sees before the prompt.
+    """
     rows: list[Row] = []
     for group in groups:
         for traj in group.usable():
             if traj.traj_id not in advantages:
                 continue
-            rows.extend(_rows_of(traj, advantages[traj.traj_id]))
+            prefix = teacher.prefix(traj, group) if teacher is not None else None
+            tokens = token_advantages.get(traj.traj_id) if token_advantages is not None else None
+            rows.extend(_rows_of(traj, advantages[traj.traj_id], tokens, prefix))
     return rows
 
 
-def _rows_of(traj: Trajectory, advantage: float) -> list[Row]:
+def _rows_of(traj: Trajectory, advantage: float, tokens: list[float] | None = None,
+             prefix: list[int] | None = None) -> list[Row]:
     if traj.metrics.get("per_turn_rows"):
-        return [
-            Row(list(t.prompt_ids), list(t.output_ids), [1] * len(t.output_ids),
-                list(t.output_logprobs) or [0.0] * len(t.output_ids), advantage, traj.source)
-            for t in traj.turns if t.output_ids
-        ]
+        rows = []
+        for t, (start, n, _) in zip(traj.turns, layout(traj)):
+            if not t.output_ids:
+                continue
+            rows.append(Row(list(t.prompt_ids), list(t.output_ids), [1] * n,
+                            list(t.output_logprobs) or [0.0] * n, advantage, traj.source,
+                            None if tokens is None else _fit(tokens[start : start + n], n), prefix, traj.traj_id))
+        return rows
     if not traj.completion_ids:
         return []
+    n = len(traj.completion_ids)
     return [Row(list(traj.prompt_ids), list(traj.completion_ids), list(traj.loss_mask), list(traj.logprobs),
-                advantage, traj.source)]
+                advantage, traj.source, None if tokens is None else _fit(tokens, n), prefix, traj.traj_id)]
+
+
+def _fit(values: Sequence[float], n: int) -> list[float]:
+    return list(values[:n]) + [0.0] * max(0, n - len(values))
 
 
 def token_staleness(groups: Sequence[RolloutGroup], current: int) -> dict[str, Any]:
@@ -173,15 +215,24 @@ class GRPOTrainer:
         config: :class:`GRPOConfig`.
         ref_model: A frozen reference model for the KL term (needed when ``config.beta > 0``).
         log_path: JSONL file that receives one line per step.
+        teacher: A :class:`~rollgym.train.teacher.Teacher` for ``distill_coef`` and ``teacher_credit``.
+        credit: A token-credit producer ``credit(groups, advantages) -> TokenAdvantages``
+            (e.g. ``lambda g, a: turn_advantages(g)``); ``step(token_advantages=...)`` overrides it.
     """
 
     def __init__(self, model: Any, tokenizer: Any, config: GRPOConfig | None = None, *, ref_model: Any = None,
-                 log_path: str | Path | None = None) -> None:
+                 log_path: str | Path | None = None, teacher: Teacher | None = None,
+                 credit: CreditFn | None = None) -> None:
         import torch
 
         self.config = config or GRPOConfig()
         if self.config.beta > 0 and ref_model is None:
             raise ConfigError("beta > 0 needs a ref_model (a frozen copy of the starting model).")
+        if (self.config.distill_coef > 0 or self.config.teacher_credit != "none") and teacher is None:
+            raise ConfigError("distill_coef and teacher_credit need a teacher=Teacher(...) (another model, or the "
+                              "student with privileged context).")
+        self.teacher = teacher
+        self.credit = credit
         torch.manual_seed(self.config.seed)
         self.model = model
         self.ref_model = ref_model.eval() if ref_model is not None else None
@@ -198,14 +249,21 @@ class GRPOTrainer:
         """How many updates the weights have had."""
         return self.global_step
 
-    def step(self, groups: Sequence[RolloutGroup]) -> dict[str, Any]:
-        """One optimiser update on ``groups``; returns the step's statistics."""
+    def step(self, groups: Sequence[RolloutGroup], *, token_advantages: TokenAdvantages | None = None
+             ) -> dict[str, Any]:
+        """One optimiser update on ``groups``; returns the step's statistics.
+
+        ``token_advantages`` (per rollout, see :mod:`rollgym.train.credit`) replace the broadcast
+        scalar advantages; rollouts missing from it keep their scalar advantage.
+        """
         import torch
 
         started = time.perf_counter()
         kept = [g for g in groups if not (self.config.drop_zero_variance and zero_variance(g))]
         advantages = group_advantages(kept, scale=self.config.scale, by_source=self.config.by_source)
-        rows = [r for r in rows_from_groups(kept, advantages) if any(r.loss_mask)]
+        if token_advantages is None and self.credit is not None:
+            token_advantages = self.credit(kept, advantages)
+        rows = [r for r in rows_from_groups(kept, advantages, token_advantages, self.teacher) if any(r.loss_mask)]
         rewards = [t.reward for g in groups for t in g.usable() if t.reward is not None]
         stats: dict[str, Any] = {
             "step": self.global_step, "groups": len(groups), "groups_kept": len(kept), "rows": len(rows),
@@ -215,19 +273,28 @@ class GRPOTrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total_tokens = sum(sum(r.loss_mask) for r in rows)
-        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0}
+        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0, "distill": 0.0}
         size = self.config.micro_batch_size
+        cfg = self.config
         for start in range(0, len(rows), size):
             chunk = rows[start : start + size]
             new, old, mask = sequence_logprobs(self.model, chunk, self.pad_id)
             ref = None
-            if self.ref_model is not None and self.config.beta > 0:
+            if self.ref_model is not None and cfg.beta > 0:
                 with torch.no_grad():
                     ref, _, _ = sequence_logprobs(self.ref_model, chunk, self.pad_id)
-            adv = torch.tensor([r.advantage for r in chunk], dtype=torch.float32)
-            loss, part = grpo_loss(new, old, adv, mask, ref_logprobs=ref, clip_low=self.config.clip_low,
-                                   clip_high=self.config.clip_high, beta=self.config.beta,
-                                   aggregation=self.config.aggregation)
+            adv = self._advantages(chunk, new.shape[1])
+            teacher_lp = has_teacher = None
+            if self.teacher is not None:
+                teacher_lp, has_teacher = self._teacher_logprobs(chunk, new.shape[1])
+                if cfg.teacher_credit != "none":
+                    adv = teacher_credit_tensor(adv, old, teacher_lp, mask * has_teacher[:, None],
+                                                mode=cfg.teacher_credit, coef=cfg.teacher_credit_coef,
+                                                bound=cfg.teacher_credit_bound)
+            loss, part = grpo_loss(new, old, adv, mask, ref_logprobs=ref, clip_low=cfg.clip_low,
+                                   clip_high=cfg.clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
+                                   teacher_logprobs=teacher_lp, distill_coef=cfg.distill_coef,
+                                   distill_mask=has_teacher)
             weight = (part.tokens / max(total_tokens, 1)) if self.config.aggregation == "token" else (
                 len(chunk) / len(rows))
             (loss * weight).backward()
@@ -243,6 +310,35 @@ class GRPOTrainer:
         stats.update(totals, tokens=total_tokens, seconds=time.perf_counter() - started)
         self.log(stats)
         return stats
+
+    def _advantages(self, chunk: Sequence[Row], width: int) -> Any:
+        """``[B]`` scalar advantages, or ``[B, T]`` when any row carries token advantages."""
+        import torch
+
+        if all(r.token_advantages is None for r in chunk):
+            return torch.tensor([r.advantage for r in chunk], dtype=torch.float32)
+        out = torch.zeros((len(chunk), width), dtype=torch.float32)
+        for i, r in enumerate(chunk):
+            values = r.token_advantages if r.token_advantages is not None else [r.advantage] * len(r.completion_ids)
+            out[i, : len(values)] = torch.tensor(values, dtype=torch.float32)
+        return out
+
+    def _teacher_logprobs(self, chunk: Sequence[Row], width: int) -> tuple[Any, Any]:
+        """Teacher logprobs ``[B, T]`` of the rows' tokens, and which rows have a teacher ``[B]``."""
+        import torch
+
+        assert self.teacher is not None
+        has = torch.tensor([r.teacher_prefix is not None for r in chunk], dtype=torch.float32)
+        shifted = [dataclasses.replace(r, prompt_ids=list(r.teacher_prefix or []) + r.prompt_ids) for r in chunk]
+        was_training = self.teacher.model.training
+        self.teacher.model.eval()
+        with torch.no_grad():
+            lp, _, _ = sequence_logprobs(self.teacher.model, shifted, self.pad_id)
+        if was_training:
+            self.teacher.model.train()
+        out = torch.zeros((len(chunk), width), dtype=torch.float32)
+        out[:, : lp.shape[1]] = lp
+        return out, has
 
     def log(self, record: dict[str, Any]) -> None:
         """Append one JSON line to the log file, if there is one."""

@@ -10,6 +10,18 @@ For each completion token t with loss mask 1::
 ``aggregation="token"`` averages over every masked token of the batch (DAPO,
 Dr. GRPO); ``"sequence"`` averages within each sequence first (the original
 GRPO), which weights short answers more.
+
+On-policy distillation (``distill_coef > 0`` with ``teacher_logprobs``) adds a
+reverse-KL-to-teacher term on the sampled tokens::
+
+    d_t = stopgrad(logp_new_t - logp_teacher_t)        (a one-sample estimate of KL(student || teacher) at t)
+    loss_t += distill_coef * ratio_t * d_t
+
+whose gradient, on-policy (``ratio = 1``), is ``distill_coef * d_t * grad logp_new_t``:
+the score-function gradient of the per-token reverse KL, as in on-policy
+distillation. The teacher is another model or the same model given privileged
+context (:mod:`rollgym.train.teacher`); ``distill_mask`` limits the term to the
+rows that have a teacher.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ class LossStats:
     kl: float
     ratio_mean: float
     tokens: int
+    distill: float = 0.0
 
 
 def grpo_loss(
@@ -42,6 +55,9 @@ def grpo_loss(
     clip_high: float = 0.2,
     beta: float = 0.0,
     aggregation: Aggregation = "token",
+    teacher_logprobs: Any = None,
+    distill_coef: float = 0.0,
+    distill_mask: Any = None,
 ) -> tuple[Any, LossStats]:
     """The clipped GRPO loss over a padded batch.
 
@@ -49,6 +65,10 @@ def grpo_loss(
         new_logprobs, old_logprobs, mask: ``[batch, tokens]`` tensors (mask is 1 on policy tokens).
         advantages: ``[batch]`` (one per sequence) or ``[batch, tokens]``.
         ref_logprobs: ``[batch, tokens]`` reference-model logprobs, needed when ``beta > 0``.
+        teacher_logprobs: ``[batch, tokens]`` teacher logprobs of the sampled tokens, needed when
+            ``distill_coef > 0``.
+        distill_mask: ``[batch, tokens]`` or ``[batch]``: where the distillation term applies
+            (default: everywhere the loss mask is 1).
 
     Returns:
         The scalar loss tensor (differentiable) and its :class:`LossStats`.
@@ -69,6 +89,14 @@ def grpo_loss(
         diff = (ref_logprobs - new_logprobs) * mask
         kl = torch.exp(diff) - diff - 1.0
         per_token = per_token + beta * kl
+    distill = torch.zeros_like(per_token)
+    if distill_coef > 0:
+        if teacher_logprobs is None:
+            raise ValueError("distill_coef > 0 needs teacher_logprobs.")
+        where = mask if distill_mask is None else mask * (
+            distill_mask if distill_mask.dim() == 2 else distill_mask.unsqueeze(-1)).to(mask.dtype)
+        distill = (new_logprobs - teacher_logprobs).detach() * where
+        per_token = per_token + distill_coef * ratio * distill
     tokens = mask.sum()
     if aggregation == "token":
         loss = (per_token * mask).sum() / tokens.clamp(min=1.0)
@@ -87,5 +115,6 @@ def grpo_loss(
             kl=float((kl * mask).sum()) / denominator,
             ratio_mean=float((ratio * mask).sum()) / denominator,
             tokens=int(tokens),
+            distill=float(distill.sum()) / denominator,
         )
     return loss, stats

@@ -429,6 +429,6 @@ def test_math500tool_survives_the_attacks_end_to_end(host: HostState, shared_dat
     assert "\n42\n" in obs
     wrong = "-987654321" if gold != "-987654321" else "0"
     _, reward, terminated, _, final = env.step(f"\\boxed{{{wrong}}}")
-    assert terminated and reward == 0.0 and final["verified"]["calls"] == len(attacks) + 1
+    assert terminated and reward == 0.0 and final["details"]["verification"]["calls"] == len(attacks) + 1
     env.close()
     host.assert_unchanged()

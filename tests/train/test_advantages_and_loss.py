@@ -38,13 +38,14 @@ def test_failed_rollouts_are_left_out_not_scored_zero():
     assert set(adv) == {"g0", "g2"} and adv["g0"] == 0.5
 
 
-def test_by_source_normalises_external_rollouts_separately():
+def test_by_source_baselines_external_rollouts_on_the_policy_group():
     g = RolloutGroup("g", None, 4, [traj(0, 0.0), traj(1, 1.0), traj(2, 1.0, "external:oracle"),
                                     traj(3, 1.0, "external:oracle")])
     joint = group_advantages([g], scale="none")
     split = group_advantages([g], scale="none", by_source=True)
     assert joint["g2"] == pytest.approx(0.25) and joint["g0"] == pytest.approx(-0.75)
-    assert split["g2"] == 0.0 and split["g0"] == -0.5 and split["g1"] == 0.5
+    # ERILS: the external rollouts share one reward, yet each beats the on-policy mean 0.5
+    assert split["g2"] == split["g3"] == 0.5 and split["g0"] == -0.5 and split["g1"] == 0.5
 
 
 def test_zero_variance_groups():

@@ -80,10 +80,13 @@ class MathToolEnv(TextEnv):
     ``"cpu"``, ``"output"``, ``"disk"``, ``"sandbox_error"``... or ``None``) and
     ``exception`` (an uncaught exception's class), or ``error`` for a malformed call).
     The answer turn adds the score fields (``reward``,
-    ``correct``, ``parsed``, ``error``, ``details``) and ``verified``: evidence for
-    verification-aware voting: ``calls``, ``successful_calls``, ``code_ran`` and
-    ``printed_answer`` (whether a successful run printed, in one of its last lines,
-    a value equal to the final boxed answer) with ``matching_calls``.
+    ``correct``, ``parsed``, ``error``, ``details``) and ``verified``, a bool for
+    verification-aware voting (T^3RL): ``True`` exactly when code that ran successfully
+    in the sandbox printed, in one of its last lines, a value equal to the final boxed
+    answer. The evidence is in ``details["verification"]``: ``method``
+    (``"python_output"``), ``calls``, ``successful_calls``, ``code_ran``,
+    ``printed_answer`` and ``matching_calls``. A truncated episode has
+    ``verified=False`` and the same evidence. The signal never changes the reward.
 
     ## Arguments
     Those of ``MathEnv`` (``path``, ``hub``, ``hf_dataset``..., ``timeout_s``,
@@ -95,7 +98,8 @@ class MathToolEnv(TextEnv):
       ``sandbox_memory_mb`` (1024), ``max_output_chars`` (4000).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. (``info["verified"]`` became a bool with the evidence moved to
+      ``details["verification"]``; tasks and rewards are unchanged, so the id stays v0.)
     """
 
     default_env_id = "MATH500Tool-v0"
@@ -205,7 +209,8 @@ class MathToolEnv(TextEnv):
                 "correct": False,
                 "parsed": None,
                 "error": "turn_limit",
-                "verified": self._evidence(None),
+                "details": {"verification": self._evidence(None)},
+                "verified": False,
             }
             return f"Turn limit ({self.max_turns}) reached without a final answer.", 0.0, False, True, info
         responses: list[str] = []
@@ -255,13 +260,17 @@ class MathToolEnv(TextEnv):
             from rollgym.core.task import Score
 
             score = Score.fail("verifier_error", exception=f"{type(exc).__name__}: {exc}")
-        info = {**score.to_info(), "verified": self._evidence(score.parsed)}
+        evidence = self._evidence(score.parsed)
+        info = score.to_info()
+        info["details"] = {**info["details"], "verification": evidence}
+        info["verified"] = bool(evidence["printed_answer"])
         return "", score.reward, True, False, info
 
     def _evidence(self, answer: str | None) -> dict[str, Any]:
         """What the tool runs say about ``answer``: did code run, and did it print this value?"""
         successful = [i for i, (_, r) in enumerate(self._runs) if r.ok]
         evidence: dict[str, Any] = {
+            "method": "python_output",
             "calls": len(self._runs),
             "successful_calls": len(successful),
             "code_ran": bool(successful),

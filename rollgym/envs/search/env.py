@@ -12,7 +12,7 @@ from rollgym.core.task import Task
 from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
 from rollgym.envs.search.index import get_index
 from rollgym.envs.search.questions import QuestionSpec
-from rollgym.envs.search.scoring import score_answer
+from rollgym.envs.search.scoring import answer_in_passages, returned_passages, score_answer
 from rollgym.envs.search.source import DIFFICULTIES, QA_MIX, SearchTaskSource
 from rollgym.envs.search.tools import SearchSession, tool_schemas
 from rollgym.envs.search.world import DEFAULT_SIZE
@@ -66,7 +66,11 @@ class SearchEnv(TextEnv):
     The common keys, ``tools``, ``episode_id``, ``turn``, ``rounds`` (actions with tool calls), ``calls``,
     ``errors`` (failed calls), ``evidence_coverage`` (share of the evidence articles opened or searched with
     ``find``); at the end the score fields ``correct``, ``parsed``, ``error`` and ``details``
-    (``exact_match``, ``f1``, ``f1_credit``, ``efficiency``). ``task_meta`` holds ``topology``, ``hops``,
+    (``exact_match``, ``f1``, ``f1_credit``, ``efficiency``, ``verification``) and ``verified``, a bool for
+    verification-aware voting (T^3RL): ``True`` when the normalised answer appears, as whole words, in a passage a
+    tool returned during the episode (a search snippet, an opened page, a ``find`` sentence). It is evidence
+    that the answer was read, not that it is right, and never changes the reward; ``details["verification"]``
+    says where (``method``, ``passages``, ``found_in``). ``task_meta`` holds ``topology``, ``hops``,
     ``dispersion``, ``documents``, ``distractors``, ``constraints``, ``answer_kind``, ``reference_rounds`` and the
     question's ``plan`` (its structure and named entities, never the answer).
 
@@ -82,6 +86,8 @@ class SearchEnv(TextEnv):
     * v1: with ``reward="f1"``, an answer longer than the gold earns no partial credit (a hedge that
       lists candidates scored 0.5-0.6 under v0). Exact-match scoring is unchanged.
     * v0: initial version.
+
+    Both ids gained ``info["verified"]`` and ``details["verification"]`` later; tasks and rewards did not change.
     """
 
     default_env_id = "Search-v1"
@@ -129,6 +135,7 @@ class SearchEnv(TextEnv):
         self.index = get_index(world_size, world_seed)
         self._tools_json = json.dumps(tool_schemas())
         self.session: SearchSession | None = None
+        self.passages: list[tuple[str, str]] = []  # (doc_id, text) of every passage a tool returned this episode
         self.turn = self.rounds = self.calls = self.errors = 0
         self.episode_id = ""
 
@@ -165,6 +172,7 @@ class SearchEnv(TextEnv):
             raise ConfigError("A search task needs the answer dict and meta of SearchTaskSource; use "
                               "options={'task_index': i} or a task made by this env's source.")
         self.session = SearchSession(self.index.corpus, self.index)
+        self.passages = []
         self.turn = self.rounds = self.calls = self.errors = 0
         self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
         return task.prompt
@@ -177,7 +185,11 @@ class SearchEnv(TextEnv):
             score = score_answer(self.task.answer, action, reward=self.reward_mode, rounds=self.rounds,
                                  budget=budget, efficiency_weight=self.efficiency_weight,
                                  hedge_guard=self.hedge_guard)
-            return "", score.reward, True, False, {**self._step_info(), **score.to_info()}
+            info = {**self._step_info(), **score.to_info()}
+            evidence = answer_in_passages(score.parsed, self.passages)
+            info["details"] = {**info["details"], "verification": evidence}
+            info["verified"] = bool(evidence["found_in"])
+            return "", score.reward, True, False, info
         parsed = parse_tool_calls(action)
         parts = [format_tool_response("error", {"error": f"malformed tool call: {e.message}"}) for e in parsed.errors]
         self.errors += len(parsed.errors)
@@ -192,6 +204,7 @@ class SearchEnv(TextEnv):
             else:
                 self.calls += 1
                 result = self.session.call(call.name, call.arguments)
+                self.passages.extend(returned_passages(result))
             if "error" in result:
                 self.errors += 1
             parts.append(format_tool_response(call.name[:60], result))

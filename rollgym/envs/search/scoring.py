@@ -94,3 +94,40 @@ def score_answer(answer: dict[str, Any], response: str, *, reward: str = "em", r
     if exact:
         return Score(value, True, parsed, None, details)
     return Score(value, False, parsed, "wrong", details)
+
+
+MAX_VERIFICATION_PASSAGES = 2_000
+
+
+def returned_passages(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(doc_id, text)`` passages a tool result shows the agent: search snippets, a page, ``find`` sentences."""
+    out: list[tuple[str, str]] = []
+    if "error" in result:
+        return out
+    for hit in result.get("results") or []:
+        out.append((str(hit.get("doc_id", "")), f"{hit.get('title', '')}. {hit.get('snippet', '')}"))
+    if isinstance(result.get("text"), str) and "page" in result:
+        out.append((str(result.get("doc_id", "")), result["text"]))
+    for match in result.get("matches") or []:
+        out.append((str(result.get("doc_id", "")), str(match.get("sentence", ""))))
+    return out
+
+
+def answer_in_passages(answer: Any, passages: list[tuple[str, str]]) -> dict[str, Any]:
+    """Where the normalised ``answer`` appears, as whole words, in the passages (T^3RL-style evidence).
+
+    Example:
+        >>> answer_in_passages("Kor", [("d1", "Ana Vel was born in Kor."), ("d2", "Korvath")])["found_in"]
+        ['d1']
+    """
+    evidence: dict[str, Any] = {"method": "retrieved_passage", "passages": len(passages), "found_in": []}
+    norm = normalize_answer(answer) if isinstance(answer, str) else ""
+    if not norm:
+        return evidence
+    needle = f" {norm} "
+    found: list[str] = []
+    for doc_id, text in passages[-MAX_VERIFICATION_PASSAGES:]:
+        if needle in f" {normalize_answer(text)} " and doc_id not in found:
+            found.append(doc_id)
+    evidence["found_in"] = found[:20]
+    return evidence

@@ -42,7 +42,9 @@ def test_a_tool_turn_then_a_boxed_answer() -> None:
     assert step_info["tool_results"][0]["ok"] is True
     obs, reward, terminated, truncated, step_info = env.step(f"So the answer is \\boxed{{{answer}}}.")
     assert (obs, reward, terminated, truncated) == ("", 1.0, True, False)
-    assert step_info["verified"] == {
+    assert step_info["verified"] is True
+    assert step_info["details"]["verification"] == {
+        "method": "python_output",
         "calls": 1,
         "successful_calls": 1,
         "code_ran": True,
@@ -56,7 +58,9 @@ def test_evidence_says_when_the_code_printed_something_else() -> None:
     env.reset(options={"task_index": 0})
     env.step(python_call("print(123456)"))
     *_, step_info = env.step("\\boxed{7}")
-    assert step_info["verified"]["code_ran"] and not step_info["verified"]["printed_answer"]
+    assert step_info["verified"] is False
+    evidence = step_info["details"]["verification"]
+    assert evidence["code_ran"] and not evidence["printed_answer"]
 
 
 def test_bad_calls_get_error_observations_and_the_episode_goes_on() -> None:
