@@ -36,9 +36,17 @@ def test_builtin_suites_parse_and_cover_every_family() -> None:
 def test_papers_suite_follows_the_published_protocols() -> None:
     papers = load_suite("papers")
     sudoku = [e for e in papers.entries if e.env_id.startswith("Sudoku")]
-    assert sorted(e.sampling["max_tokens"] for e in sudoku) == [128, 256, 512]
-    assert all(e.group_size == 4 and "best_of_k" in e.metrics for e in sudoku)
+    best_of_4 = [e for e in sudoku if "best_of_k" in e.metrics]
+    greedy = [e for e in sudoku if e.sampling["temperature"] == 0.0]  # ERILS: deterministic single completion
+    assert sorted(e.sampling["max_tokens"] for e in best_of_4) == [128, 256, 512]
+    assert sorted(e.sampling["max_tokens"] for e in greedy) == [128, 256, 512]
+    assert all(e.group_size == 4 and e.sampling["temperature"] == 1.0 for e in best_of_4)
+    assert all(e.group_size == 1 and e.metrics == ("accuracy",) for e in greedy)
     assert len({(e.n_tasks, e.seed, e.split) for e in sudoku}) == 1  # the same puzzles at every length
+    games = [e for e in papers.entries if e.env_id.split("-")[0] in {"Chess", "Chess960", "ConnectFour", "Hex"}]
+    assert games and all(e.env_kwargs.get("show_legal_moves") is False for e in games)  # MAV: not shown
+    search = [e for e in games if "tool_budget_per_move" in e.env_kwargs]
+    assert search and all(e.env_kwargs["tools"] == ["simulate"] for e in search)
     envs = {e.env_id for e in papers.entries}
     assert {"Countdown-v0", "MATH500-v0", "Chess-v0", "Chess960-v0", "ConnectFour-v0", "Hex-v0"} <= envs
     assert any(e.rating for e in papers.entries)

@@ -27,6 +27,7 @@ _FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
 _MARKUP = "*`_ \t\"'"
 AGENT_COLORS = ("alternate", "random", "first", "second")
+TOOL_NAMES = ("legal_moves", "simulate")
 ILLEGAL_MOVE_POLICIES = ("forfeit", "random")
 REWARD_SCHEMES = ("score", "signed")
 
@@ -122,8 +123,11 @@ class TwoPlayerTextEnv(TextEnv):
         reward_scheme: ``"score"`` (1 / 0.5 / 0) or ``"signed"`` (+1 / 0 / -1).
         show_legal_moves: list the legal moves in every observation.
         random_opening_plies: random moves played before the agent's first turn.
-        tools: offer ``legal_moves()`` and ``simulate(moves)`` as Hermes tool calls.
+        tools: offer ``legal_moves()`` and ``simulate(moves)`` as Hermes tool calls (``True``), or
+            only the named ones (e.g. ``["simulate"]``: search without being told the legal moves).
         tool_budget: tool calls allowed per episode.
+        tool_budget_per_move: tool calls allowed per decision (the MAV papers' per-move search
+            budget), refilled after each of the agent's moves; ``None``: only the episode budget.
         split, render_mode: as for every :class:`~rollgym.core.env.TextEnv`.
     """
 
@@ -143,8 +147,9 @@ class TwoPlayerTextEnv(TextEnv):
         reward_scheme: str = "score",
         show_legal_moves: bool = True,
         random_opening_plies: int = 0,
-        tools: bool = False,
+        tools: bool | list[str] = False,
         tool_budget: int = 20,
+        tool_budget_per_move: int | None = None,
         split: str = "train",
         render_mode: str | None = None,
     ) -> None:
@@ -165,8 +170,17 @@ class TwoPlayerTextEnv(TextEnv):
         self.reward_scheme = reward_scheme
         self.show_legal_moves = show_legal_moves
         self.random_opening_plies = random_opening_plies
-        self.use_tools = bool(tools)
+        names = list(TOOL_NAMES) if tools is True else (list(tools) if isinstance(tools, (list, tuple)) else [])
+        if not set(names) <= set(TOOL_NAMES):
+            raise ConfigError(f"tools must be true, false or a list of {', '.join(TOOL_NAMES)}; got {tools!r}.")
+        per_move = tool_budget_per_move
+        if per_move is not None and (not isinstance(per_move, int) or per_move < 0):
+            raise ConfigError(f"tool_budget_per_move must be a non-negative integer or None, got {per_move!r}.")
+        self.tool_names = names
+        self.use_tools = bool(names)
         self.tool_budget = tool_budget
+        self.tool_budget_per_move = tool_budget_per_move
+        self._move_calls = (0, 0)  # (moves played when counted, tool calls made since)
         from rollgym.agents.game_bots import make_bot  # agents sit above envs; import on use
 
         self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
@@ -226,6 +240,7 @@ class TwoPlayerTextEnv(TextEnv):
         self._rng = np.random.default_rng(int(meta.get("opponent_seed", 0)))
         self._retries_left = self.max_retries
         self._tool_calls_left = self.tool_budget
+        self._move_calls = (0, 0)
         self._last_error = None
         events = []
         if meta.get("opening"):
@@ -354,7 +369,7 @@ class TwoPlayerTextEnv(TextEnv):
             **self.extra_info(state),
         }
         if self.use_tools:
-            info["tool_calls_left"] = self._tool_calls_left
+            info["tool_calls_left"] = self._calls_left()
         if final:
             info.update(self._result)
             info["record"] = self.record()
@@ -397,6 +412,25 @@ class TwoPlayerTextEnv(TextEnv):
     def tools(self) -> list[dict[str, Any]]:
         if not self.use_tools:
             return []
+        return [tool for tool in self._tool_schemas() if tool["function"]["name"] in self.tool_names]
+
+    def _calls_left(self) -> int:
+        """Tool calls the agent may still make now: the episode budget, and the per-move one when set."""
+        if self.tool_budget_per_move is None:
+            return self._tool_calls_left
+        moves, used = self._move_calls
+        if moves != len(self._move_texts):  # a move was played since: the per-move budget refills
+            self._move_calls = (len(self._move_texts), 0)
+            used = 0
+        return min(self._tool_calls_left, self.tool_budget_per_move - used)
+
+    def _spend_call(self) -> None:
+        self._tool_calls_left -= 1
+        moves, used = self._move_calls
+        self._move_calls = (moves, used + 1)
+
+    @staticmethod
+    def _tool_schemas() -> list[dict[str, Any]]:
         return [
             {"type": "function", "function": {
                 "name": "legal_moves", "description": "List the legal moves in the current position.",
@@ -411,21 +445,24 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _answer_tools(self, parsed: ParsedToolCalls) -> StepResult:
         assert self.state is not None
-        if self._tool_calls_left <= 0:  # counts as a failed answer, so tool loops cannot run forever
+        if self._calls_left() <= 0:  # counts as a failed answer, so tool loops cannot run forever
             return self._failed("no_move", "the tool budget is spent; answer with a move")
         self._last_error = None
         replies = [format_tool_response("error", err.message) for err in parsed.errors]
         for call in parsed.calls:
-            if self._tool_calls_left <= 0:
+            if self._calls_left() <= 0:
                 replies.append(format_tool_response(call.name, "tool budget exhausted; answer with a move"))
                 continue
-            self._tool_calls_left -= 1
+            self._spend_call()
             replies.append(format_tool_response(call.name, self._run_tool(call.name, call.arguments)))
-        replies.append(f"{self._tool_calls_left} tool calls left. Give your move as `Final Answer: <move>`.")
+        scope = " for this move" if self.tool_budget_per_move is not None else ""
+        replies.append(f"{self._calls_left()} tool calls left{scope}. Give your move as `Final Answer: <move>`.")
         return "\n".join(replies), 0.0, False, False, self._info()
 
     def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
         assert self.state is not None
+        if name not in self.tool_names:
+            return f"error: unknown tool {name!r}; the tools are {' and '.join(self.tool_names)}"
         if name == "legal_moves":
             return " ".join(self.state.move_to_text(m) for m in self.state.legal_moves())
         if name == "simulate":
