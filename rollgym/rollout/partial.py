@@ -230,6 +230,18 @@ class PartialRollouts:
         self._closed = False
 
     # -- public ---------------------------------------------------------------
+    def cost(self) -> dict[str, int]:
+        """What the partial rollouts cost so far, beyond the tokens themselves.
+
+        ``resent_prefix_tokens``: prompt and already-sampled tokens sent again to continue a paused
+        generation (``chunk_tokens``): an engine without a prefix cache prefills them again, so a fair
+        comparison with synchronous collection charges them; ``chunk_calls``: engine calls made by
+        chunked generation; ``steps``: :meth:`step` calls.
+        """
+        backend = getattr(self.template, "backend", None)
+        return {"steps": self.steps, "resent_prefix_tokens": int(getattr(backend, "resent_tokens", 0)),
+                "chunk_calls": int(getattr(backend, "chunk_calls", 0))}
+
     @property
     def carried(self) -> int:
         """Episodes in flight now: started in an earlier step and not finished."""

@@ -1,7 +1,7 @@
-"""A CPU demonstration of GRPO on an easy Countdown, and a small external-rollout study.
+"""A CPU demonstration of GRPO on an easy Countdown: the whole pipeline, with its gain measured honestly.
 
-Run ``python -m rollgym.train.demo`` (a few minutes on a CPU; ``--quick`` for a
-smoke run). It
+Run ``python -m rollgym.train.demo`` (minutes on a CPU; ``--quick`` for a smoke
+run). It
 
 1. builds a tiny Llama-architecture model and a byte-level BPE tokenizer
    trained on the env's own prompts (no download);
@@ -9,19 +9,15 @@ smoke run). It
    (:mod:`rollgym.train.sft`), deliberately briefly, so that GRPO has room;
 3. trains it with the reference :class:`~rollgym.train.grpo.GRPOTrainer` on
    rollouts that :class:`~rollgym.agents.chat.ChatAgent` plays through rollgym's
-   episode runner, under four conditions, each over a few seeds:
-
-   * ``on-policy``: plain GRPO;
-   * ``external``: oracle answers added as ``external:oracle`` rollouts to groups
-     that solved nothing (:func:`~rollgym.rollout.strategies.mix_external`), no
-     length control, joint reward processing;
-   * ``external+length``: the same, cut to the group's own longest completion;
-   * ``external+length+by-source``: the same, with advantages normalised per
-     source (``GRPOConfig(by_source=True)``);
-
+   episode runner, once per seed;
 4. measures greedy accuracy on held-out tasks (the ``test`` split) along the
-   way, writes every figure to a JSON file, draws the plots and renders the
-   table in ``docs/training.md`` from that JSON.
+   way and reports the gain over the warm-up model with its 95% interval over
+   seeds.
+
+It writes its JSON and plot to a new temporary folder (or ``--out``); only
+``--doc`` writes ``docs/img/grpo_demo.*`` and the table in ``docs/training.md``.
+The strategy comparisons (external rollouts, verified voting, dynamic sampling,
+partial rollouts) are powered experiments in :mod:`rollgym.train.experiments`.
 
 The prompts omit the env's one-line system prompt (``ChatAgent(system_prompt="")``)
 to keep sequences short on a CPU.
@@ -39,13 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.core.registration import make
-
-CONDITIONS: dict[str, dict[str, Any]] = {
-    "on-policy": {"external": False},
-    "external": {"external": True, "length": "none", "by_source": False},
-    "external+length": {"external": True, "length": "truncate", "by_source": False},
-    "external+length+by-source": {"external": True, "length": "truncate", "by_source": True},
-}
 
 TABLE_BEGIN = "<!-- grpo-demo-table:begin -->"
 TABLE_END = "<!-- grpo-demo-table:end -->"
@@ -70,37 +59,43 @@ class DemoConfig:
     max_tokens: int = 16
     temperature: float = 0.7
     learning_rate: float = 5e-4
-    eval_tasks: int = 96
+    eval_tasks: int = 300
     eval_every: int = 8
-    seeds: tuple[int, ...] = (0, 1, 2)
-    conditions: tuple[str, ...] = tuple(CONDITIONS)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     seed: int = 0
 
     @classmethod
     def quick(cls) -> DemoConfig:
         """A seconds-long smoke run of the whole pipeline (used by the test suite)."""
         return cls(vocab_size=400, hidden_size=32, sft_steps=2, sft_batch=4, grpo_steps=2, tasks_per_step=2,
-                   group_size=2, max_tokens=8, eval_tasks=4, eval_every=1, seeds=(0,),
-                   conditions=("on-policy", "external+length+by-source"))
+                   group_size=2, max_tokens=8, eval_tasks=4, eval_every=1, seeds=(0, 1))
 
 
-def build_demo_model(folder: str | Path, config: DemoConfig) -> tuple[Any, Any]:
-    """A tiny random chat model whose BPE tokenizer is trained on the env's prompts (no download)."""
+def build_demo_model(folder: str | Path, config: DemoConfig, texts: Sequence[str] | None = None, *,
+                     text_tool_tags: bool = False) -> tuple[Any, Any]:
+    """A tiny random chat model whose BPE tokenizer is trained on the env's prompts (no download).
+
+    ``texts`` replaces the training corpus of the tokenizer (by default: 300 of the env's first
+    observations and Countdown-style answers). With ``text_tool_tags``, ``<tool_call>`` and
+    ``</tool_call>`` are ordinary added tokens rather than special ones, so that decoding with
+    ``skip_special_tokens=True`` (as the transformers backend does) keeps them, as Qwen's tokenizer does.
+    """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     from rollgym.agents.backends.tiny import CHAT_TEMPLATE, SPECIAL_TOKENS
 
-    env = make(config.env_id, split="train", **config.env_kwargs)
-    texts = []
-    try:
-        for index in range(300):
-            observation, _ = env.reset(options={"task_index": index})
-            texts.append(observation)
-    finally:
-        env.close()
-    texts += [f"<answer>{a} + {b} - {c}</answer>" for a in range(10) for b in range(10) for c in range(3)]
+    if texts is None:
+        env = make(config.env_id, split="train", **config.env_kwargs)
+        texts = []
+        try:
+            for index in range(300):
+                observation, _ = env.reset(options={"task_index": index})
+                texts.append(observation)
+        finally:
+            env.close()
+        texts += [f"<answer>{a} + {b} - {c}</answer>" for a in range(10) for b in range(10) for c in range(3)]
     core = Tokenizer(models.BPE(unk_token=None))
     # digits stay single tokens; everything else may merge across words, so the fixed rules text of
     # every prompt shrinks to a few tokens and sequences stay short on a CPU
@@ -109,9 +104,13 @@ def build_demo_model(folder: str | Path, config: DemoConfig) -> tuple[Any, Any]:
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     core.decoder = decoders.ByteLevel()
+    tool_tags = [t for t in SPECIAL_TOKENS if "tool_call" in t]
+    specials = [t for t in SPECIAL_TOKENS if t not in tool_tags] if text_tool_tags else SPECIAL_TOKENS
     core.train_from_iterator(texts, trainer=trainers.BpeTrainer(
-        vocab_size=config.vocab_size, special_tokens=SPECIAL_TOKENS,
+        vocab_size=config.vocab_size, special_tokens=specials,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    if text_tool_tags:
+        core.add_tokens(tool_tags)  # added, not special: decoding keeps them
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                         bos_token=None)
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -144,22 +143,19 @@ def _train_tasks(config: DemoConfig, step: int, seed: int) -> list[Any]:
         env.close()
 
 
-def run_condition(model: Any, tokenizer: Any, config: DemoConfig, condition: str, seed: int,
-                  log_path: Path | None = None) -> dict[str, Any]:
-    """GRPO from the warm-up weights under one condition; returns the accuracy curve and step statistics."""
+def run_seed(model: Any, tokenizer: Any, config: DemoConfig, seed: int, log_path: Path | None = None
+             ) -> dict[str, Any]:
+    """On-policy GRPO from the warm-up weights with one seed; returns the accuracy curve and step statistics."""
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.backends.hf import TransformersBackend
     from rollgym.agents.chat import ChatAgent
-    from rollgym.rollout.strategies import mix_external
     from rollgym.train.adapters.episodes import play_groups
     from rollgym.train.grpo import GRPOConfig, GRPOTrainer
-    from rollgym.train.sft import demonstration_for, external_trajectory, greedy_accuracy
+    from rollgym.train.sft import greedy_accuracy
 
-    settings = CONDITIONS[condition]
-    backend = TransformersBackend(model, tokenizer, max_batch=256, batch_window_s=0.02)
-    trainer = GRPOTrainer(model, tokenizer, GRPOConfig(learning_rate=config.learning_rate,
-                                                       by_source=bool(settings.get("by_source")),
-                                                       micro_batch_size=32, seed=seed), log_path=log_path)
+    backend = TransformersBackend(model, tokenizer, max_batch=512, batch_window_s=0.02)
+    trainer = GRPOTrainer(model, tokenizer, GRPOConfig(learning_rate=config.learning_rate, micro_batch_size=32,
+                                                       seed=seed), log_path=log_path)
 
     def accuracy() -> float:
         return greedy_accuracy(backend, config.env_id, range(config.eval_tasks), env_kwargs=config.env_kwargs,
@@ -173,28 +169,17 @@ def run_condition(model: Any, tokenizer: Any, config: DemoConfig, condition: str
                                                   seed=seed * 1_000_003 + step), system_prompt="")
         groups = play_groups(agent, config.env_id, tasks, config.group_size, env_kwargs=config.env_kwargs,
                              max_turns=1, seed=seed * 1_000_003 + step, prefix=f"s{step}-g")
-        added = 0
-        if settings["external"]:
-            external = {}
-            for group in groups:
-                assert group.task is not None
-                demo = demonstration_for(config.env_id, group.task, tokenizer, env_kwargs=config.env_kwargs,
-                                         system_prompt="")
-                external[group.task.id] = [external_trajectory(demo, backend, group_id=group.group_id)]
-            mixed = mix_external(groups, external, per_group=1, only_if_better=True, length=settings["length"])
-            added = sum(len(m.trajectories) - len(g.trajectories) for m, g in zip(mixed, groups))
-            groups = mixed
         stats = trainer.step(groups)
-        policy = [t.reward for g in groups for t in g.usable() if t.source == "policy" and t.reward is not None]
-        steps.append({"step": step + 1, "policy_reward": sum(policy) / max(len(policy), 1), "external": added,
+        rewards = [t.reward for g in groups for t in g.usable() if t.reward is not None]
+        steps.append({"step": step + 1, "policy_reward": sum(rewards) / max(len(rewards), 1),
                       "loss": stats["loss"], "rows": stats["rows"]})
         if (step + 1) % config.eval_every == 0 or step + 1 == config.grpo_steps:
             curve.append({"step": step + 1, "accuracy": accuracy()})
-    return {"condition": condition, "seed": seed, "curve": curve, "steps": steps}
+    return {"seed": seed, "curve": curve, "steps": steps}
 
 
 def run_demo(config: DemoConfig, workdir: str | Path, *, progress: bool = True) -> dict[str, Any]:
-    """Build, warm up, and run every condition and seed; returns the JSON-ready results."""
+    """Build, warm up, and train once per seed; returns the JSON-ready results."""
     import torch
 
     from rollgym.agents.backends.hf import TransformersBackend
@@ -211,18 +196,17 @@ def run_demo(config: DemoConfig, workdir: str | Path, *, progress: bool = True) 
                        learning_rate=config.sft_lr, pad_id=int(tokenizer.pad_token_id), seed=config.seed)
     warm = copy.deepcopy(model.state_dict())
     runs = []
-    for condition in config.conditions:
-        for seed in config.seeds:
-            model.load_state_dict(warm)
-            t0 = time.perf_counter()
-            run = run_condition(model, tokenizer, config, condition, seed)
-            run["seconds"] = round(time.perf_counter() - t0, 1)
-            runs.append(run)
-            if progress:
-                print(f"{condition:28s} seed {seed}: accuracy {run['curve'][0]['accuracy']:.3f} -> "
-                      f"{run['curve'][-1]['accuracy']:.3f} ({run['seconds']} s)", flush=True)
+    for seed in config.seeds:
+        model.load_state_dict(warm)
+        t0 = time.perf_counter()
+        run = run_seed(model, tokenizer, config, seed)
+        run["seconds"] = round(time.perf_counter() - t0, 1)
+        runs.append(run)
+        if progress:
+            print(f"seed {seed}: accuracy {run['curve'][0]['accuracy']:.3f} -> {run['curve'][-1]['accuracy']:.3f} "
+                  f"({run['seconds']} s)", flush=True)
     return {
-        "config": {**asdict(config), "seeds": list(config.seeds), "conditions": list(config.conditions)},
+        "config": {**asdict(config), "seeds": list(config.seeds)},
         "prompt_tokens": len(demos[0].prompt_ids),
         "accuracy_untrained": before,
         "sft_loss_first_last": [losses[0], losses[-1]] if losses else [],
@@ -232,29 +216,32 @@ def run_demo(config: DemoConfig, workdir: str | Path, *, progress: bool = True) 
     }
 
 
-def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per condition: mean (and per-seed) held-out accuracy after warm-up and after GRPO."""
-    out = []
-    for condition in dict.fromkeys(r["condition"] for r in runs):
-        mine = [r for r in runs if r["condition"] == condition]
-        start = [r["curve"][0]["accuracy"] for r in mine]
-        end = [r["curve"][-1]["accuracy"] for r in mine]
-        external = [sum(s["external"] for s in r["steps"]) for r in mine]
-        out.append({"condition": condition, "seeds": [r["seed"] for r in mine],
-                    "accuracy_start": sum(start) / len(start), "accuracy_end": sum(end) / len(end),
-                    "accuracy_end_per_seed": end, "gain": (sum(end) - sum(start)) / len(end),
-                    "external_rollouts": sum(external) / len(external)})
-    return out
+def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Held-out accuracy after warm-up and after GRPO, and the per-seed gain with its 95% t interval."""
+    from rollgym.train.experiments.stats import estimate
+
+    start = [r["curve"][0]["accuracy"] for r in runs]
+    end = [r["curve"][-1]["accuracy"] for r in runs]
+    gain = estimate([b - a for a, b in zip(start, end)])
+    return {"seeds": [r["seed"] for r in runs], "accuracy_start": sum(start) / len(start),
+            "accuracy_end": estimate(end).to_dict(), "accuracy_end_per_seed": end, "gain": gain.to_dict(),
+            "reading": gain.verdict("GRPO raised held-out accuracy", "GRPO lowered held-out accuracy")}
 
 
 def render_table(results: dict[str, Any]) -> str:
     """The Markdown table of :func:`summarize` (what ``docs/training.md`` shows)."""
-    lines = ["| condition | held-out accuracy after warm-up | after GRPO (mean) | per seed | gain | "
-             "external rollouts added |", "|---|---|---|---|---|---|"]
-    for row in results["summary"]:
-        seeds = ", ".join(f"{a:.3f}" for a in row["accuracy_end_per_seed"])
-        lines.append(f"| {row['condition']} | {row['accuracy_start']:.3f} | {row['accuracy_end']:.3f} | {seeds} | "
-                     f"{row['gain']:+.3f} | {row['external_rollouts']:.1f} |")
+    summary = results["summary"]
+    end, gain = summary["accuracy_end"], summary["gain"]
+
+    def interval(d: dict[str, Any], signed: bool = False) -> str:
+        half = "n/a" if d["half_width"] is None else f"{d['half_width']:.3f}"
+        return f"{d['mean']:{'+' if signed else ''}.3f} ± {half}"
+
+    seeds = ", ".join(f"{a:.3f}" for a in summary["accuracy_end_per_seed"])
+    lines = ["| held-out accuracy after warm-up | after GRPO (mean ± 95% CI) | per seed | gain (mean ± 95% CI) | "
+             "reading |", "|---|---|---|---|---|",
+             f"| {summary['accuracy_start']:.3f} | {interval(end)} | {seeds} | {interval(gain, True)} | "
+             f"{summary['reading']} |"]
     cfg = results["config"]
     lines.append("")
     lines.append(f"{cfg['env_id']} {json.dumps(cfg['env_kwargs'])}; {cfg['sft_steps']} warm-up steps, "
@@ -265,7 +252,7 @@ def render_table(results: dict[str, Any]) -> str:
 
 
 def plot_results(results: dict[str, Any], folder: str | Path) -> list[Path]:
-    """``grpo_demo.png`` (on-policy accuracy per seed) and ``grpo_external.png`` (mean curve per condition)."""
+    """``grpo_demo.png``: held-out accuracy per seed along the run."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -273,37 +260,20 @@ def plot_results(results: dict[str, Any], folder: str | Path) -> list[Path]:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
     fig, ax = plt.subplots(figsize=(5, 3.4))
     for run in results["runs"]:
-        if run["condition"] == "on-policy":
-            ax.plot([p["step"] for p in run["curve"]], [p["accuracy"] for p in run["curve"]], marker="o",
-                    label=f"seed {run['seed']}")
+        ax.plot([p["step"] for p in run["curve"]], [p["accuracy"] for p in run["curve"]], marker="o",
+                label=f"seed {run['seed']}")
     ax.set_xlabel("GRPO step")
     ax.set_ylabel("held-out accuracy (greedy)")
     ax.set_title(f"GRPO on {results['config']['env_id']} (tiny model, CPU)")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
-    paths.append(folder / "grpo_demo.png")
-    fig.savefig(paths[-1], dpi=110)
+    path = folder / "grpo_demo.png"
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 3.8))
-    for condition in dict.fromkeys(r["condition"] for r in results["runs"]):
-        mine = [r for r in results["runs"] if r["condition"] == condition]
-        steps = [p["step"] for p in mine[0]["curve"]]
-        mean = [sum(r["curve"][i]["accuracy"] for r in mine) / len(mine) for i in range(len(steps))]
-        ax.plot(steps, mean, marker="o", label=condition)
-    ax.set_xlabel("GRPO step")
-    ax.set_ylabel("held-out accuracy (mean over seeds)")
-    ax.set_title("External oracle rollouts in GRPO groups")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(folder / "grpo_external.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
-    return paths
+    return [path]
 
 
 def write_table(results: dict[str, Any], doc: str | Path) -> None:
@@ -318,21 +288,28 @@ def write_table(results: dict[str, Any], doc: str | Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m rollgym.train.demo [--quick] [--out docs/img] [--doc docs/training.md]``."""
+    """Command line: ``python -m rollgym.train.demo [--quick] [--out DIR | --doc]``."""
     import tempfile
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
-    parser.add_argument("--out", default="docs/img", help="folder for grpo_demo.json and the PNG plots")
-    parser.add_argument("--doc", default=None, help="Markdown file whose table markers receive the table")
+    parser.add_argument("--out", default=None,
+                        help="folder for grpo_demo.json and grpo_demo.png (default: a new temporary folder)")
+    parser.add_argument("--doc", action="store_true",
+                        help="regenerate the committed figures: docs/img/grpo_demo.* and the table in "
+                             "docs/training.md (run from the repository root)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--grpo-steps", type=int, default=None)
     parser.add_argument("--sft-steps", type=int, default=None)
     parser.add_argument("--seeds", type=int, nargs="*", default=None)
-    parser.add_argument("--conditions", nargs="*", choices=list(CONDITIONS), default=None)
     parser.add_argument("--lr", type=float, default=None, help="GRPO learning rate")
     parser.add_argument("--temperature", type=float, default=None, help="rollout sampling temperature")
     args = parser.parse_args(argv)
+    doc = Path("docs") / "training.md"
+    if args.doc and (args.quick or args.out):
+        parser.error("--doc regenerates the committed figures from a full run; it takes neither --quick nor --out")
+    if args.doc and not doc.exists():
+        parser.error(f"--doc must run from the repository root ({doc} not found here)")
     import torch
 
     torch.set_num_threads(max(1, args.threads))
@@ -343,21 +320,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = replace(config, sft_steps=args.sft_steps)
     if args.seeds:
         config = replace(config, seeds=tuple(args.seeds))
-    if args.conditions:
-        config = replace(config, conditions=tuple(args.conditions))
     if args.lr is not None:
         config = replace(config, learning_rate=args.lr)
     if args.temperature is not None:
         config = replace(config, temperature=args.temperature)
     with tempfile.TemporaryDirectory(prefix="rollgym-demo-") as workdir:
         results = run_demo(config, workdir)
-    out = Path(args.out)
+    out = Path("docs") / "img" if args.doc else Path(args.out or tempfile.mkdtemp(prefix="rollgym-demo-out-"))
     out.mkdir(parents=True, exist_ok=True)
     (out / "grpo_demo.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     plot_results(results, out)
     if args.doc:
-        write_table(results, args.doc)
+        write_table(results, doc)
     print(render_table(results))
+    print(f"\nwrote {out / 'grpo_demo.json'} and {out / 'grpo_demo.png'}")
     return 0
 
 

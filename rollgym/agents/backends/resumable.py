@@ -48,6 +48,10 @@ class ResumableBackend:
         self.chunk_tokens = chunk_tokens
         self.pause = pause
         self.name = f"resumable({getattr(inner, 'name', type(inner).__name__)})"
+        # what continuing costs: every chunk after a generation's first re-sends its prompt and the tokens
+        # sampled so far, which an engine without a prefix cache must prefill again
+        self.chunk_calls = 0
+        self.resent_tokens = 0
 
     def __getattr__(self, name: str) -> Any:  # tokenizer, encode, model, ... of the inner backend
         if name == "inner":
@@ -86,6 +90,9 @@ class ResumableBackend:
             await self._pause()
             size = min(self.chunk_tokens, sampling.max_tokens - len(ids))
             seed = None if sampling.seed is None else _chunk_seed(sampling.seed, chunk)
+            self.chunk_calls += 1
+            if chunk:
+                self.resent_tokens += len(prompt) + len(ids)
             part = (await self.inner.generate([prompt + ids], dataclasses.replace(sampling, max_tokens=size,
                                                                                    seed=seed)))[0]
             if part.finish_reason == "error":

@@ -8,6 +8,9 @@ Two stages, one command each (torch is required; CPU is enough)::
 ``supervised``: one-step teacher-forced prediction (the next frame from the two
 true frames before it), L1 loss with extra weight where the scene moves.
 
+``finetune_l1_on_rollouts`` is its control: the same rollouts trained with the
+supervised L1 loss instead of the reward (``docs/experiments.md`` compares them).
+
 ``finetune``: reward-driven. The model rolls out on its own predictions for
 ``unroll`` frames, exactly as ``WorldModel-v0`` plays in autoregressive mode,
 and ascends the env's own reward (the view-averaged SSIM and PSNR skill over
@@ -217,6 +220,42 @@ def finetune_with_reward(net: Any, data: dict[str, np.ndarray], steps: int, batc
         if log_every and step % log_every == 0:
             print(f"finetune step {step:5d}  reward {np.mean(rewards[-log_every:]):+.4f}", flush=True)
     return net, rewards
+
+
+def finetune_l1_on_rollouts(net: Any, data: dict[str, np.ndarray], steps: int, batch: int = 8, unroll: int = 8,
+                            lr: float = 3e-4, seed: int = 1, log_every: int = 25) -> tuple[Any, list[float]]:
+    """The control for :func:`finetune_with_reward`: the same rollouts, the supervised stage's L1 loss, no reward.
+
+    Everything is as in the reward fine-tune (clips, unroll, gradient cuts, optimiser, clipping); only
+    the objective differs: the motion-weighted L1 of :func:`train_supervised`, on every frame the model
+    predicted from its own outputs. A gain that this control also gets comes from training on the model's
+    own rollouts, not from the reward. Returns the network and the loss curve.
+    """
+    torch = _torch()
+    from rollgym.agents.worldmodels.network import rollout
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    t = _tensors(data)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    losses = []
+    for step in range(steps):
+        ctx, fut, actions, poses, vids = _clips(t, rng, batch, 2, unroll)
+        pred = rollout(net, ctx, actions, poses, vids, detach_every=4)
+        previous = torch.cat([ctx[:, -1:], fut[:, :-1]], dim=1)
+        moving = ((fut - previous).abs().amax(dim=2) > MOTION_THRESHOLD).float()
+        b, k, h, w = moving.shape
+        moving = torch.nn.functional.max_pool2d(moving.reshape(b * k, 1, h, w), 5, stride=1, padding=2).reshape(
+            b, k, 1, h, w)
+        loss = ((pred - fut).abs() * (1 + 8 * moving)).mean()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        if log_every and step % log_every == 0:
+            print(f"l1-on-rollouts step {step:5d}  loss {np.mean(losses[-log_every:]):.4f}", flush=True)
+    return net, losses
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,7 +11,7 @@ calls into one batch per turn.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -50,6 +50,7 @@ def play_tasks(
     seed: int = 0,
     group_ids: Sequence[str] | None = None,
     sample_idx: Sequence[int] | None = None,
+    make_env: Callable[[], Any] | None = None,
 ) -> list[Trajectory]:
     """Play one episode per entry of ``tasks`` concurrently and return the trajectories in order.
 
@@ -63,6 +64,8 @@ def play_tasks(
         seed: Seeds each env's reset (episode ``i`` gets ``seed + i``; only env-side randomness such as a
             game bot depends on it, the task itself is fixed).
         group_ids, sample_idx: Recorded on each trajectory (default: the task id and the position).
+        make_env: Builds each episode's env instead of ``make(env_id, **env_kwargs)`` (an env with a
+            shared resource, e.g. one sandbox for every episode); ``env_id`` is still recorded.
 
     Episode ``i``'s agent is reset with a seed derived from ``(seed, i)``, so the episodes of a
     group sample differently but reproducibly; the transformers backend still batches them,
@@ -74,7 +77,7 @@ def play_tasks(
     n = len(tasks)
 
     def one(i: int) -> Trajectory:
-        env = FixedTask(make(env_id, **kwargs), tasks[i])
+        env = FixedTask(make_env() if make_env is not None else make(env_id, **kwargs), tasks[i])
         player = agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
         try:
             traj, _ = run_episode(
@@ -104,13 +107,14 @@ def play_groups(
     max_turns: int = 10,
     seed: int = 0,
     prefix: str = "g",
+    make_env: Callable[[], Any] | None = None,
 ) -> list[RolloutGroup]:
     """``group_size`` concurrent rollouts of each task, as :class:`RolloutGroup`\\ s (ids ``f"{prefix}{k}"``)."""
     flat = [t for t in tasks for _ in range(group_size)]
     gids = [f"{prefix}{k}" for k in range(len(tasks)) for _ in range(group_size)]
     idx = [j for _ in tasks for j in range(group_size)]
     trajs = play_tasks(agent, env_id, flat, env_kwargs=env_kwargs, max_turns=max_turns, seed=seed,
-                       group_ids=gids, sample_idx=idx)
+                       group_ids=gids, sample_idx=idx, make_env=make_env)
     groups = []
     for k, task in enumerate(tasks):
         members = [dataclasses.replace(t, traj_id=f"{prefix}{k}-{t.sample_idx}")

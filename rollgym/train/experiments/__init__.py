@@ -1,0 +1,41 @@
+"""Powered experiments: every strategy against its baseline with paired seeds, 95% intervals, a table and a plot.
+
+``python -m rollgym.train.experiments NAME [--quick] [--seeds N] [--out DIR] [--doc]``
+(or ``rollgym experiment NAME ...``). Each experiment lives in its own module and
+exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
+
+- ``erils``: on-policy / external joint / external per-source / length-controlled (Countdown, tiny model);
+- ``t3rl``: TTRL against T^3RL test-time RL on MATHTool-style arithmetic with the real sandbox;
+- ``dynamic``: no filter / filter only / DAPO refill at the same rollout budget;
+- ``worldmodel``: reward fine-tune against the L1-on-own-rollouts control;
+- ``april``: synchronous against partial rollouts, accuracy against wall time with re-sent prefixes charged.
+
+Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/NAME.json``, the plot in
+``docs/img/`` and the table in ``docs/experiments.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from rollgym.train.experiments.runner import ArmResult, Experiment, render_markdown, run_experiment
+
+EXPERIMENTS: dict[str, str] = {
+    "erils": "rollgym.train.experiments.erils",
+    "t3rl": "rollgym.train.experiments.t3rl",
+    "dynamic": "rollgym.train.experiments.dynamic",
+    "worldmodel": "rollgym.train.experiments.worldmodel",
+    "april": "rollgym.train.experiments.april",
+}
+
+__all__ = ["EXPERIMENTS", "ArmResult", "Experiment", "get", "render_markdown", "run_experiment"]
+
+
+def get(name: str) -> Experiment:
+    """The experiment called ``name``."""
+    from rollgym.core.errors import ConfigError
+
+    if name not in EXPERIMENTS:
+        raise ConfigError(f"Unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
+    experiment: Experiment = importlib.import_module(EXPERIMENTS[name]).EXPERIMENT
+    return experiment

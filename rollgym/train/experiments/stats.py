@@ -1,0 +1,96 @@
+"""Paired statistics for experiments: means, paired differences and their 95% t intervals.
+
+With ``n`` paired seeds the interval of a mean difference is
+``mean(d) +/- t_{0.975, n-1} * sd(d) / sqrt(n)`` (Student's t, two-sided 95%).
+A difference is *detected* only when that interval excludes 0; otherwise the
+honest reading is "no detectable difference" at this number of seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t_quantile_975(df: int) -> float:
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (table to 30, then a series to 1.96).
+
+    Example:
+        >>> t_quantile_975(4)
+        2.776
+    """
+    if df < 1:
+        return math.inf
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = 1.959964
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean with its 95% interval half-width over ``n`` values."""
+
+    mean: float
+    half_width: float
+    n: int
+
+    @property
+    def low(self) -> float:
+        return self.mean - self.half_width
+
+    @property
+    def high(self) -> float:
+        return self.mean + self.half_width
+
+    def verdict(self, higher: str = "higher", lower: str = "lower") -> str:
+        """``higher``/``lower`` when the interval excludes 0, else ``"no detectable difference"``."""
+        if self.n < 2 or not math.isfinite(self.half_width):
+            return "too few seeds"
+        if self.low > 0:
+            return higher
+        if self.high < 0:
+            return lower
+        return "no detectable difference"
+
+    def format(self, digits: int = 3, signed: bool = False) -> str:
+        """``"+0.123 ± 0.045"``."""
+        sign = "+" if signed else ""
+        return f"{self.mean:{sign}.{digits}f} ± {self.half_width:.{digits}f}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (an infinite or undefined half-width becomes ``None``)."""
+        finite = math.isfinite(self.half_width)
+        return {**asdict(self), "half_width": self.half_width if finite else None,
+                "low": self.low if finite else None, "high": self.high if finite else None}
+
+
+def estimate(values: Sequence[float]) -> Estimate:
+    """Mean and 95% t interval of ``values``.
+
+    Example:
+        >>> e = estimate([1.0, 2.0, 3.0])
+        >>> round(e.mean, 3), round(e.half_width, 3)
+        (2.0, 2.484)
+    """
+    n = len(values)
+    if n == 0:
+        return Estimate(math.nan, math.nan, 0)
+    mean = sum(values) / n
+    if n < 2:
+        return Estimate(mean, math.inf, n)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return Estimate(mean, t_quantile_975(n - 1) * sd / math.sqrt(n), n)
+
+
+def paired(a: Sequence[float], b: Sequence[float]) -> Estimate:
+    """The mean paired difference ``a - b`` and its 95% interval (``a`` and ``b`` aligned by seed)."""
+    if len(a) != len(b):
+        raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}.")
+    return estimate([x - y for x, y in zip(a, b)])

@@ -1,0 +1,336 @@
+"""T^3RL against TTRL: test-time RL on MATHTool-style arithmetic with the real sandbox and the tiny model.
+
+The task set is 48 unlabelled arithmetic problems (``What is 23 * 4 + 7?``) in a JSONL
+file played through ``MATHTool-v0`` (the python tool runs in rollgym's sandbox). The
+tiny model is warmed up on two behaviours, in tokens exactly as
+:class:`~rollgym.agents.chat.ChatAgent` plays them through the env:
+
+- *tool* (about a quarter of the demonstrations): call ``python`` with the expression,
+  then box the printed value (right, and tool-verified: ``info["verified"] is True``);
+- *shortcut* (the rest): box the first number of the problem at once (wrong, and the
+  same in every sample: a spurious consensus).
+
+Test-time RL then trains on the same problems without labels. Arms (same steps, same
+rollouts, same sandbox runs):
+
+- ``ttrl``: :class:`~rollgym.rollout.strategies.MajorityVoteScorer` pseudo-labels;
+- ``t3rl``: :class:`~rollgym.rollout.strategies.VerifiedVoteScorer` with the default weight 5.
+
+The metric is greedy accuracy on the 48 problems against their true answers (never used in
+training). The pseudo-labels' accuracy is logged, and each T^3RL run also records, on its first
+step's groups (the warm model's samples, the same in both arms), the label accuracy that every
+weight in :data:`SWEEP` would give: the weight sweep.
+
+The sandbox runs each distinct program once per experiment; an identical program (the tiny model
+writes the same code for a problem again and again) reuses the recorded output, since these
+programs are deterministic arithmetic. ``sandbox_runs`` and ``sandbox_reuses`` count both.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rollgym.rollout.types import RolloutGroup
+from rollgym.train.experiments.runner import ArmResult, Experiment
+
+ARMS = ("ttrl", "t3rl")
+SWEEP = (1.0, 2.0, 3.0, 5.0, 10.0)
+ENV_ID = "MATHTool-v0"
+
+
+class MemoSandbox:
+    """Runs each distinct program once and replays its recorded result for identical programs (thread-safe)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cache: dict[tuple[str, str], Any] = {}
+        self.runs = 0
+        self.reuses = 0
+        self._lock = threading.Lock()
+
+    def _call(self, method: str, code: str) -> Any:
+        key = (method, code)
+        with self._lock:
+            if key in self.cache:
+                self.reuses += 1
+                return self.cache[key]
+        result = getattr(self.inner, method)(code)
+        with self._lock:
+            self.cache[key] = result
+            self.runs += 1
+        return result
+
+    def run_python(self, code: str) -> Any:
+        return self._call("run_python", code)
+
+    def run(self, code: str) -> Any:
+        return self._call("run", code)
+
+    def close(self) -> None:
+        """The inner sandbox is shared; closing an env does not close it."""
+
+
+def problems(n: int, family: str, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` problems ``a * b + c`` with their answers (``family`` keeps sets disjoint)."""
+    import zlib
+
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(zlib.crc32(family.encode()),)))
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[int, int, int]] = set()
+    while len(out) < n:
+        a, b, c = int(rng.integers(11, 50)), int(rng.integers(2, 10)), int(rng.integers(2, 10))
+        if (a, b, c) in seen:
+            continue
+        seen.add((a, b, c))
+        out.append({"id": f"{family}-{len(out)}", "problem": f"What is ${a} \\times {b} + {c}$?",
+                    "answer": str(a * b + c), "a": a, "b": b, "c": c})
+    return out
+
+
+def tool_text(p: dict[str, Any]) -> str:
+    code = f"print({p['a']}*{p['b']}+{p['c']})"
+    return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+
+
+class ScriptedBackend:
+    """Emits fixed replies in the tokenizer's tokens (for writing demonstrations through the real env)."""
+
+    name = "scripted"
+
+    def __init__(self, tokenizer: Any, replies: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.replies = list(replies)
+        self.policy_version = 0
+
+    async def generate(self, prompts: list[Any], sampling: Any) -> list[Any]:
+        from rollgym.agents.backends.base import Generation
+
+        text = self.replies.pop(0)
+        ids = [*self.tokenizer(text, add_special_tokens=False)["input_ids"], int(self.tokenizer.eos_token_id)]
+        return [Generation(text, ids, [0.0] * len(ids), "stop", 0, list(p)) for p in prompts]
+
+
+class Setting:
+    """The tiny model, its warm weights, the problem files and the shared sandbox."""
+
+    def __init__(self, config: dict[str, Any], workdir: Path) -> None:
+        self.config = config
+        self.workdir = workdir
+        self.test = problems(config["test_problems"], "test")
+        self.train = problems(config["demo_problems"], "demo")
+        for name, rows in (("test", self.test), ("demo", self.train)):
+            with open(workdir / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+                for row in rows:
+                    handle.write(json.dumps({k: row[k] for k in ("id", "problem", "answer")}) + "\n")
+        self.memo: MemoSandbox | None = None
+        self.accuracy_warm: tuple[float, float] | None = None
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.warm: dict[str, Any] = {}
+
+    def env(self, name: str = "test") -> Any:
+        """A MATHTool env over one problem file, sharing the memoising sandbox."""
+        from rollgym.core.registration import make
+
+        env = make(ENV_ID, path=str(self.workdir / f"{name}.jsonl"), max_turns=self.config["max_turns"],
+                   max_calls_per_turn=1)
+        unwrapped: Any = env.unwrapped
+        if self.memo is None:
+            self.memo = MemoSandbox(unwrapped.sandbox)
+        unwrapped._sandbox = self.memo  # every episode of the experiment shares one recorded sandbox
+        return env
+
+    def tasks(self, name: str) -> list[Any]:
+        env = self.env(name)
+        try:
+            source = env.unwrapped.source
+            split = env.unwrapped.split
+            return [source.task(i, split) for i in range(source.size(split))]
+        finally:
+            env.close()
+
+
+def _corpus(setting: Setting) -> list[str]:
+    """Tokenizer training texts: the prompts as ChatAgent renders them, tool calls, tool responses, answers."""
+    from rollgym.agents.backends.tiny import CHAT_TEMPLATE
+
+    env = setting.env("demo")
+    texts = []
+    try:
+        for i, p in enumerate(setting.train):
+            obs, info = env.reset(options={"task_index": i})
+            texts.append(obs)
+            texts.append(json.dumps(info.get("tools")))
+            texts.append(tool_text(p))
+            texts.append(f'<tool_response name="python">\n{p["answer"]}\n</tool_response>')
+            texts.append(f"\\boxed{{{p['answer']}}} \\boxed{{{p['a']}}}")
+    finally:
+        env.close()
+    return [*texts, CHAT_TEMPLATE]
+
+
+def prepare(config: dict[str, Any], workdir: Path) -> Setting:
+    """Problem files, the tokenizer and tiny model, and the warm-up on tool and shortcut demonstrations."""
+    import torch
+
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+    from rollgym.train.adapters.episodes import play_tasks
+    from rollgym.train.demo import build_demo_model
+    from rollgym.train.experiments.countdown import demo_config
+    from rollgym.train.sft import Demonstration, sft_train
+
+    setting = Setting(config, workdir)
+    torch.manual_seed(0)
+    model, tokenizer = build_demo_model(workdir / "model", demo_config({**config, "env_id": "Countdown-v0",
+                                                                        "env_kwargs": {}}), texts=_corpus(setting),
+                                        text_tool_tags=True)
+    setting.model, setting.tokenizer = model, tokenizer
+    demos: list[Demonstration] = []
+    rng = np.random.default_rng(0)
+    tasks = setting.tasks("demo")
+    for task, p in zip(tasks, setting.train):
+        uses_tool = rng.random() < config["tool_share"]
+        replies = [tool_text(p), f"\\boxed{{{p['answer']}}}"] if uses_tool else [f"\\boxed{{{p['a']}}}"]
+        agent = ChatAgent(ScriptedBackend(tokenizer, replies), SamplingParams(max_tokens=64), system_prompt="")
+        (traj,) = play_tasks(agent, ENV_ID, [task], max_turns=config["max_turns"],
+                             make_env=lambda: setting.env("demo"))
+        for turn in traj.turns:
+            demos.append(Demonstration(task, list(turn.prompt_ids), list(turn.output_ids), "", float(traj.reward or 0)))
+    sft_train(model, demos, steps=config["sft_steps"], batch_size=config["sft_batch"], learning_rate=config["sft_lr"],
+              pad_id=int(tokenizer.pad_token_id), seed=0)
+    setting.warm = copy.deepcopy(model.state_dict())
+    return setting
+
+
+def _agent(setting: Setting, backend: Any, temperature: float, seed: int | None) -> Any:
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+
+    return ChatAgent(backend, SamplingParams(max_tokens=setting.config["max_tokens"], temperature=temperature,
+                                             seed=seed), system_prompt="")
+
+
+def greedy_accuracy(setting: Setting, backend: Any) -> tuple[float, float]:
+    """Greedy accuracy on the test problems (true answers), and the share of episodes that called the tool."""
+    from rollgym.train.adapters.episodes import play_tasks
+
+    tasks = setting.tasks("test")
+    trajs = play_tasks(_agent(setting, backend, 0.0, 0), ENV_ID, tasks, max_turns=setting.config["max_turns"],
+                       make_env=lambda: setting.env("test"))
+    correct = float(np.mean([t.correct for t in trajs]))
+    tool = float(np.mean([len(t.turns) > 1 for t in trajs]))
+    return correct, tool
+
+
+def label_accuracy(groups: list[RolloutGroup], weight: float) -> float:
+    """The share of groups whose verification-weighted vote (``weight``; 1 = TTRL) is the true answer."""
+    from rollgym.rollout.strategies import VerifiedVoteScorer
+
+    hits = []
+    for group in groups:
+        copy_ = RolloutGroup.from_dict(group.to_dict())
+        VerifiedVoteScorer(verified_weight=weight)(copy_)
+        hits.append(copy_.pseudo_label is not None and copy_.task is not None
+                    and str(copy_.pseudo_label) == str(copy_.task.answer))
+    return float(np.mean(hits)) if hits else 0.0
+
+
+def run(setting: Setting, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
+    from rollgym.agents.backends.hf import TransformersBackend
+    from rollgym.rollout.strategies import MajorityVoteScorer, VerifiedVoteScorer
+    from rollgym.train.adapters.episodes import play_groups
+    from rollgym.train.grpo import GRPOConfig, GRPOTrainer
+
+    setting.model.load_state_dict(setting.warm)
+    backend = TransformersBackend(setting.model, setting.tokenizer, max_batch=512, batch_window_s=0.02)
+    trainer = GRPOTrainer(setting.model, setting.tokenizer, GRPOConfig(learning_rate=config["learning_rate"],
+                                                                       micro_batch_size=64, seed=seed))
+    truth = {t.id: t.answer for t in setting.tasks("test")}
+    scorer = (MajorityVoteScorer if arm == "ttrl" else VerifiedVoteScorer)(
+        label_fn=lambda g: truth.get(g.task.id) if g.task is not None else None)
+    tasks = setting.tasks("test")
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(3,)))
+    if setting.accuracy_warm is None:
+        setting.accuracy_warm = greedy_accuracy(setting, backend)
+    acc0, tool0 = setting.accuracy_warm
+    curve = [(0.0, acc0)]
+    labels, extras = [], {}
+    runs_before = setting.memo.runs if setting.memo else 0
+    for step in range(config["steps"]):
+        chosen = [tasks[int(i)] for i in rng.choice(len(tasks), size=config["tasks_per_step"], replace=False)]
+        sampling_seed = seed * 1_000_003 + step
+        groups = play_groups(_agent(setting, backend, config["temperature"], sampling_seed), ENV_ID, chosen,
+                             config["group_size"], max_turns=config["max_turns"], seed=sampling_seed,
+                             prefix=f"s{step}-g", make_env=lambda: setting.env("test"))
+        if step == 0:
+            for w in SWEEP:
+                extras[f"label_acc_w{w:g}"] = label_accuracy(groups, w)
+            extras["verified_share_step0"] = float(np.mean([t.info.get("verified") is True
+                                                            for g in groups for t in g.usable()]))
+        for group in groups:
+            scorer(group)
+            labels.append(float(bool(group.trajectories and group.trajectories[0].metrics.get("label_correct"))))
+        trainer.step(groups)
+        if (step + 1) % config["eval_every"] == 0 or step + 1 == config["steps"]:
+            acc, tool = greedy_accuracy(setting, backend)
+            curve.append((float(step + 1), acc))
+    extras.update(label_accuracy=float(np.mean(labels)), tool_use_greedy=tool, tool_use_warm=tool0)
+    cost = {"grpo_steps": float(config["steps"]),
+            "policy_rollouts": float(config["steps"] * config["tasks_per_step"] * config["group_size"]),
+            "sandbox_runs": float((setting.memo.runs if setting.memo else 0) - runs_before)}
+    return ArmResult(curve[-1][1], cost, curve, extras)
+
+
+def render_sweep(data: dict[str, Any]) -> str:
+    """The weight sweep table: pseudo-label accuracy of each weight on the warm model's first-step groups."""
+    from rollgym.train.experiments.stats import estimate
+
+    runs = [r for r in data["runs"] if r["arm"] == "t3rl" and "label_acc_w1" in r["extras"]]
+    if not runs:
+        return ""
+    lines = ["Weight sweep (pseudo-label accuracy of verification-weighted voting on the warm model's first-step "
+             "groups, 8 groups of 8 rollouts per seed; weight 1 is TTRL):", "",
+             "| verified_weight | label accuracy (mean ± 95% CI) | per seed |", "|---|---|---|"]
+    for w in SWEEP:
+        values = [r["extras"][f"label_acc_w{w:g}"] for r in runs]
+        e = estimate(values)
+        lines.append(f"| {w:g} | {e.format(3)} | {', '.join(f'{v:.3f}' for v in values)} |")
+    return "\n".join(lines)
+
+
+EXPERIMENT = Experiment(
+    name="t3rl",
+    title="T^3RL against TTRL: test-time RL with tool-verified votes",
+    question="When a wrong answer is the popular one and a few rollouts verify the right one with the python "
+             "tool, does verification-weighted voting (weight 5) give better pseudo-labels and a better policy "
+             "than majority voting?",
+    metric="greedy accuracy (true answers)",
+    arms=ARMS,
+    baseline="ttrl",
+    comparisons=(("t3rl", "ttrl"),),
+    secondary=("label_accuracy", "tool_use_greedy"),
+    prepare=prepare,
+    run=run,
+    configs={
+        "full": {"vocab_size": 1024, "hidden_size": 64, "layers": 2, "test_problems": 48, "demo_problems": 128,
+                 "tool_share": 0.25, "sft_steps": 300, "sft_batch": 32, "sft_lr": 3e-3, "max_turns": 3,
+                 "max_tokens": 40, "temperature": 1.0, "steps": 12, "tasks_per_step": 8, "group_size": 8,
+                 "learning_rate": 5e-4, "eval_every": 4},
+        "quick": {"vocab_size": 500, "hidden_size": 32, "layers": 2, "test_problems": 4, "demo_problems": 8,
+                  "tool_share": 0.5, "sft_steps": 2, "sft_batch": 4, "sft_lr": 3e-3, "max_turns": 2,
+                  "max_tokens": 24, "temperature": 1.0, "steps": 1, "tasks_per_step": 2, "group_size": 3,
+                  "learning_rate": 5e-4, "eval_every": 1},
+    },
+    seeds=5,
+    render_extra=render_sweep,
+    notes="Compute: both arms sample the same rollouts per step (the tool runs are part of the rollouts), make "
+          "the same GRPO steps, and differ only in the vote; T^3RL's verification is the env's own signal, "
+          "so it costs nothing extra.",
+)

@@ -1,0 +1,116 @@
+"""The experiment runner: paired statistics by hand, resume, rendering, a real --quick run, the committed tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rollgym.train.experiments import EXPERIMENTS, get
+from rollgym.train.experiments.runner import (
+    ArmResult,
+    Experiment,
+    doc_section,
+    render_markdown,
+    run_experiment,
+    verdict_of,
+)
+from rollgym.train.experiments.stats import estimate, paired, t_quantile_975
+
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "experiments.md"
+COMMITTED = sorted((REPO / "docs" / "experiments").glob("*.json"))
+
+
+def test_t_quantiles_and_intervals_by_hand():
+    assert t_quantile_975(1) == 12.706 and t_quantile_975(7) == 2.365
+    assert t_quantile_975(200) == pytest.approx(1.972, abs=1e-3) and t_quantile_975(0) == math.inf
+    e = estimate([0.1, 0.3, 0.2, 0.4, 0.5])
+    sd = math.sqrt(sum((x - 0.3) ** 2 for x in [0.1, 0.3, 0.2, 0.4, 0.5]) / 4)
+    assert e.mean == pytest.approx(0.3) and e.half_width == pytest.approx(2.776 * sd / math.sqrt(5))
+    d = paired([1.0, 2.0, 3.0], [0.5, 1.0, 2.5])
+    assert d.mean == pytest.approx(2 / 3) and d.verdict() == "no detectable difference"  # wide with 3 seeds
+    assert paired([1.0, 2.0, 3.0, 4.0], [0.0, 1.1, 1.9, 3.0]).verdict() == "higher"
+    assert paired([0.0, 0.0], [1.0, 1.1]).verdict() == "lower"
+    assert estimate([1.0]).verdict() == "too few seeds" and estimate([1.0]).to_dict()["half_width"] is None
+    with pytest.raises(ValueError):
+        paired([1.0], [1.0, 2.0])
+
+
+def toy(calls):
+    def run(ctx, arm, seed, config):
+        calls.append((arm, seed))
+        noise = ((seed * 7919) % 11) / 100  # shared by both arms of a seed: pairing removes it
+        value = noise + (config["gap"] if arm == "better" else 0.0) + (0.001 * seed if arm == "better" else 0.0)
+        return ArmResult(value, {"steps": 3.0}, [(0.0, 0.0), (3.0, value)], {"side": value * 2})
+
+    return Experiment(name="toy", title="Toy", question="Does better beat base?", metric="score",
+                      arms=("base", "better"), baseline="base", prepare=lambda config, workdir: None, run=run,
+                      configs={"full": {"gap": 0.05}, "quick": {"gap": 0.05}}, secondary=("side",), seeds=6)
+
+
+def test_the_runner_pairs_seeds_resumes_and_renders(tmp_path):
+    calls: list[tuple[str, int]] = []
+    exp = toy(calls)
+    data = run_experiment(exp, tmp_path, progress=False)
+    assert len(calls) == 12 and data["n_seeds"] == 6 and data["mode"] == "full"
+    assert data["arms"]["better"]["per_seed"][0] == pytest.approx(0.05)
+    diff = verdict_of(data, "better", "base")
+    assert diff.mean == pytest.approx(0.05 + 0.0025) and diff.verdict() == "higher"
+    assert verdict_of(data, "better", "base", "side").mean == pytest.approx(2 * diff.mean)
+    assert json.loads((tmp_path / "toy.json").read_text()) == data
+    again = run_experiment(exp, tmp_path, progress=False, seeds=7)  # resume: only seed 6 is new
+    assert calls[12:] == [("base", 6), ("better", 6)] and again["n_seeds"] == 7
+    table = render_markdown(again)
+    assert "| better − base | score | +0.0" in table and "higher" in table and "seeds 0-6" in table
+    assert "python -m rollgym.train.experiments toy --seeds 7" in table
+
+
+def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("matplotlib")
+    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", "dynamic", "--quick", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads((tmp_path / "dynamic.json").read_text())
+    assert data["mode"] == "quick" and data["n_seeds"] == 2 and set(data["arms"]) == {"no-filter", "filter", "refill"}
+    for arm in data["arms"].values():
+        assert arm["cost"]["policy_rollouts"] == 12  # the same rollout budget in every arm
+    assert (tmp_path / "dynamic.md").read_text().strip() == render_markdown(data)
+    assert (tmp_path / "dynamic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if COMMITTED:  # the quick run has the committed files' format
+        committed = json.loads(COMMITTED[0].read_text())
+        assert set(committed) == set(data)
+
+
+def test_the_command_refuses_doc_with_quick_and_unknown_names(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", "erils", "--quick", "--doc"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode == 2 and "--doc" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "rollgym.cli", "experiment", "nope"], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert done.returncode == 2 and "Unknown experiment 'nope'" in done.stderr
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
+def test_committed_tables_are_what_the_runner_renders_from_the_committed_results(path):
+    data = json.loads(path.read_text())
+    exp = get(data["experiment"])
+    assert data["mode"] == "full" and data["config"] == exp.configs["full"]  # a full run of today's settings
+    assert data["n_seeds"] >= 5 and data["arms_order"] == list(exp.arms)
+    for arm in exp.arms:
+        assert data["arms"][arm]["seeds"] == list(range(data["n_seeds"]))
+    for c in data["comparisons"]:
+        assert c["half_width"] is not None and c["verdict"] in ("higher", "lower", "no detectable difference")
+    assert doc_section(DOC, data["experiment"]) == render_markdown(data)
+    assert (REPO / "docs" / "img" / f"experiment_{data['experiment']}.png").exists()
+
+
+def test_every_experiment_has_a_documented_table_or_is_pending():
+    text = DOC.read_text()
+    for name in EXPERIMENTS:
+        assert f"<!-- experiment:{name}:begin -->" in text, name
