@@ -70,21 +70,26 @@ def test_the_runner_pairs_seeds_resumes_and_renders(tmp_path):
     assert "python -m rollgym.train.experiments toy --seeds 7" in table
 
 
-def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_path):
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(name, tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("matplotlib")
-    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", "dynamic", "--quick", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=900, cwd=REPO)
+    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", name, "--quick", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
-    data = json.loads((tmp_path / "dynamic.json").read_text())
-    assert data["mode"] == "quick" and data["n_seeds"] == 2 and set(data["arms"]) == {"no-filter", "filter", "refill"}
-    for arm in data["arms"].values():
-        assert arm["cost"]["policy_rollouts"] == 12  # the same rollout budget in every arm
-    assert (tmp_path / "dynamic.md").read_text().strip() == render_markdown(data)
-    assert (tmp_path / "dynamic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    if COMMITTED:  # the quick run has the committed files' format
-        committed = json.loads(COMMITTED[0].read_text())
-        assert set(committed) == set(data)
+    data = json.loads((tmp_path / f"{name}.json").read_text())
+    exp = get(name)
+    assert data["mode"] == "quick" and data["n_seeds"] == exp.quick_seeds and list(data["arms"]) == list(exp.arms)
+    assert all(len(a["per_seed"]) == exp.quick_seeds for a in data["arms"].values())
+    assert len(data["comparisons"]) >= len(exp.pairs())
+    assert (tmp_path / f"{name}.md").read_text().strip() == render_markdown(data)
+    assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if name == "dynamic":
+        for arm in data["arms"].values():
+            assert arm["cost"]["policy_rollouts"] == 12  # the same rollout budget in every arm
+    committed = REPO / "docs" / "experiments" / f"{name}.json"
+    if committed.exists():  # the quick run has the committed file's format
+        assert set(json.loads(committed.read_text())) == set(data)
 
 
 def test_the_command_refuses_doc_with_quick_and_unknown_names(tmp_path):

@@ -96,7 +96,7 @@ EXPERIMENT = Experiment(
                   "grpo_steps": 3, "tasks_per_step": 2, "group_size": 2, "eval_tasks": 4, "eval_every": 1,
                   "max_sample_factor": 3.0},
     },
-    seeds=8,
+    seeds=6,
     x_label="policy rollouts sampled",
     notes="Compute: the budget is policy rollouts sampled (steps x 8 tasks x 8 rollouts of the no-filter arm); "
           "the refill arm spends it in fewer, fuller steps, and its extra_rollouts column counts what it sampled "

@@ -73,6 +73,7 @@ class Experiment:
     digits: int = 3
     notes: str = ""
     render_extra: Callable[[dict[str, Any]], str] | None = None
+    plot_curves: bool = True
 
     def pairs(self) -> list[tuple[str, str]]:
         """The comparisons reported: the listed ones, else every arm against the baseline."""
@@ -265,20 +266,21 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
                   f"and sampling seeds); whole run {data['seconds']:.0f} s on {data['machine'].get('cpu_count')} "
                   f"CPUs; reproduce with `{command}`."]
-    if data.get("notes"):
-        lines += ["", data["notes"]]
-    extra = _extra_renderer(data["experiment"])
-    if extra is not None:
-        text = extra(data)
+    live = _registered(data["experiment"])
+    notes = live.notes if live is not None else data.get("notes", "")  # documentation: today's wording
+    if notes:
+        lines += ["", notes]
+    if live is not None and live.render_extra is not None:
+        text = live.render_extra(data)
         if text:
             lines += ["", text]
     return "\n".join(lines)
 
 
-def _extra_renderer(name: str) -> Callable[[dict[str, Any]], str] | None:
+def _registered(name: str) -> Experiment | None:
     from rollgym.train.experiments import EXPERIMENTS, get
 
-    return get(name).render_extra if name in EXPERIMENTS else None
+    return get(name) if name in EXPERIMENTS else None
 
 
 def plot(data: dict[str, Any], path: str | Path) -> Path:
@@ -289,19 +291,28 @@ def plot(data: dict[str, Any], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), gridspec_kw={"width_ratios": [3, 2]})
-    for arm in data["arms_order"]:
-        curves = [r["curve"] for r in data["runs"] if r["arm"] == arm and r["curve"]]
-        if not curves:
-            continue
-        width = min(len(c) for c in curves)
-        xs = [sum(c[i][0] for c in curves) / len(curves) for i in range(width)]
-        ys = [sum(c[i][1] for c in curves) / len(curves) for i in range(width)]
-        left.plot(xs, ys, marker="o", markersize=3, label=arm)
-    left.set_xlabel(data.get("x_label", "step"))
-    left.set_ylabel(f"{data['metric']} (mean over seeds)")
+    names = data["arms_order"]
+    live = _registered(data["experiment"])
+    if (live is None or live.plot_curves) and any(r["curve"] for r in data["runs"]):
+        for arm in names:
+            curves = [r["curve"] for r in data["runs"] if r["arm"] == arm and r["curve"]]
+            if not curves:
+                continue
+            width = min(len(c) for c in curves)
+            xs = [sum(c[i][0] for c in curves) / len(curves) for i in range(width)]
+            ys = [sum(c[i][1] for c in curves) / len(curves) for i in range(width)]
+            left.plot(xs, ys, marker="o", markersize=3, label=arm)
+        left.set_xlabel(live.x_label if live is not None else data.get("x_label", "step"))
+        left.set_ylabel(f"{data['metric']} (mean over seeds)", fontsize=8)
+    else:  # a paired design: one line per seed across the arms
+        for seed in range(data["n_seeds"]):
+            values = [next((r["metric"] for r in data["runs"] if r["arm"] == a and r["seed"] == seed), None)
+                      for a in names]
+            left.plot(range(len(names)), values, marker="o", markersize=3, alpha=0.7, label=f"seed {seed}")
+        left.set_xticks(range(len(names)), names, fontsize=8)
+        left.set_ylabel(f"{data['metric']} (per seed)", fontsize=8)
     left.grid(alpha=0.3)
     left.legend(fontsize=7)
-    names = data["arms_order"]
     means = [data["arms"][a]["estimate"]["mean"] for a in names]
     errs = [data["arms"][a]["estimate"]["half_width"] for a in names]
     errs = [e if e is not None and math.isfinite(e) else 0.0 for e in errs]
