@@ -5,7 +5,7 @@ file played through ``MATHTool-v0`` (the python tool runs in rollgym's sandbox).
 tiny model is warmed up on two behaviours, in tokens exactly as
 :class:`~rollgym.agents.chat.ChatAgent` plays them through the env:
 
-- *tool* (about a quarter of the demonstrations): call ``python`` with the expression,
+- *tool* (40% of the demonstrations): call ``python`` with the expression,
   then box the printed value (right, and tool-verified: ``info["verified"] is True``);
 - *shortcut* (the rest): box the first number of the problem at once (wrong, and the
   same in every sample: a spurious consensus).
@@ -17,7 +17,8 @@ rollouts, same sandbox runs):
 - ``t3rl``: :class:`~rollgym.rollout.strategies.VerifiedVoteScorer` with the default weight 5.
 
 The metric is greedy accuracy on the 48 problems against their true answers (never used in
-training). The pseudo-labels' accuracy is logged, and each T^3RL run also records, on its first
+training); secondary measures are the pseudo-labels' accuracy over the run and, over the last five
+steps, the share of sampled rollouts that are right and that call the tool. Each run also records, on its first
 step's groups (the warm model's samples, the same in both arms), the label accuracy that every
 weight in :data:`SWEEP` would give: the weight sweep.
 
@@ -262,6 +263,7 @@ def run(setting: Setting, arm: str, seed: int, config: dict[str, Any]) -> ArmRes
     acc0, tool0 = setting.accuracy_warm
     curve = [(0.0, acc0)]
     labels, extras = [], {}
+    late: list[tuple[float, float]] = []
     runs_before = setting.memo.runs if setting.memo else 0
     for step in range(config["steps"]):
         chosen = [tasks[int(i)] for i in rng.choice(len(tasks), size=config["tasks_per_step"], replace=False)]
@@ -277,11 +279,15 @@ def run(setting: Setting, arm: str, seed: int, config: dict[str, Any]) -> ArmRes
         for group in groups:
             scorer(group)
             labels.append(float(bool(group.trajectories and group.trajectories[0].metrics.get("label_correct"))))
+        if step >= config["steps"] - 5:  # the policy's own samples near the end, against the true answers
+            late += [(float(t.correct), float(len(t.turns) > 1)) for g in groups for t in g.usable()]
         trainer.step(groups)
         if (step + 1) % config["eval_every"] == 0 or step + 1 == config["steps"]:
             acc, tool = greedy_accuracy(setting, backend)
             curve.append((float(step + 1), acc))
-    extras.update(label_accuracy=float(np.mean(labels)), tool_use_greedy=tool, tool_use_warm=tool0)
+    extras.update(label_accuracy=float(np.mean(labels)), tool_use_greedy=tool, tool_use_warm=tool0,
+                  sampled_accuracy_last5=float(np.mean([c for c, _ in late])),
+                  tool_use_sampled_last5=float(np.mean([u for _, u in late])))
     cost = {"grpo_steps": float(config["steps"]),
             "policy_rollouts": float(config["steps"] * config["tasks_per_step"] * config["group_size"]),
             "sandbox_runs": float((setting.memo.runs if setting.memo else 0) - runs_before)}
@@ -315,14 +321,14 @@ EXPERIMENT = Experiment(
     arms=ARMS,
     baseline="ttrl",
     comparisons=(("t3rl", "ttrl"),),
-    secondary=("label_accuracy", "tool_use_greedy"),
+    secondary=("label_accuracy", "sampled_accuracy_last5", "tool_use_sampled_last5"),
     prepare=prepare,
     run=run,
     configs={
         "full": {"vocab_size": 1024, "hidden_size": 64, "layers": 2, "test_problems": 48, "demo_problems": 128,
-                 "tool_share": 0.25, "sft_steps": 300, "sft_batch": 32, "sft_lr": 3e-3, "max_turns": 3,
-                 "max_tokens": 40, "temperature": 1.0, "steps": 12, "tasks_per_step": 8, "group_size": 8,
-                 "learning_rate": 5e-4, "eval_every": 4},
+                 "tool_share": 0.4, "sft_steps": 300, "sft_batch": 32, "sft_lr": 3e-3, "max_turns": 3,
+                 "max_tokens": 40, "temperature": 1.0, "steps": 30, "tasks_per_step": 8, "group_size": 8,
+                 "learning_rate": 5e-4, "eval_every": 10},
         "quick": {"vocab_size": 500, "hidden_size": 32, "layers": 2, "test_problems": 4, "demo_problems": 8,
                   "tool_share": 0.5, "sft_steps": 2, "sft_batch": 4, "sft_lr": 3e-3, "max_turns": 2,
                   "max_tokens": 24, "temperature": 1.0, "steps": 1, "tasks_per_step": 2, "group_size": 3,
