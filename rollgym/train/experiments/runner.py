@@ -264,8 +264,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     cfg = json.dumps(data["config"], sort_keys=True)
     command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
-                  f"and sampling seeds); whole run {data['seconds']:.0f} s on {data['machine'].get('cpu_count')} "
-                  f"CPUs; reproduce with `{command}`."]
+                  f"and sampling seeds); reproduce with `{command}` (the run time and machine are in the JSON)."]
     live = _registered(data["experiment"])
     notes = live.notes if live is not None else data.get("notes", "")  # documentation: today's wording
     if notes:
