@@ -1,6 +1,6 @@
 """T^3RL against TTRL: test-time RL on MATHTool-style arithmetic with the real sandbox and the tiny model.
 
-The task set is 48 unlabelled arithmetic problems (``What is 23 * 4 + 7?``) in a JSONL
+The task set is 48 unlabelled arithmetic problems (``What is 23*4+7?``) in a JSONL
 file played through ``MATHTool-v0`` (the python tool runs in rollgym's sandbox). The
 tiny model is warmed up on two behaviours, in tokens exactly as
 :class:`~rollgym.agents.chat.ChatAgent` plays them through the env:
@@ -89,7 +89,7 @@ def problems(n: int, family: str, seed: int = 0) -> list[dict[str, Any]]:
         if (a, b, c) in seen:
             continue
         seen.add((a, b, c))
-        out.append({"id": f"{family}-{len(out)}", "problem": f"What is ${a} \\times {b} + {c}$?",
+        out.append({"id": f"{family}-{len(out)}", "problem": f"What is {a}*{b}+{c}?",
                     "answer": str(a * b + c), "a": a, "b": b, "c": c})
     return out
 
