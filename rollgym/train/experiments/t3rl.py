@@ -1,6 +1,6 @@
 """T^3RL against TTRL: test-time RL on MATHTool-style arithmetic with the real sandbox and the tiny model.
 
-The task set is 48 unlabelled arithmetic problems (``What is 23*4+7?``) in a JSONL
+The task set is 48 unlabelled arithmetic problems (``What is 7*4+3?``) in a JSONL
 file played through ``MATHTool-v0`` (the python tool runs in rollgym's sandbox). The
 tiny model is warmed up on two behaviours, in tokens exactly as
 :class:`~rollgym.agents.chat.ChatAgent` plays them through the env:
@@ -77,21 +77,16 @@ class MemoSandbox:
         """The inner sandbox is shared; closing an env does not close it."""
 
 
-def problems(n: int, family: str, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` problems ``a * b + c`` with their answers (``family`` keeps sets disjoint)."""
-    import zlib
-
-    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(zlib.crc32(family.encode()),)))
-    out: list[dict[str, Any]] = []
-    seen: set[tuple[int, int, int]] = set()
-    while len(out) < n:
-        a, b, c = int(rng.integers(11, 50)), int(rng.integers(2, 10)), int(rng.integers(2, 10))
-        if (a, b, c) in seen:
-            continue
-        seen.add((a, b, c))
-        out.append({"id": f"{family}-{len(out)}", "problem": f"What is {a}*{b}+{c}?",
-                    "answer": str(a * b + c), "a": a, "b": b, "c": c})
-    return out
+def problems(n_test: int, n_demo: int, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Disjoint test and demonstration problems ``a * b + c`` with one-digit numbers, and their answers."""
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(17,)))
+    triples = [(a, b, c) for a in range(2, 10) for b in range(2, 10) for c in range(1, 10)]
+    order = rng.permutation(len(triples))[: n_test + n_demo]
+    rows = [{"problem": f"What is {a}*{b}+{c}?", "answer": str(a * b + c), "a": a, "b": b, "c": c}
+            for a, b, c in (triples[int(i)] for i in order)]
+    test = [{"id": f"test-{i}", **row} for i, row in enumerate(rows[:n_test])]
+    demo = [{"id": f"demo-{i}", **row} for i, row in enumerate(rows[n_test:])]
+    return test, demo
 
 
 def tool_text(p: dict[str, Any]) -> str:
@@ -123,8 +118,7 @@ class Setting:
     def __init__(self, config: dict[str, Any], workdir: Path) -> None:
         self.config = config
         self.workdir = workdir
-        self.test = problems(config["test_problems"], "test")
-        self.train = problems(config["demo_problems"], "demo")
+        self.test, self.train = problems(config["test_problems"], config["demo_problems"])
         for name, rows in (("test", self.test), ("demo", self.train)):
             with open(workdir / f"{name}.jsonl", "w", encoding="utf-8") as handle:
                 for row in rows:
