@@ -104,7 +104,7 @@ async def _play(
             if terminated or truncated:
                 result.status = "completed" if terminated else "truncated"
                 result.reward = float(reward)
-                result.success = bool(step_info.get("success"))
+                result.success = step_info.get("correct") is True
                 result.details = dict(step_info.get("details") or {})
                 return
     finally:
