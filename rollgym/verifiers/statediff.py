@@ -138,15 +138,21 @@ def _schema_sql(query: Query) -> tuple[tuple[str, str, str], ...]:
     return tuple((str(a), str(b), str(c)) for a, b, c in found)
 
 
-def snapshot(query: Query, schema: Mapping[str, TableSchema] | None = None) -> Snapshot:
+def snapshot(query: Query, schema: Mapping[str, TableSchema] | None = None,
+             tables: Iterable[str] | None = None) -> Snapshot:
     """Read every row of every table through ``query``.
 
     ``schema`` (from :func:`read_schema` on the *before* database) is needed where ``query`` may not run
     ``PRAGMA`` (an episode database behind an SQLite authorizer); without it the schema is read here.
+    ``tables`` limits the reading to some tables; only pass it when the others provably cannot differ from
+    the other side of the diff (:func:`diff_snapshots` skips tables a snapshot did not read).
     """
     schema = read_schema(query) if schema is None else schema
+    wanted = None if tables is None else set(tables)
     rows: dict[str, dict[Key, tuple[Any, ...]]] = {}
     for name, table in schema.items():
+        if wanted is not None and name not in wanted:
+            continue
         quoted = '"' + name.replace('"', '""') + '"'
         if table.key:
             positions = [table.columns.index(k) for k in table.key]
@@ -215,12 +221,17 @@ class StateDiff:
 
 
 def diff_snapshots(before: Snapshot, after: Snapshot, prefix: str = "") -> StateDiff:
-    """The differences between two snapshots of one database; table names get ``prefix`` (e.g. ``"email."``)."""
+    """The differences between two snapshots of one database; table names get ``prefix`` (e.g. ``"email."``).
+
+    A table that either snapshot did not read (see :func:`snapshot`'s ``tables``) is taken as unchanged.
+    """
     if before.schema_sql != after.schema_sql:
         return StateDiff({}, (f"the schema of {prefix.rstrip('.') or 'the database'} changed",))
     tables: dict[str, TableDiff] = {}
     for name, schema in before.schema.items():
-        old, new = before.rows[name], after.rows.get(name, {})
+        if name not in before.rows or name not in after.rows:
+            continue
+        old, new = before.rows[name], after.rows[name]
         if old == new:
             continue
         columns = schema.columns

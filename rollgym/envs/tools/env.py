@@ -40,7 +40,7 @@ def evaluate_session(task: Task, session: Session, answer: str | None = None, ve
     world = task_world(task)
     expectation = TEMPLATES[task.meta["template"]].expect(world, task.meta["params"])
     given = session.answer if answer is None else answer
-    return grade(expectation, diff_world(world, session.dbs), given, version)
+    return grade(expectation, diff_world(world, session.dbs, session.touched), given, version)
 
 
 class ToolWorldEnv(TextEnv):
