@@ -60,7 +60,8 @@ def _own_note(session: Session, avoid: Avoid, shared: bool = False) -> Any:
 
 
 def _request(session: Session, avoid: Avoid, role: str) -> Any:
-    return _one(session, "payments", f"SELECT id FROM requests WHERE {role} = ? AND status = 'pending' ORDER BY id", session.user, avoid=avoid.get(("payments", "requests"), set()))
+    return _one(session, "payments", f"SELECT id FROM requests WHERE {role} = ? AND status = 'pending' ORDER BY id",
+                session.user, avoid=avoid.get(("payments", "requests"), set()))
 
 
 def _order(session: Session, avoid: Avoid, status: str) -> Any:
