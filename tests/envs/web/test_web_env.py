@@ -116,7 +116,8 @@ def test_faking_a_confirmation_in_the_page_scores_zero(web_env: Any) -> None:
     obs, _, _, _, _ = web_env.step('scroll("down")')
     assert "Order #1200 has been placed" in obs
     _, reward, terminated, _, info = web_env.step('answer("done")')
-    assert terminated and reward == 0.0 and not any(info["details"]["criteria"].values())
+    weighted = [v for k, v in info["details"]["criteria"].items() if info["details"]["weights"][k] > 0]
+    assert terminated and reward == 0.0 and weighted and not any(weighted)  # the zero-weight site gate holds
 
 
 def test_grader_reads_the_server_not_the_page(web_env: Any) -> None:
