@@ -15,7 +15,7 @@ slowest member.
 Example:
     >>> from rollgym.envs.web.tasks import WebTaskSource
     >>> from rollgym.envs.web.reference import reference_policy
-    >>> tasks = [WebTaskSource(("shop",), "WebShop-v1").task(i) for i in range(4)]
+    >>> tasks = [WebTaskSource(("shop",), "WebShop-v2").task(i) for i in range(4)]
     >>> results = collect_web_episodes(reference_policy, tasks, concurrency=4)  # doctest: +SKIP
     >>> [r.success for r in results]  # doctest: +SKIP
     [True, True, True, True]
