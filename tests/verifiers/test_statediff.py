@@ -6,20 +6,16 @@ import sqlite3
 
 import pytest
 
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, collateral_gate, state_criteria
 from rollgym.verifiers.statediff import (
-    Criterion,
-    GradeContext,
-    Rubric,
     added,
     changed,
-    collateral_gate,
     deleted,
     diff_databases,
     diff_snapshots,
     explain,
     read_schema,
     snapshot,
-    state_criteria,
 )
 
 SCHEMA = """

@@ -4,7 +4,7 @@ A template states a task's required end state as an :class:`Expectation`:
 rows to update (with normalised values or matchers), rows to delete, rows to
 insert, and for questions the answer. :func:`grade` turns it into an allow-list
 of :class:`~rollgym.verifiers.statediff.Rule` s and grades the episode with
-:mod:`rollgym.verifiers.statediff`, which diffs **every table of every app**
+:mod:`rollgym.verifiers.statediff` and :mod:`rollgym.verifiers.rubric`, which diff **every table of every app**
 against the cached base world (the "before" state, which no tool can reach).
 The episode passes only when
 
@@ -30,11 +30,9 @@ from typing import Any, Literal
 
 from rollgym.core.task import Score
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_criteria
 from rollgym.verifiers.statediff import (
-    Criterion,
-    GradeContext,
     Matcher,
-    Rubric,
     Rule,
     Snapshot,
     StateDiff,
@@ -45,7 +43,6 @@ from rollgym.verifiers.statediff import (
     merge,
     normalise,
     snapshot,
-    state_criteria,
 )
 
 Key = tuple[str, str, int]

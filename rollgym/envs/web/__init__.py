@@ -23,7 +23,7 @@ _COMPONENTS = [
     "rollgym.envs.web.tasks.shop",
     "rollgym.envs.web.tasks.forum",
     "rollgym.envs.web.tasks.travel",
-    "rollgym.verifiers.statediff",
+    "rollgym.verifiers.statediff", "rollgym.verifiers.rubric",
 ]
 
 _SITES = [

@@ -22,7 +22,8 @@ import numpy as np
 from rollgym.envs.web.observation import Element, PageView
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks.rubric import Criterion, Rubric
-from rollgym.verifiers.statediff import Rule, added, collateral_gate, deleted
+from rollgym.verifiers.rubric import collateral_gate
+from rollgym.verifiers.statediff import Rule, added, deleted
 
 SITE_GATE = "site_unchanged_beyond_task"
 """The whole-site gate: no row of any table of the site changed beyond what the task allows."""

@@ -1,7 +1,7 @@
 """Rubric helpers for the web tasks: answer normalisers and queries over the episode's database.
 
 The criteria, rubrics and grading context are the shared state-diff grader's
-(:mod:`rollgym.verifiers.statediff`), re-exported here: a criterion never looks
+(:mod:`rollgym.verifiers.rubric`, :mod:`rollgym.verifiers.statediff`), re-exported here: a criterion never looks
 at the page; it reads the episode's database on the server (what the site
 really recorded), the seeded database (the state at reset), the diff of every
 table between the two, and the text of the agent's ``answer(...)``. The reward
@@ -28,7 +28,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from rollgym.verifiers.statediff import Criterion, GradeContext, Query, Rubric
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric
+from rollgym.verifiers.statediff import Query
 
 
 def normalize_text(text: str | None) -> str:
