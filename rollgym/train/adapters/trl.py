@@ -16,7 +16,7 @@ Three ways in, from the simplest:
   ``env_mask`` (0 on env tokens). Pair it with :func:`env_reward`::
 
       trainer = GRPOTrainer(model, reward_funcs=env_reward, train_dataset=ds,
-                            rollout_func=make_rollout_func("ToolWorld-v0", ds, max_turns=8), args=...)
+                            rollout_func=make_rollout_func("ToolWorld-v1", ds, max_turns=8), args=...)
 
 * **TRL's own tool loop.** :func:`environment_factory` builds a class that TRL
   instantiates per rollout: ``reset(**row)`` starts the row's task, every env
@@ -439,7 +439,7 @@ def environment_factory(env_id: str, *, env_kwargs: dict[str, Any] | None = None
             (its actions are not only tool calls).
 
     Example:
-        >>> Env = environment_factory("ToolWorld-v0")  # doctest: +SKIP
+        >>> Env = environment_factory("ToolWorld-v1")  # doctest: +SKIP
         >>> env = Env(); env.reset(task=row["task"]); env.contacts_search(query="Dana")  # doctest: +SKIP
     """
     kwargs = dict(env_kwargs or {})
