@@ -79,8 +79,9 @@ def hostile_json(keys: st.SearchStrategy[str] = ANY_TEXT) -> st.SearchStrategy[s
 
 
 # valid JSON that still surprises a tool: 64-bit overflow, odd floats, NUL and RTL marks, 10k strings
-VALID_TEXT = st.text(alphabet=st.one_of(st.characters(codec="utf-8"), st.sampled_from(["\x00", "\u202e", "'", '"', "%"])),
-                     max_size=100)
+VALID_TEXT = st.text(
+    alphabet=st.one_of(st.characters(codec="utf-8"), st.sampled_from(["\x00", "\u202e", "'", '"', "%"])), max_size=100
+)
 ODD_VALUES = st.recursive(
     st.one_of(
         st.integers(min_value=-(10**40), max_value=10**40), st.floats(allow_nan=False, allow_infinity=False),
@@ -97,7 +98,11 @@ def tool_call_text(names: list[str], params: list[str]) -> st.SearchStrategy[str
     keys = st.one_of(st.sampled_from(params or ["x"]), ANY_TEXT)
     odd_object = st.dictionaries(st.sampled_from(params or ["x"]), ODD_VALUES, max_size=4).map(json.dumps)
     arguments = st.one_of(
-        odd_object, odd_object, _objects(hostile_json(keys), keys), hostile_json(keys), hostile_json(keys).map(json.dumps)
+        odd_object,
+        odd_object,
+        _objects(hostile_json(keys), keys),
+        hostile_json(keys),
+        hostile_json(keys).map(json.dumps),
     )
     call = st.tuples(name, arguments).map(lambda na: f'{{"name": {na[0]}, "arguments": {na[1]}}}')
     hermes = st.lists(st.tuples(ANY_TEXT, call), min_size=1, max_size=3).map(
@@ -158,7 +163,8 @@ def test_each_hostile_value_gets_its_own_labelled_error(value: str, words: str) 
 
 
 def test_values_at_the_limits_still_parse() -> None:
-    text = '<tool_call>{"name": "f", "arguments": {"n": %s, "x": 1e308, "s": "\\u00e9\\ud83d\\ude00", "d": %s}}</tool_call>'
+    text = '<tool_call>{"name": "f", "arguments": {"n": %s, "x": 1e308, "s": "\\u00e9\\ud83d\\ude00", "d": %s}}'
+    text += "</tool_call>"
     nested = "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2)
     parsed = parse_tool_calls(text % ("9" * 100, nested))
     assert parsed.calls and not parsed.errors
@@ -274,7 +280,7 @@ def test_array_env_step_rejects_bad_arrays_with_a_labelled_error(env_id: str) ->
     def run(seed: int, actions: list[Any]) -> None:
         env.reset(seed=seed)
         for action in actions:
-            observation, reward, terminated, truncated, info = env.step(action)
+            _, reward, terminated, truncated, info = env.step(action)
             assert isinstance(reward, float) and math.isfinite(reward)
             valid = isinstance(action, np.ndarray) and action.shape == shape and action.dtype.kind in "fu"
             valid = valid and (action.dtype.kind == "f" or action.dtype == np.uint8)
