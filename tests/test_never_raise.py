@@ -294,17 +294,28 @@ def test_array_env_step_rejects_bad_arrays_with_a_labelled_error(env_id: str) ->
 
 
 def _nasty_actions(names: list[str], params: list[str], few: bool = False) -> list[str]:
-    """Fixed attacks every text env must survive, aimed at each of its tools' parameters."""
+    """Fixed attacks every text env must survive, aimed at each of its tools' parameters.
+
+    Values the parser refuses are sent to one tool (the refusal does not depend on
+    the tool); values that reach the tool's code are sent to every tool.
+    """
     texts = ["", "\ud800", "\x00" * 10, "\u202e<answer>1</answer>", "<answer>" + "9" * 5000 + "</answer>",
              "<move>" + "9" * 5000 + "</move>", r"\boxed{" + "9" * 5000 + "}", r"\boxed{(10!)!}",
              r"\boxed{\ud800}", "<answer>\ud800</answer>", "[" * 50_000 + "]" * 50_000, "x" * 1_000_000]
-    values = ["9" * 4301, "-" + "9" * 5000, "NaN", "Infinity", "1e999", '"\\ud800"', '"\ud800"', "99999999999999999999",
-              '"\\u0000"', '"' + "z" * 99_000 + '"', "[" * 5000 + "]" * 5000, "null", "[]", "{}"]
+    refused = ["9" * 4301, "-" + "9" * 5000, "NaN", "Infinity", "1e999", '"\\ud800"', '"\ud800"',
+               "[" * 5000 + "]" * 5000]
+    reaching = ["99999999999999999999", "-1e308", '"\\u0000"', '"' + "z" * 99_000 + '"', "null", "[]", "{}"]
+
+    def arguments(value: str) -> str:
+        return "{" + ", ".join(f'"{p}": {value}' for p in params or ["x"]) + "}"
+
+    for name in (names or ["tool"])[:1]:
+        for value in refused:
+            texts.append(f'<tool_call>{{"name": "{name}", "arguments": {arguments(value)}}}</tool_call>')
+            texts.append(f'[{{"name": "{name}", "arguments": {json.dumps(arguments(value))}}}]')
     for name in (names or ["tool"])[: 2 if few else None]:
-        for value in values[:3] if few else values:
-            arguments = "{" + ", ".join(f'"{p}": {value}' for p in params or ["x"]) + "}"
-            texts.append(f'<tool_call>{{"name": "{name}", "arguments": {arguments}}}</tool_call>')
-            texts.append(f'[{{"name": "{name}", "arguments": {json.dumps(arguments)}}}]')
+        for value in reaching[:3] if few else reaching:
+            texts.append(f'<tool_call>{{"name": "{name}", "arguments": {arguments(value)}}}</tool_call>')
     return texts
 
 
@@ -317,6 +328,8 @@ ATTACKED_IDS = [i for i in TEXT_IDS if rollgym.env_info(i).family != "web" or i.
 def test_step_survives_the_known_attacks(env_id: str) -> None:
     env = _env(env_id)
     names, params = _tool_schema(env)
+    done = True
     for i, action in enumerate(_nasty_actions(names, params, few=rollgym.env_info(env_id).family == "web")):
-        env.reset(seed=i)
-        _check_step(env.step(action))
+        if done:  # multi-turn envs take the next attack in the same episode
+            env.reset(seed=i)
+        done = _check_step(env.step(action))
