@@ -22,6 +22,12 @@ cases in-process, before any symbolic work, with three rules:
 * **Percent.** ``p\\%`` may equal ``p`` or ``p/100`` (math-verify's percent
   equivalence) only when the gold has a percent sign or the problem says
   "percent"; otherwise an answer with a percent sign is wrong.
+* **Known notation.** math-verify skips commands it does not know, so
+  ``3 \\oplus 4``, ``3 \\nsim 4`` or ``3 \\atop 4`` read as one of their numbers. An
+  answer may use only the LaTeX commands of ordinary values (``\\frac``,
+  ``\\sqrt``, ``\\pi``, ``\\cdot``, functions, Greek letters, ``\\text``...; see
+  ``VALUE_COMMANDS``) and ASCII plus a few math symbols (``π``, ``√``, ``°``, ``×``...),
+  unless the gold uses the same notation; anything else is wrong (``"notation"``).
 
 All functions are pure string work with no evaluation, linear in the input.
 """
@@ -58,6 +64,7 @@ _COMMAND_RELATIONS = {
     "prec": "lt", "succ": "gt", "preceq": "le", "succeq": "ge", "nless": "ne", "ngtr": "ne", "nleq": "ne",
     "ngeq": "ne", "not": "not", "models": "models", "vdash": "models", "vDash": "models", "Vdash": "models",
     "bowtie": "rel", "smile": "rel", "frown": "rel", "vartriangleleft": "rel", "lhd": "rel", "unlhd": "rel",
+    "bmod": "mod", "pmod": "mod", "mod": "mod", "pod": "mod",
 }
 _CHAR_RELATIONS = {
     "=": "eq", "<": "lt", ">": "gt", "\u2248": "approx", "\u2260": "ne", "\u2264": "le", "\u2265": "ge",
@@ -75,8 +82,25 @@ _WORD_SEPARATORS = frozenset(
     "and or nor either both also respectively otherwise alternatively maybe possibly perhaps plus".split()
 )
 _SEPARATOR_COMMANDS = frozenset(
-    "quad qquad lor vee land wedge cup cap setminus pm mp hspace hfill newline cr and or".split()
+    "quad qquad lor vee land wedge cup cap setminus pm mp hspace hfill newline cr and or enspace enskip thinspace "
+    "medspace thickspace negthinspace negmedspace negthickspace space nobreakspace hskip kern mkern mskip "
+    "hphantom phantom vspace linebreak".split()
 )
+# the commands of ordinary values; others (\oplus, \atop, \nsim...) are "notation" unless the gold has them
+VALUE_COMMANDS = frozenset(
+    """frac dfrac tfrac cfrac sqrt root left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr Biggl Biggr
+    text textbf textit textrm textnormal textsf texttt textup mbox mathrm mathbf mathit mathsf mathtt mathbb
+    mathcal mathfrak boldsymbol bm operatorname displaystyle textstyle scriptstyle limits nolimits begin end
+    overline underline bar hat tilde vec dot ddot widehat widetilde overrightarrow prime
+    pi infty alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi
+    omicron rho varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi
+    Sigma Upsilon Phi Psi Omega ell imath jmath hbar emptyset varnothing
+    sin cos tan cot sec csc arcsin arccos arctan arccot arcsec arccsc sinh cosh tanh coth sech csch log ln lg
+    exp lim sum prod int iint iiint oint max min gcd lcm det deg lfloor rfloor lceil rceil binom dbinom tbinom
+    choose cdot times div pm mp degree textdegree cdots ldots dots dotsc dotsb lbrace rbrace langle rangle
+    lbrack rbrack quad qquad cup cap setminus angle triangle measuredangle""".split()
+)
+_VALUE_CHARS = frozenset("π√∛∜°×·−–∞±∓÷′″²³¹⁰⁴⁵⁶⁷⁸⁹⁻⁺½⅓⅔¼¾⅕⅛")
 _SET_OPENERS = ("\\{", "\\lbrace", "\\set{", "\\Set{", "\\langle", "\\lbrack", "[", "\\left\\{", "\\begin")
 _PERCENT_RE = re.compile(r"%|\\textpercent|\\percent|percent|\u066a|\ufe6a|\uff05", re.IGNORECASE)
 _BARE_SYMBOL_RE = re.compile(r"^(?:[A-Za-z]|\\[a-zA-Z]+)(?:_\{?[A-Za-z0-9]+\}?)?'*$")
@@ -92,6 +116,8 @@ def relations(text: str) -> Counter[str]:
         Counter()
     """
     found: Counter[str] = Counter()
+    if _bars(text) % 2:  # an unpaired bar is "divides", not absolute value bars
+        found["mid"] += 1
     for m in _TOKEN_RE.finditer(text):
         if m.group(1) is not None:
             name = _COMMAND_RELATIONS.get(m.group(1))
@@ -102,6 +128,26 @@ def relations(text: str) -> Counter[str]:
         if name is not None:
             found[name] += 1
     return found
+
+
+def _bars(text: str) -> int:
+    return text.count("|") + len(re.findall(r"\\[lr]?[vV]ert(?![a-zA-Z])", text))
+
+
+def unknown_notation(text: str) -> set[str]:
+    """Commands and characters outside the notation of ordinary values (see ``VALUE_COMMANDS``).
+
+    Example:
+        >>> sorted(unknown_notation(r"3 \\oplus 4^{\\circ} \\circ 5")), unknown_notation(r"\\frac{\\pi}{2}")
+        (['circ', 'oplus'], set())
+    """
+    s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)  # degrees are a unit, not the operator \circ
+    unknown = {name for name in re.findall(r"\\([a-zA-Z]+)", s) if name not in VALUE_COMMANDS}
+    unknown -= set(_COMMAND_RELATIONS) | _SEPARATOR_COMMANDS  # relations and separators have their own rules
+    body = _TEXT_RE.sub(" ", s)  # words inside \text{} are judged by the several-values rule
+    unknown |= {ch for ch in body if ord(ch) > 127 and ch not in _VALUE_CHARS and ch not in _CHAR_RELATIONS
+                and not ("\u0370" <= ch <= "\u03ff")}  # Greek letters are variables
+    return unknown
 
 
 def _flatten_text(text: str) -> str:
@@ -151,8 +197,11 @@ def lists_several_values(text: str) -> bool:
     words = set(re.findall(r"[a-z]+", re.sub(r"\\[a-zA-Z]+", " ", flat).lower()))
     if words & _WORD_SEPARATORS:
         return True
-    # two numbers side by side with only space between them ("3 \quad 4" after clean-up)
-    return bool(re.search(r"\d\s+[+-]?\d", re.sub(r"\\[a-zA-Z]+\s*", "\\\\cmd", flat)))
+    # two numbers side by side with only space between them ("3 \quad 4" after clean-up); digit groups
+    # of three after a space are thousands ("10\,000")
+    spaced = re.sub(r"\\[a-zA-Z]+\s*", "\\\\cmd", flat)
+    spaced = re.sub(r"(?<![\d.])(\d{1,3})((?:\s\d{3})+)(?![\d.])", lambda m: re.sub(r"\s", "", m.group(0)), spaced)
+    return bool(re.search(r"\d\s+[+-]?\d", spaced))
 
 
 def has_percent(text: str) -> bool:
@@ -175,7 +224,7 @@ def _is_one_value(gold: str) -> bool:
 def claim_mismatch(gold: str, pred: str, *, percent_context: bool = False) -> str | None:
     """Why ``pred`` cannot equal ``gold`` because of what it claims, or ``None`` when the value decides.
 
-    Returns ``"relation"``, ``"several_values"`` or ``"percent"`` (see the module docstring).
+    Returns ``"relation"``, ``"notation"``, ``"percent"`` or ``"several_values"`` (see the module docstring).
     ``percent_context`` says that the problem asks for a percentage.
 
     Example:
@@ -197,6 +246,8 @@ def claim_mismatch(gold: str, pred: str, *, percent_context: bool = False) -> st
     gold_eq, pred_eq = relations(g)["eq"], relations(p)["eq"]
     if gold_eq and pred_eq and gold_eq != pred_eq:  # "y = 2x + 3 = 7" is not "y = 2x + 3"
         return "relation"
+    if unknown_notation(pred_value) - unknown_notation(g):
+        return "notation"
     if has_percent(p) and not (has_percent(g) or percent_context):
         return "percent"
     if _is_one_value(g) and lists_several_values(pred_value):

@@ -78,6 +78,22 @@ HACKS = [
     ("4", r"\boxed{x \approx 4}", "relation"),
     ("4", r"\boxed{x = 4 \approx 4.0}", "relation"),
     (r"x \in [-2,7]", r"\boxed{x \approx [-2,7]}", "relation"),
+    # notation math-verify skips, reading one of the numbers around it
+    ("4", r"\boxed{3 \oplus 4}", "notation"),
+    ("4", r"\boxed{3 \circ 4}", "notation"),
+    ("4", r"\boxed{3 \ast 4}", "notation"),
+    ("4", r"\boxed{3 \atop 4}", "notation"),
+    ("4", r"\boxed{3 \nsim 4}", "notation"),
+    ("4", r"\boxed{3 \coloneq 4}", "notation"),
+    ("4", r"\boxed{3 \hookrightarrow 4}", "notation"),
+    ("4", r"\boxed{3 \dagger 4}", "notation"),
+    ("4", "\\boxed{3 \u6216 4}", "notation"),  # Chinese "or"
+    ("3", "\\boxed{3\uff0c4}", "notation"),  # a fullwidth comma
+    ("4", r"\boxed{3 \bmod 4}", "relation"),
+    ("4", r"\boxed{3 \pmod{4}}", "relation"),
+    ("4", r"\boxed{3 | 4}", "relation"),
+    ("4", r"\boxed{3 \vert 4}", "relation"),
+    ("4", r"\boxed{3 \enspace 4}", "several_values"),
     # '=' with a different right side, or a chain the gold is not
     ("y = 2x + 3", r"\boxed{y = 2x + 3 = 7}", "relation"),
     ("x=5", r"\boxed{x = 5 = 6}", "relation"),
@@ -144,6 +160,14 @@ def test_relations_pass_when_the_gold_asserts_the_same_relation() -> None:
     assert verify_math(r"x \in [-2,7]", r"\boxed{[-2,7]}").correct
     assert verify_math("y = 2x + 3", r"\boxed{y = 3 + 2x}").correct
     assert verify_math("3", r"\boxed{(3)}").correct and verify_math("58,500", r"\boxed{58,500}").correct
+
+
+def test_ordinary_notation_still_matches() -> None:
+    assert verify_math("10000", r"\boxed{10\,000}").correct and verify_math("4", r"\boxed{|{-4}|}").correct
+    assert verify_math("10", r"\boxed{\binom{5}{2}}").correct
+    assert verify_math("3", r"\boxed{\lfloor 3.5 \rfloor}").correct
+    assert verify_math(r"90^\circ", r"\boxed{90^{\circ}}").correct and verify_math(r"\theta", "\\boxed{\u03b8}").correct
+    assert verify_math(r"\frac{\pi}{2}", "\\boxed{\u03c0/2}").correct
 
 
 def test_exact_decimals_still_match() -> None:
