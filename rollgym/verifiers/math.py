@@ -175,8 +175,8 @@ def extract_answers(response: str, config: MathVerifyConfig = DEFAULT_CONFIG) ->
     """Find the final answer(s) of a response as the env's options say; see the module docstring.
 
     Example:
-        >>> extract_answers(r"so \\boxed{\\frac12}, i.e. \\boxed{\\frac{1}{2}}").answers
-        ('\\\\frac{1}{2}',)
+        >>> extract_answers(r"so \\boxed{\\frac{1}{2}}, i.e. \\boxed{\\dfrac{1}{2}}").answers
+        ('\\\\dfrac{1}{2}',)
         >>> extract_answers(r"```print('\\boxed{3}')```").error
         'no_answer'
     """
