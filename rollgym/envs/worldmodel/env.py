@@ -52,8 +52,10 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     uint8 arrays of that shape are accepted and divided by 255. Values outside
     ``[0, 1]`` are clipped and NaN/inf pixels are replaced (NaN and -inf by 0,
     +inf by 1); ``info["clipped_pixels"]`` and ``info["invalid_pixels"]`` count
-    them. A wrong shape or a non-numeric dtype raises :class:`InvalidActionError`
-    with the expected shape, before any state changes.
+    them. Anything else (a wrong shape, a non-numeric dtype, text, a ragged list)
+    is rejected without raising: the step changes nothing (same observation,
+    reward 0.0, not terminated) and ``info`` carries ``error="invalid_action"``
+    and ``message``, one sentence with the expected shape; the agent retries.
 
     ## Observation Space
 
@@ -243,7 +245,11 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         st = self._state
         if st is None or st["done"]:
             raise RuntimeError("Call reset() before step(), and again after an episode ends.")
-        prediction, clipped, invalid = self._validate(action)
+        try:
+            prediction, clipped, invalid = self._validate(action)
+        except InvalidActionError as exc:  # a bad prediction is the agent's error, never a crash
+            return self._observation(), 0.0, False, False, {**self._info(), "error": "invalid_action",
+                                                            "message": str(exc)}
         pending: Chunk = st["pending"]
         truth = pending.frames.astype(np.float32) / 255.0
         baseline = st["anchor"].astype(np.float32) / 255.0
@@ -331,7 +337,7 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         expected = self.action_space.shape
         try:
             arr = np.asarray(action)
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:  # ragged lists, objects whose __array__ raises: all mean "not frames"
             raise InvalidActionError(
                 f"The prediction must be an array of shape {expected}; got {type(action).__name__} ({exc})."
             ) from exc
