@@ -369,3 +369,57 @@ def test_hex_plays_exactly_the_cell_named(state: HexState, junk: list[str]) -> N
             name = state.move_to_text(move)
             numbers = re.findall(r"\d+", lowered)
             assert len(numbers) == 1 and int(numbers[0]) == int(name[1:]) and name[0] in lowered, text
+
+
+# -- through the envs: the move played is the one named ---------------------------------------------
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["Chess-v1", "Chess960-v1"]), st.integers(0, 1000), st.data())
+def test_the_chess_envs_play_exactly_the_move_named(env_id: str, seed: int, data: st.DataObject) -> None:
+    import gymnasium as gym
+
+    import rollgym  # noqa: F401
+
+    env = gym.make(env_id, opponent="random", max_plies=40, max_retries=100)
+    _, info = env.reset(seed=seed)
+    for _ in range(20):
+        state: ChessState = env.unwrapped.state
+        played = len(info["moves"])
+        if data.draw(st.booleans()):
+            move = data.draw(st.sampled_from(state.legal_moves()))
+            text = data.draw(st.sampled_from(canonical_spellings(state, move)))
+            expected: chess.Move | None = move
+        else:
+            exact, coords = spellings(state)
+            text = data.draw(st.one_of(JUNK_CORES, st.sampled_from(FIXED_JUNK)))
+            named = named_moves(text, exact, coords)
+            expected = next(iter(named)) if len(named) == 1 else None
+        san = state.board.san(expected) if expected is not None else None
+        _, _, terminated, truncated, info = env.step(f"Thinking...\nFinal Answer: {text}")
+        if san is None:
+            assert info["error"] in {"invalid", "illegal", "ambiguous", "no_move"} and len(info["moves"]) == played
+        else:
+            assert info["error"] is None and info["moves"][played] == san, (text, san)
+        assert not truncated
+        if terminated:
+            break
+    env.close()
+
+
+@pytest.mark.parametrize("chess960", [False, True])
+def test_the_aec_env_plays_exactly_the_move_named(chess960: bool) -> None:
+    require_module("pettingzoo")
+    from rollgym.envs.games.pettingzoo_env import chess_aec
+
+    rng = np.random.default_rng(7)
+    env = chess_aec(chess960=chess960, start_position=300 if chess960 else 518, max_plies=60)
+    env.reset(seed=0)
+    while not any(env.terminations.values()):
+        state = env.state
+        move = state.legal_moves()[int(rng.integers(len(state.legal_moves())))]
+        texts = canonical_spellings(state, move)
+        text = texts[int(rng.integers(len(texts)))]
+        san = state.board.san(move)
+        env.step(f"Final Answer: {text}")
+        assert env.state.move_history_text()[-1] == san, (text, san)
