@@ -100,7 +100,7 @@ def spellings(state: ChessState) -> tuple[dict[str, set[chess.Move]], dict[str, 
     board = state.board
     exact: dict[str, set[chess.Move]] = defaultdict(set)
     coords: dict[str, set[chess.Move]] = defaultdict(set)
-    legal = list(board.legal_moves)
+    legal = state.legal_moves()  # none once the game is over (a claimed draw leaves python-chess moves)
     primary = {(m.from_square, m.to_square, m.promotion) for m in legal}
     for move in legal:
         origin, target = chess.square_name(move.from_square), chess.square_name(move.to_square)
