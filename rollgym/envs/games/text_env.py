@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.errors import ConfigError
+from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
@@ -70,7 +70,7 @@ def extract_move_text(response: str) -> str | None:
     return None
 
 
-class OpponentError(RuntimeError):
+class OpponentError(RollgymError, RuntimeError):
     """The opponent bot raised or returned an illegal move; the game cannot go on."""
 
 
