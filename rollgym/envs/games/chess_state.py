@@ -260,10 +260,9 @@ class ChessState(GameState):
         piece_type = chess.Piece.from_symbol(piece).piece_type if piece else chess.PAWN
         promo = chess.Piece.from_symbol(promotion.upper()).piece_type if promotion else None
         matches = []
-        for move in board.legal_moves:
+        movers = board.pieces_mask(piece_type, board.turn)
+        for move in board.generate_legal_moves(movers, chess.BB_SQUARES[to_square]):
             if move.to_square != to_square or move.promotion != promo or board.is_castling(move):
-                continue
-            if board.piece_type_at(move.from_square) != piece_type:
                 continue
             from_file, from_rank = chess.square_file(move.from_square), chess.square_rank(move.from_square)
             if file is not None and from_file != chess.FILE_NAMES.index(file):
