@@ -6,7 +6,7 @@ dependencies out of import time.
 
 from rollgym.envs import (
     countdown,  # noqa: F401  (Countdown-v0)
-    games,  # noqa: F401  (Chess-v0, Chess960-v0, ConnectFour-v0, Hex-v0)
+    games,  # noqa: F401  (Chess-v1, Chess960-v1, ConnectFour-v0, Hex-v0)
     math,  # noqa: F401  (MATH500, AIME24, AMC23, MATH and their Tool variants, -v1 and -v0)
     search,  # noqa: F401  (Search-v1, SearchQA-v1)
     sudoku,  # noqa: F401  (Sudoku-v0, Sudoku4x4-v0, Sudoku6x6-v0)

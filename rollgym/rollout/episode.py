@@ -9,7 +9,10 @@ and :func:`arun_episode` are the two drivers over it.
 Limits (:class:`EpisodeLimits`): ``max_steps`` and ``max_total_tokens`` (the
 agent's tokens over all turns, model and env tokens alike, as TRL counts them)
 *truncate* the episode; ``step_timeout_s`` and ``episode_timeout_s`` *fail* it,
-with the reason in ``info["failure"]``; a failed rollout is never scored 0.
+with the reason in ``info["failure"]``; a failed rollout is never scored 0. An env
+that cannot go on (a game whose opponent engine died) ends the episode and puts a
+``{"type", "message"}`` dict in ``info["failure"]``; that fails the rollout too,
+at stage ``step``.
 """
 
 from __future__ import annotations
@@ -62,6 +65,18 @@ class _Failure:
         message = str(self.exc) or type(self.exc).__name__
         return {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
                 "traceback": "".join(frames[-3:])}
+
+
+class _ReportedFailure(_Failure):
+    """A failure the env reported in ``info["failure"]`` when it ended the episode."""
+
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        self.stage = "step"
+        self.report = report
+
+    def to_info(self) -> dict[str, Any]:
+        return {"stage": self.stage, "type": str(self.report.get("type") or "EnvFailure"),
+                "message": str(self.report.get("message") or ""), "reported_by": "env"}
 
 
 class StepTimeout(TimeoutError):
@@ -177,6 +192,8 @@ class _Episode:
         if terminated or truncated:
             self.status = "completed" if terminated else "truncated"
             self.done = True
+            if isinstance(info.get("failure"), Mapping):
+                self.failure = _ReportedFailure(info["failure"])
         elif self.limits.max_total_tokens is not None and _tokens_used(self.agent) >= self.limits.max_total_tokens:
             self.info = {**self.info, "truncated_by": "token_budget"}
             self.done = True

@@ -164,7 +164,7 @@ def test_node_limited_stockfish_replies_depend_only_on_the_game() -> None:
         make_bot("stockfish-nodes-0")
 
     def play(seeds: list[int]) -> dict[int, list[dict[str, str]]]:
-        env = gym.make("Chess-v0", opponent="stockfish-nodes-400", max_plies=60)
+        env = gym.make("Chess-v1", opponent="stockfish-nodes-400", max_plies=60)
         out = {}
         for seed in seeds:
             traj, _ = run_episode(env, RandomAgent(), seed=seed, agent_seed=seed)

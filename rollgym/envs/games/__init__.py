@@ -30,16 +30,16 @@ register_env(
     random_policy=_RANDOM,
 )
 register_env(
-    "Chess-v0",
+    "Chess-v1",
     "rollgym.envs.games.chess_env:ChessEnv",
-    description="Chess against random, greedy or Stockfish; UCI or SAN moves; ply cap adjudicated as a draw.",
+    description="Chess against random, greedy or Stockfish; SAN, long algebraic or UCI moves; ply cap ends in a draw.",
     family="games",
     components=[*_RULES, "rollgym.envs.games.chess_state", "rollgym.envs.games.chess_env"],
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
 register_env(
-    "Chess960-v0",
+    "Chess960-v1",
     "rollgym.envs.games.chess_env:Chess960Env",
     description="Chess960 from a numbered start position, with Chess960 castling, against random, greedy or Stockfish.",
     family="games",

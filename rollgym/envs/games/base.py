@@ -126,10 +126,17 @@ class GameState(ABC):
             self.play(moves[int(rng.integers(len(moves)))])
         return self.winner()
 
+    def is_legal(self, move: Any) -> bool:
+        """Whether ``move`` may be played now (the envs check every move before it reaches the board)."""
+        return move in self.legal_moves()
+
     # -- text -------------------------------------------------------------
     @abstractmethod
     def parse_move(self, text: str) -> Any:
         """Parse one move token (already extracted from the agent's answer) into a legal move.
+
+        The result is always one of :meth:`legal_moves`, the one the text names in
+        the game's documented notation; anything else raises.
 
         Raises:
             MoveError: labelled ``invalid``, ``illegal`` or ``ambiguous``, with a reason.

@@ -283,12 +283,16 @@ class ConnectFourEnv(TwoPlayerTextEnv):
     Terminated when the game ends (a line, a full board) or the agent forfeits after
     ``max_retries`` unplayable answers (``illegal_move_policy="forfeit"``); with
     ``illegal_move_policy="random"`` a random legal move is played instead.
+    Truncated when the opponent bot fails (it raises, or returns an illegal move, which
+    is never played): ``info["error"] == "opponent_failed"``, the reason in
+    ``info["failure"]``, reward 0; the rollout collector records the episode as failed.
 
     ## Information
     ``legal_moves`` (strings), ``moves`` (history), ``to_play``, ``agent_player``,
     ``board`` (ASCII), ``game_config``, ``error`` (``no_move``, ``invalid``,
-    ``illegal``, ``ambiguous`` or ``None``), ``retries_left``; at the end ``result``
-    (``win``/``draw``/``loss``), ``termination`` and ``record`` (JSON move list).
+    ``illegal``, ``ambiguous``, ``opponent_failed`` or ``None``), ``retries_left``; at
+    the end ``result`` (``win``/``draw``/``loss``), ``termination`` and ``record`` (JSON
+    move list); after an opponent failure ``failure`` (``type``, ``message``).
 
     ## Arguments
     ``rows=6, columns=7, x_in_row=4``, plus those of

@@ -323,7 +323,9 @@ class HexEnv(TwoPlayerTextEnv):
     +1 / -1 with ``reward_scheme="signed"``. A forfeit is a loss.
 
     ## Episode End
-    Terminated when a player joins their edges or the agent forfeits.
+    Terminated when a player joins their edges or the agent forfeits; truncated as
+    failed when the opponent bot fails (as for
+    :class:`~rollgym.envs.games.connect_four.ConnectFourEnv`).
 
     ## Information
     As for :class:`~rollgym.envs.games.connect_four.ConnectFourEnv`.

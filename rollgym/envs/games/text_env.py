@@ -4,6 +4,14 @@ Game envs subclass it and supply a :class:`~rollgym.envs.games.base.GameState`
 factory and a rules paragraph; this module handles tasks (colour, opponent
 seed, random opening), reading a move out of free text, the illegal-move
 policy, the opponent's replies, optional tools, rewards and records.
+
+Every move that reaches the board is checked first (:meth:`GameState.is_legal`):
+the agent's after parsing, the opponent's after the bot returns it. A bot that
+raises (a Stockfish process that died) or returns an illegal move ends the
+episode as *failed*, never with an exception from ``step``: ``truncated=True``,
+reward 0, ``info["error"] = "opponent_failed"`` and ``info["failure"]`` with the
+reason, which the rollout collector records as status ``"failed"`` (never scored).
+The bot's ``close()`` is called so that the next game starts it afresh.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.errors import ConfigError
+from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
@@ -27,6 +35,7 @@ _FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
 _MARKUP = "*`_ \t\"'"
 AGENT_COLORS = ("alternate", "random", "first", "second")
+OPPONENT_FAILED = "opponent_failed"
 ILLEGAL_MOVE_POLICIES = ("forfeit", "random")
 REWARD_SCHEMES = ("score", "signed")
 
@@ -59,6 +68,10 @@ def extract_move_text(response: str) -> str | None:
     if stripped and len(stripped) <= 16 and len(stripped.split()) == 1:
         return stripped
     return None
+
+
+class OpponentError(RollgymError, RuntimeError):
+    """The opponent bot raised or returned an illegal move; the game cannot go on."""
 
 
 class GameTaskSource:
@@ -231,7 +244,11 @@ class TwoPlayerTextEnv(TextEnv):
         if meta.get("opening"):
             events.append(f"The game opened with random moves: {' '.join(meta['opening'])}.")
         if self.state.current_player != self.agent_player and not self.state.is_terminal():
-            events.append(self._opponent_moves())
+            try:
+                events.append(self._opponent_moves())
+            except OpponentError:  # reset cannot end an episode: raise, with the bot restarted for the next one
+                self._restart_opponent()
+                raise
         me = self.state.player_names[self.agent_player]
         intro = (
             f"{self.system_prompt}\n\nYou play {me} ({'first' if self.agent_player == 0 else 'second'}); "
@@ -240,6 +257,12 @@ class TwoPlayerTextEnv(TextEnv):
         return self._observation(events, intro=intro)
 
     def _advance(self, action: str) -> StepResult:
+        try:
+            return self._take_turn(action)
+        except OpponentError as err:
+            return self._opponent_failed(err)
+
+    def _take_turn(self, action: str) -> StepResult:
         assert self.state is not None
         if self.use_tools:
             calls = parse_tool_calls(action)
@@ -252,6 +275,8 @@ class TwoPlayerTextEnv(TextEnv):
                 hint = f"no move found; end your reply with `Final Answer: <move>` ({self.move_hint})"
                 raise MoveError("no_move", hint)
             move = self.state.parse_move(token)
+            if not self.state.is_legal(move):  # the parser's promise, checked: only legal moves reach the board
+                raise MoveError("illegal", f"{token[:24]!r} is not a legal move in this position")
         except MoveError as err:
             return self._failed(err.label, str(err))
         except Exception as exc:  # a parser bug must never crash a rollout
@@ -292,8 +317,33 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _opponent_moves(self) -> str:
         assert self.state is not None
-        move = self.opponent.choose(self.state.copy(), self._rng)
+        name = getattr(self.opponent, "name", "the opponent")
+        try:
+            move = self.opponent.choose(self.state.copy(), self._rng)
+        except Exception as exc:  # e.g. chess.engine.EngineTerminatedError: the episode fails, step does not raise
+            raise OpponentError(f"{name} failed ({type(exc).__name__}: {exc})") from exc
+        if not self.state.is_legal(move):
+            raise OpponentError(f"{name} returned {move!r}, which is not a legal move here")
         return f"Your opponent played {self._play(move)}."
+
+    def _opponent_failed(self, err: OpponentError) -> StepResult:
+        """End the episode as failed: the game has no result, so it must not be scored."""
+        assert self.state is not None
+        self._restart_opponent()
+        self._last_error = OPPONENT_FAILED
+        note = f"The game cannot go on: your opponent {err}. This episode has no result and is not scored."
+        info = self._info(error=OPPONENT_FAILED)
+        info["failure"] = {"type": "OpponentError", "message": str(err)}
+        return self._observation([note], final=True), 0.0, False, True, info
+
+    def _restart_opponent(self) -> None:
+        """Close the bot after a failure (a bot with an engine starts a new one on its next move)."""
+        closer = getattr(self.opponent, "close", None)
+        if callable(closer):
+            try:
+                closer()
+            except Exception:  # the process may be gone already; the next move starts a new one
+                pass
 
     def _play(self, move: Any) -> str:
         """Play ``move`` on the real board and return its text (kept for the history)."""
