@@ -236,7 +236,7 @@ def run_tournament(new_state: Callable[[], Any], bots: dict[str, Any], games_per
     """A round robin in which every pair plays ``games_per_pair`` games, alternating who moves first.
 
     Example:
-        >>> from rollgym.agents.game_bots import make_bot
+        >>> from rollgym.envs.games.bots import make_bot
         >>> from rollgym.envs.games.connect_four import ConnectFourState
         >>> res = run_tournament(ConnectFourState, {"random": make_bot("random"), "greedy": make_bot("greedy")}, 2)
         >>> len(res), {r.first for r in res} == {"random", "greedy"}

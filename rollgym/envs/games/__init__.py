@@ -1,6 +1,6 @@
 """Board games: Chess, Chess960, Connect Four and Hex, as single-agent text envs and PettingZoo AEC envs.
 
-The agent plays one colour against a bot from :mod:`rollgym.agents.game_bots`;
+The agent plays one colour against a bot from :mod:`rollgym.envs.games.bots`;
 see ``docs/games.md``. Nothing heavy is imported here: python-chess loads when a
 chess env is built, PettingZoo when an AEC env is.
 """

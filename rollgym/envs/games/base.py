@@ -3,7 +3,7 @@
 A :class:`GameState` is a mutable two-player position with a move history.
 Moves are game-specific values (an ``int`` column or cell for Connect Four and
 Hex, a :class:`chess.Move` for chess); text goes in through :meth:`parse_move`
-and comes out through :meth:`move_to_text`. Bots (``rollgym.agents``), the text
+and comes out through :meth:`move_to_text`. Bots (:mod:`rollgym.envs.games.bots`), the text
 env (:mod:`rollgym.envs.games.text_env`) and the PettingZoo adapter all talk to
 this one interface.
 

@@ -22,6 +22,7 @@ from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
 from rollgym.envs.games.base import GameState, MoveError
+from rollgym.envs.games.bots import make_bot
 
 _FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
@@ -112,8 +113,8 @@ class TwoPlayerTextEnv(TextEnv):
     Arguments (keyword only):
         opponent: ``"random"``, ``"greedy"``, ``"mcts-<N>"``, ``"stockfish"``,
             ``"stockfish-skill-<0..20>"``, ``"stockfish-elo-<E>"``, or a bot object with
-            ``choose(state, rng)``; see :func:`rollgym.agents.game_bots.make_bot`.
-        opponent_kwargs: extra arguments for :func:`~rollgym.agents.game_bots.make_bot`.
+            ``choose(state, rng)``; see :func:`rollgym.envs.games.bots.make_bot`.
+        opponent_kwargs: extra arguments for :func:`~rollgym.envs.games.bots.make_bot`.
         agent_color: ``"alternate"`` (by task index parity), ``"random"`` (drawn per
             task), ``"first"`` or ``"second"``.
         illegal_move_policy: after ``max_retries`` unplayable answers in one turn,
@@ -167,8 +168,6 @@ class TwoPlayerTextEnv(TextEnv):
         self.random_opening_plies = random_opening_plies
         self.use_tools = bool(tools)
         self.tool_budget = tool_budget
-        from rollgym.agents.game_bots import make_bot  # agents sit above envs; import on use
-
         self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
         if not callable(getattr(self.opponent, "choose", None)):
