@@ -29,7 +29,7 @@ COLOURS = {
 
 
 def _models() -> dict[str, Any]:
-    from rollgym.agents.worldmodels import CopyLastModel, FlowWarpWorldModel, LinearExtrapolationModel
+    from rollgym.envs.worldmodel.models import CopyLastModel, FlowWarpWorldModel, LinearExtrapolationModel
 
     models: dict[str, Any] = {"copy_last": CopyLastModel(), "linear": LinearExtrapolationModel()}
     try:
