@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.io import atomic_path
 from rollgym.envs.worldmodel.dataset import simulate_dataset
 from rollgym.envs.worldmodel.metrics import MOTION_DILATION, MOTION_THRESHOLD, PSNR_CAP
 
@@ -143,10 +144,8 @@ def _save(net: Any, path: Path) -> Path:
     torch = _torch()
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
     state["_width"] = torch.tensor(net.width)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
     return path
 
 
