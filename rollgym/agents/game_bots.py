@@ -14,7 +14,8 @@ import numpy as np
 from rollgym.core.deprecation import moved_to
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games import bots as _bots
-from rollgym.envs.games.base import GameState, replay
+from rollgym.envs.games.base import GameState
+from rollgym.envs.games.replay import replay
 
 
 class BotAgent:

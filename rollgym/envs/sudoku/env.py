@@ -125,12 +125,6 @@ def random_policy(observation: str, info: dict[str, Any], rng: np.random.Generat
     return format_answer(rows_from_grid(filled, size))
 
 
-_COMPONENTS = [
-    "rollgym.envs.sudoku.solver",
-    "rollgym.envs.sudoku.generator",
-    "rollgym.envs.sudoku.env",
-    "rollgym.verifiers.sudoku",
-]
 for _id, (_rows, _cols), _text in [
     ("Sudoku-v0", (3, 3), "Classic 9x9 Sudoku with a unique solution; answer the full grid."),
     ("Sudoku4x4-v0", (2, 2), "4x4 Sudoku (2x2 boxes) with a unique solution; answer the full grid."),
@@ -141,7 +135,6 @@ for _id, (_rows, _cols), _text in [
         "rollgym.envs.sudoku.env:SudokuEnv",
         description=_text,
         family="puzzles",
-        components=_COMPONENTS,
         kwargs={"box_rows": _rows, "box_cols": _cols},
         oracle="rollgym.envs.sudoku.env:oracle_policy",
         random_policy="rollgym.envs.sudoku.env:random_policy",
