@@ -12,6 +12,7 @@ import copy
 import json
 import re
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -65,29 +66,42 @@ def extract_move_text(response: str) -> str | None:
 class GameTaskSource:
     """Tasks of a game env: the agent's colour, the opponent's seed and an optional random opening.
 
-    A task is a pure function of ``(env id, split, index)`` (see
+    A task is a pure function of ``(env id, game settings, split, index)`` (see
     :func:`~rollgym.core.seeding.draw_in_split`); its ``meta`` holds everything the
     env needs to set up the game.
+
+    Args:
+        env_id: The id the tasks carry (part of their seed family).
+        new_state: The start position for a task's ``meta``.
+        draw_meta: ``(rng, index) -> meta``: the agent's side and any game parameters.
+        random_opening_plies: Random moves played before the agent's first turn.
+        prompt: The rules text every task shows.
     """
 
     family = "games"
 
-    def __init__(self, env: TwoPlayerTextEnv) -> None:
-        self.env = env
+    def __init__(self, env_id: str, *, new_state: Callable[[dict[str, Any]], GameState],
+                 draw_meta: Callable[[np.random.Generator, int], dict[str, Any]], random_opening_plies: int,
+                 prompt: str) -> None:
+        self.env_id = env_id
+        self.new_state = new_state
+        self.draw_meta = draw_meta
+        self.random_opening_plies = random_opening_plies
+        self.prompt = prompt
+        self.config_key = json.dumps(new_state({"agent_player": 0}).config(), sort_keys=True)
 
     def size(self, split: str) -> int | None:
         return None
 
     def task(self, index: int, split: str = "train") -> Task:
-        env = self.env
-        env_id = env.env_id
+        env_id = self.env_id
 
         def candidate(rng: np.random.Generator) -> dict[str, Any]:
-            meta = env.draw_meta(rng, index)
+            meta = self.draw_meta(rng, index)
             meta["opponent_seed"] = int(rng.integers(2**31))
-            state = env.new_state(meta)
+            state = self.new_state(meta)
             opening: list[str] = []
-            for _ in range(env.random_opening_plies):
+            for _ in range(self.random_opening_plies):
                 safe = []
                 for move in state.legal_moves():
                     child = state.copy()
@@ -102,9 +116,9 @@ class GameTaskSource:
             meta["opening"] = opening
             return meta
 
-        meta, _ = draw_in_split(f"{env_id}/{env.config_key()}", split, index, candidate, lambda m: json.dumps(m))
-        meta["game_config"] = env.new_state(meta).config()
-        return Task(id=f"{env_id}:{split}:{index}", env_id=env_id, prompt=env.rules_text(), answer=None, meta=meta)
+        meta, _ = draw_in_split(f"{env_id}/{self.config_key}", split, index, candidate, lambda m: json.dumps(m))
+        meta["game_config"] = self.new_state(meta).config()
+        return Task(id=f"{env_id}:{split}:{index}", env_id=env_id, prompt=self.prompt, answer=None, meta=meta)
 
 
 class TwoPlayerTextEnv(TextEnv):
@@ -172,7 +186,7 @@ class TwoPlayerTextEnv(TextEnv):
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
         if not callable(getattr(self.opponent, "choose", None)):
             raise ConfigError("opponent must be a bot name such as 'random' or 'mcts-400', or an object with choose().")
-        super().__init__(GameTaskSource(self), split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
         self.system_prompt = (
             f"You are playing {self.game_title} against an opponent. {self.rules_text()} "
             f"On your turn, think if you like, then give your move on the last line as "
@@ -209,6 +223,10 @@ class TwoPlayerTextEnv(TextEnv):
     def config_key(self) -> str:
         """A string of the settings that change what a task is (part of the task seed family)."""
         return json.dumps(self.new_state({"agent_player": 0}).config(), sort_keys=True)
+
+    def _make_source(self, env_id: str) -> GameTaskSource:
+        return GameTaskSource(env_id, new_state=self.new_state, draw_meta=self.draw_meta,
+                              random_opening_plies=self.random_opening_plies, prompt=self.rules_text())
 
     def extra_info(self, state: GameState) -> dict[str, Any]:
         """Game-specific ``info`` entries (e.g. the FEN)."""

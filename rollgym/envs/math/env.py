@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import Any
 
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.errors import ConfigError
@@ -150,22 +151,22 @@ class MathEnv(SingleTurnEnv):
             ignore_code_blocks=bool(ignore_code_blocks),
             allow_final_answer_line=bool(allow_final_answer_line),
         )
-        env_id = BUILTIN[dataset].env_id if dataset in BUILTIN else "MATH-v0"
-        source = dataset_source(
-            dataset,
-            env_id=env_id,
-            path=path,
-            hf_dataset=hf_dataset,
-            hf_split=hf_split,
-            hf_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            hub=hub,
-            prompt_template=prompt_template,
-        )
-        source.size(split)  # only "test" exists; anything else is a clear ConfigError
-        super().__init__(source, split=split, render_mode=render_mode)
+        self._registered_id = BUILTIN[dataset].env_id if dataset in BUILTIN else "MATH-v0"
+        self._data: dict[str, Any] = {
+            "dataset": dataset, "path": path, "hf_dataset": hf_dataset, "hf_split": hf_split, "hf_config": hf_config,
+            "problem_field": problem_field, "answer_field": answer_field, "id_field": id_field, "hub": hub,
+            "prompt_template": prompt_template,
+        }
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
+
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
+        return self.spec.id if self.spec is not None else self._registered_id
+
+    def _make_source(self, env_id: str) -> MathDataset:
+        return dataset_source(env_id=env_id, **self._data)
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.math.verify_math` and this env's options."""

@@ -10,7 +10,7 @@ from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
-from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT
+from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, MathDataset
 from rollgym.envs.math.env import dataset_source
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
 from rollgym.envs.math.sandbox import BACKENDS, Sandbox, SandboxLimits, SandboxResult, make_sandbox
@@ -144,24 +144,24 @@ class MathToolEnv(TextEnv):
         self.max_calls_per_turn = max_calls_per_turn
         self.sandbox_backend = sandbox
         self._sandbox: Sandbox | None = make_sandbox(sandbox, self.limits) if sandbox == "docker" else None
-        env_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
-        source = dataset_source(
-            dataset,
-            env_id=env_id,
-            path=path,
-            hf_dataset=hf_dataset,
-            hf_split=hf_split,
-            hf_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            hub=hub,
-            prompt_template=prompt_template,
-        )
-        source.size(split)
-        super().__init__(source, split=split, render_mode=render_mode)
+        self._registered_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
+        self._data: dict[str, Any] = {
+            "dataset": dataset, "path": path, "hf_dataset": hf_dataset, "hf_split": hf_split, "hf_config": hf_config,
+            "problem_field": problem_field, "answer_field": answer_field, "id_field": id_field, "hub": hub,
+            "prompt_template": prompt_template,
+        }
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
         self._runs: list[tuple[str, SandboxResult]] = []
+
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
+        return self.spec.id if self.spec is not None else self._registered_id
+
+    def _make_source(self, env_id: str) -> MathDataset:
+        return dataset_source(env_id=env_id, **self._data)
 
     @property
     def tools(self) -> list[dict[str, Any]]:

@@ -117,10 +117,8 @@ class SearchEnv(TextEnv):
             raise ConfigError(f"efficiency_weight must lie in [0, 1], got {efficiency_weight!r}.")
         if not isinstance(world_seed, int):
             raise ConfigError(f"world_seed must be an integer, got {world_seed!r}.")
-        # -v0 tasks keep the env id they always carried (hedge_guard=False is the -v0 scoring)
-        task_env_id = self.default_env_id if hedge_guard else self.default_env_id.replace("-v1", "-v0")
-        source = SearchTaskSource(specs, world_size, world_seed, env_id=task_env_id)
-        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
+        self._source_args = (specs, world_size, world_seed)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
         self.max_turns, self.max_calls_per_turn = max_turns, max_calls_per_turn
         self.reward_mode = reward
         self.hedge_guard = bool(hedge_guard)
@@ -156,9 +154,9 @@ class SearchEnv(TextEnv):
         """OpenAI function schemas of ``search``, ``open`` and ``find`` (a fresh copy)."""
         return json.loads(self._tools_json)  # type: ignore[no-any-return]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only once gym.make set the spec
-        return super().reset(seed=seed, options=options)
+    def _make_source(self, env_id: str) -> SearchTaskSource:
+        specs, world_size, world_seed = self._source_args
+        return SearchTaskSource(specs, world_size, world_seed, env_id=env_id)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.answer, dict) or "text" not in task.answer or "reference_rounds" not in task.meta:

@@ -39,7 +39,7 @@ def test_env_checker_passes_without_warnings(env_id: str) -> None:
         warnings.simplefilter("error")
         check_env(env.unwrapped, skip_render_check=True)
     info = env_info(env_id)
-    assert info.family == "math" and "rollgym.envs.math.prompts" in info.components
+    assert info.family == "math" and "rollgym.envs.math.prompts" in info.hashed_modules
 
 
 def test_prefixed_ids_and_rollgym_make_work() -> None:
