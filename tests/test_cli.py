@@ -136,7 +136,9 @@ def test_unknown_env_id_is_one_line_and_exit_2() -> None:
         (["eval", ADD, "--seed", "-1"], "--seed"),
         (["launch"], "invalid choice"),
         (["eval", ADD, "--env-arg", "crash"], "KEY=VALUE"),
-        (["eval", ADD, "--env-arg", "colour=red"], "does not take"),
+        (["eval", ADD, "--env-arg", "colour=red"], "has no option 'colour'"),
+        (["eval", "Countdown-v0", "--env-arg", "num_number=3"], "did you mean 'num_numbers'? Its options are"),
+        (["play", "Countdown-v0", "--env-arg", "usage=sometimes"], "usage must be one of"),
         (["eval", ADD, "--split", "holdout"], "split"),
     ],
 )

@@ -126,21 +126,52 @@ def list_envs() -> list[EnvInfo]:
     return sorted(_REGISTRY.values(), key=lambda e: (e.family, e.id))
 
 
+# gym.make's own keyword arguments, taken before the env's constructor sees the rest
+_MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")
+
+
+def env_options(env_id: str) -> tuple[str, ...] | None:
+    """The keyword arguments ``make(env_id, ...)`` accepts, from the env class's constructors.
+
+    Follows ``**kwargs`` up the class hierarchy (a game env passes them to its base);
+    ``None`` when a constructor accepts arbitrary keywords, so no list is complete.
+
+    Example:
+        >>> "num_numbers" in env_options("Countdown-v0")
+        True
+    """
+    import importlib
+    import inspect
+
+    module, _, name = env_info(env_id).entry_point.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    options: set[str] = set(_MAKE_OPTIONS)
+    for klass in inspect.getmro(cls) if inspect.isclass(cls) else [cls]:
+        init = klass.__dict__.get("__init__") if inspect.isclass(klass) else klass
+        if init is None:
+            continue
+        parameters = list(inspect.signature(init).parameters.values())
+        options |= {p.name for p in parameters[1 if inspect.isclass(klass) else 0:]
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return tuple(sorted(options))
+    return None
+
+
 def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
-    """``gym.make`` with rollgym's clear error for unknown ids and bad arguments.
+    """``gym.make`` with rollgym's clear errors for unknown ids and unknown arguments.
+
+    An argument the env does not take raises :class:`~rollgym.core.errors.ConfigError`
+    before anything is built, naming the closest option and listing them all.
 
     Example:
         >>> import rollgym
         >>> env = rollgym.make("Countdown-v0")
     """
-    info = env_info(env_id)
-    try:
-        return gym.make(info.id, **kwargs)
-    except TypeError as exc:
-        if "unexpected keyword argument" in str(exc):
-            from rollgym.core.errors import ConfigError
+    from rollgym.core.config import check_known
 
-            raise ConfigError(
-                f"{info.id} does not take that argument ({exc}); see its docstring for the options."
-            ) from exc
-        raise
+    info = env_info(env_id)
+    options = env_options(info.id)
+    if options is not None:
+        check_known(info.id, kwargs, options)
+    return gym.make(info.id, **kwargs)

@@ -14,6 +14,7 @@ import atexit
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -161,7 +162,14 @@ class StockfishBot:
         else:
             options["Skill Level"] = self.skill_level
         engine.configure(options)
-        atexit.register(self.close)
+        # python-chess talks to the engine from a non-daemon thread, which the interpreter joins at exit
+        # *before* atexit handlers run: an engine left open (e.g. a cached oracle) would hang the exit.
+        # threading._register_atexit runs before that join (concurrent.futures uses it the same way).
+        register = getattr(threading, "_register_atexit", atexit.register)
+        try:
+            register(self.close)
+        except RuntimeError:  # the interpreter is already shutting down
+            atexit.register(self.close)
         return engine
 
     def choose(self, state: GameState, rng: np.random.Generator) -> Any:

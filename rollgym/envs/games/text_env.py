@@ -20,17 +20,18 @@ import numpy as np
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import draw_in_split
-from rollgym.core.task import Task
+from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
 from rollgym.envs.games.base import GameState, MoveError
 from rollgym.envs.games.bots import make_bot
+from rollgym.envs.games.config import AGENT_COLORS, ILLEGAL_MOVE_POLICIES, REWARD_SCHEMES, PlayConfig
+
+__all__ = ["AGENT_COLORS", "ILLEGAL_MOVE_POLICIES", "REWARD_SCHEMES", "GameTaskSource", "TwoPlayerTextEnv",
+           "extract_move_text"]
 
 _FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
 _MARKUP = "*`_ \t\"'"
-AGENT_COLORS = ("alternate", "random", "first", "second")
-ILLEGAL_MOVE_POLICIES = ("forfeit", "random")
-REWARD_SCHEMES = ("score", "signed")
 
 
 def extract_move_text(response: str) -> str | None:
@@ -163,24 +164,18 @@ class TwoPlayerTextEnv(TextEnv):
         split: str = "train",
         render_mode: str | None = None,
     ) -> None:
-        for name, value, allowed in (
-            ("agent_color", agent_color, AGENT_COLORS),
-            ("illegal_move_policy", illegal_move_policy, ILLEGAL_MOVE_POLICIES),
-            ("reward_scheme", reward_scheme, REWARD_SCHEMES),
-        ):
-            if value not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {value!r}.")
-        for name, number in (("max_retries", max_retries), ("random_opening_plies", random_opening_plies),
-                             ("tool_budget", tool_budget)):
-            if not isinstance(number, int) or number < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {number!r}.")
+        self.play_config = PlayConfig(
+            agent_color=agent_color, illegal_move_policy=illegal_move_policy, max_retries=max_retries,
+            reward_scheme=reward_scheme, show_legal_moves=show_legal_moves,
+            random_opening_plies=random_opening_plies, tools=tools, tool_budget=tool_budget,
+        )
         self.agent_color = agent_color
         self.illegal_move_policy = illegal_move_policy
         self.max_retries = max_retries
         self.reward_scheme = reward_scheme
         self.show_legal_moves = show_legal_moves
         self.random_opening_plies = random_opening_plies
-        self.use_tools = bool(tools)
+        self.use_tools = tools
         self.tool_budget = tool_budget
         self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
@@ -200,6 +195,7 @@ class TwoPlayerTextEnv(TextEnv):
         self._tool_calls_left = tool_budget
         self._last_error: str | None = None
         self._move_texts: list[str] = []
+        self._last_agent_move: str | None = None
 
     # -- game hooks ---------------------------------------------------------
     @abstractmethod
@@ -238,6 +234,7 @@ class TwoPlayerTextEnv(TextEnv):
         self.state = self.new_state(meta)
         self.agent_player = int(meta.get("agent_player", 0))
         self._move_texts = []
+        self._last_agent_move = None
         for text in meta.get("opening", []):
             self._play(self.state.parse_move(text))
         self._rng = np.random.default_rng(int(meta.get("opponent_seed", 0)))
@@ -296,6 +293,7 @@ class TwoPlayerTextEnv(TextEnv):
                      already_described: bool = False) -> StepResult:
         assert self.state is not None
         text = self._play(move)
+        self._last_agent_move = text
         if already_described:
             events[-1] += f"{text}."
         else:
@@ -330,6 +328,10 @@ class TwoPlayerTextEnv(TextEnv):
             termination = self.state.termination() or "end"
         reward = score if self.reward_scheme == "score" else 2.0 * score - 1.0
         self._result = {"result": result, "termination": termination, "score": score}
+        # the terminal contract of every env: the Score fields; correct means won (a draw is not correct)
+        self._final = Score(reward=reward, correct=result == "win", parsed=self._last_agent_move, error=error,
+                            details={"result": result, "points": score, "termination": termination,
+                                     "reward_scheme": self.reward_scheme})
         events.append(f"Game over: you {'won' if result == 'win' else 'lost' if result == 'loss' else 'drew'} ({termination.replace('_', ' ')}).")  # noqa: E501
         observation = self._observation(events, final=True)
         return observation, reward, True, False, self._info(error=error, final=True)
@@ -374,6 +376,7 @@ class TwoPlayerTextEnv(TextEnv):
             info["tool_calls_left"] = self._tool_calls_left
         if final:
             info.update(self._result)
+            info.update(self._final.to_info())
             info["record"] = self.record()
         return info
 

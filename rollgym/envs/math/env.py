@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any
 
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
+from rollgym.envs.math.config import MathDataConfig
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, DatasetSpec, MathDataset
 from rollgym.envs.math.prompts import SYSTEM_PROMPT
 from rollgym.verifiers.math import MathVerifyConfig, verify_math
@@ -152,11 +152,10 @@ class MathEnv(SingleTurnEnv):
             allow_final_answer_line=bool(allow_final_answer_line),
         )
         self._registered_id = BUILTIN[dataset].env_id if dataset in BUILTIN else "MATH-v0"
-        self._data: dict[str, Any] = {
-            "dataset": dataset, "path": path, "hf_dataset": hf_dataset, "hf_split": hf_split, "hf_config": hf_config,
-            "problem_field": problem_field, "answer_field": answer_field, "id_field": id_field, "hub": hub,
-            "prompt_template": prompt_template,
-        }
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
+        )
         super().__init__(split=split, render_mode=render_mode)
         self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
 
@@ -166,7 +165,7 @@ class MathEnv(SingleTurnEnv):
         return self.spec.id if self.spec is not None else self._registered_id
 
     def _make_source(self, env_id: str) -> MathDataset:
-        return dataset_source(env_id=env_id, **self._data)
+        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.math.verify_math` and this env's options."""

@@ -7,13 +7,13 @@ import re
 from typing import Any
 
 from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
+from rollgym.envs.math.config import MathDataConfig, MathToolConfig
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, MathDataset
 from rollgym.envs.math.env import dataset_source
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
-from rollgym.envs.math.sandbox import BACKENDS, Sandbox, SandboxLimits, SandboxResult, make_sandbox
+from rollgym.envs.math.sandbox import Sandbox, SandboxLimits, SandboxResult, make_sandbox
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
 from rollgym.verifiers.math_pool import require_symbolic_dependencies
 
@@ -121,12 +121,10 @@ class MathToolEnv(TextEnv):
         split: str = ONLY_SPLIT,
         render_mode: str | None = None,
     ) -> None:
-        if not isinstance(max_turns, int) or not 1 <= max_turns <= 100:
-            raise ConfigError(f"max_turns must be an integer from 1 to 100, got {max_turns!r}.")
-        if not isinstance(max_calls_per_turn, int) or not 1 <= max_calls_per_turn <= 32:
-            raise ConfigError(f"max_calls_per_turn must be an integer from 1 to 32, got {max_calls_per_turn!r}.")
-        if sandbox not in BACKENDS:
-            raise ConfigError(f"sandbox must be one of {', '.join(BACKENDS)}, got {sandbox!r}.")
+        self.tool_config = MathToolConfig(
+            max_turns=max_turns, max_calls_per_turn=max_calls_per_turn, sandbox=sandbox,
+            sandbox_timeout_s=sandbox_timeout_s, sandbox_memory_mb=sandbox_memory_mb, max_output_chars=max_output_chars,
+        )
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
         self.verify_config = MathVerifyConfig(
             timeout_s=timeout_s,
@@ -145,11 +143,10 @@ class MathToolEnv(TextEnv):
         self.sandbox_backend = sandbox
         self._sandbox: Sandbox | None = make_sandbox(sandbox, self.limits) if sandbox == "docker" else None
         self._registered_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
-        self._data: dict[str, Any] = {
-            "dataset": dataset, "path": path, "hf_dataset": hf_dataset, "hf_split": hf_split, "hf_config": hf_config,
-            "problem_field": problem_field, "answer_field": answer_field, "id_field": id_field, "hub": hub,
-            "prompt_template": prompt_template,
-        }
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
+        )
         super().__init__(split=split, render_mode=render_mode)
         self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
@@ -161,7 +158,7 @@ class MathToolEnv(TextEnv):
         return self.spec.id if self.spec is not None else self._registered_id
 
     def _make_source(self, env_id: str) -> MathDataset:
-        return dataset_source(env_id=env_id, **self._data)
+        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -192,6 +189,7 @@ class MathToolEnv(TextEnv):
                 "correct": False,
                 "parsed": None,
                 "error": "turn_limit",
+                "details": {"turns": self._turns},
                 "verified": self._evidence(None),
             }
             return f"Turn limit ({self.max_turns}) reached without a final answer.", 0.0, False, True, info
