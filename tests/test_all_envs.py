@@ -32,8 +32,22 @@ def test_import_is_light():
     assert report["heavy"] == [], f"import rollgym pulled in {report['heavy']}; import them lazily"
 
 
+# The optional packages each family needs: without them its tests skip (and fail in CI).
+NEEDS = {"math": ["sympy", "math_verify"], "search": ["bm25s"], "worldmodel": [], "games": [], "puzzles": []}
+
+
+def _require_extras(env_id: str) -> None:
+    from tests.conftest import require_module
+
+    for module in NEEDS.get(rollgym.env_info(env_id).family, []):
+        require_module(module)
+    if env_id.startswith("Chess"):
+        require_module("chess")
+
+
 @pytest.mark.parametrize("env_id", [i for i in ENV_IDS if rollgym.env_info(i).family not in SLOW_FAMILIES])
 def test_check_env_passes_without_warnings(env_id):
+    _require_extras(env_id)
     env = gym.make(env_id)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -45,6 +59,7 @@ def test_check_env_passes_without_warnings(env_id):
 
 @pytest.mark.parametrize("env_id", [i for i in ENV_IDS if rollgym.env_info(i).family not in SLOW_FAMILIES])
 def test_same_seed_gives_the_same_first_observation(env_id):
+    _require_extras(env_id)
     a, b = gym.make(env_id), gym.make(env_id)
     obs_a, info_a = a.reset(seed=123)
     obs_b, info_b = b.reset(seed=123)
@@ -69,19 +84,13 @@ PLAY_KWARGS: dict[str, dict[str, object]] = {
     "Chess-v0": {"max_plies": 120},
     "Chess960-v0": {"max_plies": 120},
 }
-NEEDS = {"math": ["sympy", "math_verify"], "search": ["bm25s"], "games": []}
 CONTRACT_IDS = [i for i in ENV_IDS if rollgym.env_info(i).family not in TERMINAL_CONTRACT_EXEMPT]
 
 
 def _play_to_the_end(env_id: str, agent_name: str, seed: int) -> tuple[float, dict]:
     from rollgym.agents import make_agent
-    from tests.conftest import require_module
 
-    info_ = rollgym.env_info(env_id)
-    for module in NEEDS.get(info_.family, []):
-        require_module(module)
-    if info_.family == "games" and env_id.startswith("Chess"):
-        require_module("chess")
+    _require_extras(env_id)
     env = gym.make(env_id, **PLAY_KWARGS.get(env_id, {}))
     agent = make_agent(agent_name) if isinstance(env.action_space, rollgym.TextSpace) else None
     if agent is not None:

@@ -59,9 +59,7 @@ def test_every_registered_env_is_listed_with_a_description():
 
 
 def test_prefix_form_works_without_importing_rollgym():
-    ids = [i.id for i in rollgym.list_envs() if i.family != "test"]
-    if not ids:
-        pytest.skip("no env family registered yet")
-    code = f"import gymnasium as gym; env = gym.make('rollgym:{ids[0]}'); print(type(env.unwrapped).__name__)"
+    # Countdown needs no extra, so this runs in a bare install too
+    code = "import gymnasium as gym; env = gym.make('rollgym:Countdown-v0'); print(type(env.unwrapped).__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip()
+    assert out.stdout.strip() == "CountdownEnv"

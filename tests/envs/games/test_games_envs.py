@@ -247,6 +247,7 @@ def test_user_supplied_opponent_is_used_and_not_closed() -> None:
 
 @pytest.mark.parametrize("env_id", GAME_IDS)
 def test_arbitrary_text_never_raises(env_id: str) -> None:
+    require_module("hypothesis")
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 

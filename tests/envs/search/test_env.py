@@ -13,8 +13,9 @@ import rollgym  # noqa: F401  (registers the ids)
 from rollgym.agents.base import OracleAgent, RandomAgent
 from rollgym.core.errors import ConfigError
 from rollgym.envs.search.policies import parse_responses
+from tests.conftest import require_module
 
-pytest.importorskip("bm25s")
+require_module("bm25s")
 
 DIFFICULTIES = ["easy", "medium", "hard", "expert"]
 
