@@ -165,10 +165,12 @@ class ToolWorldEnv(TextEnv):
         info = self._step_info()
         if self.session.completed:
             verdict = self.evaluate()
-            info.update(verdict=verdict.to_dict(), answer=self.session.answer)
+            # correct: metrics read it (no reward > 0 fallback); the full Score fields come with the shared grader
+            info.update(verdict=verdict.to_dict(), answer=self.session.answer, correct=bool(verdict.success))
             return observation, 1.0 if verdict.success else 0.0, True, False, info
         if self.turn >= self.max_turns or self.attempts >= self.max_calls:
-            info.update(verdict=self.evaluate().to_dict(), answer=None, truncated_by="turn or call limit")
+            info.update(verdict=self.evaluate().to_dict(), answer=None, truncated_by="turn or call limit",
+                        correct=False)
             return observation, 0.0, False, True, info
         return observation, 0.0, False, False, info
 
