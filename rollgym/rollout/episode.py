@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.rollout.types import Status, Trajectory, Turn, to_jsonable
@@ -95,7 +96,7 @@ def _as_turn(value: Any) -> Turn:
     return Turn.from_dict({name: getattr(value, name, None) for name in Turn.__dataclass_fields__})
 
 
-def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
     record_fn = getattr(agent, "token_record", None)
     if not callable(record_fn):
@@ -121,7 +122,7 @@ def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any]
     return fields, notes
 
 
-def _tokens_used(agent: Any) -> int:
+def _tokens_used(agent: Agent) -> int:
     """Tokens the agent's context has grown by (model and env tokens), or 0 for text agents."""
     used = getattr(agent, "tokens_used", None)
     return int(used() if callable(used) else used or 0)
@@ -130,7 +131,7 @@ def _tokens_used(agent: Any) -> int:
 class _Episode:
     """What one episode did so far; turns into a :class:`Trajectory` at the end."""
 
-    def __init__(self, agent: Any, limits: EpisodeLimits) -> None:
+    def __init__(self, agent: Agent, limits: EpisodeLimits) -> None:
         self.agent = agent
         self.limits = limits
         self.messages: list[dict[str, str]] = []
@@ -250,7 +251,7 @@ class _Episode:
 
 def run_episode(
     env: Any,
-    agent: Any,
+    agent: Agent,
     *,
     seed: int | None,
     agent_seed: int | None = None,
@@ -333,7 +334,7 @@ async def _await(coro: Awaitable[T], timeout: float | None) -> T:
 
 async def arun_episode(
     env: Any,
-    agent: Any,
+    agent: Agent,
     *,
     seed: int | None,
     agent_seed: int | None = None,

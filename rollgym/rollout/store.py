@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import write_bytes_atomic
 from rollgym.core.task import Task
 from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
 
@@ -168,20 +168,6 @@ def load_results(path: str | os.PathLike[str]) -> Results:
     return read_results(path)[0]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _header_line(header: dict[str, Any]) -> bytes:
     return (json.dumps(to_jsonable(header), ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -233,7 +219,7 @@ class ResultsWriter:
         path = Path(path)
         header = to_jsonable({"kind": "header", "format": FORMAT_VERSION, **header})
         if not path.exists() or path.stat().st_size == 0:
-            _atomic_write(path, _header_line(header))
+            write_bytes_atomic(path, _header_line(header))
             return cls(path), []
         writer = cls(path)
         try:

@@ -140,3 +140,33 @@ def test_make_vec_gives_tuples_of_strings():
     assert isinstance(obs, tuple) and len(obs) == 4 and all(isinstance(o, str) for o in obs)
     _, rewards, terminated, truncated, _ = envs.step(("a",) * 4)
     assert terminated.all() and not truncated.any() and rewards.dtype.kind == "f"
+
+
+def test_tasks_carry_the_id_the_env_was_made_with_and_sources_are_never_patched():
+    import ast
+    from pathlib import Path
+
+    import rollgym
+
+    register_env("CountdownRenamed-v0", "rollgym.envs.countdown.env:CountdownEnv", description="renamed",
+                 family="test")
+    register_env("Sudoku4x4Renamed-v0", "rollgym.envs.sudoku.env:SudokuEnv", description="renamed",
+                 family="test", kwargs={"box_rows": 2, "box_cols": 2})
+    register_env("ConnectFourRenamed-v0", "rollgym.envs.games.connect_four:ConnectFourEnv",
+                 description="renamed", family="test")
+    for env_id in ("CountdownRenamed-v0", "Sudoku4x4Renamed-v0", "ConnectFourRenamed-v0"):
+        env = gym.make(env_id)
+        _, info = env.reset(seed=0)
+        assert info["env_id"] == env_id and info["task_id"].startswith(env_id)
+        assert env.unwrapped.task.env_id == env_id
+    bare = rollgym.envs.countdown.env.CountdownEnv()  # outside gym.make: the class's default id
+    assert bare.reset(seed=0)[1]["task_id"].startswith("Countdown-v0:")
+    # no code sets env_id on anything but itself (the old per-reset patching of task sources)
+    for path in Path(rollgym.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and target.attr == "env_id":
+                        assert isinstance(target.value, ast.Name) and target.value.id == "self", (
+                            f"{path}:{node.lineno} sets env_id on another object")

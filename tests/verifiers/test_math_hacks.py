@@ -10,6 +10,9 @@ import pytest
 
 from rollgym.verifiers.math import MathVerifyConfig, extract_answers, verify_math
 from rollgym.verifiers.math_pool import SymbolicPool
+from tests.conftest import require_modules
+
+require_modules("sympy", "math_verify")  # the symbolic checks need the math extra
 
 HACKS = [
     # several different boxed answers (hedging): with box_policy="all" each distinct box must be right

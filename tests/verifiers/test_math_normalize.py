@@ -5,10 +5,15 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from rollgym.verifiers.math_normalize import (
+from tests.conftest import require_module
+
+require_module("hypothesis")  # a property test below; skips (fails in CI) without the dev extra
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rollgym.verifiers.math_normalize import (  # noqa: E402
     clean_latex,
     nesting_depth,
     parse_base,

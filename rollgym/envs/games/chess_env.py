@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState
 from rollgym.envs.games.chess_state import STANDARD_START, ChessState
+from rollgym.envs.games.config import ChessConfig
 from rollgym.envs.games.text_env import TwoPlayerTextEnv
 
 
@@ -69,7 +69,8 @@ class ChessEnv(TwoPlayerTextEnv):
       the engine crashed and ``step`` raised); now they are ``invalid``. Moves are read by
       rollgym's own grammar: a pawn capture needs its ``x`` (``exd5``, not ``ed5``), a
       lower-case ``b`` that reads as a pawn move is the b-pawn, ``Kg1`` never castles. A
-      crashed opponent truncates the episode as failed (``opponent_failed``). v0 is no
+      crashed opponent truncates the episode as failed (``opponent_failed``). The terminal
+      ``info`` carries the Score fields, with ``correct`` true only for a win. v0 is no
       longer registered.
     * v0: initial release.
     """
@@ -81,11 +82,13 @@ class ChessEnv(TwoPlayerTextEnv):
     chess960 = False
 
     def __init__(self, max_plies: int | None = 300, **kwargs: Any) -> None:
-        if max_plies is not None and (not isinstance(max_plies, int) or max_plies < 1):
-            raise ConfigError(f"max_plies must be a positive integer or None, got {max_plies!r}.")
-        self.max_plies = max_plies
+        self.config = self._chess_config(max_plies)
+        self.max_plies = self.config.max_plies
         ChessState()  # fail now, with the install hint, if python-chess is missing
         super().__init__(**kwargs)
+
+    def _chess_config(self, max_plies: int | None) -> ChessConfig:
+        return ChessConfig(max_plies=max_plies)
 
     def new_state(self, task_meta: dict[str, Any]) -> ChessState:
         return ChessState(chess960=self.chess960, start_position=int(task_meta.get("start_position", STANDARD_START)),
@@ -181,10 +184,16 @@ class Chess960Env(ChessEnv):
     chess960 = True
 
     def __init__(self, start_position: int | None = None, **kwargs: Any) -> None:
-        if start_position is not None and (not isinstance(start_position, int) or not 0 <= start_position <= 959):
-            raise ConfigError(f"start_position must be None or an integer from 0 to 959, got {start_position!r}.")
-        self.start_position = start_position
+        self._start_position_arg = start_position
         super().__init__(**kwargs)
+
+    def _chess_config(self, max_plies: int | None) -> ChessConfig:
+        return ChessConfig(max_plies=max_plies, start_position=self._start_position_arg)
+
+    @property
+    def start_position(self) -> int | None:
+        """The fixed start position (0-959), or ``None`` when each task draws one."""
+        return self.config.start_position
 
     def draw_meta(self, rng: np.random.Generator, index: int) -> dict[str, Any]:
         meta = super().draw_meta(rng, index)

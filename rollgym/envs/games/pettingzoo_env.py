@@ -24,12 +24,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import MissingDependencyError
 from rollgym.envs.games.base import GameState, MoveError
 from rollgym.envs.games.text_env import extract_move_text
@@ -211,7 +212,7 @@ def chess_aec(chess960: bool = False, start_position: int = 518, max_plies: int 
     return BoardGameAEC(lambda: ChessState(chess960, start_position, max_plies), name, render_mode)
 
 
-def play_match(env: BoardGameAEC, agents: dict[str, Any], seed: int | None = None) -> dict[str, float]:
+def play_match(env: BoardGameAEC, agents: Mapping[str, Agent], seed: int | None = None) -> dict[str, float]:
     """Play one game between two text agents (``act(text, info) -> str``); returns each agent's total reward.
 
     ``env.last_result`` then holds the termination reason, the rewards and the moves.

@@ -8,6 +8,7 @@ from dataclasses import replace
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
+from rollgym.envs.math.config import MathDataConfig
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, DatasetSpec, MathDataset
 from rollgym.envs.math.prompts import SYSTEM_PROMPT
 from rollgym.verifiers.math import MathVerifyConfig, verify_math
@@ -161,7 +162,6 @@ class MathEnv(SingleTurnEnv):
         render_mode: str | None = None,
     ) -> None:
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
-        env_id = math_env_id(dataset, tool=False, rules=rules)
         self.verify_config = MathVerifyConfig(
             timeout_s=timeout_s,
             budget_s=budget_s,
@@ -170,21 +170,21 @@ class MathEnv(SingleTurnEnv):
             allow_final_answer_line=bool(allow_final_answer_line),
             rules=rules,  # type: ignore[arg-type]
         )
-        source = dataset_source(
-            dataset,
-            env_id=env_id,
-            path=path,
-            hf_dataset=hf_dataset,
-            hf_split=hf_split,
-            hf_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            hub=hub,
-            prompt_template=prompt_template,
+        self._registered_id = math_env_id(dataset, tool=False, rules=rules)
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
-        source.size(split)  # only "test" exists; anything else is a clear ConfigError
-        super().__init__(source, split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
+
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
+        return self.spec.id if self.spec is not None else self._registered_id
+
+    def _make_source(self, env_id: str) -> MathDataset:
+        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.math.verify_math` and this env's options."""

@@ -113,13 +113,9 @@ class WebEnv(TextEnv):
         if step_timeout <= 0:
             raise ConfigError(f"step_timeout must be positive seconds, got {step_timeout!r}.")
         site_gate = collateral_gates if site_gate is None else site_gate
-        # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
-        task_env_id = self.default_env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
-        source = WebTaskSource(tuple(sites), task_env_id, tuple(templates) if templates is not None else None,
-                               collateral_gates=collateral_gates, site_gate=site_gate)
-        super().__init__(
-            source, split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000
-        )
+        self._source_args = (tuple(sites), tuple(templates) if templates is not None else None, collateral_gates,
+                             site_gate)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000)
         self.max_steps = max_steps
         self.step_timeout = step_timeout
         self._episode: Any = None
@@ -135,8 +131,13 @@ class WebEnv(TextEnv):
 
         return get_runtime()
 
+    def _make_source(self, env_id: str) -> WebTaskSource:
+        sites, templates, collateral_gates, site_gate = self._source_args
+        # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
+        task_env_id = env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
+        return WebTaskSource(sites, task_env_id, templates, collateral_gates=collateral_gates, site_gate=site_gate)
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # gym.make sets spec after __init__
         observation, info = super().reset(seed=seed, options=options)
         return observation, copy.deepcopy({**info, **self._episode_info})
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import atomic_path
 from rollgym.core.registration import make
 from rollgym.core.task import Task
 
@@ -141,15 +140,8 @@ def write_parquet(env_id: str, n: int, path: str | Path, *, split: str = "train"
         raise MissingDependencyError("Writing parquet needs pyarrow: pip install 'rollgym[trl]'.") from exc
     rows = verl_rows(env_id, n, split=split, start=start, env_kwargs=env_kwargs, agent_name=agent_name)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(pa.Table.from_pylist(rows), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

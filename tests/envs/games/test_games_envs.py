@@ -247,6 +247,7 @@ def test_user_supplied_opponent_is_used_and_not_closed() -> None:
 
 @pytest.mark.parametrize("env_id", GAME_IDS)
 def test_arbitrary_text_never_raises(env_id: str) -> None:
+    require_module("hypothesis")
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -307,3 +308,37 @@ def test_board_images_are_well_formed_svg_with_one_mark_per_stone() -> None:
 
     with pytest.raises(ValueError, match="No SVG board"):
         board_svg(ConnectFourState())
+
+
+@pytest.mark.parametrize("reward_scheme", ["score", "signed"])
+def test_accuracy_and_pass_at_k_count_wins_only_a_draw_is_not_correct(reward_scheme: str) -> None:
+    # Connect Four on 4x4, random against random: many draws (reward 0.5 under "score"), which used to
+    # count as correct through a reward > 0 fallback (accuracy 0.625 where wins were 0.25).
+    from rollgym.benchmarks.metrics import summarize
+    from rollgym.rollout import collect
+
+    groups = collect(RandomAgent(), "ConnectFour-v0", n_tasks=20, group_size=2, seed=0,
+                     env_kwargs={"rows": 4, "columns": 4, "reward_scheme": reward_scheme})
+    trajectories = [t for g in groups for t in g.trajectories]
+    results = [t.info["details"]["result"] for t in trajectories]
+    assert results.count("draw") >= 3 and results.count("win") >= 1, results  # the case that matters occurs
+    assert all(t.info["correct"] == (r == "win") for t, r in zip(trajectories, results))
+    summary = summarize(groups)
+    assert summary.accuracy.value == results.count("win") / len(results)
+    solved = sum(any(t.info["details"]["result"] == "win" for t in g.trajectories) for g in groups)
+    assert summary.pass_at_k[2].value == solved / len(groups)
+
+
+def test_a_cached_stockfish_oracle_does_not_hang_the_interpreter_at_exit() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import require_binary
+
+    require_binary("stockfish", "/usr/games/stockfish")
+    require_module("chess")
+    code = ("import gymnasium as gym, rollgym; from rollgym.agents import OracleAgent; "
+            "env = gym.make('Chess-v1'); obs, info = env.reset(seed=0); env.step(OracleAgent().act(obs, info)); "
+            "print('played')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "played" in result.stdout, result.stderr

@@ -13,8 +13,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rollgym
-from rollgym.agents.worldmodels import CopyLastModel
 from rollgym.envs.worldmodel.env import WorldModelEnv
+from rollgym.envs.worldmodel.models import CopyLastModel
 from rollgym.envs.worldmodel.pictures import write_strip
 
 
