@@ -222,7 +222,7 @@ class RemoteEnv(gym.Env[str, str]):
             try:
                 if self._sync is None:
                     self._sync = connect(self._ws_url(), additional_headers=self._headers(),
-                                         open_timeout=self.connect_timeout_s, max_size=None)
+                                         open_timeout=self.connect_timeout_s, max_size=None).__enter__()
                 self._sync.send(text)
                 return wire.loads(self._sync.recv(timeout=self.timeout_s))  # type: ignore[no-any-return]
             except InvalidStatus as exc:

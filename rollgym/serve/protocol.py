@@ -74,15 +74,18 @@ def dumps(obj: Any) -> str:
         try:
             return _orjson.dumps(obj, default=_default).decode()
         except TypeError:
-            pass  # an int beyond 64 bits: the stdlib handles it
-    return json.dumps(_finite(obj), default=_default, ensure_ascii=False)
+            pass  # an int beyond 64 bits, or a lone surrogate in model text: the stdlib escapes both
+    return json.dumps(_finite(obj), default=_default)
 
 
 def loads(text: str | bytes) -> Any:
     """Decode JSON text; raise :class:`ProtocolError` (``INVALID_JSON``) when it is not JSON."""
-    try:
-        if _orjson is not None:
+    if _orjson is not None:
+        try:
             return _orjson.loads(text)
+        except ValueError:
+            pass  # orjson refuses escaped lone surrogates ("\ud800"), which model text can hold; json takes them
+    try:
         return json.loads(text)
     except (ValueError, TypeError) as exc:
         raise ProtocolError(INVALID_JSON, f"The message is not valid JSON ({exc}); send one JSON object.") from None

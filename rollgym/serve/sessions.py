@@ -350,6 +350,11 @@ class SessionHub:
                                                                                 options=options))
         except Exception as exc:
             session.started = False
+            broken, session.env = session.env, None  # a failed reset leaves wrappers half-reset: make a new env
+            try:
+                await self._offload(session, broken.close)
+            except Exception:
+                pass
             raise SessionError(wire.EXECUTION_ERROR, f"reset failed: {_describe(exc)}") from None
         session.started, session.done = True, False
         session.steps, session.total_reward = 0, 0.0
