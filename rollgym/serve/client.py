@@ -14,7 +14,7 @@ again (``retry_on_resume``).
 
 Using remote envs with the collector::
 
-    env_ids = rollgym.remote.register("http://127.0.0.1:8000")   # ids like remote-127.0.0.1-8000/Countdown-v0
+    env_ids = rollgym.remote.register("http://127.0.0.1:8000")   # ids like remote-127_0_0_1-8000/Countdown-v0
     groups = collect_async(agent, env_ids[0], n_tasks=8, group_size=4)
     # or name the URL directly:
     groups = collect_async(agent, "http://127.0.0.1:8000/Countdown-v0", n_tasks=8, group_size=4)
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -362,7 +363,7 @@ class RemoteEnv(gym.Env[str, str]):
 # -- registration -----------------------------------------------------------------------------------
 def _proxy_id(base_url: str, env_id: str) -> str:
     parts = urlsplit(base_url)
-    host = (parts.hostname or "host").replace(":", ".")
+    host = re.sub(r"[^A-Za-z0-9]", "_", parts.hostname or "host")  # Gymnasium namespaces allow [\w:-]
     namespace = f"remote-{host}-{parts.port or (443 if parts.scheme in ('https', 'wss') else 80)}"
     extra = [s for s in parts.path.split("/") if s and s != "t"]
     if extra:  # a path prefix (a token or a proxy route) keeps ids of different servers apart
@@ -395,14 +396,14 @@ def list_remote(url: str, *, token: str | None = None, timeout_s: float = 10.0) 
 def register(url: str, env_ids: list[str] | str | None = None, *, token: str | None = None) -> list[str]:
     """Register proxies of a server's envs so that ``rollgym.make``, ``collect`` and ``collect_async`` use them.
 
-    Returns the proxy ids, ``remote-HOST-PORT/Env-v0``. Each keeps the server's spec hash (a
+    Returns the proxy ids, ``remote-HOST-PORT/Env-v0`` (the host's dots become underscores). Each keeps the server's spec hash (a
     results file written against it refuses a server whose code changed) and the local oracle and
     random policy of the same id, when this installation has them.
 
     Example:
         >>> ids = register("http://127.0.0.1:8000", ["Countdown-v0"])  # doctest: +SKIP
         >>> ids
-        ['remote-127.0.0.1-8000/Countdown-v0']
+        ['remote-127_0_0_1-8000/Countdown-v0']
     """
     base, url_env = _split_url(url)
     base = _http_base(base)
