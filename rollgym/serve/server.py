@@ -434,7 +434,7 @@ def serve(server: EnvServer, host: str, port: int, *, on_ready: Callable[[str], 
             on_ready(f"http://{host}:{bound}")
 
         runner.startup = startup  # type: ignore[method-assign]
-    asyncio.run(runner.serve())
+    runner.run()  # uvicorn's own loop setup: uvloop and httptools when installed
 
 
 _SCHEMAS = {
