@@ -165,7 +165,7 @@ async def _session(url: str, workload: str, steps: int, start: asyncio.Event, la
         async def ask(message: dict) -> dict:
             t0 = time.perf_counter()
             await ws.send(json.dumps(message))
-            reply = json.loads(await ws.recv())
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 60))  # a stuck session fails, not the run
             if reply.get("type") == "error":
                 raise RuntimeError(reply["data"])
             if message["type"] == "step":
@@ -212,12 +212,17 @@ def run_one(kind: str, workload: str, sessions: int, steps: int, python: str) ->
     script = OPENENV_SERVER if kind == "openenv" else ROLLGYM_SERVER
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench"),
                                                          os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([python, "-c", script, str(sessions)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    import tempfile
+
+    log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill up and stall the server
+    proc = subprocess.Popen([python, "-c", script, str(sessions)], stdout=subprocess.PIPE, stderr=log,
                             text=True, env=env, cwd=REPO)
     try:
         line = proc.stdout.readline().strip() if proc.stdout else ""
         if not line.startswith("http"):
-            err = proc.stderr.read()[-300:] if proc.stderr else ""
+            proc.wait(timeout=30)
+            log.seek(0)
+            err = log.read()[-300:]
             return Result(workload, kind, sessions, 0, 0, 1.0, [], f"server did not start: {err.strip()}")
         url = line + ("#rollgym" if kind == "rollgym" else "")
         try:
@@ -234,6 +239,7 @@ def run_one(kind: str, workload: str, sessions: int, steps: int, python: str) ->
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 def _openenv_python() -> str | None:

@@ -43,6 +43,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--result", default=None, help="with --mcp-stdio: write the episode's result JSON here")
     parser.add_argument("--nemo-gym", action="store_true",
                         help="also serve NeMo Gym's resources-server routes under /nemo-gym/<env id>/")
+    parser.add_argument("--docker-image", default=None, metavar="IMAGE",
+                        help="run the server in a container of IMAGE (built from the repository's Dockerfile) "
+                             "and publish it on HOST:PORT")
     parser.set_defaults(func=run)
 
 
@@ -62,6 +65,16 @@ def run(args: argparse.Namespace) -> int:
                                **env_kwargs)
         run_stdio(episode)
         return 0
+
+    if args.docker_image:
+        import subprocess
+
+        command = docker_command(args)
+        try:
+            return subprocess.call(command)
+        except FileNotFoundError:
+            raise ConfigError("--docker-image needs the docker command line tool; install Docker, or run "
+                              "`rollgym serve-env` without it.") from None
 
     from rollgym.serve.server import EnvServer, serve
     from rollgym.serve.sessions import ServeConfig
@@ -83,3 +96,34 @@ def run(args: argparse.Namespace) -> int:
 
     serve(server, args.host, args.port, on_ready=ready)
     return 0
+
+
+def docker_command(args: argparse.Namespace) -> list[str]:
+    """The ``docker run`` command line for ``--docker-image``: the same server, inside the image.
+
+    The container listens on 8000; ``--host``/``--port`` choose where it is published. The token
+    travels as an environment variable, never on the command line.
+
+    Example:
+        >>> ns = argparse.Namespace(docker_image="rollgym-env:tools", host="127.0.0.1", port=8000, env=["ToolWorld-v0"],
+        ...     token=None, max_sessions=4096, idle_timeout=300.0, reconnect_grace=30.0, max_action_chars=1_000_000,
+        ...     workers=32, execution="auto", env_arg=[], default_env=None, nemo_gym=False)
+        >>> " ".join(docker_command(ns))
+        'docker run --rm --init -p 127.0.0.1:8000:8000 rollgym-env:tools ToolWorld-v0 --max-sessions 4096 --idle-timeout 300.0 --reconnect-grace 30.0 --max-action-chars 1000000 --workers 32 --execution auto'
+    """
+    command = ["docker", "run", "--rm", "--init", "-p", f"{args.host}:{args.port}:8000"]
+    token = args.token or os.environ.get("ROLLGYM_SERVE_TOKEN")
+    if token:
+        os.environ["ROLLGYM_SERVE_TOKEN"] = token
+        command += ["-e", "ROLLGYM_SERVE_TOKEN"]  # docker copies the value from this process's environment
+    command += [args.docker_image, *args.env]
+    command += ["--max-sessions", str(args.max_sessions), "--idle-timeout", str(args.idle_timeout),
+                "--reconnect-grace", str(args.reconnect_grace), "--max-action-chars", str(args.max_action_chars),
+                "--workers", str(args.workers), "--execution", args.execution]
+    for pair in args.env_arg:
+        command += ["--env-arg", pair]
+    if args.default_env:
+        command += ["--default-env", args.default_env]
+    if args.nemo_gym:
+        command.append("--nemo-gym")
+    return command

@@ -41,9 +41,12 @@ class ServerProcess:
 
     def __init__(self, *args: str, port: int = 0) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        import tempfile
+
+        self.log = tempfile.TemporaryFile(mode="w+")  # an unread stderr pipe could fill up and stall the server
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rollgym.cli", "serve-env", *args, "--port", str(port)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, cwd=REPO,
         )
         deadline = time.monotonic() + 60
         line = ""
@@ -52,7 +55,8 @@ class ServerProcess:
             if line.startswith("{"):
                 break
             if self.proc.poll() is not None:
-                raise RuntimeError(f"serve-env exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
+                self.log.seek(0)
+                raise RuntimeError(f"serve-env exited: {self.log.read()[-2000:]}")
         self.url = json.loads(line)["url"]
 
     def kill(self) -> None:
