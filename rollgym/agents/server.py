@@ -92,7 +92,8 @@ class ModelServer:
 
     def _sampling(self, body: dict[str, Any]) -> SamplingParams:
         if body.get("stream") and "messages" not in body:
-            raise _RequestError(400, "Streaming is not supported on /v1/completions (only on /v1/chat/completions); set stream to false.")
+            raise _RequestError(400, "Streaming is not supported on /v1/completions (only on /v1/chat/completions); "
+                                     "set stream to false.")
         stop = body.get("stop") or ()
         try:
             return SamplingParams(

@@ -108,8 +108,8 @@ def docker_command(args: argparse.Namespace) -> list[str]:
         >>> ns = argparse.Namespace(docker_image="rollgym-env:tools", host="127.0.0.1", port=8000, env=["ToolWorld-v0"],
         ...     token=None, max_sessions=4096, idle_timeout=300.0, reconnect_grace=30.0, max_action_chars=1_000_000,
         ...     workers=32, execution="auto", env_arg=[], default_env=None, nemo_gym=False)
-        >>> " ".join(docker_command(ns))
-        'docker run --rm --init -p 127.0.0.1:8000:8000 rollgym-env:tools ToolWorld-v0 --max-sessions 4096 --idle-timeout 300.0 --reconnect-grace 30.0 --max-action-chars 1000000 --workers 32 --execution auto'
+        >>> docker_command(ns)[:8]
+        ['docker', 'run', '--rm', '--init', '-p', '127.0.0.1:8000:8000', 'rollgym-env:tools', 'ToolWorld-v0']
     """
     command = ["docker", "run", "--rm", "--init", "-p", f"{args.host}:{args.port}:8000"]
     token = args.token or os.environ.get("ROLLGYM_SERVE_TOKEN")

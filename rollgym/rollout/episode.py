@@ -60,7 +60,7 @@ class _Failure:
     def to_info(self) -> dict[str, Any]:
         frames = traceback.format_exception(type(self.exc), self.exc, self.exc.__traceback__)
         message = str(self.exc) or type(self.exc).__name__
-        info = {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
+        info: dict[str, Any] = {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
                 "traceback": "".join(frames[-3:])}
         if getattr(self.exc, "retry_on_resume", False):  # e.g. a lost env server: a resumed run plays it again
             info["retry_on_resume"] = True

@@ -396,9 +396,9 @@ def list_remote(url: str, *, token: str | None = None, timeout_s: float = 10.0) 
 def register(url: str, env_ids: list[str] | str | None = None, *, token: str | None = None) -> list[str]:
     """Register proxies of a server's envs so that ``rollgym.make``, ``collect`` and ``collect_async`` use them.
 
-    Returns the proxy ids, ``remote-HOST-PORT/Env-v0`` (the host's dots become underscores). Each keeps the server's spec hash (a
-    results file written against it refuses a server whose code changed) and the local oracle and
-    random policy of the same id, when this installation has them.
+    Returns the proxy ids, ``remote-HOST-PORT/Env-v0`` (the host's dots become underscores). Each
+    keeps the server's spec hash (a results file written against it refuses a server whose code
+    changed) and the local oracle and random policy of the same id, when this installation has them.
 
     Example:
         >>> ids = register("http://127.0.0.1:8000", ["Countdown-v0"])  # doctest: +SKIP

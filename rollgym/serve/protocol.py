@@ -32,9 +32,10 @@ from typing import Any
 
 from rollgym.core.toolcalls import ToolCall
 
+_orjson: Any
 try:  # orjson is several times faster on the large infos of tool envs; json is the fallback
     import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson ships with the serve extra's dependencies
+except ImportError:  # pragma: no cover - orjson is optional
     _orjson = None
 
 #: Error codes: OpenEnv's ``WSErrorCode`` values, plus rollgym's for episode state and size limits.

@@ -25,7 +25,6 @@ WebSocket close with code 1008.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import socket
 import threading
@@ -248,8 +247,10 @@ class EnvServer:
         if reply["type"] == "error":
             return self._respond({"detail": reply["data"]["message"], "code": reply["data"]["code"]},
                                  400 if reply["data"]["code"] != wire.EXECUTION_ERROR else 500)
-        return self._respond(reply["data"] if reply["type"] != "observation" else
-                             {**reply["data"], **({"session_id": reply["session_id"]} if "session_id" in reply else {})})
+        if reply["type"] != "observation":
+            return self._respond(reply["data"])
+        extra = {"session_id": reply["session_id"]} if "session_id" in reply else {}
+        return self._respond({**reply["data"], **extra})
 
     async def _http_reset(self, request: Any) -> Any:
         try:

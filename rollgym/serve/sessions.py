@@ -129,7 +129,8 @@ class Metrics:
             cumulative += count
             lines.append(f'rollgym_step_seconds_bucket{{le="{bound:g}"}} {cumulative}')
         lines.append(f'rollgym_step_seconds_bucket{{le="+Inf"}} {self.latency_count}')
-        lines += [f"rollgym_step_seconds_sum {self.latency_sum:.6f}", f"rollgym_step_seconds_count {self.latency_count}"]
+        lines += [f"rollgym_step_seconds_sum {self.latency_sum:.6f}",
+                  f"rollgym_step_seconds_count {self.latency_count}"]
         return "\n".join(lines) + "\n"
 
 

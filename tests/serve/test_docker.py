@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-import pytest
+import tomllib
 
 from rollgym.cli import build_parser
 

@@ -122,3 +122,16 @@ def test_killing_the_server_mid_run_loses_no_finished_episode_and_the_rerun_comp
     assert sum(len(g.trajectories) for g in final) == 40
     assert all(t.status == "completed" for g in final for t in g.trajectories), [
         (t.traj_id, t.status, t.info.get("failure")) for g in final for t in g.trajectories if t.status != "completed"]
+
+
+def test_trl_environment_factory_plays_a_remote_env_through_its_tool_methods(server_url):
+    require_module("transformers")
+    from rollgym.train.adapters.trl import environment_factory, task_rows
+
+    proxy = rollgym.remote.register(server_url, "ToolWorld-v0")[0]
+    row = task_rows("ToolWorld-v0", 1, split="test")[0]  # the row's task travels to the server
+    env = environment_factory(proxy, max_turns=5)()
+    assert env.reset(**row) is None  # the dataset prompt already holds the server env's first observation
+    assert "tool_response" in env.contacts_search(query="a") and env.get_reward() == 0.0
+    env.complete_task()
+    assert "over" in env.contacts_search(query="a")
