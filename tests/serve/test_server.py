@@ -311,3 +311,34 @@ def test_blocking_env_work_and_idle_clients_do_not_starve_other_sessions():
         assert json.loads(blocked.recv(timeout=30))["type"] == "observation"
         for conn in (blocked, idle):
             conn.close()
+
+
+def test_sigterm_shuts_down_gracefully_closing_sockets_and_sessions():
+    from websockets.exceptions import ConnectionClosed
+
+    from tests.serve.conftest import ServerProcess
+
+    server = ServerProcess("Countdown-v0")
+    try:
+        conn = ws(server.url)
+        assert ask(conn, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
+        server.proc.terminate()
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:  # a SHUTTING_DOWN notice may come first
+                json.loads(conn.recv(timeout=30))
+        assert closed.value.rcvd is not None and closed.value.rcvd.code in (1001, 1012)
+        # uvicorn re-raises the signal after its graceful shutdown, so the exit status names it
+        assert server.proc.wait(timeout=30) in (0, -15)
+    finally:
+        server.stop()
+
+
+def test_serve_env_refuses_unknown_ids_before_starting():
+    import subprocess
+    import sys
+
+    from tests.serve.conftest import REPO
+
+    out = subprocess.run([sys.executable, "-m", "rollgym.cli", "serve-env", "Countdwn-v0", "--port", "0"],
+                         capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 2 and "Unknown env id 'Countdwn-v0'" in out.stderr and "Countdown-v0" in out.stderr
