@@ -70,8 +70,10 @@ def run(args: argparse.Namespace) -> int:
         import subprocess
 
         command = docker_command(args)
+        token = args.token or os.environ.get("ROLLGYM_SERVE_TOKEN")
+        env = {**os.environ, **({"ROLLGYM_SERVE_TOKEN": token} if token else {})}
         try:
-            return subprocess.call(command)
+            return subprocess.call(command, env=env)
         except FileNotFoundError:
             raise ConfigError("--docker-image needs the docker command line tool; install Docker, or run "
                               "`rollgym serve-env` without it.") from None
@@ -112,10 +114,8 @@ def docker_command(args: argparse.Namespace) -> list[str]:
         ['docker', 'run', '--rm', '--init', '-p', '127.0.0.1:8000:8000', 'rollgym-env:tools', 'ToolWorld-v0']
     """
     command = ["docker", "run", "--rm", "--init", "-p", f"{args.host}:{args.port}:8000"]
-    token = args.token or os.environ.get("ROLLGYM_SERVE_TOKEN")
-    if token:
-        os.environ["ROLLGYM_SERVE_TOKEN"] = token
-        command += ["-e", "ROLLGYM_SERVE_TOKEN"]  # docker copies the value from this process's environment
+    if args.token or os.environ.get("ROLLGYM_SERVE_TOKEN"):
+        command += ["-e", "ROLLGYM_SERVE_TOKEN"]  # docker copies the value from its own environment
     command += [args.docker_image, *args.env]
     command += ["--max-sessions", str(args.max_sessions), "--idle-timeout", str(args.idle_timeout),
                 "--reconnect-grace", str(args.reconnect_grace), "--max-action-chars", str(args.max_action_chars),
