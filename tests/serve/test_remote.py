@@ -135,3 +135,25 @@ def test_trl_environment_factory_plays_a_remote_env_through_its_tool_methods(ser
     assert "tool_response" in env.contacts_search(query="a") and env.get_reward() == 0.0
     env.complete_task()
     assert "over" in env.contacts_search(query="a")
+
+
+def test_remote_info_equals_local_info_at_every_step_even_with_compact_replies(server_url):
+    from rollgym.serve.client import RemoteEnv
+
+    def strip(info: dict) -> dict:
+        return {k: v for k, v in info.items() if k != "episode_id"}  # names the env instance
+
+    local, remote = rollgym.make("ToolWorld-v0", split="test"), RemoteEnv(server_url, "ToolWorld-v0", split="test")
+    assert remote.compact
+    (obs, info), (robs, rinfo) = local.reset(seed=8), remote.reset(seed=8)
+    assert robs == obs and strip(rinfo) == strip(info) and rinfo["tools"]
+    agent = OracleAgent()
+    done = False
+    while not done:
+        action = agent.act(obs, info)
+        obs, reward, terminated, truncated, info = local.step(action)
+        robs, rreward, rterminated, rtruncated, rinfo = remote.step(action)
+        assert (robs, rreward, rterminated, rtruncated) == (obs, reward, terminated, truncated)
+        assert strip(rinfo) == strip(info) and "_same" not in rinfo
+        done = terminated or truncated
+    remote.close()
