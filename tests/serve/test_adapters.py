@@ -124,7 +124,13 @@ def test_nemo_gym_gymnasium_agent_loop_plays_rollgym_envs_with_the_oracle(env_id
     agent = OracleAgent()
     with serve_thread(env_id, nemo_gym=True) as url:
         total, last, verified = _gymnasium_agent_run(url, env_id, agent.act, {"seed": 3, "split": "test"})
+        import httpx
+
+        metrics = httpx.post(f"{url}/nemo-gym/{env_id}/aggregate_metrics", json={"verify_responses": [
+            {**verified, "_ng_task_index": 0}, {"reward": 0.0, "_ng_task_index": 1}]}).json()
     assert total == 1.0 and last["terminated"] and verified["reward"] == 1.0
+    assert set(metrics) == {"group_level_metrics", "agent_metrics", "key_metrics"}  # nemo_gym's AggregateMetrics
+    assert metrics["key_metrics"]["mean/reward"] == 0.5 and len(metrics["group_level_metrics"]) == 2
 
 
 @pytest.mark.slow

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from rollgym.serve.server import EnvServer
 
 COOKIE = "rollgym_nemo_session"
+TASK_INDEX_KEY = "_ng_task_index"  # nemo_gym's TASK_INDEX_KEY_NAME
 _RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
 
 
@@ -166,9 +167,19 @@ def nemo_gym_routes(server: EnvServer) -> list[Any]:
             body = await body_of(request)
         except Exception as exc:
             return server._fail(exc)
-        rewards = [float(r.get("reward", 0.0)) for r in body.get("verify_responses") or [] if isinstance(r, dict)]
-        mean = sum(rewards) / len(rewards) if rewards else None
-        return respond({"num_responses": len(rewards), "mean_reward": mean})
+        # AggregateMetrics of nemo_gym/config_types.py: group_level_metrics, agent_metrics, key_metrics
+        responses = [r for r in body.get("verify_responses") or [] if isinstance(r, dict) and "reward" in r]
+        groups: dict[Any, list[float]] = {}
+        for r in responses:
+            groups.setdefault(r.get(TASK_INDEX_KEY), []).append(float(r["reward"]))
+        rewards = [reward for group in groups.values() for reward in group]
+        overall = {"num_rollouts": len(rewards),
+                   "mean/reward": sum(rewards) / len(rewards) if rewards else None}
+        return respond({
+            "group_level_metrics": [{TASK_INDEX_KEY: k, "num_rollouts": len(v), "mean/reward": sum(v) / len(v)}
+                                    for k, v in groups.items()],
+            "agent_metrics": overall, "key_metrics": {"mean/reward": overall["mean/reward"]},
+        })
 
     prefix = "/nemo-gym/{env_id}"
     return [Route(prefix + path, handler, methods=["POST"]) for path, handler in (
