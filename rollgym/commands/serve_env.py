@@ -31,6 +31,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, default=32, help="threads for blocking env work (default: 32)")
     parser.add_argument("--execution", choices=["auto", "inline", "threads"], default="auto",
                         help="where steps run: auto (fast families on the event loop), inline, threads")
+    parser.add_argument("--ws-compression", action="store_true",
+                        help="offer WebSocket per-message deflate (worth it over slow links; costs CPU)")
     parser.add_argument("--token", default=None,
                         help=f"require this token (default: ${'ROLLGYM_SERVE_TOKEN'} if set)")
     parser.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         env_ids=tuple(args.env) or ("*",), env_kwargs=env_kwargs, max_sessions=args.max_sessions,
         idle_timeout_s=args.idle_timeout, reconnect_grace_s=args.reconnect_grace,
         max_action_chars=args.max_action_chars, workers=args.workers, execution=args.execution,
+        compression=args.ws_compression,
         token=args.token or os.environ.get("ROLLGYM_SERVE_TOKEN") or None,
     )
     server = EnvServer(config, default_env=args.default_env, nemo_gym=args.nemo_gym)

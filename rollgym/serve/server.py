@@ -381,6 +381,7 @@ class EnvServer:
             self.app, host=host, port=port, log_level=log_level, lifespan="on",
             ws_max_size=max(16 * 2**20, self.config.max_action_chars * 4 + 65536),
             ws_ping_interval=20.0, ws_ping_timeout=60.0, timeout_graceful_shutdown=5,
+            ws_per_message_deflate=self.config.compression,
             backlog=max(2048, self.config.max_sessions), timeout_keep_alive=30,
         )
 
