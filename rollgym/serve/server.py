@@ -67,7 +67,8 @@ class _TokenGate:
 
                 values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
                 given = values[0] if values else None
-        if scope["path"] == "/health" or (given is not None and hmac.compare_digest(given, self.token)):
+        if scope["path"] == "/health" or (given is not None and hmac.compare_digest(
+                given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8", "surrogatepass"))):
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":

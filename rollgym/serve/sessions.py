@@ -22,6 +22,7 @@ Sessions end when a client sends ``close``, when they sit idle longer than
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections import Counter
@@ -34,6 +35,7 @@ from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.serve import protocol as wire
 
 Mode = Literal["inline", "pool", "thread"]
+_log = logging.getLogger("rollgym.serve")
 
 #: Families whose steps are short pure-Python work: they step on the event loop.
 INLINE_FAMILIES = frozenset({"puzzles", "tools", "search"})
@@ -328,6 +330,10 @@ class SessionHub:
             except (wire.ProtocolError, SessionError) as exc:
                 self.metrics.errors[exc.code] += 1
                 reply = wire.error(exc.code, str(exc))
+            except Exception as exc:  # a bug of the server's own: say so, log it, keep serving
+                _log.exception("serve-env failed on a %s message", kind)
+                self.metrics.errors[wire.EXECUTION_ERROR] += 1
+                reply = wire.error(wire.EXECUTION_ERROR, f"The server failed on this message ({_describe(exc)}).")
             session.last_active = time.monotonic()
             if seq is not None:
                 session.last_seq, session.last_reply = seq, reply

@@ -342,3 +342,13 @@ def test_serve_env_refuses_unknown_ids_before_starting():
     out = subprocess.run([sys.executable, "-m", "rollgym.cli", "serve-env", "Countdwn-v0", "--port", "0"],
                          capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.returncode == 2 and "Unknown env id 'Countdwn-v0'" in out.stderr and "Countdown-v0" in out.stderr
+
+
+def test_tokens_of_any_text_are_refused_cleanly():
+    import httpx
+
+    with serve_thread("Countdown-v0", token="s3cret") as url:
+        for bad in ("sécret", "\u2603", "s3cret!"):
+            assert httpx.get(f"{url}/envs", headers={"X-Rollgym-Token": bad.encode()}).status_code == 401
+            assert httpx.get(f"{url}/envs", params={"token": bad}).status_code == 401
+            assert httpx.get(f"{url}/t/{bad}/envs").status_code == 401
