@@ -16,4 +16,5 @@ COMMAND_MODULES: list[str] = [
     "rollgym.commands.web",
     "rollgym.commands.bench",
     "rollgym.commands.leaderboard",
+    "rollgym.commands.serve_env",
 ]

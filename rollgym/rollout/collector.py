@@ -65,6 +65,8 @@ def resolve_env(env_id: str) -> EnvInfo:
         UnknownEnvError: when the id is not registered (with the closest ids).
         ConfigError: when the module before the colon cannot be imported.
     """
+    if "://" in env_id:  # an env served by `rollgym serve-env`: rollgym.remote registers a proxy id for it
+        return importlib.import_module("rollgym.remote").resolve_url(env_id)  # type: ignore[no-any-return]
     if ":" in env_id:
         module = env_id.split(":", 1)[0]
         try:
@@ -224,7 +226,9 @@ class RunPlan:
         try:
             if out is not None:
                 writer, existing = ResultsWriter.open(out, header)
-                records = {(r.task_index, r.trajectory.sample_idx): r for r in existing}
+                # failures marked retry_on_resume (a lost env server) are played again
+                records = {(r.task_index, r.trajectory.sample_idx): r for r in existing
+                           if not r.trajectory.info.get("failure", {}).get("retry_on_resume")}
         except BaseException:
             env.close()
             raise

@@ -64,8 +64,11 @@ class _Failure:
     def to_info(self) -> dict[str, Any]:
         frames = traceback.format_exception(type(self.exc), self.exc, self.exc.__traceback__)
         message = str(self.exc) or type(self.exc).__name__
-        return {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
+        info: dict[str, Any] = {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
                 "traceback": "".join(frames[-3:])}
+        if getattr(self.exc, "retry_on_resume", False):  # e.g. a lost env server: a resumed run plays it again
+            info["retry_on_resume"] = True
+        return info
 
 
 class _ReportedFailure(_Failure):
@@ -362,7 +365,12 @@ async def arun_episode(
     async def play() -> None:
         started = time.perf_counter()
         try:
-            reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
+            remote = getattr(env, "unwrapped", env)  # remote envs (rollgym.remote) are awaited, not blocked on
+            areset = getattr(remote, "areset", None)
+            if callable(areset):
+                reset = await _await(areset(seed=seed), limits.step_timeout_s)
+            else:
+                reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
             ep.begin(env, *reset)
         except Exception as exc:
             ep.fail("reset", exc)
@@ -390,7 +398,11 @@ async def arun_episode(
                 ep.agent_s += time.perf_counter() - started
             started = time.perf_counter()
             try:
-                ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
+                astep = getattr(getattr(env, "unwrapped", env), "astep", None)
+                if callable(astep):
+                    ep.stepped(await _await(astep(ep.messages[-1]["content"]), limits.step_timeout_s))
+                else:
+                    ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
             except Exception as exc:
                 ep.fail("step", exc)
                 break

@@ -146,15 +146,18 @@ def read_results(path: str | os.PathLike[str]) -> tuple[Results, int]:
         raise ConfigError(
             f"{path} has results format {header.get('format')!r}; this rollgym reads format {FORMAT_VERSION}."
         )
-    seen: set[str] = set()
-    episodes = []
+    seen: dict[str, int] = {}
+    episodes: list[EpisodeRecord] = []
     for data in lines[1:]:
         if data.get("kind") != "episode":
             continue
         record = EpisodeRecord.from_json(data)
-        if record.trajectory.traj_id not in seen:  # keep the first copy of a repeated episode
-            seen.add(record.trajectory.traj_id)
+        first = seen.get(record.trajectory.traj_id)
+        if first is None:  # keep the first copy of a repeated episode ...
+            seen[record.trajectory.traj_id] = len(episodes)
             episodes.append(record)
+        elif episodes[first].trajectory.info.get("failure", {}).get("retry_on_resume"):
+            episodes[first] = record  # ... unless it failed for want of its env server and was played again
     return Results(header, episodes), intact
 
 
