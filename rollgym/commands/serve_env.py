@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the server (or the MCP stdio session) and serve until interrupted."""
-    from rollgym.cli import parse_env_args
+    from rollgym.commands.options import parse_env_args
     from rollgym.core.errors import ConfigError
 
     env_kwargs = parse_env_args(args.env_arg)

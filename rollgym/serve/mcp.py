@@ -101,7 +101,7 @@ async def handle_jsonrpc(hub: SessionHub, session: Session, request: dict[str, A
 
 async def handle_http_jsonrpc(server: EnvServer, request: Any, body: dict[str, Any]) -> dict[str, Any]:
     """``POST /mcp``: OpenEnv's session methods plus ``tools/*`` on the session named in params."""
-    from rollgym.serve.sessions import SessionError
+    from rollgym.serve.protocol import SessionError
 
     hub = server.hub
     request_id = body.get("id")

@@ -30,6 +30,7 @@ import json
 import math
 from typing import Any
 
+from rollgym.core.errors import RollgymError
 from rollgym.core.toolcalls import ToolCall
 
 _orjson: Any
@@ -263,3 +264,11 @@ def expand_info(info: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     for key in same:
         out[key] = json.loads(json.dumps(base[key]))
     return out
+
+
+class SessionError(RollgymError):
+    """A request the hub refuses; ``code`` is the protocol error code sent back."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from rollgym.core.errors import RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.serve import protocol as wire
+from rollgym.serve.protocol import SessionError
 
 Mode = Literal["inline", "pool", "thread"]
 _log = logging.getLogger("rollgym.serve")
@@ -44,14 +45,6 @@ THREAD_FAMILIES = frozenset({"web"})
 
 #: Upper bounds of the step-latency histogram, in seconds (Prometheus ``le`` labels).
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-
-
-class SessionError(RollgymError):
-    """A request the hub refuses; ``code`` is the protocol error code sent back."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
