@@ -155,7 +155,7 @@ def stats() -> dict[str, Any]:
 
     return {
         "generated_apps": len(p.schemas),
-        "train_apps": len(p.seen),
+        "seen_apps": len(p.seen),
         "test_unseen_apps": len(p.unseen),
         "domains": len(DOMAINS),
         "unseen_domains": list(p.unseen_domains),

@@ -117,14 +117,16 @@ class ToolGenEnv(TextEnv):
         self.session: Session | None = None
         self._registry: dict[str, ToolSpec] = {}
         self._tools_json = "[]"
+        self._tools: list[dict[str, Any]] = []
         self.turn = 0
         self.attempts = 0
         self.episode_id = ""
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of the current world's tools and of ``complete_task``."""
-        return json.loads(self._tools_json)  # type: ignore[no-any-return]
+        """OpenAI function schemas of the current world's tools and of ``complete_task`` (do not mutate; every
+        ``info`` gets its own copy)."""
+        return self._tools
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only after gym.make sets spec
@@ -137,7 +139,8 @@ class ToolGenEnv(TextEnv):
         self._close_session()
         self.session = new_session(task)
         self._registry = world_tools(task)
-        self._tools_json = json.dumps([spec.schema for spec in self._registry.values()])
+        self._tools = [spec.schema for spec in self._registry.values()]
+        self._tools_json = json.dumps(self._tools)
         self.turn = self.attempts = 0
         self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
         return task.prompt

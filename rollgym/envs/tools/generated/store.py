@@ -91,6 +91,7 @@ class GenApp:
     schema: AppSchema
     db: sqlite3.Connection
     _snapshot: list[Snapshot] = field(default_factory=list, repr=False)
+    _tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def app_id(self) -> str:
@@ -102,10 +103,13 @@ class GenApp:
         return [tuple(r) for r in self.db.execute(sql, params).fetchall()]
 
     def table(self, entity: Entity) -> list[dict[str, Any]]:
-        """Every row of an entity's base table as a dict (with ``id``), in id order."""
-        names = ["id", *(f.name for f in entity.fields)]
-        cols = ", ".join(quote(n) for n in names)
-        return [dict(zip(names, r)) for r in self.rows(f"SELECT {cols} FROM {quote(entity.table)} ORDER BY id")]
+        """Every row of an entity's base table as a dict (with ``id``), in id order; cached, so do not mutate."""
+        if entity.table not in self._tables:
+            names = ["id", *(f.name for f in entity.fields)]
+            cols = ", ".join(quote(n) for n in names)
+            found = self.rows(f"SELECT {cols} FROM {quote(entity.table)} ORDER BY id")
+            self._tables[entity.table] = [dict(zip(names, r)) for r in found]
+        return self._tables[entity.table]
 
     def copy(self) -> sqlite3.Connection:
         """A fresh in-memory copy of the base database, for one episode."""
@@ -170,7 +174,7 @@ def _populate(conn: sqlite3.Connection, schema: AppSchema, rng: np.random.Genera
         row: dict[str, Any] = {"name": pool[i].name, "email": pool[i].email}
         for f in party.fields[2:]:
             row[f.name] = _value(f, rng)
-        if "active" in row and len(parties) < 2:
+        if "active" in row and len(parties) < 3:
             row["active"] = 1  # the actions that need an active party have someone to act for
         parties.append((_insert(conn, party, row), row))
     items: list[tuple[int, dict[str, Any]]] = []
@@ -183,12 +187,13 @@ def _populate(conn: sqlite3.Connection, schema: AppSchema, rng: np.random.Genera
             row = {item.label: names[i]}
             for f in item.fields[1:]:
                 row[f.name] = _value(f, rng)
-            if schema.counter and len(items) == k - 1 and rng.random() < 0.5:
+            if schema.counter and len(items) == k - 2 and rng.random() < 0.5:
                 row[schema.counter] = 0  # one item sold out, so that the stock precondition can bite
             items.append((_insert(conn, item, row), row))
     statuses = schema.statuses
     stamps = {a.target: a.stamp for a in schema.actions}
-    active = [pid for pid, row in parties if row.get("active", 1)]
+    # the last party and the last item hold no record, so that each can be deleted outright
+    active = [pid for pid, row in parties[:-1] if row.get("active", 1)]
     codes = sorted(int(c) for c in rng.choice(8000, size=40, replace=False) + 1000)
     order = [int(c) for c in rng.permutation(len(codes))]
     # the first records are fixed patterns: two that the first action may take, one that needs its flag set
@@ -197,16 +202,16 @@ def _populate(conn: sqlite3.Connection, schema: AppSchema, rng: np.random.Genera
                 (statuses[2], None), (statuses[2], None), (statuses[3], None), (statuses[3], None)]
     n_records = int(rng.integers(22, 33))
     record_ids = []
-    stocked = [iid for iid, row in items if not schema.counter or row[schema.counter] >= 3]
+    stocked = [iid for iid, row in items[:-1] if not schema.counter or row[schema.counter] >= 3]
     for index in range(n_records):
         status, flag = patterns[index] if index < len(patterns) else (
             statuses[int(rng.choice(4, p=[0.35, 0.3, 0.2, 0.15]))], None)
-        easy = index < 2
-        owner = active if easy and active else [pid for pid, _ in parties]
+        easy = index < 3
+        owner = active if easy and active else [pid for pid, _ in parties[:-1]]
         row = {"code": f"{schema.code_prefix}-{codes[order[index]]}",
                f"{party.name}_id": owner[int(rng.integers(len(owner)))], "status": status}
         if item is not None:
-            choices = stocked if easy and stocked else [iid for iid, _ in items]
+            choices = stocked if easy and stocked else [iid for iid, _ in items[:-1]]
             row[f"{item.name}_id"] = choices[int(rng.integers(len(choices)))]
         for f in record.fields:
             if f.role in ("code", "status", "stamp") or f.kind == "ref":

@@ -67,7 +67,7 @@ def call(session: Session, tools: dict[str, ToolSpec], name: str, arguments: dic
     """Run one tool of ``tools`` for the agent; never raises and never shows internals."""
     spec = tools.get(name)
     if spec is None:
-        close = difflib.get_close_matches(name, list(tools), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(tools), n=3, cutoff=0.6) if len(name) <= 100 else []
         hint = f" Did you mean {', '.join(close)}?" if close else " See info['tools'] for the list."
         return error("unknown_tool", f"There is no tool named {name[:80]!r}.{hint}")
     problem = check_arguments(spec.schema, arguments)
@@ -281,6 +281,8 @@ class EntityTools:
                    ("page_size", int, 10, "Results per page (1-50).")]
 
         def impl(session: Session, a: dict[str, Any]) -> dict[str, Any]:
+            if len(a.get("query") or "") > MAX_TEXT:
+                raise ToolError("invalid_arguments", f"query must be at most {MAX_TEXT} characters.")
             where, values = self.where(a, a.get("query"))
             order = "DESC" if a["descending"] else "ASC"
             sql = f"{self.select} WHERE {where} ORDER BY {quote(a['sort'])} {order}, id {order}"
