@@ -2,7 +2,7 @@
 
 Sub-commands::
 
-    rollgym list                          every env id with its description, by family
+    rollgym list [--stats]                every env id with its description, by family (--stats: generated world counts)
     rollgym play ENV [--seed S]           play an episode yourself
     rollgym eval ENV --agent oracle ...   run an agent for groups of episodes, print a summary
     rollgym demo                          reference agents on the quick suite, verified bundles, a static leaderboard
@@ -90,7 +90,22 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(escape(info.family) if info.family != family else "", escape(info.id), escape(info.description))
         family = info.family
     stdout.print(table)
+    if getattr(args, "stats", False):
+        stdout.print(stats_table())
     return 0
+
+
+def stats_table() -> Table:
+    """Counts of the generated worlds (apps, tools, templates), one row per count."""
+    from rollgym.envs.tools.generated import stats as tool_stats
+
+    table = Table(title="generated worlds")
+    for column in ("Family", "Count", "Value"):
+        table.add_column(column)
+    for key, value in tool_stats().items():
+        if isinstance(value, (int, list)):
+            table.add_row("tools", key, ", ".join(value) if isinstance(value, list) else f"{value:,}")
+    return table
 
 
 # -- play ---------------------------------------------------------------------
@@ -390,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("list", help="list every env id with its description")
+    p.add_argument("--stats", action="store_true", help="also count the generated apps, tools and templates")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("play", help="play an episode yourself at the terminal")

@@ -134,3 +134,12 @@ def test_apps_and_tasks_are_the_same_in_every_process():
         runs.append(json.loads(done.stdout))
     assert runs[0] == runs[1]
     assert len(set(runs[0]["digests"])) == 256
+
+
+def test_rollgym_list_stats_prints_the_counts():
+    done = subprocess.run([sys.executable, "-m", "rollgym.cli", "list", "--stats"], capture_output=True, text=True,
+                          check=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "COLUMNS": "200"})
+    counts = stats()
+    for key in ("generated_apps", "tools", "templates", "test_unseen_apps"):
+        rows = [[c.strip() for c in x.split("│")] for x in done.stdout.split("generated worlds")[1].splitlines()]
+        assert [r[3] for r in rows if len(r) > 3 and r[2] == key] == [f"{counts[key]:,}"], key
