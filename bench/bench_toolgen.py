@@ -198,8 +198,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["sweep"] = sweep()
 
     print(f"{'measure':44s} {'p50 ms':>10s} {'p95 ms':>10s}")
-    for key in ("reset_env", "reset_env_test", "reset_env_unseen", "reset_toolworld_v1", "reset_copy_only", "rebuild_from_schema",
-                "json_reload", "json_hash_once", "step_read", "step_write", "grade_diff", "app_build", "tools_build"):
+    for key in ("reset_env", "reset_env_test", "reset_env_unseen", "reset_toolworld_v1", "reset_copy_only",
+                "rebuild_from_schema", "json_reload", "json_hash_once", "step_read", "step_write", "grade_diff",
+                "app_build", "tools_build"):
         print(f"{key:44s} {report[key]['p50_ms']:10.3f} {report[key]['p95_ms']:10.3f}")
     p50 = report["reset_env"]["p50_ms"]
     print(f"ToolGen reset / ToolWorld-v1 reset (p50):    {p50 / report['reset_toolworld_v1']['p50_ms']:8.2f}x")
