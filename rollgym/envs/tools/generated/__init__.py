@@ -7,7 +7,8 @@ and one id per scenario group; the apps, tools and templates are built only when
 ``import rollgym`` stays cheap. :func:`stats` counts apps, tools and templates.
 
 Modules: ``domains`` (the vocabulary), ``schema`` (drawing a schema), ``store`` (the SQLite database),
-``tools`` (typed tools), ``templates`` and ``crossapp`` (task templates), ``catalog`` (the app pool and its
+``tools`` (typed tools), ``templates`` (their base), ``lookups``, ``edits``, ``actions``, ``chains``,
+``kinds`` and ``crossapp`` (task templates), ``catalog`` (the app pool and its
 splits), ``source`` (tasks), ``grading``, ``env`` and ``policies``.
 """
 
@@ -18,8 +19,9 @@ from typing import Any
 from rollgym.core.registration import register_env
 
 _HERE = "rollgym.envs.tools.generated"
-_COMPONENTS = [f"{_HERE}.{m}" for m in ("domains", "schema", "store", "tools", "templates", "crossapp", "catalog",
-                                        "source", "grading", "env")] + [
+_COMPONENTS = [f"{_HERE}.{m}" for m in ("domains", "schema", "store", "tools", "templates", "lookups", "edits",
+                                        "actions", "chains", "kinds", "crossapp", "catalog", "source", "grading",
+                                        "env")] + [
     "rollgym.envs.tools.api", "rollgym.envs.tools.checker", "rollgym.envs.tools.apps.supervisor",
     "rollgym.envs.tools.tasks.base", "rollgym.envs.tools.world", "rollgym.core.toolschema",
     "rollgym.core.seeding", "rollgym.verifiers.statediff", "rollgym.verifiers.rubric"]

@@ -21,9 +21,10 @@ from rollgym.core.errors import ConfigError
 from rollgym.envs.tools.api import ToolSpec
 from rollgym.envs.tools.generated.crossapp import CROSS_KINDS
 from rollgym.envs.tools.generated.domains import DOMAINS
+from rollgym.envs.tools.generated.kinds import KINDS, app_templates
 from rollgym.envs.tools.generated.schema import AppSchema, generate_schema
 from rollgym.envs.tools.generated.store import GenApp, build_app, party_people
-from rollgym.envs.tools.generated.templates import KINDS, GenTemplate, app_templates
+from rollgym.envs.tools.generated.templates import GenTemplate
 from rollgym.envs.tools.generated.tools import build_tools, tool_names
 
 VARIANTS = 8

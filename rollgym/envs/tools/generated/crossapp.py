@@ -29,21 +29,20 @@ from rollgym.envs.tools.generated.templates import (
     Apps,
     GenTemplate,
     Row,
-    _create_record,
-    _record_insert,
-    _record_values,
-    _values_text,
     action_changes,
     as_argument,
-    choose,
+    create_record,
     eligible,
     fresh_value,
     owner_of,
+    record_insert,
+    record_values,
     ref_of,
     shown,
     tool,
+    values_text,
 )
-from rollgym.envs.tools.tasks.base import Params, Solution, call, every
+from rollgym.envs.tools.tasks.base import Params, Solution, call, choose, every
 
 
 def _party_id(app: GenApp, email: str) -> int | None:
@@ -130,23 +129,23 @@ class CreateFor(CrossTemplate):
             return None
         item = second.schema.item
         label = choose(rng, [str(r[item.label]) for r in second.table(item)]) if item is not None else None
-        return {"code": found[0], "item": label, "values": _record_values(second.schema, rng)}
+        return {"code": found[0], "item": label, "values": record_values(second.schema, rng)}
 
     def prompt(self, p: Params) -> str:
         b = self.schemas[1]
         what = f" for the {b.item.words} {p['item']}" if b.item is not None else ""
         return (f"{self.opening(p)} Then, in {b.title}, create a new {b.record.words} for them{what} with "
-                f"{_values_text(b.record, p['values'])}.")
+                f"{values_text(b.record, p['values'])}.")
 
     def solve(self, p: Params) -> Solution:
         holder = yield from owner_of(self.schemas[0], p["code"])
-        yield from _create_record(self.schemas[1], holder["name"], p["item"], p["values"])
+        yield from create_record(self.schemas[1], holder["name"], p["item"], p["values"])
         return None
 
     def expect(self, apps: Apps, p: Params) -> Expectation:
         holder = _holder(apps[self.apps[0]], p["code"])
         second = apps[self.apps[1]]
-        row = _record_insert(second, holder["name"], p["item"], p["values"])
+        row = record_insert(second, holder["name"], p["item"], p["values"])
         return Expectation(inserts=[(second.app_id, second.schema.record.table, row)])
 
 
@@ -239,7 +238,7 @@ class Chain(CrossTemplate):
             return None
         c = apps[self.apps[2]].schema
         item = c.item
-        p: Params = {"code": found[0], "values": _record_values(c, rng),
+        p: Params = {"code": found[0], "values": record_values(c, rng),
                      "item": choose(rng, [str(r[item.label]) for r in apps[c.app_id].table(item)]) if item else None}
         if len(self.apps) == 4:
             f = self._field()
@@ -254,7 +253,7 @@ class Chain(CrossTemplate):
         assert text is not None
         what = f" for the {c.item.words} {p['item']}" if c.item is not None else ""
         out = (f"{self.opening(p)} In {b.title}, find their {b.record.words} with the largest {amount}. In {c.title}, "
-               f"create a new {c.record.words} for them{what} with {_values_text(c.record, p['values'])}, and with "
+               f"create a new {c.record.words} for them{what} with {values_text(c.record, p['values'])}, and with "
                f"{text.replace('_', ' ')} 'Follow-up to <code>', where <code> is the code of that {b.record.words}.")
         if len(self.schemas) == 4:
             d, f = self.schemas[3], self._field()
@@ -271,7 +270,7 @@ class Chain(CrossTemplate):
         best = max(rows, key=lambda r: r[amount])
         text = self._text()
         assert text is not None
-        yield from _create_record(c, holder["name"], p["item"], {**p["values"], text: f"Follow-up to {best['code']}"})
+        yield from create_record(c, holder["name"], p["item"], {**p["values"], text: f"Follow-up to {best['code']}"})
         if len(self.schemas) == 4:
             d, f = self.schemas[3], self._field()
             found = yield from every(tool(d, d.party, "search"), query=holder["name"])
@@ -288,7 +287,7 @@ class Chain(CrossTemplate):
         text = self._text()
         assert text is not None
         values = {**p["values"], text: f"Follow-up to {best['code']}"}
-        exp = Expectation(inserts=[(c.app_id, c.schema.record.table, _record_insert(c, holder["name"], p["item"],
+        exp = Expectation(inserts=[(c.app_id, c.schema.record.table, record_insert(c, holder["name"], p["item"],
                                                                                       values))])
         if len(self.apps) == 4:
             d = apps[self.apps[3]]

@@ -28,8 +28,9 @@ from rollgym.core.task import Task
 from rollgym.envs.tools.checker import Expectation, is_degenerate
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.crossapp import CROSS_KINDS
+from rollgym.envs.tools.generated.kinds import KINDS
 from rollgym.envs.tools.generated.store import NOW
-from rollgym.envs.tools.generated.templates import GROUPS, KINDS, GenTemplate
+from rollgym.envs.tools.generated.templates import GROUPS, GenTemplate
 
 FAMILY = "ToolGen"
 Candidate = tuple[str, dict[str, Any], list[str]]
