@@ -9,7 +9,6 @@ from collections import Counter
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
@@ -17,10 +16,9 @@ import rollgym
 from rollgym.agents.base import OracleAgent, RandomAgent
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
-from rollgym.envs.tools.checker import GATE, is_degenerate
+from rollgym.envs.tools.checker import GATE
 from rollgym.envs.tools.generated import SCENARIO_IDS, catalog
-from rollgym.envs.tools.generated.env import evaluate_session, new_session
-from rollgym.envs.tools.generated.policies import run_reference
+from rollgym.envs.tools.generated.policies import solve_every_template
 
 IDS = ["ToolGen-v0", *SCENARIO_IDS.values()]
 SPLITS = ("train", "test", "test_unseen")
@@ -150,42 +148,16 @@ def test_configuration_mistakes_get_one_clear_sentence():
         env.reset(options={"task": Task("x", "ToolGen-v0", "p", None, {})})
 
 
-def _sweep(app_ids: list[str] | tuple[str, ...], per_app: int | None = None) -> Counter[str]:
-    """Sample every template (or ``per_app`` of them) of each app, run its reference solution, grade it."""
-    results: Counter[str] = Counter()
-    for app_id in app_ids:
-        app = catalog.app(app_id)
-        names = list(catalog.templates(app_id))
-        if per_app is not None:
-            names = names[:: max(1, len(names) // per_app)]
-        for name in names:
-            template = catalog.template(name)
-            rng = np.random.default_rng(0)
-            params = None
-            for _ in range(60):
-                params = template.sample({app_id: app}, rng)
-                if params is not None:
-                    params = json.loads(json.dumps(params))
-                    if not is_degenerate(template.expect({app_id: app}, params)):
-                        break
-                    params = None
-            assert params is not None, f"{name} found no instance: the template is counted but dead"
-            task = Task(name, "ToolGen-v0", "", None, {"template": name, "params": params, "world": [app_id]})
-            session = new_session(task)
-            score = evaluate_session(task, session, run_reference(task, session))
-            assert score.correct, (name, params, score.details)
-            results[template.kind] += 1
-    return results
-
-
 def test_sampled_templates_of_sample_apps_are_solved_by_their_reference():
     ids = [*catalog.app_ids("train")[::50], *catalog.app_ids("test_unseen")[::24]]
-    assert sum(_sweep(ids, per_app=20).values()) >= 80
+    solved, failures = solve_every_template(ids, per_app=20)
+    assert not failures and sum(solved.values()) >= 80, failures
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_every_template_of_every_app_samples_and_is_solved_by_its_reference():
     """The counts in ``stats()`` are honest: every counted template draws an instance and its reference solves it."""
-    results = _sweep(catalog.app_ids())
-    assert sum(results.values()) == catalog.stats()["templates"]
+    solved, failures = solve_every_template(catalog.app_ids())
+    assert not failures, failures[:10]
+    assert sum(solved.values()) == catalog.stats()["templates"]

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
-from collections.abc import Generator
+from collections import Counter, OrderedDict
+from collections.abc import Generator, Sequence
 from typing import Any
 
+import numpy as np
+
+from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.tools.api import Session
+from rollgym.envs.tools.checker import is_degenerate
 from rollgym.envs.tools.generated import catalog
-from rollgym.envs.tools.generated.env import world_tools
+from rollgym.envs.tools.generated.env import evaluate_session, new_session, world_tools
 from rollgym.envs.tools.generated.tools import call
 
 _RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
@@ -59,3 +63,38 @@ def run_reference(task: Any, session: Session) -> str | None:
             sent = json.loads(json.dumps(call(session, tools, name, arguments)))
     except StopIteration as stop:
         return None if stop.value is None else str(stop.value)
+
+
+def solve_every_template(app_ids: Sequence[str], per_app: int | None = None) -> tuple[Counter[str], list[str]]:
+    """Draw an instance of every template of each app (or ``per_app`` of them), run its reference solution and
+    grade it: returns the solved count per kind and the failures (a template with no instance in 60 draws, or
+    one its reference does not solve), in words."""
+    solved: Counter[str] = Counter()
+    failures: list[str] = []
+    for app_id in app_ids:
+        app = catalog.app(app_id)
+        names = list(catalog.templates(app_id))
+        if per_app is not None:
+            names = names[:: max(1, len(names) // per_app)]
+        for name in names:
+            template = catalog.template(name)
+            rng = np.random.default_rng(0)
+            params = None
+            for _ in range(60):
+                params = template.sample({app_id: app}, rng)
+                if params is not None:
+                    params = json.loads(json.dumps(params))
+                    if not is_degenerate(template.expect({app_id: app}, params)):
+                        break
+                    params = None
+            if params is None:
+                failures.append(f"{name} found no instance in 60 draws")
+                continue
+            task = Task(name, "ToolGen-v0", "", None, {"template": name, "params": params, "world": [app_id]})
+            session = new_session(task)
+            score = evaluate_session(task, session, run_reference(task, session))
+            if score.correct:
+                solved[template.kind] += 1
+            else:
+                failures.append(f"{name} {params}: {score.details.get('reasons')}")
+    return solved, failures
