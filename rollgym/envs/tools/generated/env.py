@@ -21,7 +21,7 @@ OPERATOR = "operator@toolgen.example"
 SYSTEM_PROMPT = (
     "You operate a few business apps (a library, a clinic, a hotel, ...) through their tools. Call tools by "
     "writing one or more blocks like\n"
-    '<tool_call>{"name": "maple_library_loan_search", "arguments": {"query": "LN-1042"}}</tool_call>\n'
+    '<tool_call>{"name": "maple_bakery_order_search", "arguments": {"query": "BO-1042"}}</tool_call>\n'
     "Results come back in <tool_response> blocks. Only change what the task asks for. When you are done, call "
     "complete_task, with an answer if the task asks a question."
 )
@@ -54,9 +54,9 @@ class ToolGenEnv(TextEnv):
     256 apps generated from seeded schemas over 32 business domains (library loans, clinic appointments,
     hotel stays, freight shipments, ...). Each app has a party (members, patients, guests), often a catalogue
     (books, treatments, room types), a record that links them with a status workflow, and sometimes payments
-    or comments; 10-27 typed tools each (4,800 in all) and 16 template kinds per app (lookups that ask for a
-    value, a name or a list, updates, creations, deletions, domain actions with preconditions, chains), plus 4
-    cross-app kinds that follow one person through 2-4 apps. A task's world holds its apps and ``distractors``
+    or comments; 10-25 typed tools each (4,815 in all) and 29-53 templates each (10,495 over 16 kinds: lookups
+    that ask for a value, a name or a list, updates, creations, deletions, domain actions with preconditions,
+    chains), plus 4 cross-app kinds that follow one person through 2-4 apps. A task's world holds its apps and ``distractors``
     other apps; the agent acts as their operator. The clock is frozen at 2025-06-04 09:30.
 
     ## Action Space

@@ -70,7 +70,7 @@ class ToolGenTaskSource:
             raise ConfigError(f"Unknown scenario group(s) {unknown}; choose from {', '.join(GROUPS)}.")
         if apps is not None:
             if isinstance(apps, str) or not apps:
-                raise ConfigError("apps must be a non-empty list of generated app ids, e.g. ['maple_library'].")
+                raise ConfigError("apps must be a non-empty list of generated app ids, e.g. ['maple_bakery'].")
             for a in apps:
                 catalog.schema(a)  # a clear error for an unknown id
         if not isinstance(distractors, int) or not 0 <= distractors <= 4:

@@ -95,7 +95,7 @@ class GenApp:
 
     @property
     def app_id(self) -> str:
-        """The app's id, e.g. ``maple_library``."""
+        """The app's id, e.g. ``maple_bakery``."""
         return self.schema.app_id
 
     def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
