@@ -161,3 +161,14 @@ def test_every_template_of_every_app_samples_and_is_solved_by_its_reference():
     solved, failures = solve_every_template(catalog.app_ids())
     assert not failures, failures[:10]
     assert sum(solved.values()) == catalog.stats()["templates"]
+
+
+def test_test_unseen_is_a_split_only_where_the_source_declares_it():
+    """TextEnv accepts a task source's ``extra_splits``; every other env still refuses the name."""
+    env = gym.make("ToolGen-v0")
+    _, info = env.reset(options={"task_index": 0, "split": "test_unseen"})
+    assert info["task_meta"]["unseen"] is True
+    with pytest.raises(ConfigError, match="Unknown or empty split"):
+        rollgym.make("ToolWorld-v1", split="test_unseen")
+    with pytest.raises(ConfigError, match="Unknown or empty split"):
+        rollgym.make("ToolWorld-v1").reset(options={"task_index": 0, "split": "test_unseen"})
