@@ -56,8 +56,8 @@ class ToolGenEnv(TextEnv):
     (books, treatments, room types), a record that links them with a status workflow, and sometimes payments
     or comments; 10-25 typed tools each (4,815 in all) and 29-53 templates each (10,495 over 16 kinds: lookups
     that ask for a value, a name or a list, updates, creations, deletions, domain actions with preconditions,
-    chains), plus 4 cross-app kinds that follow one person through 2-4 apps. A task's world holds its apps and ``distractors``
-    other apps; the agent acts as their operator. The clock is frozen at 2025-06-04 09:30.
+    chains), plus 4 cross-app kinds that follow one person through 2-4 apps. A task's world holds its apps and
+    ``distractors`` other apps; the agent acts as their operator. The clock is frozen at 2025-06-04 09:30.
 
     ## Action Space
     Text (``TextSpace``) holding one or more Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
