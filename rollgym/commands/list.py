@@ -15,6 +15,8 @@ from rollgym.core.registration import list_envs
 def register(subparsers: Any) -> None:
     """Add the ``list`` sub-command."""
     parser = subparsers.add_parser("list", help="list every env id with its description")
+    parser.add_argument("--stats", action="store_true",
+                        help="also count the generated worlds (apps, tools, task templates, sites)")
     parser.set_defaults(func=run)
 
 
@@ -35,4 +37,28 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(escape(info.family) if info.family != family else "", escape(info.id), escape(info.description))
         family = info.family
     stdout.print(table)
+    if args.stats:
+        stdout.print(stats_table())
     return 0
+
+
+# Each family with generated worlds counts them without building them: "module:function" -> dict of counts.
+STATS_PROVIDERS: dict[str, str] = {
+    "tools": "rollgym.envs.tools.generated:stats",
+}
+
+
+def stats_table() -> Table:
+    """Counts of the generated worlds (apps, tools, templates, sites), one row per count."""
+    import importlib
+
+    table = Table(title="generated worlds")
+    for column in ("Family", "Count", "Value"):
+        table.add_column(column)
+    for family, entry in STATS_PROVIDERS.items():
+        module, _, name = entry.partition(":")
+        counts = getattr(importlib.import_module(module), name)()
+        for key, value in counts.items():
+            if isinstance(value, (int, list)):
+                table.add_row(family, key, ", ".join(map(str, value)) if isinstance(value, list) else f"{value:,}")
+    return table

@@ -39,7 +39,9 @@ class TaskSource(Protocol):
     ``task(index, split)`` returns the same task every time it is called with the
     same arguments; ``size(split)`` is the number of tasks in a split, or ``None``
     when a generator's supply is unbounded. A source that names its tasks after an
-    env id takes the id when it is built (see :meth:`TextEnv._make_source`).
+    env id takes the id when it is built (see :meth:`TextEnv._make_source`). A source
+    may also set ``extra_splits``, split names beyond :data:`~rollgym.core.seeding.SPLITS`
+    that it serves without a finite size (e.g. ``("test_unseen",)`` for held-out worlds).
     """
 
     family: str
@@ -94,6 +96,8 @@ class TextEnv(gym.Env[str, str], ABC):
         self._transcript: list[tuple[str, str]] = []
 
     def _dataset_split(self, split: str) -> str:
+        if split in getattr(self.source, "extra_splits", ()):
+            return split
         size = self.source.size(split)
         if size is None or size == 0:
             raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
@@ -196,7 +200,7 @@ class TextEnv(gym.Env[str, str], ABC):
             return task, None
         split = options.get("split", self.split)
         size = self.source.size(split)
-        if split not in SPLITS and not size:
+        if split not in SPLITS and split not in getattr(self.source, "extra_splits", ()) and not size:
             raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
         if "task_index" in options:
             index = options["task_index"]
