@@ -109,10 +109,12 @@ class ToolGenEnv(TextEnv):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
         if split not in catalog.SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(catalog.SPLITS)}.")
-        source = ToolGenTaskSource(self.default_env_id, groups, apps, distractors)
-        source.pool(split)  # an app outside the split is a mistake to report now, not at reset
+        self._source_args = (groups, apps, distractors)
         self._max_observation = 400_000
-        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        source = self.source
+        assert isinstance(source, ToolGenTaskSource)
+        source.pool(split)  # an app outside the split is a mistake to report now, not at reset
         self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
         self.session: Session | None = None
         self._registry: dict[str, ToolSpec] = {}
@@ -128,9 +130,9 @@ class ToolGenEnv(TextEnv):
         ``info`` gets its own copy)."""
         return self._tools
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only after gym.make sets spec
-        return super().reset(seed=seed, options=options)
+    def _make_source(self, env_id: str) -> ToolGenTaskSource:
+        groups, apps, distractors = self._source_args
+        return ToolGenTaskSource(env_id, groups, apps, distractors)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.meta.get("template"), str) or not isinstance(task.meta.get("world"), list):
