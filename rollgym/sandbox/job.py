@@ -49,6 +49,10 @@ class Job:
             :attr:`RunResult.files` after the run, up to ``Limits.disk_mb`` in all. Symbolic
             links are never followed.
         audit_hook: For Python code, whether the in-process audit hook (a second wall) is installed.
+        fresh: Empty the sandbox's writable folders (working folder, ``/tmp``, ``/dev/shm``) before
+            this run, so that a session reused for unrelated jobs starts each one as a new sandbox
+            would (processes never outlive a run anyway). Used by batch graders: a job in a warm,
+            reused sandbox costs a fork instead of a sandbox start.
     """
 
     code: str | None = None
@@ -61,6 +65,7 @@ class Job:
     limits: Limits | None = None
     return_files: tuple[str, ...] = ()
     audit_hook: bool = True
+    fresh: bool = False
 
     def __post_init__(self) -> None:
         if self.code is not None and self.argv is not None:
@@ -159,5 +164,6 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         "return_files": [p.strip() for p in job.return_files],
         "return_limit": return_limit,
         "audit_hook": bool(job.audit_hook),
+        "fresh": bool(job.fresh),
     }
     return header, b"".join([code, stdin, *(f.data for f in inputs.values())])

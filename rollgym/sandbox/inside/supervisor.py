@@ -49,7 +49,7 @@ from .confine import (
     self_report,
     write_etc,
 )
-from .files import collect_files, safe_parts, write_inputs
+from .files import collect_files, empty_folder, safe_parts, write_inputs
 
 MAX_FRAME = 1 << 30
 
@@ -161,6 +161,12 @@ class Supervisor:
         stdin_data = view[code_size : code_size + stdin_size]
         result: dict[str, Any] = {"exit_code": None, "signal": None, "timed_out": False, "killed_for": None,
                                   "elapsed_s": 0.0, "cpu_s": 0.0, "exception": None, "error": None}
+        if job.get("fresh"):
+            try:
+                self.empty()
+            except OSError as exc:
+                result["error"] = f"fresh: could not empty the sandbox ({exc})"
+                return self._finish(result, job)
         try:
             write_inputs(self.workdir, job.get("files", []), view[code_size + stdin_size :])
         except OSError as exc:
@@ -179,6 +185,20 @@ class Supervisor:
         if job["kind"] != "none":
             self._execute(job, code, stdin_data, result)
         return self._finish(result, job)
+
+    def empty(self) -> None:
+        """Empty every writable folder (the working folder, ``/tmp``, ``/dev/shm``), as a new sandbox has them."""
+        modes = {"work": 0o755, "tmp": 0o1777, "shm": 0o1777}
+        for name in os.listdir(self.root):
+            path = os.path.join(self.root, name)
+            if name in modes and os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, modes[name])  # the code may have made it unreadable
+                empty_folder(path)
+            elif os.path.isdir(path) and not os.path.islink(path):
+                empty_folder(path)
+                os.rmdir(path)
+            else:
+                os.unlink(path)
 
     def _finish(self, result: dict[str, Any], job: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
         try:
