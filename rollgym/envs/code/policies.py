@@ -1,0 +1,59 @@
+"""Reference policies of the code envs: an oracle (the reference solution) and a random policy.
+
+The oracles rebuild the episode's task from what ``info`` says (the task id for
+HumanEval; the split, the index and the generator's public configuration for the
+generated envs), never from anything the env hid. They do not define what a task
+is or how it scores, so this module is not part of any spec hash.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from rollgym.core.errors import ConfigError
+
+_RANDOM_BODIES = (
+    "    return None\n",
+    "    return 0\n",
+    "    return ''\n",
+    "    return []\n",
+    "    return True\n",
+    "    pass\n",
+    "    raise NotImplementedError\n",
+    "    return {arg}\n",
+    "    return len(str({arg}))\n",
+    "    return {arg}[::-1]\n",
+)
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def _hermes(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def humaneval_oracle(observation: str, info: dict[str, Any]) -> str:
+    """The canonical solution of this HumanEval problem, looked up by task id in the loaded data."""
+    from rollgym.envs.code.humaneval_data import load_humaneval
+
+    task_id = info.get("task_id")
+    for row in load_humaneval():
+        if row["task_id"] == task_id:
+            return _fenced(row["prompt"] + row["canonical_solution"])
+    raise ConfigError(f"The HumanEval oracle does not know task {task_id!r}; it only plays the loaded data set.")
+
+
+def code_random_policy(observation: str, info: dict[str, Any], rng: np.random.Generator) -> str:
+    """A random well-formed answer: a one-line body that returns a constant or echoes an argument."""
+    meta = info.get("task_meta") or {}
+    signature = str(meta.get("signature") or "(x)")
+    inside = signature[1 : signature.find(")")] if ")" in signature else "x"
+    first = inside.split(",")[0].split(":")[0].split("=")[0].strip().lstrip("*") or "None"
+    body = _RANDOM_BODIES[int(rng.integers(len(_RANDOM_BODIES)))].format(arg=first)
+    name = meta.get("entry_point") or "solution"
+    return _fenced(f"def {name}{signature.split(' ->')[0]}:\n{body}")

@@ -1,0 +1,185 @@
+"""``CodeRunner``: kept sandboxes that run untrusted jobs one after another, and the call harness on top.
+
+Starting a sandbox costs an interpreter start (tens of milliseconds of CPU); a job
+in a started sandbox costs a fork of its waiting interpreter. A runner keeps
+``workers`` sandbox sessions open for the life of the process and runs each job
+with ``Job.fresh`` (the writable folders are emptied first; no process survives a
+run), so that grading many samples costs a fork each. One runner per
+configuration is shared by every env of the process (:func:`code_runner`).
+
+:func:`run_calls` is the batch verification step every code env shares: it runs
+each candidate program in its own job with :mod:`rollgym.envs.code.harness`, and
+returns the parsed claims (:class:`CallOutcome`) for the grader to judge outside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_sandbox
+
+HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
+_BOOT = HARNESS_SOURCE + "\nrun_calls()\n"
+MAX_CALLS = 10_000
+
+
+class CodeRunner:
+    """``workers`` kept sandboxes; :meth:`run` runs jobs across them, each job in an emptied sandbox.
+
+    Args:
+        limits: Default limits of a job; ``disk_mb`` and ``max_files`` size each kept sandbox.
+        workers: Sandboxes run at once (default 2).
+        backend: The sandbox backend (``"auto"``, ``"bwrap"``, ``"process"``).
+
+    Example:
+        >>> runner = CodeRunner(Limits(wall_s=5))  # doctest: +SKIP
+        >>> runner.run([Job.python("print(1)")])[0].stdout  # doctest: +SKIP
+        '1\\n'
+    """
+
+    def __init__(self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto") -> None:
+        self.limits = limits or Limits()
+        self.workers = max(1, workers)
+        self.sandbox: Sandbox = shared_sandbox(self.limits, backend=backend, pool_size=0)
+        self._free: list[Session] = []
+        self._lock = threading.Lock()
+        self._owner = os.getpid()
+
+    def _take(self) -> Session:
+        with self._lock:
+            if self._owner != os.getpid():  # a forked copy: the sessions belong to the parent
+                self._free, self._owner = [], os.getpid()
+            while self._free:
+                session = self._free.pop()
+                if session.box.alive and session.error is None:
+                    return session
+                session.close()
+        return self.sandbox.session(self.limits)
+
+    def _give(self, session: Session) -> None:
+        with self._lock:
+            if session.box.alive and len(self._free) < self.workers and self._owner == os.getpid():
+                self._free.append(session)
+                return
+        session.close()
+
+    def run_one(self, job: Job) -> RunResult:
+        """Run one job in a kept sandbox, emptied first."""
+        session = self._take()
+        try:
+            return session.run(replace(job, fresh=True))
+        finally:
+            self._give(session)
+
+    def run(self, jobs: Sequence[Job]) -> list[RunResult]:
+        """Run ``jobs`` ``workers`` at a time, in order; never raises on what the jobs do."""
+        if len(jobs) <= 1 or self.workers == 1:
+            return [self.run_one(job) for job in jobs]
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollgym-code") as pool:
+            return list(pool.map(self.run_one, jobs))
+
+    def close(self) -> None:
+        """End the kept sandboxes."""
+        with self._lock:
+            sessions, self._free = self._free, []
+        for session in sessions:
+            session.close()
+
+
+_runners: dict[tuple[Any, ...], CodeRunner] = {}
+_runners_lock = threading.Lock()
+
+
+def code_runner(limits: Limits | None = None, *, workers: int = 2, backend: str = "auto") -> CodeRunner:
+    """The process-wide :class:`CodeRunner` of a configuration (envs share it; do not close it)."""
+    key = (limits or Limits(), workers, backend)
+    with _runners_lock:
+        if key not in _runners:
+            _runners[key] = CodeRunner(limits, workers=workers, backend=backend)
+        return _runners[key]
+
+
+@dataclass
+class CallOutcome:
+    """What one candidate's run claimed, parsed into plain data (encoded values, never its objects).
+
+    Attributes:
+        load: ``"ok"``, or why the program did not load: an exception class such as
+            ``"SyntaxError"``, ``"missing_function"``, ``"Timeout"``, or ``"no_result"`` when
+            the run left no report (it exited, was killed, or deleted the results).
+        values: Per call, the encoded return value, or ``None``.
+        errors: Per call, ``None`` or what went wrong: an exception class, ``"Timeout"``,
+            ``"UnencodableResult"``, or ``"missing"`` (the run ended before the call reported).
+        run: The sandbox run's label (``None``, ``"timeout"``, ``"memory"``, ``"output"``...).
+        stdout: What the candidate printed (the harness keeps the first few kilobytes).
+    """
+
+    load: str
+    values: list[Any] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    run: str | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Every call returned a value."""
+        return self.load == "ok" and all(e is None for e in self.errors)
+
+
+def call_job(program: str, entry_point: str, calls: Sequence[Any], limits: Limits, call_timeout_s: float) -> tuple[Job, str]:
+    """The job that runs ``program`` and calls ``entry_point`` on each encoded ``[args, kwargs]``, and its nonce."""
+    nonce = secrets.token_hex(8)
+    spec = {"entry_point": entry_point, "calls": list(calls), "call_timeout_s": call_timeout_s, "nonce": nonce}
+    files = {"solution.py": program, "calls.json": json.dumps(spec)}
+    return Job.python(_BOOT, files=files, return_files=("results.jsonl",), limits=limits), nonce
+
+
+def parse_outcome(result: RunResult, nonce: str, n_calls: int) -> CallOutcome:
+    """Read the harness's report out of a run; lines without the run's nonce are ignored."""
+    values: list[Any] = [None] * n_calls
+    errors: list[str | None] = ["missing"] * n_calls
+    load = "no_result"
+    data = result.files.get("results.jsonl", b"")
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("n") != nonce:
+            continue
+        if "load" in record and load == "no_result":
+            load = str(record["load"])[:100]
+            continue
+        index = record.get("i")
+        if not isinstance(index, int) or not 0 <= index < n_calls or errors[index] != "missing":
+            continue
+        if "exc" in record:
+            errors[index] = str(record["exc"])[:100]
+        elif "v" in record:
+            values[index], errors[index] = record["v"], None
+    return CallOutcome(load, values, errors, result.label, result.elapsed_s)
+
+
+def run_calls(
+    runner: CodeRunner,
+    items: Sequence[tuple[str, str, Sequence[Any]]],
+    *,
+    limits: Limits,
+    call_timeout_s: float,
+) -> list[CallOutcome]:
+    """Run each ``(program, entry_point, encoded calls)`` in its own job; the parsed outcomes, in order."""
+    jobs, nonces = [], []
+    for program, entry_point, calls in items:
+        job, nonce = call_job(program, entry_point, list(calls)[:MAX_CALLS], limits, call_timeout_s)
+        jobs.append(job)
+        nonces.append(nonce)
+    results = runner.run(jobs)
+    return [parse_outcome(r, n, min(len(c), MAX_CALLS)) for r, n, (_, _, c) in zip(results, nonces, items)]
