@@ -76,3 +76,15 @@ register_env(
     oracle=f"{_POLICIES}:humaneval_oracle",
     random_policy=f"{_POLICIES}:code_random_policy",
 )
+
+_CODEGEN = [*_GRADING, "rollgym.envs.code.config", "rollgym.envs.code.codegen.families",
+            "rollgym.envs.code.codegen.source", "rollgym.envs.code.codegen.env"]
+register_env(
+    "CodeGen-v0",
+    "rollgym.envs.code.codegen.env:CodeGenEnv",
+    description="Generated Python functions (string, list, arithmetic, dict, recursion, simulation); hidden tests.",
+    family="code",
+    components=_CODEGEN,
+    oracle=f"{_POLICIES}:codegen_oracle",
+    random_policy=f"{_POLICIES}:code_random_policy",
+)

@@ -220,8 +220,9 @@ class CallTimeout(BaseException):
 def run_calls(spec_path: str = "calls.json", program_path: str = "solution.py", out_path: str = "results.jsonl") -> None:
     """Load the candidate's program and call its function on every input of ``spec_path``.
 
-    ``spec_path`` holds ``{"entry_point", "calls": [[args, kwargs], ...], "call_timeout_s",
-    "nonce", "print_limit"}`` with args and kwargs encoded. Each line written to ``out_path``
+    ``spec_path`` holds ``{"entry_point", "calls": [[args, kwargs(, name)], ...], "call_timeout_s",
+    "nonce", "print_limit"}`` with args and kwargs encoded (a call's optional third item names
+    another function of the program to call). Each line written to ``out_path``
     is ``{"n": nonce, "i": index, "v": encoded result}`` or ``{"n", "i", "exc": class name}``;
     a first line ``{"n", "load": "ok" | exception class}`` reports loading.
     """
@@ -259,7 +260,7 @@ def run_calls(spec_path: str = "calls.json", program_path: str = "solution.py", 
         exec(compile(source, "solution.py", "exec"), namespace)
         signal.setitimer(signal.ITIMER_REAL, 0)
         function = namespace.get(spec["entry_point"])
-        if not callable(function):
+        if spec["entry_point"] and not callable(function):
             emit({"load": "missing_function"})
             return
     except CallTimeout:
@@ -270,13 +271,17 @@ def run_calls(spec_path: str = "calls.json", program_path: str = "solution.py", 
         emit({"load": type(exc).__name__})
         return
     emit({"load": "ok"})
-    for index, (args, kwargs) in enumerate(spec["calls"]):
+    for index, call in enumerate(spec["calls"]):
         try:
+            args, kwargs = call[0], call[1]
+            target = namespace.get(call[2]) if len(call) > 2 else function
+            if not callable(target):
+                raise NameError(call[2])
             call_args = [decode(a) for a in args]
             call_kwargs = {k: decode(v) for k, v in kwargs.items()}
             signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
-                value = function(*call_args, **call_kwargs)
+                value = target(*call_args, **call_kwargs)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             emit({"i": index, "v": encode(value)})

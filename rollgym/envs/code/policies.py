@@ -57,3 +57,17 @@ def code_random_policy(observation: str, info: dict[str, Any], rng: np.random.Ge
     body = _RANDOM_BODIES[int(rng.integers(len(_RANDOM_BODIES)))].format(arg=first)
     name = meta.get("entry_point") or "solution"
     return _fenced(f"def {name}{signature.split(' ->')[0]}:\n{body}")
+
+
+def codegen_oracle(observation: str, info: dict[str, Any]) -> str:
+    """The reference solution, regenerated from the env's public configuration, split and task index."""
+    from rollgym.envs.code.codegen.source import CodeGenSource
+    from rollgym.envs.code.config import CodeGenConfig
+
+    index = info.get("task_index")
+    if index is None:
+        raise ConfigError("The CodeGen oracle plays tasks drawn by the env (with a task index), not given tasks.")
+    config = CodeGenConfig(**{k: tuple(v) if isinstance(v, list) else v
+                              for k, v in info["task_meta"]["config"].items()})
+    task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), str(info["split"]))
+    return _fenced(task.answer["reference"])

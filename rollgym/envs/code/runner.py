@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.task import Score
+from rollgym.envs.code.harness import conforms, kind, same
 from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_sandbox
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
@@ -134,11 +136,16 @@ class CallOutcome:
         return self.load == "ok" and all(e is None for e in self.errors)
 
 
-def call_job(program: str, entry_point: str, calls: Sequence[Any], limits: Limits, call_timeout_s: float) -> tuple[Job, str]:
-    """The job that runs ``program`` and calls ``entry_point`` on each encoded ``[args, kwargs]``, and its nonce."""
+def call_job(
+    program: str, entry_point: str, calls: Sequence[Any], limits: Limits, call_timeout_s: float,
+    files: dict[str, Any] | None = None,
+) -> tuple[Job, str]:
+    """The job that runs ``program`` and calls ``entry_point`` on each encoded ``[args, kwargs]``, and its nonce.
+
+    ``files`` are put beside the program (a repository it imports from)."""
     nonce = secrets.token_hex(8)
     spec = {"entry_point": entry_point, "calls": list(calls), "call_timeout_s": call_timeout_s, "nonce": nonce}
-    files = {"solution.py": program, "calls.json": json.dumps(spec)}
+    files = {**(files or {}), "solution.py": program, "calls.json": json.dumps(spec)}
     return Job.python(_BOOT, files=files, return_files=("results.jsonl",), limits=limits), nonce
 
 
@@ -174,12 +181,61 @@ def run_calls(
     *,
     limits: Limits,
     call_timeout_s: float,
+    files: Sequence[dict[str, Any] | None] | None = None,
 ) -> list[CallOutcome]:
-    """Run each ``(program, entry_point, encoded calls)`` in its own job; the parsed outcomes, in order."""
+    """Run each ``(program, entry_point, encoded calls)`` in its own job; the parsed outcomes, in order.
+
+    ``files``, one per item, are put beside each program."""
     jobs, nonces = [], []
-    for program, entry_point, calls in items:
-        job, nonce = call_job(program, entry_point, list(calls)[:MAX_CALLS], limits, call_timeout_s)
+    for k, (program, entry_point, calls) in enumerate(items):
+        extra = files[k] if files is not None else None
+        job, nonce = call_job(program, entry_point, list(calls)[:MAX_CALLS], limits, call_timeout_s, extra)
         jobs.append(job)
         nonces.append(nonce)
     results = runner.run(jobs)
     return [parse_outcome(r, n, min(len(c), MAX_CALLS)) for r, n, (_, _, c) in zip(results, nonces, items)]
+
+
+def judge_expected(outcome: CallOutcome, expected: Sequence[Any], *, parsed: Any = None) -> Score:
+    """Score a run against expected encoded values: every call must return the same value with the same types.
+
+    Labels as :class:`~rollgym.envs.code.humaneval_grader.HumanEvalGrader` does: ``syntax_error``,
+    ``load_error``, ``missing_function``, ``timeout``, ``crashed``, ``output_limit``, ``wrong_type``,
+    ``exception``, ``wrong_answer``; ``details`` has ``tests``, ``passed``, ``failed``, ``failures``, ``timeouts``.
+    """
+    n = len(expected)
+    run_label = outcome.run
+    ended = {"timeout": "timeout", "cpu": "timeout", "output": "output_limit"}.get(run_label or "", "crashed")
+    if outcome.load != "ok":
+        error = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
+                 "missing_function": "missing_function", "Timeout": "timeout"}.get(outcome.load, "load_error")
+        if outcome.load == "no_result":
+            error = ended
+        return Score.fail(error, parsed=parsed, tests=n, passed=0, exception=outcome.load, run=run_label)
+    failures: dict[int, tuple[str, str | None]] = {}
+    for i, (value, error, want) in enumerate(zip(outcome.values, outcome.errors, expected)):
+        if error == "missing":
+            failures[i] = (ended, None)
+        elif error == "Timeout":
+            failures[i] = ("timeout", None)
+        elif error == "UnencodableResult" or (error is None and kind(value) == "?"):
+            failures[i] = ("wrong_type", None if error else value[1])
+        elif error is not None:
+            failures[i] = ("exception", error)
+        elif not same(value, want):
+            failures[i] = ("wrong_answer" if conforms(value, want) and kind(value) == kind(want) else "wrong_type", None)
+    details = {
+        "tests": n,
+        "passed": n - len(failures),
+        "failed": sorted(failures)[:50],
+        "failures": [{"test": i, "reason": r, "exception": e} for i, (r, e) in sorted(failures.items())[:10]],
+        "timeouts": sum(1 for r, _ in failures.values() if r == "timeout"),
+        "run": run_label,
+    }
+    if not failures:
+        return Score.success(parsed=parsed, **details)
+    reasons = {r for r, _ in failures.values()}
+    for label in ("timeout", "crashed", "output_limit", "wrong_type", "exception", "wrong_answer"):
+        if label in reasons:
+            return Score.fail(label, parsed=parsed, **details)
+    return Score.fail("wrong_answer", parsed=parsed, **details)
