@@ -88,3 +88,15 @@ register_env(
     oracle=f"{_POLICIES}:codegen_oracle",
     random_policy=f"{_POLICIES}:code_random_policy",
 )
+
+register_env(
+    "RepoRepair-v0",
+    "rollgym.envs.code.repo_repair.env:RepoRepairEnv",
+    description="Fix the bug an issue describes in a small generated Python repo; hidden tests, test files untouched.",
+    family="code",
+    components=[*_GRADING, "rollgym.envs.code.config", "rollgym.envs.code.tool_env",
+                "rollgym.envs.code.repo_repair.modules", "rollgym.envs.code.repo_repair.source",
+                "rollgym.envs.code.repo_repair.env"],
+    oracle=f"{_POLICIES}:repo_repair_oracle",
+    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+)

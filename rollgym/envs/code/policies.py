@@ -71,3 +71,36 @@ def codegen_oracle(observation: str, info: dict[str, Any]) -> str:
                               for k, v in info["task_meta"]["config"].items()})
     task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), str(info["split"]))
     return _fenced(task.answer["reference"])
+
+
+def _regenerated(info: dict[str, Any], source_class: Any, config_class: Any, default_id: str) -> Any:
+    index = info.get("task_index")
+    if index is None:
+        raise ConfigError("This oracle plays tasks drawn by the env (with a task index), not given tasks.")
+    config = config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in info["task_meta"]["config"].items()})
+    return source_class(config, str(info.get("env_id") or default_id)).task(int(index), str(info["split"]))
+
+
+def repo_repair_oracle(observation: str, info: dict[str, Any]) -> str:
+    """First turn: write the correct module back with ``write_file``; then finish."""
+    from rollgym.envs.code.config import RepoRepairConfig
+    from rollgym.envs.code.repo_repair.source import RepoRepairSource
+
+    if info.get("turn", 0) >= 1:
+        return "The bug is fixed."
+    fix = _regenerated(info, RepoRepairSource, RepoRepairConfig, "RepoRepair-v0").answer["fix"]
+    return _hermes("write_file", {"path": fix["path"], "content": fix["content"]})
+
+
+def repo_repair_random_policy(observation: str, info: dict[str, Any], rng: np.random.Generator) -> str:
+    """A random tool call (reading, searching, running tests, a random edit) or, sometimes, finishing."""
+    roll = rng.random()
+    if roll < 0.2:
+        return "Done."
+    if roll < 0.4:
+        return _hermes("run_tests", {})
+    if roll < 0.6:
+        return _hermes("list_files", {})
+    if roll < 0.8:
+        return _hermes("search", {"text": str(rng.choice(["return", "def", "+", "<", "if"]))})
+    return _hermes("replace_in_file", {"path": "app/__init__.py", "old": "app", "new": str(rng.choice(["x", "app"]))})
