@@ -100,3 +100,14 @@ register_env(
     oracle=f"{_POLICIES}:repo_repair_oracle",
     random_policy=f"{_POLICIES}:repo_repair_random_policy",
 )
+
+register_env(
+    "Terminal-v0",
+    "rollgym.envs.code.terminal.env:TerminalEnv",
+    description="Shell tasks (files, text, scripts, permissions, archives) with a bash tool; final state checked.",
+    family="code",
+    components=["rollgym.envs.code.config", "rollgym.envs.code.tool_env", "rollgym.envs.code.terminal.source",
+                "rollgym.envs.code.terminal.env", "rollgym.sandbox.inside.supervisor"],
+    oracle=f"{_POLICIES}:terminal_oracle",
+    random_policy=f"{_POLICIES}:terminal_random_policy",
+)

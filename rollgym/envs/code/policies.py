@@ -104,3 +104,25 @@ def repo_repair_random_policy(observation: str, info: dict[str, Any], rng: np.ra
     if roll < 0.8:
         return _hermes("search", {"text": str(rng.choice(["return", "def", "+", "<", "if"]))})
     return _hermes("replace_in_file", {"path": "app/__init__.py", "old": "app", "new": str(rng.choice(["x", "app"]))})
+
+
+def terminal_oracle(observation: str, info: dict[str, Any]) -> str:
+    """First turn: the reference shell commands; then finish."""
+    from rollgym.envs.code.config import TerminalConfig
+    from rollgym.envs.code.terminal.source import TerminalSource
+
+    if info.get("turn", 0) >= 1:
+        return "Done."
+    task = _regenerated(info, TerminalSource, TerminalConfig, "Terminal-v0")
+    return _hermes("bash", {"command": task.answer["solution"]})
+
+
+_RANDOM_COMMANDS = ("ls -la", "cat *", "echo 0 > answer.txt", "mkdir -p archive", "chmod 644 *", "touch count.sh",
+                    "tar -cf backup.tar.gz .", "rm -f answer.txt", "pwd", "echo hello")
+
+
+def terminal_random_policy(observation: str, info: dict[str, Any], rng: np.random.Generator) -> str:
+    """A random common shell command, or, sometimes, finishing."""
+    if rng.random() < 0.25:
+        return "Done."
+    return _hermes("bash", {"command": str(rng.choice(_RANDOM_COMMANDS))})
