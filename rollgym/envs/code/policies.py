@@ -69,7 +69,8 @@ def codegen_oracle(observation: str, info: dict[str, Any]) -> str:
         raise ConfigError("The CodeGen oracle plays tasks drawn by the env (with a task index), not given tasks.")
     config = CodeGenConfig(**{k: tuple(v) if isinstance(v, list) else v
                               for k, v in info["task_meta"]["config"].items()})
-    task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), str(info["split"]))
+    split = str(info.get("task_id") or "").split(":")[1:2] or [str(info["split"])]  # ids are env:split:index:digest
+    task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), split[0])
     return _fenced(task.answer["reference"])
 
 
@@ -78,7 +79,8 @@ def _regenerated(info: dict[str, Any], source_class: Any, config_class: Any, def
     if index is None:
         raise ConfigError("This oracle plays tasks drawn by the env (with a task index), not given tasks.")
     config = config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in info["task_meta"]["config"].items()})
-    return source_class(config, str(info.get("env_id") or default_id)).task(int(index), str(info["split"]))
+    split = str(info.get("task_id") or "").split(":")[1:2] or [str(info["split"])]  # ids are env:split:index:digest
+    return source_class(config, str(info.get("env_id") or default_id)).task(int(index), split[0])
 
 
 def repo_repair_oracle(observation: str, info: dict[str, Any]) -> str:
