@@ -56,7 +56,7 @@ def record_main(spec_path: str = "problems.json", out_path: str = "recorded.json
     signal.signal(signal.SIGALRM, _alarm)
     with open(spec_path, encoding="utf-8") as f:
         problems = json.load(f)
-    out = open(out_path, "w", encoding="utf-8")  # noqa: SIM115
+    out = open(out_path, "w", encoding="utf-8")
     for problem in problems:
         calls: list[Any] = []
         outputs: list[Any] = []
@@ -130,7 +130,7 @@ def replay_main(spec_path: str = "replays.json", out_path: str = "replayed.jsonl
     sys.setrecursionlimit(10_000)
     with open(spec_path, encoding="utf-8") as f:
         entries = json.load(f)
-    out = open(out_path, "w", encoding="utf-8")  # noqa: SIM115
+    out = open(out_path, "w", encoding="utf-8")
     compiled: dict[str, Any] = {}
     for number, entry in enumerate(entries):
         program = entry["program"]

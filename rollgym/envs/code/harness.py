@@ -232,7 +232,7 @@ def run_calls(spec_path: str = "calls.json", program_path: str = "solution.py", 
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     nonce = spec["nonce"]
-    out = open(out_path, "w", encoding="utf-8")  # noqa: SIM115  (kept open across the candidate's code)
+    out = open(out_path, "w", encoding="utf-8")
     write_out = out.write
     flush_out = out.flush
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from rollgym.core.env import StepResult, TextEnv, TaskSource
+from rollgym.core.env import StepResult, TaskSource, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
