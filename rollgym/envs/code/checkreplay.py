@@ -50,9 +50,24 @@ def _load(program: str) -> dict[str, Any]:
     return namespace
 
 
+def _recorder(reference: Any, line: dict[str, Any], calls: list[Any], outputs: list[Any]) -> Any:
+    """A stand-in for the reference that writes down each call's arguments and the reference's answer."""
+    encode = globals()["encode"]
+
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        before = [[encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()}]
+        value = reference(*args, **kwargs)
+        after = [[encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()}]
+        line["mutates"] = line["mutates"] or after != before
+        calls.append(before)
+        outputs.append(encode(value))
+        return value
+
+    return recorder
+
+
 def record_main(spec_path: str = "problems.json", out_path: str = "recorded.jsonl") -> None:
     """Write one line per problem: its calls, the reference's outputs, and whether ``check`` passed."""
-    encode = globals()["encode"]
     signal.signal(signal.SIGALRM, _alarm)
     with open(spec_path, encoding="utf-8") as f:
         problems = json.load(f)
@@ -63,17 +78,7 @@ def record_main(spec_path: str = "problems.json", out_path: str = "recorded.json
         line: dict[str, Any] = {"key": problem["key"], "mutates": False}
         try:
             namespace = _load(problem["program"])
-            reference = namespace[problem["entry_point"]]
-
-            def recorder(*args: Any, **kwargs: Any) -> Any:
-                before = [[encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()}]
-                value = reference(*args, **kwargs)
-                after = [[encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()}]
-                line["mutates"] = line["mutates"] or after != before
-                calls.append(before)
-                outputs.append(encode(value))
-                return value
-
+            recorder = _recorder(namespace[problem["entry_point"]], line, calls, outputs)
             random.seed(0)
             signal.setitimer(signal.ITIMER_REAL, CHECK_TIMEOUT_S)
             try:

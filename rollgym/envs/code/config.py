@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,13 @@ def check_int(name: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value!r}.")
     return value
+
+
+def choices(value: Sequence[str] | str) -> tuple[str, ...]:
+    """A name or a sequence of names as a tuple (an env argument ``"list"`` means ``("list",)``)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)  # type: ignore[return-value]  # not a name: the config's check names the field
 
 
 def check_choices(name: str, value: Any, allowed: tuple[str, ...]) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from typing import Any
 MAX_DEPTH = 64
 MAX_NODES = 200_000
 MAX_INT_DIGITS = 5000
+_TAGS: dict[type, str] = {list: "l", tuple: "t", set: "S", frozenset: "F"}
 
 
 class EncodeError(ValueError):
@@ -71,7 +72,7 @@ def _encode(value: Any, depth: int, budget: list[int]) -> Any:
     if kind is complex:
         return ["c", repr(value.real), repr(value.imag)]
     if kind in (list, tuple, set, frozenset):
-        tag = {list: "l", tuple: "t", set: "S", frozenset: "F"}[kind]
+        tag = _TAGS[kind]
         items = [_encode(v, depth + 1, budget) for v in value]
         if tag in ("S", "F"):
             items.sort(key=_order)
@@ -217,7 +218,9 @@ class CallTimeout(BaseException):
     """Raised in the candidate's function when one call runs past its time."""
 
 
-def run_calls(spec_path: str = "calls.json", program_path: str = "solution.py", out_path: str = "results.jsonl") -> None:
+def run_calls(
+    spec_path: str = "calls.json", program_path: str = "solution.py", out_path: str = "results.jsonl"
+) -> None:
     """Load the candidate's program and call its function on every input of ``spec_path``.
 
     ``spec_path`` holds ``{"entry_point", "calls": [[args, kwargs(, name)], ...], "call_timeout_s",

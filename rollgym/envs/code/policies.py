@@ -67,8 +67,8 @@ def codegen_oracle(observation: str, info: dict[str, Any]) -> str:
     index = info.get("task_index")
     if index is None:
         raise ConfigError("The CodeGen oracle plays tasks drawn by the env (with a task index), not given tasks.")
-    config = CodeGenConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in info["task_meta"]["config"].items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in info["task_meta"]["config"].items()}
+    config = CodeGenConfig(**fields)
     split = str(info.get("task_id") or "").split(":")[1:2] or [str(info["split"])]  # ids are env:split:index:digest
     task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), split[0])
     return _fenced(task.answer["reference"])

@@ -213,17 +213,18 @@ def judge_expected(outcome: CallOutcome, expected: Sequence[Any], *, parsed: Any
             error = ended
         return Score.fail(error, parsed=parsed, tests=n, passed=0, exception=outcome.load, run=run_label)
     failures: dict[int, tuple[str, str | None]] = {}
-    for i, (value, error, want) in enumerate(zip(outcome.values, outcome.errors, expected)):
-        if error == "missing":
+    for i, (value, problem, want) in enumerate(zip(outcome.values, outcome.errors, expected)):
+        if problem == "missing":
             failures[i] = (ended, None)
-        elif error == "Timeout":
+        elif problem == "Timeout":
             failures[i] = ("timeout", None)
-        elif error == "UnencodableResult" or (error is None and kind(value) == "?"):
-            failures[i] = ("wrong_type", None if error else value[1])
-        elif error is not None:
-            failures[i] = ("exception", error)
+        elif problem == "UnencodableResult" or (problem is None and kind(value) == "?"):
+            failures[i] = ("wrong_type", None if problem else value[1])
+        elif problem is not None:
+            failures[i] = ("exception", problem)
         elif not same(value, want):
-            failures[i] = ("wrong_answer" if conforms(value, want) and kind(value) == kind(want) else "wrong_type", None)
+            typed = conforms(value, want) and kind(value) == kind(want)
+            failures[i] = ("wrong_answer" if typed else "wrong_type", None)
     details = {
         "tests": n,
         "passed": n - len(failures),

@@ -34,7 +34,8 @@ def check_turns(max_turns: Any, max_calls_per_turn: Any) -> None:
     """:class:`ConfigError` unless both are sensible integers."""
     if isinstance(max_turns, bool) or not isinstance(max_turns, int) or not 1 <= max_turns <= 200:
         raise ConfigError(f"max_turns must be an integer from 1 to 200, got {max_turns!r}.")
-    if isinstance(max_calls_per_turn, bool) or not isinstance(max_calls_per_turn, int) or not 1 <= max_calls_per_turn <= 32:
+    if (isinstance(max_calls_per_turn, bool) or not isinstance(max_calls_per_turn, int)
+            or not 1 <= max_calls_per_turn <= 32):
         raise ConfigError(f"max_calls_per_turn must be an integer from 1 to 32, got {max_calls_per_turn!r}.")
 
 
@@ -52,7 +53,8 @@ class CodeToolEnv(TextEnv):
         render_mode: str | None,
     ) -> None:
         check_turns(max_turns, max_calls_per_turn)
-        if isinstance(max_output_chars, bool) or not isinstance(max_output_chars, int) or not 100 <= max_output_chars <= 1_000_000:
+        if (isinstance(max_output_chars, bool) or not isinstance(max_output_chars, int)
+                or not 100 <= max_output_chars <= 1_000_000):
             raise ConfigError(f"max_output_chars must be an integer from 100 to 1000000, got {max_output_chars!r}.")
         self.max_turns = max_turns
         self.max_calls_per_turn = max_calls_per_turn

@@ -38,7 +38,8 @@ def canonical(task) -> str:
 
 # Programs that try to pass without solving, as the whole answer; {name} is the function to define.
 HACKS = {
-    "eq_always_true": "class Anything:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n"
+    "eq_always_true": "class Anything:\n    def __eq__(self, other):\n        return True\n"
+                      "    __hash__ = object.__hash__\n"
                       "def {name}(*args, **kwargs):\n    return Anything()\n",
     "int_subclass_eq": "class Sly(int):\n    def __eq__(self, other):\n        return True\n"
                        "def {name}(*args, **kwargs):\n    return Sly(0)\n",
@@ -61,9 +62,11 @@ HACKS = {
                    "def {name}(*args, **kwargs):\n"
                    "    frame, seen = sys._getframe(1), []\n"
                    "    while frame is not None:\n"
-                   "        seen += [v for k, v in frame.f_locals.items() if k in ('expected', 'reference', 'outputs')]\n"
+                   "        seen += [v for k, v in frame.f_locals.items()\n"
+                   "                 if k in ('expected', 'reference', 'outputs')]\n"
                    "        frame = frame.f_back\n"
-                   "    try:\n        seen += [o for o in gc.get_objects() if isinstance(o, dict) and 'expected' in o]\n"
+                   "    try:\n"
+                   "        seen += [o for o in gc.get_objects() if isinstance(o, dict) and 'expected' in o]\n"
                    "    except Exception:\n        pass\n"
                    "    return seen[0] if seen else None\n",
     "forge_results": "import os, json\n"

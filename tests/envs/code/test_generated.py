@@ -35,7 +35,7 @@ def play(env, policy, index: int, split: str, rng=None) -> dict:
     obs, info = env.reset(options={"task_index": index, "split": split})
     for _ in range(env.unwrapped.max_turns if hasattr(env.unwrapped, "max_turns") else 1):
         action = policy(obs, info) if rng is None else policy(obs, info, rng)
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             return info
     raise AssertionError("the episode did not end")
@@ -104,7 +104,8 @@ def test_codegen_reward_hacks_score_zero():
     name = env.task.meta["entry_point"]
     items = [(env.task, f"```python\n{HACKS[h].format(name=name)}```") for h in HACKS]
     examples = env.task.prompt.split("Examples:\n")[1].split("\n\n")[0]
-    cases = ", ".join(line.strip().replace(" == ", ": ", 1).replace(f"{name}(", "(", 1) for line in examples.splitlines())
+    cases = ", ".join(line.strip().replace(" == ", ": ", 1).replace(f"{name}(", "(", 1)
+                      for line in examples.splitlines())
     items.append((env.task, f"```python\ndef {name}(*args):\n    return {{{cases}}}.get(args)\n```"))
     scores = grade_codegen(env.runner, items, env.limits, 2.0)
     for hack, score in zip([*HACKS, "special_case_examples"], scores):
@@ -117,7 +118,7 @@ def _call(name: str, **arguments: str) -> str:
 
 def test_repo_repair_hacks_score_zero():
     env = gym.make("RepoRepair-v0")
-    obs, info = env.reset(options={"task_index": 0})
+    env.reset(options={"task_index": 0})
     task = env.unwrapped.task
     fix = task.answer["fix"]
     tests = [p for p in task.answer["files"] if p.startswith("tests/")]
@@ -125,7 +126,8 @@ def test_repo_repair_hacks_score_zero():
     env.step(_call("write_file", path=fix["path"], content=fix["content"]))
     env.step(_call("write_file", path=tests[0], content="def test_ok():\n    pass\n"))
     info = env.step("done")[4]
-    assert info["reward"] == 0.0 and info["error"] == "tests_modified" and info["details"]["changed_tests"] == [tests[0]]
+    assert info["reward"] == 0.0 and info["error"] == "tests_modified"
+    assert info["details"]["changed_tests"] == [tests[0]]
     hacks = {
         "new_conftest": [_call("write_file", path="tests/conftest.py", content="collect_ignore_glob = ['*']\n")],
         "delete_package": [_call("delete_file", path=p) for p in task.answer["files"] if p.startswith("app/")][:4],
@@ -139,7 +141,8 @@ def test_repo_repair_hacks_score_zero():
             env.step(call)
         info = env.step("done")[4]
         assert info["reward"] == 0.0, name
-        assert info["error"] in {"tests_modified", "load_error", "crashed", "timeout", "wrong_answer", "exception"}, info
+        labels = {"tests_modified", "load_error", "crashed", "timeout", "wrong_answer", "exception"}
+        assert info["error"] in labels, info
     env.close()
 
 
@@ -148,13 +151,13 @@ def test_terminal_hacks_score_zero():
     hacks = ["rm -rf ./* ; echo 'check passed' > /tmp/verdict", "yes > /dev/null", "head -c 100000000 /dev/zero",
              "echo 999999 > answer.txt; chmod 000 .", ":(){ :|:& };:"]
     for command in hacks:
-        obs, info = env.reset(options={"task_index": 1})
-        obs, *_ = env.step(f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': command}})}</tool_call>")
+        env.reset(options={"task_index": 1})
+        env.step(f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': command}})}</tool_call>")
         info = env.step("done")[4]
         assert info["reward"] == 0.0 and info["error"] == "check_failed", (command, info)
     env.close()
     script = gym.make("Terminal-v0", kinds="script")
-    obs, info = script.reset(options={"task_index": 0})
+    script.reset(options={"task_index": 0})
     fake = "printf '#!/bin/bash\\necho 4\\n' > count.sh && chmod +x count.sh"  # right on the example only
     script.step(f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': fake}})}</tool_call>")
     assert script.step("done")[4]["reward"] == 0.0

@@ -30,7 +30,8 @@ def test_no_canonical_solution_passes_another_problem_with_the_same_signature(hu
         for a in tasks:
             for b in tasks:
                 if a is not b:
-                    code = f"{a.meta['code_prompt']}{a.answer['canonical_solution']}\n\n{b.meta['entry_point']} = {a.meta['entry_point']}\n"
+                    alias = f"{b.meta['entry_point']} = {a.meta['entry_point']}\n"
+                    code = f"{a.meta['code_prompt']}{a.answer['canonical_solution']}\n\n{alias}"
                     pairs.append((b, f"```python\n{code}\n```", a.id))
     assert len(pairs) > 50  # signatures such as (string: str) -> ... are shared by many problems
     scores = grader.grade([(b, text) for b, text, _ in pairs], details=False)
@@ -55,7 +56,8 @@ WRONG = {
     # partial: fails on the empty list
     "HumanEval/12": ("    return max(strings, key=len)\n", "exception"),
     # off by one in the Fibonacci index
-    "HumanEval/55": ("    a, b = 0, 1\n    for _ in range(n - 1):\n        a, b = b, a + b\n    return a\n", "wrong_answer"),
+    "HumanEval/55": ("    a, b = 0, 1\n    for _ in range(n - 1):\n        a, b = b, a + b\n    return a\n",
+                     "wrong_answer"),
     # find_zero: a value that is not a zero (the check's own tolerance decides)
     "HumanEval/32": ("    return 0.0\n", "wrong_answer"),
 }
@@ -75,7 +77,8 @@ def test_hidden_wrong_solutions_fail_with_the_reason(humaneval_tasks, grader):
 
 def test_a_float_tolerance_in_the_check_still_applies(humaneval_tasks, grader):
     task = next(t for t in humaneval_tasks if t.id == "HumanEval/32")
-    newton = ("    x = 0.0\n    for _ in range(200):\n        d = sum(i * c * x ** (i - 1) for i, c in enumerate(xs) if i)\n"
+    newton = ("    x = 0.0\n    for _ in range(200):\n"
+              "        d = sum(i * c * x ** (i - 1) for i, c in enumerate(xs) if i)\n"
               "        x = x - poly(xs, x) / d if d else x + 1.0\n    return x\n")
     score = grader.grade([(task, newton)])[0]
     assert score.correct, score.details  # a different zero than the reference's, accepted by the check's tolerance
@@ -118,7 +121,8 @@ def test_the_envs_run_an_episode_and_hide_the_tests(humaneval_tasks):
     call = {"name": "run_examples", "arguments": {"code": "    return x - y\n"}}
     obs, reward, terminated, _, info = tool.step(f"<tool_call>{json.dumps(call)}</tool_call>")
     assert "FAILED: add(2, 3)" in obs and "0 of 2 visible examples pass" in obs and not terminated
-    look = {"name": "python", "arguments": {"code": "import os\nprint(sorted(os.listdir('.')), os.path.exists('/work/shared/data'))"}}
+    peek = "import os\nprint(sorted(os.listdir('.')), os.path.exists('/work/shared/data'))"
+    look = {"name": "python", "arguments": {"code": peek}}
     obs, *_ = tool.step(f"<tool_call>{json.dumps(look)}</tool_call>")
     assert "[] False" in obs  # nothing of the problem's tests or the host's data is there
     obs, reward, terminated, _, info = tool.step(canonical(humaneval_tasks[53]))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.codegen.source import DEFAULT_ENV_ID, CodeGenSource
-from rollgym.envs.code.config import CODEGEN_FAMILIES, CodeGenConfig
+from rollgym.envs.code.config import CODEGEN_FAMILIES, CodeGenConfig, choices
 from rollgym.envs.code.program import build_program, extract_code
 from rollgym.envs.code.runner import code_runner, judge_expected, run_calls
 from rollgym.sandbox import Limits
@@ -85,7 +85,7 @@ class CodeGenEnv(SingleTurnEnv):
         split: str = "train",
         render_mode: str | None = None,
     ) -> None:
-        self.config = CodeGenConfig(tuple(families) if not isinstance(families, str) else families, steps,
+        self.config = CodeGenConfig(choices(families), steps,
                                     input_size, n_tests, n_examples, tricky)
         self.limits = Limits(wall_s=float(timeout_s), cpu_s=float(timeout_s), mem_mb=1024, max_output_bytes=8192)
         self.call_timeout_s = float(call_timeout_s)

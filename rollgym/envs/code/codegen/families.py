@@ -247,7 +247,8 @@ def draw_recursion(rng: Rng, steps: int) -> list[Step]:
     code = (
         f"    values = {starts!r}\n"
         f"    while len(values) <= n:\n"
-        f"        values.append(({' + '.join(f'{c} * values[-{i + 1}]' for i, c in enumerate(coeffs))} + {add}) % {mod})\n"
+        f"        values.append(({' + '.join(f'{c} * values[-{i + 1}]' for i, c in enumerate(coeffs))}"
+        f" + {add}) % {mod})\n"
         "    return values[n]\n"
     )
     return [Step(text, code)]

@@ -7,7 +7,7 @@ from typing import Any
 
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
-from rollgym.envs.code.config import REPO_BUGS, RepoRepairConfig
+from rollgym.envs.code.config import REPO_BUGS, RepoRepairConfig, choices
 from rollgym.envs.code.repo_repair.source import DEFAULT_ENV_ID, RepoRepairSource
 from rollgym.envs.code.runner import code_runner, judge_expected, run_calls
 from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
@@ -106,7 +106,7 @@ class RepoRepairEnv(CodeToolEnv):
         split: str = "train",
         render_mode: str | None = None,
     ) -> None:
-        self.config = RepoRepairConfig(modules, tuple(bugs) if not isinstance(bugs, str) else bugs, n_hidden)
+        self.config = RepoRepairConfig(modules, choices(bugs), n_hidden)
         self.runner = code_runner(Limits(disk_mb=64, max_files=4096))
         self.files: dict[str, str] = {}
         super().__init__(RepoRepairSource(self.config, self.default_env_id), max_turns=max_turns,
@@ -125,10 +125,12 @@ class RepoRepairEnv(CodeToolEnv):
 
     def _call(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
         args = call.arguments
-        handler = getattr(self, f"_tool_{call.name}", None) if call.name in {t["function"]["name"] for t in TOOLS} else None
+        names = {t["function"]["name"] for t in TOOLS}
+        handler = getattr(self, f"_tool_{call.name}", None) if call.name in names else None
         if handler is None:
             return f"error: unknown tool {call.name!r}", {"error": "unknown_tool"}
-        wanted = set(next(t for t in TOOLS if t["function"]["name"] == call.name)["function"]["parameters"]["properties"])
+        schema = next(t for t in TOOLS if t["function"]["name"] == call.name)["function"]
+        wanted = set(schema["parameters"]["properties"])
         if set(args) != wanted or not all(isinstance(v, str) for v in args.values()):
             return f"error: {call.name} takes string arguments {sorted(wanted)}", {"error": "bad_arguments"}
         return handler(**args)  # type: ignore[no-any-return]
@@ -154,7 +156,8 @@ class RepoRepairEnv(CodeToolEnv):
             return f"error: no file {path!r}", {"error": "no_such_file"}
         count = self.files[path].count(old) if old else 0
         if count != 1:
-            return f"error: old text occurs {count} times in {path}; it must occur exactly once", {"error": "no_unique_match"}
+            message = f"error: old text occurs {count} times in {path}; it must occur exactly once"
+            return message, {"error": "no_unique_match"}
         return self._tool_write_file(path, self.files[path].replace(old, new, 1))
 
     def _tool_write_file(self, path: str, content: str) -> tuple[str, dict[str, Any]]:

@@ -55,7 +55,8 @@ _WORDS = ("alpha", "beta", "gamma", "delta", "kayak", "level", "noon", "rotor", 
 
 MODULES: tuple[Module, ...] = (
     Module("stats", "Small statistics over lists of integers.", (
-        Function("total_above", "def total_above(xs, limit):\n    \"\"\"Sum of the numbers strictly greater than limit.\"\"\"\n"
+        Function("total_above", "def total_above(xs, limit):\n"
+                 "    \"\"\"Sum of the numbers strictly greater than limit.\"\"\"\n"
                  "    total = 0\n    for x in xs:\n        if x > limit:\n            total += x\n    return total\n",
                  lambda r: (_ints(r, -20, 20, int(r.integers(0, 9))), int(r.integers(-5, 6))),
                  {"wrong_comparison": ("if x > limit", "if x >= limit"), "wrong_operator": ("total += x", "total -= x"),
@@ -67,7 +68,8 @@ MODULES: tuple[Module, ...] = (
                  {"missing_case": ("    if not xs:\n        return 0\n", ""),
                   "wrong_operator": ("max(xs) - min(xs)", "max(xs) + min(xs)")},
                  "largest minus smallest number"),
-        Function("window_sums", "def window_sums(xs, k):\n    \"\"\"Sums of every run of k consecutive numbers, in order.\"\"\"\n"
+        Function("window_sums", "def window_sums(xs, k):\n"
+                 "    \"\"\"Sums of every run of k consecutive numbers, in order.\"\"\"\n"
                  "    return [sum(xs[i:i + k]) for i in range(len(xs) - k + 1)]\n",
                  lambda r: (_ints(r, -9, 9, int(r.integers(1, 9))), int(r.integers(1, 4))),
                  {"off_by_one": ("range(len(xs) - k + 1)", "range(len(xs) - k)")},
@@ -76,15 +78,18 @@ MODULES: tuple[Module, ...] = (
     Module("text", "Helpers for words and sentences.", (
         Function("count_words", "def count_words(sentence):\n    \"\"\"Number of words separated by spaces.\"\"\"\n"
                  "    return len([w for w in sentence.split(' ') if w])\n",
-                 lambda r: (" ".join(str(r.choice(_WORDS)) for _ in range(int(r.integers(0, 6)))) + " " * int(r.integers(0, 2)),),
+                 lambda r: (" ".join(str(r.choice(_WORDS)) for _ in range(int(r.integers(0, 6))))
+                            + " " * int(r.integers(0, 2)),),
                  {"missing_case": (" if w]", "]")},
                  "number of words"),
-        Function("shout", "def shout(sentence, times):\n    \"\"\"The sentence in upper case followed by times exclamation marks.\"\"\"\n"
+        Function("shout", "def shout(sentence, times):\n"
+                 "    \"\"\"The sentence in upper case followed by times exclamation marks.\"\"\"\n"
                  "    return sentence.upper() + '!' * times\n",
                  lambda r: (str(r.choice(_WORDS)), int(r.integers(0, 5))),
                  {"off_by_one": ("'!' * times", "'!' * (times + 1)"), "wrong_constant": ("'!'", "'?'")},
                  "the sentence in upper case with exclamation marks"),
-        Function("palindromes", "def palindromes(words):\n    \"\"\"The words that read the same backwards, in order.\"\"\"\n"
+        Function("palindromes", "def palindromes(words):\n"
+                 "    \"\"\"The words that read the same backwards, in order.\"\"\"\n"
                  "    return [w for w in words if w == w[::-1]]\n",
                  lambda r: ([str(r.choice(_WORDS)) for _ in range(int(r.integers(0, 7)))],),
                  {"wrong_comparison": ("w == w[::-1]", "w != w[::-1]"), "off_by_one": ("w[::-1]", "w[-2::-1]")},
@@ -97,7 +102,8 @@ MODULES: tuple[Module, ...] = (
                              for _ in range(int(r.integers(0, 5)))],),
                  {"wrong_operator": ("quantity * price", "quantity + price")},
                  "total value of the stock"),
-        Function("to_restock", "def to_restock(items, minimum):\n    \"\"\"Names of the items with fewer than minimum in stock.\"\"\"\n"
+        Function("to_restock", "def to_restock(items, minimum):\n"
+                 "    \"\"\"Names of the items with fewer than minimum in stock.\"\"\"\n"
                  "    return [name for name, quantity, _ in items if quantity < minimum]\n",
                  lambda r: ([[str(r.choice(_WORDS)), int(r.integers(0, 10)), 1] for _ in range(int(r.integers(0, 6)))],
                             int(r.integers(1, 8))),
@@ -105,14 +111,16 @@ MODULES: tuple[Module, ...] = (
                  "names of the items to restock"),
     )),
     Module("dates", "Calendar arithmetic.", (
-        Function("is_leap", "def is_leap(year):\n    \"\"\"Whether year is a leap year in the Gregorian calendar.\"\"\"\n"
+        Function("is_leap", "def is_leap(year):\n"
+                 "    \"\"\"Whether year is a leap year in the Gregorian calendar.\"\"\"\n"
                  "    if year % 400 == 0:\n        return True\n    if year % 100 == 0:\n        return False\n"
                  "    return year % 4 == 0\n",
                  lambda r: (int(r.choice([1900, 2000, 2024, 2023, 2100, 1996, 2400, 1999])),),
                  {"missing_case": ("    if year % 400 == 0:\n        return True\n", ""),
                   "wrong_constant": ("year % 4 == 0", "year % 5 == 0")},
                  "whether a year is a leap year"),
-        Function("days_in_month", "def days_in_month(year, month):\n    \"\"\"Number of days of month (1-12) in year.\"\"\"\n"
+        Function("days_in_month", "def days_in_month(year, month):\n"
+                 "    \"\"\"Number of days of month (1-12) in year.\"\"\"\n"
                  "    if month == 2:\n        return 29 if is_leap(year) else 28\n"
                  "    return 30 if month in (4, 6, 9, 11) else 31\n",
                  lambda r: (int(r.choice([2000, 2023, 2024, 1900])), int(r.integers(1, 13))),
@@ -134,12 +142,15 @@ MODULES: tuple[Module, ...] = (
                  "how many scores pass"),
     )),
     Module("sequences", "Transformations of integer sequences.", (
-        Function("running_max", "def running_max(xs):\n    \"\"\"The largest value seen so far, at every position.\"\"\"\n"
-                 "    out = []\n    for x in xs:\n        out.append(x if not out else max(out[-1], x))\n    return out\n",
+        Function("running_max", "def running_max(xs):\n"
+                 "    \"\"\"The largest value seen so far, at every position.\"\"\"\n"
+                 "    out = []\n    for x in xs:\n"
+                 "        out.append(x if not out else max(out[-1], x))\n    return out\n",
                  lambda r: (_ints(r, -9, 9, int(r.integers(0, 8))),),
                  {"wrong_operator": ("max(out[-1], x)", "min(out[-1], x)")},
                  "the running maximum"),
-        Function("differences", "def differences(xs):\n    \"\"\"Each number minus the one before it (one fewer than the input).\"\"\"\n"
+        Function("differences", "def differences(xs):\n"
+                 "    \"\"\"Each number minus the one before it (one fewer than the input).\"\"\"\n"
                  "    return [xs[i] - xs[i - 1] for i in range(1, len(xs))]\n",
                  lambda r: (_ints(r, -9, 9, int(r.integers(0, 8))),),
                  {"off_by_one": ("range(1, len(xs))", "range(2, len(xs))"),

@@ -107,7 +107,8 @@ class RepoRepairSource:
                     expected.append(_run(good, fn.name, args))
             files[f"app/{module.name}.py"] = bad
             files[f"tests/test_{module.name}.py"] = _test_file(module, visible)
-        files["README.md"] = "# app\n\nModules: " + ", ".join(m.name for m in modules) + ".\nRun the tests with pytest.\n"
+        names = ", ".join(m.name for m in modules)
+        files["README.md"] = "# app\n\nModules: " + names + ".\nRun the tests with pytest.\n"
         assert issue_case is not None
         fn, args, good_out, bad_out = issue_case
         issue = self._issue(bug_module, fn, args, good_out, bad_out)

@@ -10,7 +10,7 @@ from typing import Any
 
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
-from rollgym.envs.code.config import TERMINAL_KINDS, TerminalConfig
+from rollgym.envs.code.config import TERMINAL_KINDS, TerminalConfig, choices
 from rollgym.envs.code.terminal.source import DEFAULT_ENV_ID, TerminalSource
 from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
 from rollgym.sandbox import Job, Limits, Session, shared_sandbox
@@ -94,7 +94,7 @@ class TerminalEnv(CodeToolEnv):
         split: str = "train",
         render_mode: str | None = None,
     ) -> None:
-        self.config = TerminalConfig(tuple(kinds) if not isinstance(kinds, str) else kinds, n_files)
+        self.config = TerminalConfig(choices(kinds), n_files)
         self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
         self.session: Session | None = None
         super().__init__(TerminalSource(self.config, self.default_env_id), max_turns=max_turns,
@@ -149,7 +149,8 @@ def check_state(session: Session, task: Task) -> Score:
         folder = expect["folder"]
         want = {f"{folder}/{p.split('/')[-1]}": start[p] for p in expect["moved"]}
         got = {p: files[p].decode("utf-8", "replace") for p in files if p.startswith("archive/")}
-        kept = all(files.get(p, b"").decode("utf-8", "replace") == c for p, c in start.items() if p not in expect["moved"])
+        kept = all(files.get(p, b"").decode("utf-8", "replace") == c
+                   for p, c in start.items() if p not in expect["moved"])
         gone = not any(p in files for p in expect["moved"])
         return _verdict(got == want and kept and gone, moved=len(got), expected=len(want), others_kept=kept,
                         sources_gone=gone)
@@ -174,7 +175,8 @@ def check_state(session: Session, task: Task) -> Score:
         name = f"hidden_{i}.txt"
         result = session.run(Job.command(["./count.sh", name], files={name: text}, limits=SESSION_LIMITS))
         if result.stdout.strip() != want:
-            return _verdict(False, reason=f"hidden input {i}: printed {result.stdout.strip()[:40]!r}", label=result.label)
+            printed = result.stdout.strip()[:40]
+            return _verdict(False, reason=f"hidden input {i}: printed {printed!r}", label=result.label)
     return _verdict(True, hidden_inputs=len(expect["inputs"]))
 
 
