@@ -66,8 +66,9 @@ def _recorder(reference: Any, line: dict[str, Any], calls: list[Any], outputs: l
     return recorder
 
 
-def record_main(spec_path: str = "problems.json", out_path: str = "recorded.jsonl") -> None:
-    """Write one line per problem: its calls, the reference's outputs, and whether ``check`` passed."""
+def record_main(offset: int = 0, spec_path: str = "problems.json", out_path: str = "recorded.jsonl") -> None:
+    """Write one line per problem: its calls, the reference's outputs, and whether ``check`` passed.
+    (``offset``: unused; the lines are keyed by each problem's ``key``.)"""
     signal.signal(signal.SIGALRM, _alarm)
     with open(spec_path, encoding="utf-8") as f:
         problems = json.load(f)
@@ -127,10 +128,11 @@ def _replay(code: Any, entry: dict[str, Any], mode: int) -> tuple[str, str | Non
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def replay_main(spec_path: str = "replays.json", out_path: str = "replayed.jsonl") -> None:
+def replay_main(offset: int = 0, spec_path: str = "replays.json", out_path: str = "replayed.jsonl") -> None:
     """Write one line per (sample, mode): ``"pass"``, ``"fail"`` (with the exception), ``"diverged"`` or
     ``"timeout"``, and the index of the last call the check made. Mode ``-1`` uses every claimed answer;
-    mode ``i`` uses the claimed answer of call ``i`` and the reference's for the others."""
+    mode ``i`` uses the claimed answer of call ``i`` and the reference's for the others. ``offset`` is added
+    to the sample numbers (a part of a larger spec)."""
     signal.signal(signal.SIGALRM, _alarm)
     sys.setrecursionlimit(10_000)
     with open(spec_path, encoding="utf-8") as f:
@@ -146,6 +148,6 @@ def replay_main(spec_path: str = "replays.json", out_path: str = "replayed.jsonl
                 verdict, exc, at = _replay(compiled[program], entry, mode)
             except BaseException as error:  # the check itself failed to load
                 verdict, exc, at = "error", type(error).__name__, -1
-            out.write(json.dumps({"s": number, "m": mode, "r": verdict, "exc": exc, "at": at}) + "\n")
+            out.write(json.dumps({"s": offset + number, "m": mode, "r": verdict, "exc": exc, "at": at}) + "\n")
             out.flush()
     out.close()

@@ -42,7 +42,7 @@ TRUSTED_LIMITS = Limits(wall_s=600, cpu_s=600, mem_mb=2048, max_output_bytes=1 <
 MAX_DETAIL_REPLAYS = 16
 LOAD_ERRORS = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
                "missing_function": "missing_function", "Timeout": "timeout"}
-_HARNESS_DEFS = HARNESS_SOURCE  # encode/decode for the record and replay runs
+TRUSTED_PRELUDE = f"{HARNESS_SOURCE}\n{REPLAY_SOURCE}\n"  # encode/decode, then record and replay
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,21 @@ def problem_key(task: Task) -> str:
     )
 
 
-def _trusted(runner: CodeRunner, main: str, spec_name: str, spec: Any, out_name: str) -> list[dict[str, Any]]:
-    code = f"{_HARNESS_DEFS}\n{REPLAY_SOURCE}\n{main}()\n"
-    job = Job.python(code, files={spec_name: json.dumps(spec)}, return_files=(out_name,), limits=TRUSTED_LIMITS,
-                     audit_hook=False)
-    result = runner.run_one(job)
-    if result.error is not None or not result.ok:
-        raise RuntimeError(f"the {main} run failed: {result.error or result.label}: {result.stderr[-500:]}")
-    lines = result.files.get(out_name, b"").decode("utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+def _trusted(runner: CodeRunner, main: str, spec_name: str, spec: list[Any], out_name: str) -> list[dict[str, Any]]:
+    """Run trusted code (record or replay; never a candidate's) on ``spec``, split over the runner's
+    sandboxes; the output lines in order. Each line's ``"s"`` (an index into ``spec``) is kept global."""
+    parts = max(1, min(runner.workers, len(spec)))
+    size = -(-len(spec) // parts)
+    jobs = [Job.python(f"{main}({first})\n", prelude=TRUSTED_PRELUDE, audit_hook=False, limits=TRUSTED_LIMITS,
+                       files={spec_name: json.dumps(spec[first : first + size])}, return_files=(out_name,))
+            for first in range(0, len(spec), size)]
+    lines: list[dict[str, Any]] = []
+    for result in runner.run(jobs):
+        if result.error is not None or not result.ok:
+            raise RuntimeError(f"the {main} run failed: {result.error or result.label}: {result.stderr[-500:]}")
+        text = result.files.get(out_name, b"").decode("utf-8")
+        lines += [json.loads(line) for line in text.splitlines() if line.strip()]
+    return lines
 
 
 class HumanEvalGrader:

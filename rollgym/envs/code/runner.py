@@ -4,12 +4,14 @@ Starting a sandbox costs an interpreter start (tens of milliseconds of CPU); a j
 in a started sandbox costs a fork of its waiting interpreter. A runner keeps
 ``workers`` sandbox sessions open for the life of the process and runs each job
 with ``Job.fresh`` (the writable folders are emptied first; no process survives a
-run), so that grading many samples costs a fork each. One runner per
+run; each job has an IPC namespace of its own), ``batch`` jobs per round trip to a
+sandbox, so that grading many samples costs a fork each. One runner per
 configuration is shared by every env of the process (:func:`code_runner`).
 
 :func:`run_calls` is the batch verification step every code env shares: it runs
-each candidate program in its own job with :mod:`rollgym.envs.code.harness`, and
-returns the parsed claims (:class:`CallOutcome`) for the grader to judge outside.
+each candidate program in its own job with :mod:`rollgym.envs.code.harness` (loaded
+once per sandbox as the jobs' prelude), and returns the parsed claims
+(:class:`CallOutcome`) for the grader to judge outside.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import secrets
 import threading
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -29,7 +32,6 @@ from rollgym.envs.code.harness import conforms, kind, same
 from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_sandbox
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
-_BOOT = HARNESS_SOURCE + "\nrun_calls()\n"
 MAX_CALLS = 10_000
 
 
@@ -40,6 +42,7 @@ class CodeRunner:
         limits: Default limits of a job; ``disk_mb`` and ``max_files`` size each kept sandbox.
         workers: Sandboxes run at once (default 2).
         backend: The sandbox backend (``"auto"``, ``"bwrap"``, ``"process"``).
+        batch: Jobs sent to a sandbox in one round trip (each still a process of its own).
 
     Example:
         >>> runner = CodeRunner(Limits(wall_s=5))  # doctest: +SKIP
@@ -47,9 +50,12 @@ class CodeRunner:
         '1\\n'
     """
 
-    def __init__(self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto") -> None:
+    def __init__(
+        self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto", batch: int = 16
+    ) -> None:
         self.limits = limits or Limits()
         self.workers = max(1, workers)
+        self.batch = max(1, batch)
         self.sandbox: Sandbox = shared_sandbox(self.limits, backend=backend, pool_size=0)
         self._free: list[Session] = []
         self._lock = threading.Lock()
@@ -82,11 +88,39 @@ class CodeRunner:
             self._give(session)
 
     def run(self, jobs: Sequence[Job]) -> list[RunResult]:
-        """Run ``jobs`` ``workers`` at a time, in order; never raises on what the jobs do."""
-        if len(jobs) <= 1 or self.workers == 1:
+        """Run ``jobs`` in emptied kept sandboxes, ``workers`` sandboxes at once and up to ``batch`` jobs per
+        round trip; the results in the order of ``jobs``. Never raises on what the jobs do."""
+        if len(jobs) <= 1:
             return [self.run_one(job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollgym-code") as pool:
-            return list(pool.map(self.run_one, jobs))
+        fresh = [replace(job, fresh=True) for job in jobs]
+        size = min(self.batch, -(-len(fresh) // self.workers))
+        chunks = deque(range(0, len(fresh), size))
+        results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(fresh)
+        lock = threading.Lock()
+
+        def work() -> None:
+            session = self._take()
+            try:
+                while True:
+                    with lock:
+                        if not chunks:
+                            return
+                        first = chunks.popleft()
+                    if not session.box.alive:
+                        session.close()
+                        session = self._take()
+                    results[first : first + size] = session.run_batch(fresh[first : first + size])
+            finally:
+                self._give(session)
+
+        workers = min(self.workers, len(chunks))
+        if workers == 1:
+            work()
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-code") as pool:
+                for future in [pool.submit(work) for _ in range(workers)]:
+                    future.result()
+        return results
 
     def close(self) -> None:
         """End the kept sandboxes."""
@@ -145,8 +179,10 @@ def call_job(
     ``files`` are put beside the program (a repository it imports from)."""
     nonce = secrets.token_hex(8)
     spec = {"entry_point": entry_point, "calls": list(calls), "call_timeout_s": call_timeout_s, "nonce": nonce}
-    files = {**(files or {}), "solution.py": program, "calls.json": json.dumps(spec)}
-    return Job.python(_BOOT, files=files, return_files=("results.jsonl",), limits=limits), nonce
+    job = Job.python("run_calls(job_data['spec'], job_data['program'])\n", prelude=HARNESS_SOURCE,
+                     data={"spec": spec, "program": program}, files=dict(files or {}),
+                     return_files=("results.jsonl",), limits=limits)
+    return job, nonce
 
 
 def parse_outcome(result: RunResult, nonce: str, n_calls: int) -> CallOutcome:
