@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from rollgym.core.env import SingleTurnEnv
@@ -149,6 +150,11 @@ class HumanEvalEnv(SingleTurnEnv):
     def verify(self, task: Task, response: str) -> Score:
         """Grade ``response`` with :class:`~rollgym.envs.code.humaneval_grader.HumanEvalGrader`."""
         return self.grader.grade([(task, response)])[0]
+
+    def verify_batch(self, items: Sequence[tuple[Task, str]]) -> list[Score]:
+        """Grade many ``(task, response)`` pairs in one batch (what RL reward functions should call):
+        the same scores as :meth:`verify` one by one, at a fraction of the cost."""
+        return self.grader.grade(items)
 
 
 class HumanEvalToolEnv(CodeToolEnv):
