@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rollgym.core.errors import ConfigError
@@ -11,6 +11,17 @@ from rollgym.core.errors import ConfigError
 CODEGEN_FAMILIES = ("string", "list", "arithmetic", "dictionary", "recursion", "simulation")
 REPO_BUGS = ("off_by_one", "wrong_operator", "wrong_comparison", "wrong_constant", "missing_case")
 TERMINAL_KINDS = ("files", "text", "script", "permissions", "archive")
+
+
+def as_meta(config: Any) -> dict[str, Any]:
+    """A config dataclass as task metadata: JSON values only (tuples become lists), so that a task read
+    back from a transcript equals the task the source makes.
+
+    Example:
+        >>> as_meta(TerminalConfig(kinds="text"))
+        {'kinds': ['text'], 'n_files': 6}
+    """
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(config).items()}
 
 
 def check_int(name: str, value: Any, low: int, high: int) -> int:

@@ -13,13 +13,12 @@ that holds the agent's code.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Any
 
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
 from rollgym.envs.code.codegen.families import FAMILIES, Family, Step, describe, draw_steps, reference_source
-from rollgym.envs.code.config import CodeGenConfig
+from rollgym.envs.code.config import CodeGenConfig, as_meta
 from rollgym.envs.code.harness import encode
 
 FAMILY = "code-codegen"
@@ -111,7 +110,7 @@ class CodeGenSource:
                 "signature": family.signature,
                 "difficulty": {"steps": len(chosen) if family.name not in ("recursion", "simulation") else cfg.steps,
                                "input_size": cfg.input_size, "tricky": cfg.tricky},
-                "config": asdict(self.config),
+                "config": as_meta(self.config),
                 "n_tests": len(hidden),
             },
         )

@@ -10,14 +10,13 @@ hidden tests are computed here from the correct sources (rollgym's own code).
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
-from rollgym.envs.code.config import RepoRepairConfig
+from rollgym.envs.code.config import RepoRepairConfig, as_meta
 from rollgym.envs.code.harness import encode
 from rollgym.envs.code.repo_repair.modules import MODULES, Function, Module
 
@@ -127,7 +126,7 @@ class RepoRepairSource:
             meta={
                 "modules": [m.name for m in modules],
                 "difficulty": {"modules": len(modules), "bug": kind},
-                "config": asdict(self.config),
+                "config": as_meta(self.config),
                 "n_files": len(files),
             },
         )

@@ -11,14 +11,13 @@ task in one split.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
-from rollgym.envs.code.config import TerminalConfig
+from rollgym.envs.code.config import TerminalConfig, as_meta
 
 FAMILY = "code-terminal"
 DEFAULT_ENV_ID = "Terminal-v0"
@@ -119,5 +118,5 @@ class TerminalSource:
             prompt=prompt,
             answer={"files": spec["files"], "solution": spec["solution"], "expect": spec["expect"]},
             meta={"kind": spec["kind"], "difficulty": {"kind": spec["kind"], "n_files": len(spec["files"])},
-                  "config": asdict(self.config)},
+                  "config": as_meta(self.config)},
         )
