@@ -1,8 +1,8 @@
 """Reference policies of the code envs: an oracle (the reference solution) and a random policy.
 
 The oracles rebuild the episode's task from what ``info`` says (the task id for
-HumanEval; the split, the index and the generator's public configuration for the
-generated envs), never from anything the env hid. They do not define what a task
+HumanEval; the episode's split, the index and the generator's public configuration
+for the generated envs), never from anything the env hid. They do not define what a task
 is or how it scores, so this module is not part of any spec hash.
 """
 
@@ -69,8 +69,7 @@ def codegen_oracle(observation: str, info: dict[str, Any]) -> str:
         raise ConfigError("The CodeGen oracle plays tasks drawn by the env (with a task index), not given tasks.")
     fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in info["task_meta"]["config"].items()}
     config = CodeGenConfig(**fields)
-    split = str(info.get("task_id") or "").split(":")[1:2] or [str(info["split"])]  # ids are env:split:index:digest
-    task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), split[0])
+    task = CodeGenSource(config, str(info.get("env_id") or "CodeGen-v0")).task(int(index), str(info["split"]))
     return _fenced(task.answer["reference"])
 
 
@@ -79,8 +78,7 @@ def _regenerated(info: dict[str, Any], source_class: Any, config_class: Any, def
     if index is None:
         raise ConfigError("This oracle plays tasks drawn by the env (with a task index), not given tasks.")
     config = config_class(**{k: tuple(v) if isinstance(v, list) else v for k, v in info["task_meta"]["config"].items()})
-    split = str(info.get("task_id") or "").split(":")[1:2] or [str(info["split"])]  # ids are env:split:index:digest
-    return source_class(config, str(info.get("env_id") or default_id)).task(int(index), split[0])
+    return source_class(config, str(info.get("env_id") or default_id)).task(int(index), str(info["split"]))
 
 
 def repo_repair_oracle(observation: str, info: dict[str, Any]) -> str:
