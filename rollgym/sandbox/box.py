@@ -294,8 +294,10 @@ class Box:
             return [RunResult(error=note, backend=self.backend) for _ in jobs]
         results: list[RunResult] = []
         noise = _Stream(8192)  # the supervisor's own output: nothing, unless it fails
+        transfer = sum(len(payload) for _, payload, _ in jobs) / (50 << 20)  # all are read before the first runs
         for _, payload, limits in jobs:
-            deadline = time.monotonic() + limits.wall_s + GRACE_S + len(payload) / (50 << 20)
+            deadline = time.monotonic() + limits.wall_s + GRACE_S + transfer
+            transfer = len(payload) / (50 << 20)
             frames = self._exchange(None, deadline, noise, noise, None)
             now = time.monotonic()
             if frames is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import posixpath
 import stat
@@ -187,6 +188,10 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         "capture": {"limit": limits.max_output_bytes, "kill_at": output_kill_at(limits.max_output_bytes)},
     }
     if job.data is not None:
+        try:
+            json.dumps(job.data)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"Job.data must be a JSON value (dicts, lists, strings, numbers): {exc}.") from None
         header["data"] = job.data
     return header, b"".join([prelude, code, stdin, *(f.data for f in inputs.values())])
 

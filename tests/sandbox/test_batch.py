@@ -48,3 +48,12 @@ def test_bad_jobs_in_a_batch_get_their_own_error(box: Sandbox) -> None:
     with box.session() as session:
         good, bad = session.run_batch([Job.python("print(1)"), Job.python("print(2)", files={"x": object()})])
     assert good.stdout == "1\n" and bad.error is not None and bad.error.startswith("bad_job:")
+
+
+def test_job_data_must_be_json() -> None:
+    from rollgym.core.errors import ConfigError
+    from rollgym.sandbox.job import encode
+
+    job = Job.python("print(job_data)", data={"x": object()})
+    with pytest.raises(ConfigError, match="JSON value"):
+        encode(job, Limits(), {}, 1 << 20)

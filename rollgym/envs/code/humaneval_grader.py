@@ -72,7 +72,7 @@ def problem_key(task: Task) -> str:
 def _trusted(runner: CodeRunner, main: str, spec_name: str, spec: list[Any], out_name: str) -> list[dict[str, Any]]:
     """Run trusted code (record or replay; never a candidate's) on ``spec``, split over the runner's
     sandboxes; the output lines in order. Each line's ``"s"`` (an index into ``spec``) is kept global."""
-    parts = max(1, min(runner.workers, len(spec)))
+    parts = max(1, min(4 * runner.workers, len(spec)))  # a few parts per sandbox: slow problems even out
     size = -(-len(spec) // parts)
     jobs = [Job.python(f"{main}({first})\n", prelude=TRUSTED_PRELUDE, audit_hook=False, limits=TRUSTED_LIMITS,
                        files={spec_name: json.dumps(spec[first : first + size])}, return_files=(out_name,))
