@@ -197,6 +197,7 @@ class TextEnv(gym.Env[str, str], ABC):
                 task = Task.from_dict(task)
             if not isinstance(task, Task):
                 raise ConfigError("options['task'] must be a rollgym Task or its to_dict() form.")
+            self._episode_split: str | None = None  # a given task: its split is not known here
             return task, None
         split = options.get("split", self.split)
         size = self.source.size(split)
@@ -209,6 +210,7 @@ class TextEnv(gym.Env[str, str], ABC):
                 raise ConfigError(f"task_index must be {bound}, got {index!r}.")
         else:
             index = int(self.np_random.integers(0, size if size else 2**31))
+        self._episode_split = split
         return self.source.task(index, split), index
 
     def _common_info(self) -> dict[str, Any]:
@@ -216,7 +218,7 @@ class TextEnv(gym.Env[str, str], ABC):
             "task_id": self.task.id if self.task else None,
             "env_id": self.env_id,
             "spec_hash": self.spec_hash,
-            "split": self.split,
+            "split": getattr(self, "_episode_split", self.split),  # the episode's task's split
             "task_index": self.task_index,
             "system_prompt": self.system_prompt,
             # a deep copy: infos of different steps must not share mutable lists (check_env compares them)

@@ -5,6 +5,7 @@ dependencies out of import time.
 """
 
 from rollgym.envs import (
+    code,  # noqa: F401  (HumanEval-v0, HumanEvalTool-v0, CodeGen-v0, RepoRepair-v0, Terminal-v0)
     countdown,  # noqa: F401  (Countdown-v0)
     games,  # noqa: F401  (Chess-v1, Chess960-v1, ConnectFour-v0, Hex-v0)
     math,  # noqa: F401  (MATH500, AIME24, AMC23, MATH and their Tool variants, -v1 and -v0)

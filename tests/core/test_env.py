@@ -71,8 +71,9 @@ def test_single_turn_episode():
     obs2, reward, terminated, truncated, info2 = env.step(f"<answer>{answer}</answer>")
     assert (obs2, reward, terminated, truncated) == ("", 1.0, True, False)
     assert info2["correct"] is True and info2["error"] is None and info2["parsed"] == answer
-    assert info2["split"] == "train"  # the env's split; the task came from options
+    assert info["split"] == info2["split"] == "test"  # the split the episode's task came from
     assert info2["task_id"] == "Echo-v0:test:4"
+    assert env.reset(seed=1)[1]["split"] == "train"  # without options: the env's own split again
 
 
 def test_given_task_and_dict_task():
@@ -80,6 +81,7 @@ def test_given_task_and_dict_task():
     task = Task("custom", "Echo-v0", "Repeat 7.", "7", {"value": 7})
     assert env.reset(options={"task": task})[0] == "Repeat 7."
     assert env.reset(options={"task": task.to_dict()})[1]["task_id"] == "custom"
+    assert env.reset(options={"task": task})[1]["split"] is None  # a given task: no split is known
 
 
 @pytest.mark.parametrize(
