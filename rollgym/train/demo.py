@@ -218,7 +218,7 @@ def run_demo(config: DemoConfig, workdir: str | Path, *, progress: bool = True) 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Held-out accuracy after warm-up and after GRPO, and the per-seed gain with its 95% t interval."""
-    from rollgym.train.experiments.stats import estimate
+    from rollgym.train.stats import estimate
 
     start = [r["curve"][0]["accuracy"] for r in runs]
     end = [r["curve"][-1]["accuracy"] for r in runs]

@@ -32,14 +32,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import atomic_path
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import Scale, group_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
 from rollgym.train.loss import Aggregation, grpo_loss
-from rollgym.train.teacher import Teacher
+
+if TYPE_CHECKING:
+    from rollgym.train.teacher import Teacher
 
 CreditFn = Callable[[Sequence[RolloutGroup], dict[str, float]], TokenAdvantages]
 
@@ -354,7 +357,6 @@ class GRPOTrainer:
         import torch
 
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -363,9 +365,8 @@ class GRPOTrainer:
             "config": dataclasses.asdict(self.config),
             "extra": extra or {},
         }
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            torch.save(state, tmp)
         return path
 
     def load_checkpoint(self, path: str | Path) -> dict[str, Any]:

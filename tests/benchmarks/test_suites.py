@@ -48,7 +48,7 @@ def test_papers_suite_follows_the_published_protocols() -> None:
     search = [e for e in games if "tool_budget_per_move" in e.env_kwargs]
     assert search and all(e.env_kwargs["tools"] == ["simulate"] for e in search)
     envs = {e.env_id for e in papers.entries}
-    assert {"Countdown-v0", "MATH500-v0", "Chess-v0", "Chess960-v0", "ConnectFour-v0", "Hex-v0"} <= envs
+    assert {"Countdown-v0", "MATH500-v1", "Chess-v1", "Chess960-v1", "ConnectFour-v0", "Hex-v0"} <= envs
     assert any(e.rating for e in papers.entries)
 
 

@@ -19,7 +19,7 @@ from rollgym.train.experiments.runner import (
     run_experiment,
     verdict_of,
 )
-from rollgym.train.experiments.stats import estimate, paired, t_quantile_975
+from rollgym.train.stats import estimate, paired, t_quantile_975
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "experiments.md"

@@ -19,9 +19,7 @@ from rollgym.core.task import Score, Task
 from rollgym.envs.web.actions import Action, ActionError, parse_action
 from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, OffSiteGuard, WebRuntime
 from rollgym.envs.web.observation import OBSERVE_JS, format_observation
-from rollgym.envs.web.server import query_base
-from rollgym.envs.web.tasks import grade_task, template_of
-from rollgym.envs.web.tasks.rubric import GradeContext
+from rollgym.envs.web.tasks import grade_answer, template_of
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Locator, Page
@@ -291,7 +289,7 @@ class WebEpisode:
             "action": str(action) if action else None,
             "action_error": error,
             **self.score.to_info(),
-            "success": self.score.correct,
+            "success": self.score.correct,  # deprecated alias of "correct", kept for one minor version
         }
         if not observation:
             observation = f"Episode finished. Your answer was recorded: {self.answer!r}." if terminated else ""
@@ -299,14 +297,11 @@ class WebEpisode:
 
     # -- grading ------------------------------------------------------------
     def grade(self) -> Score:
-        """Grade the episode from the server's database and the final answer."""
+        """Grade the episode from the server's database (every table, diffed against the seeded one) and the
+        final answer, with the shared state-diff grader."""
         if self.token is None:
             raise RuntimeError("The episode has no server state; grade before close().")
         episode = self.runtime.server.episode(self.token)
         if episode is None:
             raise RuntimeError("The episode's server state is gone.")
-        site = self.template.site
-        ctx = GradeContext(
-            answer=self.answer, db=episode.query, base=lambda sql, params=(): query_base(site, sql, params)
-        )
-        return grade_task(self.task, ctx)
+        return grade_answer(self.task, self.answer, episode.query)

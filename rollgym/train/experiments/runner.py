@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
-from rollgym.train.experiments.stats import Estimate, estimate, paired
+from rollgym.train.stats import Estimate, estimate, paired
 
 SCHEMA = 1
 

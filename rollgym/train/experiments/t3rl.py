@@ -290,7 +290,7 @@ def run(setting: Setting, arm: str, seed: int, config: dict[str, Any]) -> ArmRes
 
 def render_sweep(data: dict[str, Any]) -> str:
     """The weight sweep table: pseudo-label accuracy of each weight on the warm model's first-step groups."""
-    from rollgym.train.experiments.stats import estimate
+    from rollgym.train.stats import estimate
 
     runs = [r for r in data["runs"] if r["arm"] == "t3rl" and "label_acc_w1" in r["extras"]]
     if not runs:
