@@ -14,8 +14,9 @@ run). It
    way and reports the gain over the warm-up model with its 95% interval over
    seeds.
 
-It writes its JSON and plot to a new temporary folder (or ``--out``); only
-``--doc`` writes ``docs/img/grpo_demo.*`` and the table in ``docs/training.md``.
+It writes its JSON and plot to a new temporary folder (or ``--out``), never over
+tracked files; only ``--doc`` (same as ``--doc docs/training.md``) writes
+``docs/img/grpo_demo.*`` and the table in ``docs/training.md``.
 The strategy comparisons (external rollouts, verified voting, dynamic sampling,
 partial rollouts) are powered experiments in :mod:`rollgym.train.experiments`.
 
@@ -288,16 +289,16 @@ def write_table(results: dict[str, Any], doc: str | Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m rollgym.train.demo [--quick] [--out DIR | --doc]``."""
+    """Command line: ``python -m rollgym.train.demo [--quick] [--out DIR | --doc [docs/training.md]]``."""
     import tempfile
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a seconds-long smoke run")
     parser.add_argument("--out", default=None,
                         help="folder for grpo_demo.json and grpo_demo.png (default: a new temporary folder)")
-    parser.add_argument("--doc", action="store_true",
-                        help="regenerate the committed figures: docs/img/grpo_demo.* and the table in "
-                             "docs/training.md (run from the repository root)")
+    parser.add_argument("--doc", nargs="?", const=str(Path("docs") / "training.md"), default=None, metavar="MD",
+                        help="regenerate the committed figures: the table between the markers of MD (default "
+                             "docs/training.md) and grpo_demo.* in the img folder beside it")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--grpo-steps", type=int, default=None)
     parser.add_argument("--sft-steps", type=int, default=None)
@@ -305,11 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=None, help="GRPO learning rate")
     parser.add_argument("--temperature", type=float, default=None, help="rollout sampling temperature")
     args = parser.parse_args(argv)
-    doc = Path("docs") / "training.md"
-    if args.doc and (args.quick or args.out):
+    doc = Path(args.doc) if args.doc else None
+    if doc is not None and (args.quick or args.out):
         parser.error("--doc regenerates the committed figures from a full run; it takes neither --quick nor --out")
-    if args.doc and not doc.exists():
-        parser.error(f"--doc must run from the repository root ({doc} not found here)")
+    if doc is not None and not doc.exists():
+        parser.error(f"--doc: {doc} not found; run from the repository root or name the Markdown file")
     import torch
 
     torch.set_num_threads(max(1, args.threads))
@@ -326,11 +327,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = replace(config, temperature=args.temperature)
     with tempfile.TemporaryDirectory(prefix="rollgym-demo-") as workdir:
         results = run_demo(config, workdir)
-    out = Path("docs") / "img" if args.doc else Path(args.out or tempfile.mkdtemp(prefix="rollgym-demo-out-"))
+    out = doc.parent / "img" if doc is not None else Path(args.out or tempfile.mkdtemp(prefix="rollgym-demo-out-"))
     out.mkdir(parents=True, exist_ok=True)
     (out / "grpo_demo.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     plot_results(results, out)
-    if args.doc:
+    if doc is not None:
         write_table(results, doc)
     print(render_table(results))
     print(f"\nwrote {out / 'grpo_demo.json'} and {out / 'grpo_demo.png'}")

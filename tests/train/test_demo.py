@@ -51,6 +51,11 @@ def test_default_output_is_a_scratch_folder_and_doc_refuses_quick(tmp_path):
     assert scratch.is_dir() and not str(scratch).startswith(str(REPO))
     refused = run(["--quick", "--doc"], tmp_path)
     assert refused.returncode == 2 and "--doc" in refused.stderr
+    refused = run(["--quick", "--doc", "docs/training.md"], tmp_path)  # the path form: refused the same way
+    assert refused.returncode == 2 and "--doc" in refused.stderr
+    missing = run(["--doc", "missing.md"], tmp_path)
+    assert missing.returncode == 2 and "missing.md not found" in missing.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_write_table_replaces_only_the_marked_section(tmp_path):

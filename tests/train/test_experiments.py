@@ -70,26 +70,27 @@ def test_the_runner_pairs_seeds_resumes_and_renders(tmp_path):
     assert "python -m rollgym.train.experiments toy --seeds 7" in table
 
 
-@pytest.mark.parametrize("name", list(EXPERIMENTS))
-def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(name, tmp_path):
+def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_path):
+    """Every experiment's ``--quick`` form end to end, in one process (``all``): the imports are paid once."""
     pytest.importorskip("torch")
     pytest.importorskip("matplotlib")
-    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", name, "--quick", "--out",
+    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", "all", "--quick", "--out",
                            str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
-    data = json.loads((tmp_path / f"{name}.json").read_text())
-    exp = get(name)
-    assert data["mode"] == "quick" and data["n_seeds"] == exp.quick_seeds and list(data["arms"]) == list(exp.arms)
-    assert all(len(a["per_seed"]) == exp.quick_seeds for a in data["arms"].values())
-    assert len(data["comparisons"]) >= len(exp.pairs())
-    assert (tmp_path / f"{name}.md").read_text().strip() == render_markdown(data)
-    assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    if name == "dynamic":
-        for arm in data["arms"].values():
-            assert arm["cost"]["policy_rollouts"] == 12  # the same rollout budget in every arm
-    committed = REPO / "docs" / "experiments" / f"{name}.json"
-    if committed.exists():  # the quick run has the committed file's format
-        assert set(json.loads(committed.read_text())) == set(data)
+    for name in EXPERIMENTS:
+        data = json.loads((tmp_path / f"{name}.json").read_text())
+        exp = get(name)
+        assert data["mode"] == "quick" and data["n_seeds"] == exp.quick_seeds and list(data["arms"]) == list(exp.arms)
+        assert all(len(a["per_seed"]) == exp.quick_seeds for a in data["arms"].values())
+        assert len(data["comparisons"]) >= len(exp.pairs())
+        assert (tmp_path / f"{name}.md").read_text().strip() == render_markdown(data)
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        if name == "dynamic":
+            for arm in data["arms"].values():
+                assert arm["cost"]["policy_rollouts"] == 12  # the same rollout budget in every arm
+        committed = REPO / "docs" / "experiments" / f"{name}.json"
+        if committed.exists():  # the quick run has the committed file's format
+            assert set(json.loads(committed.read_text())) == set(data)
 
 
 def test_the_command_refuses_doc_with_quick_and_unknown_names(tmp_path):
