@@ -26,15 +26,16 @@ import importlib
 import queue
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, run_episode
-from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups
+from rollgym.core.task import Task
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, run_episode
+from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, task_dict
 from rollgym.rollout.types import RolloutGroup, to_jsonable
 
 ProgressCallback = Callable[[int, int], None]
@@ -153,10 +154,12 @@ def collect(
         progress(done, total)
     new_env, job_args = plan.new_env, plan.job_args
 
-    pool = [_Worker(env, agent, new_env)]
+    limits = EpisodeLimits(max_steps=max_steps)
+    pool = [_Worker(env, agent, new_env, limits)]
     try:
         if workers > 1 and len(jobs) > 1:
-            pool += [_Worker(new_env(), _agent_copy(agent), new_env) for _ in range(min(workers, len(jobs)) - 1)]
+            pool += [_Worker(new_env(), _agent_copy(agent), new_env, limits)
+                     for _ in range(min(workers, len(jobs)) - 1)]
         for i, record in _play(jobs, pool, job_args):
             plan.record(i, record)
             done += 1
@@ -189,6 +192,8 @@ class RunPlan:
     prefix: str
     writer: ResultsWriter | None
     records: dict[tuple[int, int], EpisodeRecord]
+    _last_seed: tuple[int, int] = (-1, 0)
+    _tasks: dict[str, tuple[Task, Task]] = field(default_factory=dict)
 
     @classmethod
     def prepare(cls, agent: Any, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
@@ -240,8 +245,10 @@ class RunPlan:
     def job_args(self, i: int, j: int) -> dict[str, Any]:
         """The seeds and ids of episode ``j`` of task ``i``."""
         group_id = f"{self.prefix}-{i:05d}"
+        if self._last_seed[0] != i:  # a group's episodes share the env seed; jobs come group by group
+            self._last_seed = (i, episode_seed(self.seed, i))
         return {
-            "seed": episode_seed(self.seed, i),
+            "seed": self._last_seed[1],
             "agent_seed": agent_seed(self.seed, i, j),
             "traj_id": f"{group_id}-{j}",
             "group_id": group_id,
@@ -251,23 +258,50 @@ class RunPlan:
         }
 
     def record(self, i: int, record: EpisodeRecord) -> None:
-        """Append a finished episode to the results file and keep it (normalised through JSON)."""
+        """Append a finished episode to the results file and keep it."""
         if self.writer is not None:
             self.writer.append(record)
-        # Normalize through JSON so fresh and resumed results compare equal.
-        self.records[(i, record.trajectory.sample_idx)] = EpisodeRecord.from_json(_json_roundtrip(record))
+        self.keep(i, record)
+
+    def keep(self, i: int, record: EpisodeRecord) -> None:
+        """Keep a finished episode, as a resumed run would read it back from the results file.
+
+        An episode's trajectory holds only JSON values already (``run_episode`` builds it so,
+        and a test checks it), so only the env's task needs normalising (tuples to lists, numpy
+        values to Python numbers) for fresh and resumed results to compare equal.
+        """
+        if record.task is not None:
+            record.task = self._normal_task(record.task)
+        self.records[(i, record.trajectory.sample_idx)] = record
+
+    def _normal_task(self, task: Task) -> Task:
+        """``task`` through JSON; the G episodes of a group share one result (each resets to an equal task)."""
+        cached = self._tasks.get(task.id)
+        if cached is not None:
+            try:
+                if cached[0] == task:
+                    return cached[1]
+            except Exception:  # values without a plain truth value (numpy arrays): normalise afresh
+                pass
+        normal = Task.from_dict(task_dict(task))
+        if len(self._tasks) >= 1024:
+            self._tasks.clear()
+        self._tasks[task.id] = (task, normal)
+        return normal
 
 
 class _Worker:
     """One env and one agent that play episodes one at a time."""
 
-    def __init__(self, env: Any, agent: Any, new_env: Callable[[], Any]) -> None:
+    def __init__(self, env: Any, agent: Any, new_env: Callable[[], Any], limits: EpisodeLimits) -> None:
         self.env = env
         self.agent = agent
         self.new_env = new_env
+        self.limits = limits
 
     def play(self, task_index: int, args: dict[str, Any]) -> tuple[int, EpisodeRecord]:
-        trajectory, task = run_episode(self.env, self.agent, **args)
+        args.pop("max_steps")
+        trajectory, task = run_episode(self.env, self.agent, limits=self.limits, **args)
         if trajectory.status == "failed" and trajectory.info.get("failure", {}).get("stage") in {"reset", "step"}:
             self.env.close()  # a crashed env may be in any state; start a fresh one
             self.env = self.new_env()
@@ -318,8 +352,3 @@ def _preflight(env: Any, seed: int) -> None:
     except Exception:  # a genuine env bug: the rollouts record it as failures
         pass
 
-
-def _json_roundtrip(record: EpisodeRecord) -> dict[str, Any]:
-    import json
-
-    return json.loads(record.to_line())  # type: ignore[no-any-return]

@@ -15,6 +15,7 @@ with the reason in ``info["failure"]``; a failed rollout is never scored 0.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -73,11 +74,23 @@ class EpisodeTimeout(TimeoutError):
 
 
 def _as_turn(value: Any) -> Turn:
-    if isinstance(value, Turn):
-        return value
+    """A :class:`Turn` of plain ints, floats and strings from a ``Turn``, a dict or an object with its fields."""
     if isinstance(value, Mapping):
-        return Turn.from_dict(dict(value))
-    return Turn.from_dict({name: getattr(value, name, None) for name in Turn.__dataclass_fields__})
+        get: Callable[[str], Any] = value.get
+    else:
+        def get(name: str) -> Any:
+            return getattr(value, name, None)
+    reward, version, finish = get("reward"), get("policy_version"), get("finish_reason")
+    return Turn(
+        prompt_ids=list(map(int, get("prompt_ids") or ())),
+        output_ids=list(map(int, get("output_ids") or ())),
+        output_logprobs=list(map(float, get("output_logprobs") or ())),
+        obs_ids=list(map(int, get("obs_ids") or ())),
+        reward=None if reward is None else float(reward),
+        policy_version=None if version is None else int(version),
+        finish_reason=None if finish is None else str(finish),
+        output_versions=list(map(int, get("output_versions") or ())),
+    )
 
 
 def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -92,10 +105,10 @@ def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any]
             if turn.reward is None:
                 turn.reward = reward
         fields: dict[str, Any] = {
-            "prompt_ids": [int(i) for i in record.prompt_ids],
-            "completion_ids": [int(i) for i in record.completion_ids],
-            "loss_mask": [int(m) for m in record.loss_mask],
-            "logprobs": [float(lp) for lp in record.logprobs],
+            "prompt_ids": list(map(int, record.prompt_ids)),
+            "completion_ids": list(map(int, record.completion_ids)),
+            "loss_mask": list(map(int, record.loss_mask)),
+            "logprobs": list(map(float, record.logprobs)),
             "turns": turns,
         }
         if not len(fields["completion_ids"]) == len(fields["loss_mask"]) == len(fields["logprobs"]):
@@ -167,6 +180,8 @@ class _Episode:
     def stepped(self, result: Any) -> None:
         observation, raw_reward, terminated, truncated, info = result
         reward = float(raw_reward)  # an env bug (a None or str reward) fails the rollout, not the run
+        if not math.isfinite(reward):
+            raise ValueError(f"env.step returned a non-finite reward {reward!r}")
         if not isinstance(info, dict):
             raise TypeError(f"env.step returned info of type {type(info).__name__}, not dict")
         self.observation, self.info = str(observation), info
@@ -340,11 +355,16 @@ async def arun_episode(
     """
     limits = limits or EpisodeLimits()
     ep = _Episode(agent, limits)
+    timeout = limits.step_timeout_s
 
     async def play() -> None:
+        # Without a step timeout, sync calls run inline (no coroutine or thread around each one).
         started = time.perf_counter()
         try:
-            reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
+            if timeout is None:
+                reset = env.reset(seed=seed)
+            else:
+                reset = await _call(lambda: env.reset(seed=seed), timeout=timeout)
             ep.begin(env, *reset)
         except Exception as exc:
             ep.fail("reset", exc)
@@ -355,15 +375,20 @@ async def arun_episode(
             except Exception as exc:
                 ep.fail("agent_reset", exc)
         aact = getattr(agent, "aact", None)
+        if not callable(aact):
+            aact = None
         while not ep.done and not ep.check_caps():
             if pause is not None:
                 await pause()
             started = time.perf_counter()
             try:
-                if callable(aact):
-                    action = await _await(aact(ep.observation, ep.info), limits.step_timeout_s)
+                if aact is not None:
+                    action = await (aact(ep.observation, ep.info) if timeout is None else
+                                    _await(aact(ep.observation, ep.info), timeout))
+                elif timeout is None:
+                    action = agent.act(ep.observation, ep.info)
                 else:
-                    action = await _call(agent.act, ep.observation, ep.info, timeout=limits.step_timeout_s)
+                    action = await _call(agent.act, ep.observation, ep.info, timeout=timeout)
                 ep.acted(action)
             except Exception as exc:
                 ep.fail("act", exc)
@@ -372,7 +397,8 @@ async def arun_episode(
                 ep.agent_s += time.perf_counter() - started
             started = time.perf_counter()
             try:
-                ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
+                action = ep.messages[-1]["content"]
+                ep.stepped(env.step(action) if timeout is None else await _call(env.step, action, timeout=timeout))
             except Exception as exc:
                 ep.fail("step", exc)
                 break

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -93,79 +94,92 @@ async def stream(
     done = total - len(jobs)
     if progress is not None:
         progress(done, total)
-    remaining = {i: sum(1 for (ti, _) in jobs if ti == i) for i in range(n_tasks)}
-    envs: asyncio.Queue[Any] = asyncio.Queue()
-    envs.put_nowait(plan.env)
-    created = 1
-    agents: asyncio.Queue[Any] = asyncio.Queue()
-    agents.put_nowait(_spawn(agent))
-    agents_made = 1
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def take(queue: asyncio.Queue[Any], make: Callable[[], Any], made: int) -> tuple[Any, int]:
-        if queue.empty() and made < concurrency:
-            return make(), made + 1
-        return await queue.get(), made
+    # Jobs start in task order and at most `concurrency` run at once, so groups finish roughly in order
+    # and a yielded group's records are dropped: memory stays flat however many tasks a run has.
+    remaining = Counter(i for i, _ in jobs)
+    envs: list[Any] = [plan.env]
+    players: list[Any] = []
+    finished: asyncio.Queue[tuple[int, EpisodeRecord] | BaseException] = asyncio.Queue()
 
     async def play(i: int, j: int) -> tuple[int, EpisodeRecord]:
-        nonlocal created, agents_made
-        async with semaphore:
-            env, created = await take(envs, plan.new_env, created)
-            player, agents_made = await take(agents, lambda: _spawn(agent), agents_made)
-            args = plan.job_args(i, j)
-            args.pop("max_steps")
-            attempts = 0
-            try:
-                while True:
-                    attempts += 1
-                    traj, task = await arun_episode(env, player, limits=limits, **args)
-                    reason = None
-                    if policy_version is not None and max_staleness is not None:
-                        reason = _stale(traj, policy_version(), max_staleness)
-                    if reason is not None:
-                        traj.status, traj.reward = "aborted", None
-                        traj.info = {**traj.info, "aborted": reason}
-                    stage = traj.info.get("failure", {}).get("stage")
-                    if traj.status == "failed" and stage in {"reset", "step", "episode"}:
-                        env.close()  # a crashed or timed-out env may be in any state: start a fresh one
-                        env = plan.new_env()
-                    if traj.usable or attempts > retries:
-                        if attempts > 1:
-                            traj.metrics["attempts"] = attempts
-                        return i, EpisodeRecord(i, task, traj)
-            finally:
-                envs.put_nowait(env)
-                agents.put_nowait(player)
+        env = envs.pop() if envs else plan.new_env()
+        player = players.pop() if players else _spawn(agent)
+        args = plan.job_args(i, j)
+        args.pop("max_steps")
+        attempts = 0
+        try:
+            while True:
+                attempts += 1
+                traj, task = await arun_episode(env, player, limits=limits, **args)
+                reason = None
+                if policy_version is not None and max_staleness is not None:
+                    reason = _stale(traj, policy_version(), max_staleness)
+                if reason is not None:
+                    traj.status, traj.reward = "aborted", None
+                    traj.info = {**traj.info, "aborted": reason}
+                stage = traj.info.get("failure", {}).get("stage")
+                if traj.status == "failed" and stage in {"reset", "step", "episode"}:
+                    env.close()  # a crashed or timed-out env may be in any state: start a fresh one
+                    env = plan.new_env()
+                if traj.usable or attempts > retries:
+                    if attempts > 1:
+                        traj.metrics["attempts"] = attempts
+                    return i, EpisodeRecord(i, task, traj)
+        finally:
+            envs.append(env)
+            players.append(player)
 
-    complete_before = [i for i in range(n_tasks) if remaining[i] == 0]
-    pending = {asyncio.ensure_future(play(i, j)) for i, j in jobs}
+    def report(future: asyncio.Future[tuple[int, EpisodeRecord]]) -> None:
+        if not future.cancelled():
+            exc = future.exception()
+            finished.put_nowait(exc if exc is not None else future.result())
+
+    queued = iter(jobs)
+    running: set[asyncio.Future[tuple[int, EpisodeRecord]]] = set()
+
+    def launch() -> None:
+        while len(running) < concurrency:
+            job = next(queued, None)
+            if job is None:
+                return
+            future = asyncio.ensure_future(play(*job))
+            running.add(future)
+            future.add_done_callback(running.discard)
+            future.add_done_callback(report)
+
     try:
-        for i in complete_before:
-            yield _group(plan, i)
-        while pending:
-            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for fut in finished:
-                i, record = fut.result()
-                plan.record(i, record)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-                remaining[i] -= 1
-                if remaining[i] == 0:
-                    yield _group(plan, i)
+        for i in range(n_tasks):
+            if remaining[i] == 0:
+                yield _group(plan, i)
+        launch()
+        while running or not finished.empty():
+            result = await finished.get()
+            if isinstance(result, BaseException):
+                raise result
+            i, record = result
+            plan.record(i, record)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+            remaining[i] -= 1
+            launch()
+            if remaining[i] == 0:
+                yield _group(plan, i)
     finally:
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-        while not envs.empty():
-            envs.get_nowait().close()
+        leftover = list(running)
+        for future in leftover:
+            future.cancel()
+        if leftover:
+            await asyncio.gather(*leftover, return_exceptions=True)
+        for env in envs:
+            env.close()
         if plan.writer is not None:
             plan.writer.close()
 
 
 def _group(plan: RunPlan, i: int) -> RolloutGroup:
-    episodes = [r for (ti, _), r in plan.records.items() if ti == i]
+    """Group ``i`` from the plan's records, which it leaves (a streamed run keeps no finished group)."""
+    episodes = [plan.records.pop((i, j)) for j in range(plan.group_size) if (i, j) in plan.records]
     return assemble_groups(episodes, plan.group_size)[0]
 
 
