@@ -35,7 +35,7 @@ from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.core.task import Task
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, run_episode
-from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, task_dict
+from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, loads_line, task_dict
 from rollgym.rollout.types import RolloutGroup, to_jsonable
 
 ProgressCallback = Callable[[int, int], None]
@@ -261,6 +261,13 @@ class RunPlan:
         """Append a finished episode to the results file and keep it."""
         if self.writer is not None:
             self.writer.append(record)
+        self.keep(i, record)
+
+    def record_line(self, i: int, line: bytes) -> None:
+        """Append a finished episode that arrives as a results-file line (from a remote worker) and keep it."""
+        record = EpisodeRecord.from_json(loads_line(line))
+        if self.writer is not None:
+            self.writer.append_line(line)
         self.keep(i, record)
 
     def keep(self, i: int, record: EpisodeRecord) -> None:
