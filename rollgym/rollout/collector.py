@@ -35,6 +35,7 @@ from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.core.task import Task
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, run_episode
+from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, loads_line, task_dict
 from rollgym.rollout.types import RolloutGroup, to_jsonable
 
@@ -107,6 +108,7 @@ def collect(
     max_steps: int = DEFAULT_MAX_STEPS,
     progress: ProgressCallback | None = None,
     workers: int = 1,
+    env_pool: EnvPool | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
 
@@ -127,6 +129,8 @@ def collect(
         workers: Episodes played at once, each worker thread with its own env and its own
             agent (``agent.spawn()`` when the agent has it, else a deep copy). Worth it when
             the agent waits on I/O (an HTTP model server). Results do not depend on it.
+        env_pool: Take envs from this :class:`~rollgym.rollout.pool.EnvPool` and give them back
+            at the end, instead of building and closing them (for loops that collect every step).
 
     Returns:
         Groups in task order, each with its trajectories in ``sample_idx`` order.
@@ -145,7 +149,8 @@ def collect(
     _validate(n_tasks, group_size, seed, max_steps)
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps)
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps,
+                           env_pool=env_pool)
     env, writer, records = plan.env, plan.writer, plan.records
     jobs = plan.jobs()
     total = n_tasks * group_size
@@ -167,7 +172,7 @@ def collect(
                 progress(done, total)
     finally:
         for worker in pool:
-            worker.env.close()
+            plan.release(worker.env)
         if writer is not None:
             writer.close()
     return assemble_groups(list(records.values()), group_size, n_tasks)
@@ -192,12 +197,14 @@ class RunPlan:
     prefix: str
     writer: ResultsWriter | None
     records: dict[tuple[int, int], EpisodeRecord]
+    env_pool: EnvPool | None = None
     _last_seed: tuple[int, int] = (-1, 0)
     _tasks: dict[str, tuple[Task, Task]] = field(default_factory=dict)
 
     @classmethod
     def prepare(cls, agent: Any, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
-                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int) -> RunPlan:
+                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int,
+                env_pool: EnvPool | None = None) -> RunPlan:
         """Resolve the env, check the agent, open (and resume) the results file."""
         info = resolve_env(env_id)
         kwargs = dict(env_kwargs or {})
@@ -206,8 +213,12 @@ class RunPlan:
         check = getattr(agent, "check_env", None)
         if callable(check):
             check(info.id)
-        env = make(info.id, split=split, **kwargs)
-        _preflight(env, episode_seed(seed, 0))
+        key = EnvPool.key(info.id, split, kwargs)
+        if env_pool is not None and env_pool.has(key):  # checked by the run that built it
+            env = env_pool.take(key, lambda: make(info.id, split=split, **kwargs))
+        else:
+            env = make(info.id, split=split, **kwargs)
+            _preflight(env, episode_seed(seed, 0))
 
         from rollgym import __version__
 
@@ -232,11 +243,23 @@ class RunPlan:
         except BaseException:
             env.close()
             raise
-        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records)
+        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records, env_pool)
+
+    def _make(self) -> Any:
+        return make(self.info.id, split=self.split, **self.env_kwargs)
 
     def new_env(self) -> Any:
-        """Another instance of the run's env."""
-        return make(self.info.id, split=self.split, **self.env_kwargs)
+        """Another instance of the run's env (an idle one from the env pool, when the run has one)."""
+        if self.env_pool is None:
+            return self._make()
+        return self.env_pool.take(EnvPool.key(self.info.id, self.split, self.env_kwargs), self._make)
+
+    def release(self, env: Any) -> None:
+        """An env the run is done with: back to the env pool, else closed."""
+        if self.env_pool is None:
+            env.close()
+        else:
+            self.env_pool.give(EnvPool.key(self.info.id, self.split, self.env_kwargs), env)
 
     def jobs(self) -> list[tuple[int, int]]:
         """``(task_index, sample_idx)`` of every episode not yet in the results file."""

@@ -32,6 +32,7 @@ from typing import Any
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
@@ -66,6 +67,7 @@ async def stream(
     policy_version: Callable[[], int] | None = None,
     max_staleness: int | None = None,
     progress: ProgressCallback | None = None,
+    env_pool: EnvPool | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
@@ -79,6 +81,8 @@ async def stream(
         retries: How many times a failed, timed-out or stale rollout is played again.
         policy_version, max_staleness: Refuse rollouts from weights too far behind.
         progress: Called as ``progress(done, total)`` in episodes.
+        env_pool: Take envs from this :class:`~rollgym.rollout.pool.EnvPool` and give them back
+            at the end (for loops that collect every step).
     """
     limits = limits or EpisodeLimits()
     _validate(n_tasks, group_size, seed, limits.max_steps)
@@ -88,7 +92,8 @@ async def stream(
         raise ConfigError(f"retries must be >= 0, got {retries!r}.")
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps)
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps,
+                           env_pool=env_pool)
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
@@ -172,7 +177,7 @@ async def stream(
         if leftover:
             await asyncio.gather(*leftover, return_exceptions=True)
         for env in envs:
-            env.close()
+            plan.release(env)
         if plan.writer is not None:
             plan.writer.close()
 
