@@ -50,9 +50,11 @@ def _fast_json() -> Any:
     if not _orjson_checked:
         try:
             import orjson
+
+            _orjson = orjson
         except ImportError:  # optional: the standard library writes the same JSON values
-            orjson = None
-        _orjson, _orjson_checked = orjson, True
+            _orjson = None
+        _orjson_checked = True
     return _orjson
 
 
