@@ -23,6 +23,9 @@ d. ``stream-file``: 20,000 Countdown episodes streamed to a results file: reside
    and the standard library), and the time to resume from the finished file.
 e. ``concurrency``: a policy with a fixed 50 ms latency per action (a remote model's round
    trip), 1 versus 32 episodes in flight.
+f. ``components``: what one episode and one turn cost, piece by piece (CPU microseconds per call,
+   best of 5): the env's own work, the chat template and tokenizer, the collector's bookkeeping,
+   the results file. docs/llm.md's cost model is built from these.
 
 Run: ``.venv/bin/python bench/bench_collector.py`` (about 10 minutes on 2 cores; ``--quick`` for a
 smoke run that saves nothing; ``--sections a,b`` for some sections). A full run writes
@@ -46,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SECTIONS = {"a": "overhead", "b": "instant", "c": "ray", "d": "stream-file", "e": "concurrency"}
+SECTIONS = {"a": "overhead", "b": "instant", "c": "ray", "d": "stream-file", "e": "concurrency", "f": "components"}
 INSTANT_ENVS = (("Countdown-v0", 250, "oracle"), ("ToolWorld-v0", 40, "oracle"), ("ConnectFour-v0", 60, "random"))
 GROUP = 4
 
@@ -434,8 +437,132 @@ def section_concurrency(quick: bool) -> dict[str, Any]:
             "fraction_of_ideal": speedup / 32}
 
 
+# -- f. the cost of each piece ---------------------------------------------------------------------------------------
+def per_call(fn: Callable[[int], Any], calls: int, repeats: int = 5) -> float:
+    """CPU microseconds per call of ``fn(k)``, best of ``repeats`` passes of ``calls`` calls."""
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        start = time.process_time()
+        for k in range(calls):
+            fn(k)
+        best = min(best, time.process_time() - start)
+    return 1e6 * best / calls
+
+
+def section_components(quick: bool) -> dict[str, Any]:
+    import rollgym
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.backends.tiny import build_tiny_model
+    from rollgym.agents.chat import ChatAgent
+    from rollgym.rollout import EpisodeLimits, EpisodeRecord, ResultsWriter, collect, collect_async, run_episode, store
+    from rollgym.rollout.collector import RunPlan
+
+    calls = 60 if quick else 400
+    folder = build_tiny_model(tempfile.mkdtemp(prefix="rollgym-bench-"))
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    env = rollgym.make("Countdown-v0", split="test")
+    task_seeds = seeds(calls)
+    figures: dict[str, float] = {}
+    figures["env_make"] = per_call(lambda k: rollgym.make("Countdown-v0", split="test"), max(20, calls // 4))
+    figures["env_reset"] = per_call(lambda k: env.reset(seed=task_seeds[k]), calls)
+
+    def reset_step(k: int) -> None:
+        env.reset(seed=task_seeds[k])
+        env.step("<answer>(1 + 2) * 3</answer>")
+
+    figures["env_step_verify"] = per_call(reset_step, calls) - figures["env_reset"]
+
+    firsts = []
+    for seed in task_seeds:
+        observation, info = env.reset(seed=seed)
+        firsts.append([{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}])
+    agent = ChatAgent(_Echo(tokenizer), SamplingParams(max_tokens=8))
+    cache = agent.prompts
+    figures["chat_template_render"] = per_call(lambda k: cache.render(firsts[k], None), calls)
+    texts = [cache.render(m, None) for m in firsts]
+    cache.encoder.encode(texts[0])  # the system prompt's piece is cached from here on, as in a run
+    figures["tokenize_whole_prompt_uncached"] = per_call(
+        lambda k: tokenizer(texts[k], add_special_tokens=False)["input_ids"], calls, repeats=3)
+    figures["tokenize_new_task_prompt_encoder"] = per_call(lambda k: cache.encoder.encode(texts[k]), calls, repeats=1)
+    figures["first_prompt_group_member_cached"] = per_call(lambda k: cache.first_prompt(firsts[k], None), calls)
+
+    # one more turn of a chat: render the conversation, decode the reply's tail, tokenize the new text
+    conversation = firsts[0] + [{"role": "assistant", "content": "<answer>(1 + 2) * 3</answer>"},
+                                {"role": "user", "content": "Not quite: that is 9. Try again."}]
+    tail = tokenizer("<answer>(1 + 2) * 3</answer>", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+
+    def next_turn(k: int) -> None:
+        chat = ChatAgent(_Echo(tokenizer), SamplingParams(max_tokens=8))
+        chat.messages, chat.tools, chat._prompt_cache = list(conversation), None, cache
+        chat._context_text = texts[0]
+        chat.turns = [_turn(tail)]
+        chat._append_observation()
+
+    figures["chat_turn_append"] = per_call(next_turn, calls)
+
+    class Null:  # an env that costs nothing, so that only the collector's bookkeeping is timed
+        def __init__(self) -> None:
+            self.observation, self.info = env.reset(seed=1)
+            self.result = env.step("<answer>(1 + 2) * 3</answer>")
+            self.unwrapped, self.task = self, env.unwrapped.task
+
+        def reset(self, seed: Any = None, options: Any = None) -> Any:
+            return self.observation, dict(self.info)
+
+        def step(self, action: str) -> Any:
+            return (*self.result[:4], dict(self.result[4]))
+
+    null, limits, constant = Null(), EpisodeLimits(), ConstantAgent()
+    figures["episode_bookkeeping"] = per_call(lambda k: run_episode(null, constant, seed=k, limits=limits), calls * 5)
+    plan = RunPlan.prepare(constant, "Countdown-v0", calls, 4, "test", 0, None, None, 100)
+    figures["job_seeds_and_ids"] = per_call(lambda k: plan.job_args(k // 4, k % 4), calls)
+    trajectory, task = run_episode(null, constant, seed=1, limits=limits)
+    record = EpisodeRecord(0, task, trajectory)
+    figures["record_keep"] = per_call(lambda k: plan.keep(k, EpisodeRecord(k, task, trajectory)), calls)
+    figures["record_line_orjson"] = per_call(lambda k: record.to_line(), calls)
+    saved = store._orjson, store._orjson_checked
+    store._orjson, store._orjson_checked = None, True
+    figures["record_line_json"] = per_call(lambda k: record.to_line(), calls)
+    store._orjson, store._orjson_checked = saved
+    writer, _ = ResultsWriter.open(Path(tempfile.mkdtemp(prefix="rollgym-bench-")) / "w.jsonl", {"env_id": "x"})
+    figures["results_file_append"] = per_call(lambda k: writer.append(record), calls)
+    writer.close()
+    # a whole run divided by its episodes: everything above plus the run's fixed costs and the event loop
+    replay = ConstantAgent()
+    n = 50 if quick else 250
+    bare = per_call(lambda k: bare_loop("Countdown-v0", n, GROUP, replay), 1, repeats=3) / (n * GROUP)
+    for name, run in (("collect", lambda k: collect(replay, "Countdown-v0", n, GROUP)),
+                      ("collect_async", lambda k: collect_async(replay, "Countdown-v0", n, GROUP))):
+        figures[f"{name}_per_episode_over_bare"] = per_call(run, 1, repeats=3) / (n * GROUP) - bare
+    figures["bare_loop_per_episode"] = bare
+    env.close()
+    return figures
+
+
+class _Echo:
+    """A backend stand-in for the micro-benchmarks above: they never call ``generate``."""
+
+    name = "echo"
+    policy_version = 0
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    async def generate(self, prompts: list[Any], sampling: Any) -> list[Any]:
+        raise NotImplementedError
+
+
+def _turn(output_ids: list[int]) -> Any:
+    from rollgym.agents.chat import TurnRecord
+
+    return TurnRecord(prompt_ids=[], output_ids=list(output_ids), output_logprobs=[0.0] * len(output_ids))
+
+
 RUN = {"overhead": section_overhead, "instant": section_instant, "ray": section_ray,
-       "stream-file": section_stream_file, "concurrency": section_concurrency}
+       "stream-file": section_stream_file, "concurrency": section_concurrency, "components": section_components}
 
 
 # -- report -----------------------------------------------------------------------------------------------------------
@@ -487,6 +614,11 @@ def print_report(figures: dict[str, Any]) -> None:
         for label, w in f["writer"].items():
             print(f"   writer alone, {label}: {w['lines_per_s']:,.0f} lines/s, {w['mb_per_s']:.0f} MB/s")
         print(f"   resume from the finished file: {f['resume_s']:.2f} s (load_results alone {f['load_s']:.2f} s)")
+    if "components" in figures:
+        f = figures["components"]
+        print("\nf. cost of each piece (CPU microseconds per call, best of several passes)")
+        for name, value in f.items():
+            print(f"   {name:<40} {value:>9.1f}")
     if "concurrency" in figures:
         f = figures["concurrency"]
         print(f"\ne. {f['episodes']} episodes at 50 ms latency: 1 in flight {f['one_s']:.2f} s, 32 in flight "

@@ -1,0 +1,58 @@
+"""The README's performance table is rendered from the committed bench results, never typed by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def publish() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_publish", ROOT / "bench" / "publish.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_table_is_what_the_committed_results_render_to():
+    pub = publish()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    results = pub.load_all()
+    assert results, "bench/results/ holds no result file; run make bench"
+    assert pub.render_readme(readme, results) == readme, "run python bench/publish.py after make bench"
+
+
+def test_every_result_names_the_script_that_wrote_it():
+    pub = publish()
+    for path in sorted(pub.RESULTS_DIR.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        script = ROOT / data["command"].split()[1]
+        assert script.exists(), f"{path.name}: {data['command']!r} names no bench script"
+        assert f'save_results("{path.stem}"' in script.read_text(encoding="utf-8"), path.name
+        assert data["readme_rows"] and data["measured_at"] and data["machine"]["cpus"], path.name
+
+
+def test_a_hand_edited_figure_is_caught(tmp_path: Path):
+    pub = publish()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split(pub.BEGIN, 1)[1].split(pub.END, 1)[0]
+    edited = readme.replace(table, re.sub(r"\d", "9", table, count=1))
+    assert edited != readme
+    assert pub.render_readme(edited, pub.load_all()) != edited
+
+
+def test_save_results_refuses_rows_without_the_four_columns(tmp_path: Path):
+    import pytest
+
+    pub = publish()
+    with pytest.raises(ValueError, match="README row"):
+        pub.save_results("x", {}, [{"what": "a", "rollgym": "1"}], command="python bench/x.py", directory=tmp_path)
+    path = pub.save_results("x", {"n": 1}, [{"what": "a", "rollgym": "1", "peer": "2", "ratio": "2x"}],
+                            command="python bench/x.py", directory=tmp_path)
+    assert pub.render_table(pub.load_all(tmp_path)).splitlines()[-1] == "| a | 1 | 2 | 2x |"
+    assert json.loads(path.read_text())["figures"] == {"n": 1}
