@@ -237,7 +237,7 @@ def section_overhead(quick: bool) -> dict[str, Any]:
         for key, (bare_prompts, run) in runs.items():
             asyncio.run(backend.generate(bare_prompts[:2], sampling))  # warm up both paths
             run()
-            reps = 2 if quick else (3 if tokens >= 512 else 5)
+            reps = 2 if quick else (3 if tokens >= 512 else 7)
             bare_w, bare_c, coll_w, coll_c, paired = [], [], [], [], []
             same = True
             for rep in range(reps):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,7 @@ class ChatAgent:
         self.system_prompt = system_prompt
         self.observation_role = observation_role
         self._prompt_cache: PromptCache | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.reset()
 
     def spawn(self) -> ChatAgent:
@@ -185,8 +187,12 @@ class ChatAgent:
 
     # -- acting ---------------------------------------------------------------
     def act(self, observation: str, info: dict[str, Any]) -> str:
-        """Synchronous :meth:`aact`, for loops that are not async."""
-        return asyncio.run(self.aact(observation, info))
+        """Synchronous :meth:`aact`, for loops that are not async (on an event loop the agent keeps)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():  # one loop per agent: asyncio.run would build one per turn
+            loop = self._loop = asyncio.new_event_loop()
+            weakref.finalize(self, loop.close)  # closed with the agent, or at exit
+        return loop.run_until_complete(self.aact(observation, info))
 
     async def aact(self, observation: str, info: dict[str, Any]) -> str:
         """Add the observation to the conversation, sample one reply, and return its text."""
