@@ -407,7 +407,7 @@ async def arun_episode(
             ep.give_reward()
 
     try:
-        await _await(play(), limits.episode_timeout_s)
+        await (play() if limits.episode_timeout_s is None else _await(play(), limits.episode_timeout_s))
     except StepTimeout:
         ep.fail("episode", EpisodeTimeout(f"the episode took longer than {limits.episode_timeout_s} s"))
     return ep.trajectory(traj_id=traj_id, group_id=group_id, sample_idx=sample_idx, env_id=env_id, seed=seed,

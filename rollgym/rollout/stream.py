@@ -141,9 +141,13 @@ async def stream(
 
     queued = iter(jobs)
     running: set[asyncio.Future[tuple[int, EpisodeRecord]]] = set()
+    # A synchronous agent without timeouts never yields to the loop: its episodes would run one after
+    # another inside their tasks anyway, so they run here directly, without a task each.
+    inline = not callable(getattr(agent, "aact", None)) and limits.step_timeout_s is None and (
+        limits.episode_timeout_s is None)
 
     def launch() -> None:
-        while len(running) < concurrency:
+        while not inline and len(running) < concurrency:
             job = next(queued, None)
             if job is None:
                 return
@@ -157,11 +161,19 @@ async def stream(
             if remaining[i] == 0:
                 yield _group(plan, i)
         launch()
-        while running or not finished.empty():
-            result = await finished.get()
-            if isinstance(result, BaseException):
-                raise result
-            i, record = result
+        while True:
+            if inline:
+                job = next(queued, None)
+                if job is None:
+                    break
+                i, record = await play(*job)
+            else:
+                if not running and finished.empty():
+                    break
+                result = await finished.get()
+                if isinstance(result, BaseException):
+                    raise result
+                i, record = result
             plan.record(i, record)
             done += 1
             if progress is not None:
