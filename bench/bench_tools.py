@@ -5,7 +5,7 @@ Run: ``.venv/bin/python bench/bench_tools.py`` (about a minute; ``--quick`` for 
 Three ways to give every episode a fresh world, measured in the same run on the same worlds:
 
 1. **rollgym**: copy the cached base SQLite databases into fresh in-memory ones (``sqlite3`` online backup),
-   the way ``ToolWorld-v0`` resets; grading diffs only the tables a write statement reached.
+   the way ``ToolWorld-v1`` resets; grading diffs only the tables a write statement reached.
 2. **rebuild**: generate the world from its seed again for every episode.
 3. **JSON reload + hash** (τ-bench's approach, implemented here): keep the world as one JSON file, ``json.load``
    it at every reset, and grade by hashing the whole state (τ-bench hashes the agent's end state and the state
@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium as gym
 import psutil
 
-import rollgym  # noqa: F401  (registers ToolWorld-v0)
+import rollgym  # noqa: F401  (registers ToolWorld-v1)
 from rollgym.envs.tools.api import Session, call_tool
 from rollgym.envs.tools.checker import diff_world
 from rollgym.envs.tools.tasks.source import N_WORLDS, world_seed
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     n = 60 if args.quick else 500
     for i in range(N_WORLDS):  # build every base world once, as a long-running process would
         base_world(world_seed(i))
-    env = gym.make("ToolWorld-v0").unwrapped
+    env = gym.make("ToolWorld-v1").unwrapped
     env.reset(seed=0)
     report: dict[str, Any] = {}
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rss0 = proc.memory_info().rss
     count = 50 if args.quick else 300
     for i in range(count):
-        e = gym.make("ToolWorld-v0").unwrapped
+        e = gym.make("ToolWorld-v1").unwrapped
         e.reset(options={"task_index": i})
         live.append(e)
     gc.collect()

@@ -125,7 +125,7 @@ def bench_peer(python: str, steps: int) -> dict[str, float]:
 
 
 def bench_steps(n_steps: int) -> dict[str, float]:
-    env = gym.make("WebShop-v1", max_steps=10_000).unwrapped
+    env = gym.make("WebShop-v2", max_steps=10_000).unwrapped
     obs, _ = env.reset(seed=0)
     times = []
     for i in range(n_steps + 3):
@@ -159,7 +159,7 @@ def bench_memory(n: int = 8) -> dict[str, float]:
     from rollgym.envs.web.episode import WebEpisode
 
     runtime = get_runtime()
-    source = WebTaskSource(("shop", "forum", "travel"), "WebGym-v1")
+    source = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
     before = _uss_mb()
     episodes = [WebEpisode(runtime, source.task(i)) for i in range(n)]
 
@@ -180,7 +180,7 @@ def bench_memory(n: int = 8) -> dict[str, float]:
 
 
 def bench_throughput(n_episodes: int, think_ms: float) -> dict[str, float]:
-    source = WebTaskSource(("shop", "forum", "travel"), "WebGym-v1")
+    source = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
     tasks = [source.task(i, "test") for i in range(n_episodes)]
 
     async def thinking_agent(observation: str, info: dict[str, Any]) -> str:

@@ -8,13 +8,23 @@ Layout::
     transcripts/<entry>.jsonl  the results files of :func:`~rollgym.rollout.collect`: every prompt,
                              response and score (one line per episode)
 
-:func:`pack_bundle` writes the archive; :func:`open_bundle` reads a folder or an
-archive, refusing links, absolute paths, ``..`` and oversized members, so an
-uploaded archive cannot write outside its folder.
+Transcripts omit every task's hidden answer (``Task.answer``): a bundle is meant to
+be published, and a published bundle must not hand out a suite's answers.
+Verification does not need them: it regenerates each task from the suite and
+compares the rest. (No hash of the answer is kept either: the answers of many
+tasks, a number or a 4x4 grid, are few enough to invert any unkeyed hash.)
+
+:func:`pack_bundle` writes the archive (the bundle layout only, answers removed);
+:func:`open_bundle` reads a folder or an archive. An archive is streamed and
+checked member by member before anything is unpacked
+(:mod:`rollgym.benchmarks.archive`), and the manifest is checked field by field
+(:func:`check_manifest`), so an uploaded bundle cannot write outside its folder,
+exhaust memory or disk, or crash the reader with a wrong type.
 """
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import math
@@ -25,18 +35,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollgym.core.errors import ConfigError
+from rollgym.benchmarks.archive import (
+    DEFAULT_LIMITS,
+    MANIFEST,
+    SUMMARY,
+    TRANSCRIPT_PATH,
+    TRANSCRIPTS,
+    BundleError,
+    BundleLimits,
+    extract_archive,
+)
+
+__all__ = [
+    "BUNDLE_FORMAT",
+    "DEFAULT_LIMITS",
+    "MANIFEST",
+    "SUMMARY",
+    "TRANSCRIPTS",
+    "Bundle",
+    "BundleError",
+    "BundleLimits",
+    "check_manifest",
+    "clean_json",
+    "open_bundle",
+    "pack_bundle",
+    "public_task",
+    "read_json",
+    "strip_transcript_answers",
+    "write_json",
+]
 
 BUNDLE_FORMAT = 1
-MANIFEST = "manifest.json"
-SUMMARY = "summary.json"
-TRANSCRIPTS = "transcripts"
-#: Largest unpacked bundle :func:`open_bundle` accepts by default.
-MAX_UNPACKED_BYTES = 512 * 1024 * 1024
-
-
-class BundleError(ConfigError):
-    """A bundle that cannot be read: missing files, bad JSON, unsafe archive members."""
+#: Longest self-reported label (agent label, model name) a manifest may carry.
+MAX_LABEL_CHARS = 200
 
 
 def clean_json(value: Any) -> Any:
@@ -50,14 +81,13 @@ def clean_json(value: Any) -> Any:
     return value
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented strict JSON, atomically (temporary file, then rename)."""
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file, fsync and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(clean_json(data), handle, indent=2, sort_keys=True, allow_nan=False)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -66,14 +96,142 @@ def write_json(path: Path, data: Any) -> None:
         raise
 
 
-def read_json(path: Path) -> Any:
-    """Read a JSON file, with a clear :class:`BundleError` when it is missing or invalid."""
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented strict JSON, atomically (temporary file, then rename)."""
+    text = json.dumps(clean_json(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    _write_atomic(path, text.encode("utf-8"))
+
+
+def read_json(path: Path, max_bytes: int | None = None) -> Any:
+    """Read a JSON file, with a clear :class:`BundleError` when it is missing, too large or invalid."""
     try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise BundleError(f"{path.name} in the bundle is larger than {max_bytes // 2**20} MiB.")
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BundleError(f"The bundle has no {path.name}; it is incomplete (rerun `rollgym bench run`).") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"{path.name} in the bundle is not valid JSON ({exc}).") from None
+    except RecursionError:
+        raise BundleError(f"{path.name} in the bundle is nested too deeply to be a bundle file.") from None
+
+
+# -- hidden answers -------------------------------------------------------------------------
+
+
+def public_task(task: dict[str, Any]) -> dict[str, Any]:
+    """A task dict as a bundle shows it: everything but the hidden ``answer``.
+
+    Example:
+        >>> public_task({"id": "t", "env_id": "E-v0", "prompt": "2+2?", "answer": "4", "meta": {}})
+        {'id': 't', 'env_id': 'E-v0', 'prompt': '2+2?', 'meta': {}}
+    """
+    return {k: v for k, v in task.items() if k != "answer"}
+
+
+def _strip_line(line: bytes) -> bytes:
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return line  # a torn or corrupt line stays as it is; verification reports it
+    task = data.get("task") if isinstance(data, dict) else None
+    if not isinstance(task, dict) or "answer" not in task:
+        return line
+    data["task"] = public_task(task)
+    return (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def strip_answers(transcript: bytes) -> bytes:
+    """A transcript's bytes with the hidden answer removed from every episode's task."""
+    return b"".join(_strip_line(line) for line in transcript.splitlines(keepends=True))
+
+
+def strip_transcript_answers(path: str | os.PathLike[str]) -> None:
+    """Remove the hidden answers from a results file in place (atomically; a no-op when none are left)."""
+    target = Path(path)
+    data = target.read_bytes()
+    stripped = strip_answers(data)
+    if stripped != data:
+        _write_atomic(target, stripped)
+
+
+# -- the manifest ---------------------------------------------------------------------------
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value: Any, low: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _label(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, str) and 0 < len(value) <= MAX_LABEL_CHARS and value.isprintable()
+    )
+
+
+def check_manifest(manifest: Any) -> dict[str, Any]:
+    """Check the fields of a manifest that anything reads; return it, or raise :class:`BundleError`.
+
+    Only types and bounds are checked here; whether the values are *true* is what
+    :func:`~rollgym.benchmarks.verify.verify_bundle` decides.
+    """
+
+    def bad(field_name: str, expected: str, value: Any) -> BundleError:
+        return BundleError(f"{MANIFEST}: {field_name} must be {expected}, got {_short(value)}.")
+
+    if not isinstance(manifest, dict) or manifest.get("kind") != "rollgym-bundle":
+        raise BundleError(f"{MANIFEST} is not a rollgym bundle manifest.")
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"Bundle format {_short(manifest.get('format'))} is not {BUNDLE_FORMAT}; use a matching "
+                          "rollgym.")
+    suite = manifest.get("suite")
+    if not isinstance(suite, dict):
+        raise bad("suite", "an object with name, version and label", suite)
+    if not isinstance(suite.get("name"), str) or not 0 < len(suite["name"]) <= 64:
+        raise bad("suite.name", "the name of a built-in suite", suite.get("name"))
+    if not _is_int(suite.get("version"), 1):
+        raise bad("suite.version", "an integer >= 1", suite.get("version"))
+    for key in ("label", "task_hash"):
+        if suite.get(key) is not None and (not isinstance(suite[key], str) or len(suite[key]) > 100):
+            raise bad(f"suite.{key}", "a short string", suite[key])
+    for key, low in (("seed", 0), ("limit", 1)):
+        if manifest.get(key) is not None and not _is_int(manifest[key], low):
+            raise bad(key, f"null or an integer >= {low}", manifest[key])
+    only = manifest.get("only")
+    if only is not None and (not isinstance(only, list) or not all(isinstance(n, str) for n in only)):
+        raise bad("only", "null or a list of entry names", only)
+    if not isinstance(manifest.get("complete", False), bool):
+        raise bad("complete", "true or false", manifest.get("complete"))
+    entries = manifest.get("entries")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise bad("entries", "a list of objects", entries)
+    agent = manifest.get("agent")
+    if not isinstance(agent, dict):
+        raise bad("agent", "an object", agent)
+    if agent.get("kind") not in ("reference", "model"):
+        raise bad("agent.kind", "'reference' or 'model'", agent.get("kind"))
+    for key in ("label", "agent", "model"):
+        if not _label(agent.get(key)):
+            raise bad(f"agent.{key}", f"null or 1 to {MAX_LABEL_CHARS} printable characters", agent.get(key))
+    size = agent.get("model_size_b")
+    if size is not None and (
+        isinstance(size, bool) or not isinstance(size, (int, float)) or not 0 < size < 1e6
+    ):
+        raise bad("agent.model_size_b", "null or a number of billions of parameters (0 to 1e6)", size)
+    for key in ("skipped",):
+        if manifest.get(key) is not None and not isinstance(manifest[key], list):
+            raise bad(key, "a list", manifest[key])
+    for key in ("machine",):
+        if manifest.get(key) is not None and not isinstance(manifest[key], dict):
+            raise bad(key, "an object", manifest[key])
+    return manifest
+
+
+# -- bundles --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -102,70 +260,49 @@ class Bundle:
         self.close()
 
 
+def _layout_files(root: Path) -> list[Path]:
+    """The files of a bundle folder that belong in its archive, sorted."""
+    files = [root / MANIFEST] + [root / SUMMARY] * (root / SUMMARY).is_file()
+    folder = root / TRANSCRIPTS
+    if folder.is_dir():
+        files += [p for p in folder.iterdir() if p.is_file() and TRANSCRIPT_PATH.match(f"{TRANSCRIPTS}/{p.name}")]
+    return sorted(files)
+
+
 def pack_bundle(folder: str | os.PathLike[str], archive: str | os.PathLike[str] | None = None) -> Path:
     """Pack a bundle folder into ``<folder>.tar.gz`` (or ``archive``) and return its path.
 
-    Members are added in sorted order with fixed owners and times, so the same folder
-    packs to the same bytes.
+    Only the bundle layout is packed (``manifest.json``, ``summary.json``,
+    ``transcripts/*.jsonl``), with every task's hidden answer removed from the
+    transcripts. Members are added in sorted order with fixed owners and times, so
+    the same folder packs to the same bytes.
     """
     root = Path(folder)
     if not (root / MANIFEST).is_file():
         raise BundleError(f"{root} is not a bundle folder (no {MANIFEST}).")
     target = Path(archive) if archive is not None else root.with_name(root.name + ".tar.gz")
-    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
     buffer = io.BytesIO()
-    import gzip
-
     with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
-        for path in files:
+        for path in _layout_files(root):
             data = path.read_bytes()
-            member = tarfile.TarInfo(name=str(path.relative_to(root)))
+            if path.suffix == ".jsonl":
+                data = strip_answers(data)
+            member = tarfile.TarInfo(name=path.relative_to(root).as_posix())
             member.size = len(data)
             member.mode = 0o644
             tar.addfile(member, io.BytesIO(data))
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    os.replace(tmp, target)
+    _write_atomic(target, buffer.getvalue())
     return target
 
 
-def _safe_extract(archive: Path, dest: Path, max_bytes: int) -> None:
-    try:
-        tar = tarfile.open(archive, mode="r:*")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise BundleError(f"{archive.name} is not a readable .tar.gz bundle ({exc}).") from None
-    total = 0
-    with tar:
-        try:
-            members = tar.getmembers()
-        except (tarfile.TarError, OSError, EOFError) as exc:
-            raise BundleError(f"{archive.name} is a corrupt archive ({exc}).") from None
-        for member in members:
-            name = member.name
-            parts = Path(name).parts
-            if name.startswith(("/", "\\")) or ".." in parts or not parts:
-                raise BundleError(f"The bundle archive has an unsafe path {name!r}; pack it with `rollgym bench pack`.")
-            if member.isdir():
-                continue
-            if not member.isfile():
-                raise BundleError(f"The bundle archive holds a link or device {name!r}; only plain files are allowed.")
-            total += member.size
-            if total > max_bytes:
-                raise BundleError(f"The bundle unpacks to more than {max_bytes // 2**20} MiB; it is too large.")
-            target = dest.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = tar.extractfile(member)
-            if source is None:
-                raise BundleError(f"Cannot read {name!r} from the bundle archive.")
-            with source, open(target, "wb") as out:
-                out.write(source.read())
-
-
-def open_bundle(path: str | os.PathLike[str], max_bytes: int = MAX_UNPACKED_BYTES) -> Bundle:
+def open_bundle(path: str | os.PathLike[str], limits: BundleLimits = DEFAULT_LIMITS) -> Bundle:
     """Open a bundle folder or ``.tar.gz``; close the result (or use ``with``) to remove its temp folder.
 
+    An archive is checked in full against ``limits`` before anything is unpacked.
+
     Raises:
-        BundleError: for a missing path, an unsafe or corrupt archive, or a missing/invalid manifest.
+        BundleError: for a missing path, an unsafe, oversized or corrupt archive, or a missing or
+            invalid manifest.
     """
     source = Path(path)
     cleanup: tempfile.TemporaryDirectory[str] | None = None
@@ -175,22 +312,18 @@ def open_bundle(path: str | os.PathLike[str], max_bytes: int = MAX_UNPACKED_BYTE
         cleanup = tempfile.TemporaryDirectory(prefix="rollgym-bundle-")
         root = Path(cleanup.name)
         try:
-            _safe_extract(source, root, max_bytes)
+            extract_archive(source, root, limits)
         except BaseException:
             cleanup.cleanup()
             raise
     else:
         raise BundleError(f"Bundle {source} does not exist; pass the folder or .tar.gz that `rollgym bench run` wrote.")
     try:
-        manifest = read_json(root / MANIFEST)
-        if not isinstance(manifest, dict) or manifest.get("kind") != "rollgym-bundle":
-            raise BundleError(f"{MANIFEST} is not a rollgym bundle manifest.")
-        if manifest.get("format") != BUNDLE_FORMAT:
-            raise BundleError(
-                f"Bundle format {manifest.get('format')!r} is not {BUNDLE_FORMAT}; use a matching rollgym."
-            )
+        manifest = check_manifest(read_json(root / MANIFEST, limits.max_json_bytes))
         summary_path = root / SUMMARY
-        summary = read_json(summary_path) if summary_path.exists() else None
+        summary = read_json(summary_path, limits.max_json_bytes) if summary_path.exists() else None
+        if summary is not None and not isinstance(summary, dict):
+            raise BundleError(f"{SUMMARY} in the bundle is not a JSON object.")
     except BaseException:
         if cleanup is not None:
             cleanup.cleanup()

@@ -1,7 +1,8 @@
 """Run a suite with an agent into a results bundle, resumably.
 
 :func:`run_suite` plays every runnable entry with :func:`~rollgym.rollout.collect`,
-streaming each episode into ``transcripts/<entry>.jsonl``. Interrupt it and run it
+streaming each episode into ``transcripts/<entry>.jsonl``; when an entry is done,
+the hidden answers are removed from its transcript. Interrupt it and run it
 again with the same arguments: finished episodes are read back and skipped, and
 the final summary is the same as an uninterrupted run's. A folder that holds a
 different run (other suite hash, seed or agent) is refused with a sentence that
@@ -19,7 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.bundle import BUNDLE_FORMAT, MANIFEST, SUMMARY, TRANSCRIPTS, read_json, write_json
+from rollgym.benchmarks.bundle import (
+    BUNDLE_FORMAT,
+    MANIFEST,
+    SUMMARY,
+    TRANSCRIPTS,
+    read_json,
+    strip_transcript_answers,
+    write_json,
+)
 from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
 from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
 from rollgym.core.errors import ConfigError
@@ -256,6 +265,8 @@ def run_suite(
             progress=callback,
             workers=workers,
         )
+        # A bundle is published: its transcripts must not hand out the suite's answers.
+        strip_transcript_answers(folder / TRANSCRIPTS / f"{entry.name}.jsonl")
     summary = compute_summary(run, runnable, groups)
     write_json(folder / SUMMARY, summary)
     finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

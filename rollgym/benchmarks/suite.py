@@ -349,35 +349,70 @@ def parse_suite(data: Any, source: str = "suite") -> Suite:
     return Suite(name, version, str(data.get("description", "")), tuple(entries), str(data.get("protocol", "")))
 
 
+def _parse_yaml(text: str, source: str) -> Suite:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        # The line and column only: YAML's own message quotes the offending text.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"{source} is not valid YAML{where}; fix the file.") from None
+    return parse_suite(data, source)
+
+
+def builtin_suite(name: str, version: int | None = None) -> Suite:
+    """A suite shipped with rollgym, by registry name and (optionally) version; never a path.
+
+    This is the only loader for names that come from outside (a bundle's manifest, an
+    upload's query string): it reads no file but the suite's own YAML inside the
+    package, and its errors quote at most the first 64 characters of the name asked for.
+
+    Raises:
+        ConfigError: for a name that is not a built-in suite, or a version this rollgym does not ship.
+
+    Example:
+        >>> builtin_suite("quick", 1).label
+        'quick@v1'
+    """
+    names = builtin_suites()
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name not in names:
+        shown = repr(name[:64]) if isinstance(name, str) else type(name).__name__
+        raise ConfigError(f"Unknown suite {shown}; name one of this rollgym's built-in suites: {', '.join(names)}.")
+    text = (resources.files("rollgym.benchmarks") / "suites" / f"{name}.yaml").read_text(encoding="utf-8")
+    suite = _parse_yaml(text, f"suite {name!r}")
+    if version is not None and version != suite.version:
+        raise ConfigError(
+            f"This rollgym ships {suite.label}, not version {version!r} of {name}; use the rollgym release "
+            "that ships that version."
+        )
+    return suite
+
+
 def load_suite(name_or_path: str) -> Suite:
-    """Load a built-in suite by name (``"quick"``, ``"papers"``, ...) or a suite YAML file by path.
+    """Load a built-in suite by name (``"quick"``, ``"quick@v1"``) or, for the command line, a YAML file by path.
+
+    Untrusted names (from bundles or uploads) go through :func:`builtin_suite`, which reads no path.
 
     Raises:
         ConfigError: for an unknown name, a missing file or an invalid definition.
     """
-    import yaml
-
     path = Path(name_or_path)
-    if name_or_path.endswith((".yaml", ".yml")) or path.is_file():
+    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path or path.is_file():
         if not path.is_file():
             raise ConfigError(f"Suite file {path} does not exist; check the path.")
-        text = path.read_text(encoding="utf-8")
-        source = str(path)
-    else:
-        bare = name_or_path.split("@", 1)[0]
-        if bare not in builtin_suites():
-            raise ConfigError(
-                f"Unknown suite {name_or_path!r}; use one of {', '.join(builtin_suites())} or a path to a YAML file."
-            )
-        text = (resources.files("rollgym.benchmarks") / "suites" / f"{bare}.yaml").read_text(encoding="utf-8")
-        source = f"suite {bare!r}"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source} is not valid YAML ({exc}).") from None
-    suite = parse_suite(data, source)
-    if "@" in name_or_path and not path.is_file():
-        wanted = name_or_path.split("@", 1)[1].lstrip("v")
-        if wanted != str(suite.version):
-            raise ConfigError(f"This rollgym ships {suite.label}, not {name_or_path}; upgrade or downgrade rollgym.")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"Cannot read suite file {path} ({type(exc).__name__}); pass a YAML file.") from None
+        return _parse_yaml(text, str(path))
+    bare, _, wanted = name_or_path.partition("@")
+    if bare not in builtin_suites():
+        raise ConfigError(
+            f"Unknown suite {name_or_path[:64]!r}; use one of {', '.join(builtin_suites())} or a path to a YAML file."
+        )
+    suite = builtin_suite(bare)
+    if wanted and wanted.lstrip("v") != str(suite.version):
+        raise ConfigError(f"This rollgym ships {suite.label}, not {name_or_path}; upgrade or downgrade rollgym.")
     return suite

@@ -17,17 +17,31 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.bundle import Bundle, BundleError, clean_json, open_bundle
+from rollgym.benchmarks.bundle import (
+    DEFAULT_LIMITS,
+    Bundle,
+    BundleError,
+    BundleLimits,
+    clean_json,
+    open_bundle,
+    public_task,
+)
 from rollgym.benchmarks.runner import compute_summary, prepare_suite
-from rollgym.benchmarks.suite import Suite, SuiteEntry, load_suite, task_set_hash
-from rollgym.core.errors import ConfigError, RollgymError
-from rollgym.rollout.types import RolloutGroup, Trajectory
+from rollgym.benchmarks.suite import Suite, SuiteEntry, builtin_suite, task_set_hash
+from rollgym.core.errors import ConfigError
+from rollgym.rollout.store import FORMAT_VERSION, EpisodeRecord
+from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
 
 MAX_REASONS = 20
+#: Longest reason kept; reasons quote the submitter's values, which may be any size.
+MAX_REASON_CHARS = 500
 
 
 def hidden_seed(secret: str | bytes, submission_id: str) -> int:
@@ -137,7 +151,13 @@ def _lookup(data: Any, path: str) -> Any:
 
 
 def _actions(trajectory: Trajectory) -> list[str]:
-    return [m["content"] for m in trajectory.messages if m.get("role") == "assistant"]
+    # A transcript is untrusted: a missing or non-text content replays as text and then mismatches.
+    actions = []
+    for message in trajectory.messages:
+        if message.get("role") == "assistant":
+            content = message.get("content")
+            actions.append(content if isinstance(content, str) else repr(content))
+    return actions
 
 
 def _replay_mismatch(recorded: Trajectory, replayed: Trajectory) -> str | None:
@@ -170,12 +190,61 @@ def _expected_seed_reason(manifest_seed: Any, expected_seed: int | None) -> str 
     return None
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _BadTranscript(Exception):
+    """A transcript that cannot be read as a complete results file."""
+
+
+def read_transcript(path: Path) -> tuple[dict[str, Any], list[EpisodeRecord]]:
+    """Read a bundle's transcript strictly: every line complete and valid, nothing dropped or merged.
+
+    Unlike :func:`~rollgym.rollout.load_results` (made for resuming an interrupted run), a torn
+    or repeated line is not forgiven here: the verifier must see every line the submitter sent.
+
+    Raises:
+        _BadTranscript: with a sentence naming the line.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise _BadTranscript(f"the bundle has no transcript {path.parent.name}/{path.name}") from None
+    if raw and not raw.endswith(b"\n"):
+        raise _BadTranscript("its last line is cut off (the run was interrupted or the file truncated)")
+    header: dict[str, Any] | None = None
+    records: list[EpisodeRecord] = []
+    for number, line in enumerate(raw.splitlines(), 1):
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            raise _BadTranscript(f"line {number} is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise _BadTranscript(f"line {number} is not a JSON object")
+        if number == 1:
+            if data.get("kind") != "header" or data.get("format") != FORMAT_VERSION:
+                raise _BadTranscript(f"its first line is not a results header of format {FORMAT_VERSION}")
+            header = data
+            continue
+        if data.get("kind") != "episode":
+            raise _BadTranscript(f"line {number} is not an episode (kind {_short(data.get('kind'))})")
+        try:
+            records.append(EpisodeRecord.from_json(data))
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+            raise _BadTranscript(f"line {number} is not a valid episode ({type(exc).__name__})") from None
+    if header is None:
+        raise _BadTranscript("it is empty")
+    return header, records
+
+
 def _verify_entry(
     bundle: Bundle, entry: SuiteEntry, recorded_entry: dict[str, Any], agent_name: str, reasons: list[str]
 ) -> tuple[list[RolloutGroup], list[str], int]:
     """Replay one entry; return its replayed groups, regenerated task ids and episodes replayed."""
     from rollgym.core.registration import env_info, make
-    from rollgym.rollout import episode_seed, load_results, run_episode
+    from rollgym.rollout import episode_seed, run_episode
 
     def reject(text: str) -> None:
         reasons.append(f"entry {entry.name}: {text}.")
@@ -183,16 +252,15 @@ def _verify_entry(
     spec_hash = env_info(entry.env_id).content_hash
     if recorded_entry.get("spec_hash") != spec_hash:
         reject(
-            f"it was run on {entry.env_id} with spec hash {recorded_entry.get('spec_hash')}, but this rollgym's is "
-            f"{spec_hash} (a stale env version); rerun it with the current rollgym"
+            f"it was run on {entry.env_id} with spec hash {_short(recorded_entry.get('spec_hash'))}, but this "
+            f"rollgym's is {spec_hash} (a stale env version); rerun it with the current rollgym"
         )
         return [], [], 0
     try:
-        results = load_results(bundle.transcript(entry.name))
-    except RollgymError as exc:
+        header, episodes_read = read_transcript(bundle.transcript(entry.name))
+    except _BadTranscript as exc:
         reject(f"its transcript cannot be read ({exc})")
         return [], [], 0
-    header = results.header
     expected_header = {
         "env_id": entry.env_id,
         "spec_hash": spec_hash,
@@ -205,17 +273,35 @@ def _verify_entry(
     for key, value in expected_header.items():
         if header.get(key) != value:
             what = "a stale env version" if key == "spec_hash" else f"the suite's {key} is {value!r}"
-            reject(f"the transcript was run with {key}={header.get(key)!r}, but {what}")
+            reject(f"the transcript was run with {key}={_short(header.get(key))}, but {what}")
             return [], [], 0
-    by_key = {(r.task_index, r.trajectory.sample_idx): r for r in results.episodes}
+    keys = [(r.task_index, r.trajectory.sample_idx) for r in episodes_read]
+    repeated = sorted((k for k, n in Counter(keys).items() if n > 1), key=str)
+    if repeated:
+        reject(
+            f"{len(repeated)} episode(s) appear on more than one line, e.g. task {repeated[0][0]} sample "
+            f"{repeated[0][1]}; a transcript holds each episode once (a repeated line would hide extra attempts)"
+        )
+        return [], [], 0
+    by_key = dict(zip(keys, episodes_read))
     wanted = {(i, j) for i in range(entry.n_tasks) for j in range(entry.group_size)}
+    extra = sorted(set(by_key) - wanted, key=str)
     missing = sorted(wanted - set(by_key))
-    extra = sorted(set(by_key) - wanted)
+    if extra:
+        reject(
+            f"it has {len(extra)} episode(s) not in the suite's task set ({entry.n_tasks} task(s) x "
+            f"{entry.group_size} sample(s)), e.g. task {_short(extra[0][0])} sample {_short(extra[0][1])}"
+        )
+        return [], [], 0
     if missing:
         reject(f"{len(missing)} episode(s) are missing, e.g. task {missing[0][0]} sample {missing[0][1]}")
         return [], [], 0
-    if extra:
-        reject(f"it has {len(extra)} episode(s) beyond the suite's tasks, e.g. task {extra[0][0]}")
+    leaked = sorted({i for (i, _), r in by_key.items() if r.task is not None and r.task.answer is not None})
+    if leaked:
+        reject(
+            f"its transcript carries the hidden answer of {len(leaked)} task(s), e.g. task {leaked[0]}; a bundle "
+            "must not publish answers: pack the folder again with `rollgym bench pack`, which removes them"
+        )
         return [], [], 0
 
     env = make(entry.env_id, split=entry.split, **entry.env_kwargs)
@@ -239,7 +325,7 @@ def _verify_entry(
                 if replay.status == "failed" and replay.info.get("failure", {}).get("stage") in {"reset", "step"}:
                     env.close()
                     env = make(entry.env_id, split=entry.split, **entry.env_kwargs)
-                if task is None or record.task is None or record.task.to_dict() != task.to_dict():
+                if task is None or record.task is None or _public(record.task.to_dict()) != _public(task.to_dict()):
                     claimed = record.task.id if record.task is not None else None
                     reject(
                         f"task {i} in the transcript is {claimed!r}, but the suite's seed gives "
@@ -263,12 +349,18 @@ def _verify_entry(
     return groups, task_ids, episodes
 
 
+def _public(task: dict[str, Any]) -> Any:
+    """A task as a bundle records it (no hidden answer), normalised through JSON types."""
+    return to_jsonable(public_task(task))
+
+
 def verify_bundle(
     path: Any,
     *,
     expected_seed: int | None = None,
     allow_limit: bool = True,
     suite: Suite | None = None,
+    limits: BundleLimits = DEFAULT_LIMITS,
 ) -> VerificationReport:
     """Verify a bundle folder or ``.tar.gz`` against this rollgym; never trusts the claimed summary.
 
@@ -277,7 +369,9 @@ def verify_bundle(
         expected_seed: The seed the bundle must have been run with (a leaderboard's hidden
             seed); ``None`` means the suite's own seeds.
         allow_limit: Accept runs on a limited task set (``--limit``).
-        suite: The suite to check against; by default the one the manifest names, from this rollgym.
+        suite: The suite to check against; by default the built-in suite the manifest names (by
+            registry name, never a path).
+        limits: What reading an archive may cost (the leaderboard passes the limits its server uses).
 
     Example:
         >>> report = verify_bundle("runs/oracle")  # doctest: +SKIP
@@ -286,16 +380,22 @@ def verify_bundle(
     """
     reasons: list[str] = []
     try:
-        bundle = path if isinstance(path, Bundle) else open_bundle(path)
+        bundle = path if isinstance(path, Bundle) else open_bundle(path, limits)
     except BundleError as exc:
-        return VerificationReport(False, [str(exc)])
+        return VerificationReport(False, [_clip(str(exc))])
     try:
-        return _verify(bundle, expected_seed, allow_limit, suite, reasons)
+        report = _verify(bundle, expected_seed, allow_limit, suite, reasons)
     except _Rejected as exc:
-        return VerificationReport(False, [*reasons, str(exc)], manifest=bundle.manifest)
+        report = VerificationReport(False, [*reasons, str(exc)], manifest=bundle.manifest)
     finally:
         if not isinstance(path, Bundle):
             bundle.close()
+    report.reasons = [_clip(r) for r in report.reasons]
+    return report
+
+
+def _clip(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 3] + "..."
 
 
 def _verify(
@@ -307,14 +407,12 @@ def _verify(
     claimed_suite = manifest.get("suite") or {}
     if suite is None:
         try:
-            suite = load_suite(str(claimed_suite.get("name")))
+            suite = builtin_suite(claimed_suite.get("name"))  # type: ignore[arg-type]
         except ConfigError as exc:
             raise _Rejected(f"The bundle's suite is unknown here ({exc})") from None
-    if claimed_suite.get("version") != suite.version:
-        raise _Rejected(
-            f"The bundle is for {claimed_suite.get('label')}, but this rollgym has {suite.label}; "
-            "rerun the current suite."
-        )
+    mismatch = suite_mismatch(claimed_suite, suite)
+    if mismatch:
+        raise _Rejected(mismatch)
     seed_reason = _expected_seed_reason(manifest.get("seed"), expected_seed)
     if seed_reason:
         raise _Rejected(f"Changed seed: {seed_reason}.")
@@ -375,6 +473,28 @@ def _verify(
                 f"{_lookup(summary, diff)!r} (an edited score)."
             )
     return VerificationReport(not reasons, reasons, summary, manifest, episodes)
+
+
+def suite_mismatch(claimed: dict[str, Any], suite: Suite) -> str | None:
+    """One sentence naming the manifest's suite field that differs from ``suite``, or ``None``.
+
+    Example:
+        >>> from rollgym.benchmarks.suite import builtin_suite
+        >>> suite_mismatch({"name": "quick", "version": 2, "label": "quick@v1"}, builtin_suite("quick"))
+        "The manifest's suite.version is 2, but this rollgym ships quick version 1 (quick@v1); rerun the current suite."
+    """
+    for key, ours in (("name", suite.name), ("version", suite.version)):
+        if claimed.get(key) != ours:
+            return (
+                f"The manifest's suite.{key} is {_short(claimed.get(key))}, but this rollgym ships {suite.name} "
+                f"version {suite.version} ({suite.label}); rerun the current suite."
+            )
+    if claimed.get("label") is not None and claimed.get("label") != suite.label:
+        return (
+            f"The manifest's suite.label is {_short(claimed.get('label'))}, but its suite.name and suite.version "
+            f"make {suite.label}; the manifest was edited."
+        )
+    return None
 
 
 def _agent_name(agent: dict[str, Any]) -> str:

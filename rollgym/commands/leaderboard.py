@@ -40,8 +40,12 @@ def register(subparsers: Any) -> None:
     _db_args(p)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--max-upload-mb", type=float, default=64.0, help="largest accepted upload")
+    _limit_args(p)
     p.add_argument("--secret", help="enable hidden test seeds (or set ROLLGYM_LEADERBOARD_SECRET)")
+    p.add_argument("--ticket-hours", type=float, default=48.0, help="how long a hidden-seed ticket stays usable")
+    p.add_argument("--tickets-per-day", type=int, default=5, help="tickets one submitter may get in 24 hours")
+    p.add_argument("--max-pending", type=int, default=20,
+                   help="submissions one submitter may have waiting for verification")
     p.add_argument("--allow-limit", action="store_true",
                    help="also accept partial runs (--limit or --only); by default only full suites are ranked")
     p.add_argument("--no-worker", action="store_true", help="do not verify in this process")
@@ -51,6 +55,7 @@ def register(subparsers: Any) -> None:
     p = actions.add_parser("worker", help="run a verification worker alone (beside a server started --no-worker)")
     p.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default {DEFAULT_DB})")
     p.add_argument("--allow-limit", action="store_true", help="also accept partial runs (--limit or --only)")
+    _limit_args(p)
     p.set_defaults(func=cmd_worker)
 
     p = actions.add_parser("add-submitter", help="register a submitter and print their token")
@@ -81,6 +86,22 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
+def _limit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-upload-mb", type=float, default=64.0, help="largest accepted bundle archive")
+    p.add_argument("--max-unpacked-mb", type=float, default=512.0, help="largest total unpacked size of a bundle")
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The archive limits the server and the worker share, from ``--max-upload-mb`` and ``--max-unpacked-mb``."""
+    from rollgym.benchmarks.archive import BundleLimits
+
+    for name in ("max_upload_mb", "max_unpacked_mb"):
+        if not getattr(args, name) > 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be a positive number of MiB.")
+    return BundleLimits(max_archive_bytes=max(1, int(args.max_upload_mb * 1024 * 1024)),
+                        max_unpacked_bytes=max(1, int(args.max_unpacked_mb * 1024 * 1024)))
+
+
 def _db_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default {DEFAULT_DB}; PostgreSQL URLs work)")
     p.add_argument("--data-dir", default="leaderboard-data", help="where uploaded bundles are stored")
@@ -105,14 +126,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the server (blocks until interrupted)."""
+    import datetime as dt
     import os
 
     from rollgym.leaderboard.server import Settings, serve
 
+    if not 0 < args.ticket_hours <= 24 * 366 or args.tickets_per_day < 1 or args.max_pending < 1:
+        raise ConfigError("--ticket-hours must be between 0 and 8784 (a year), and --tickets-per-day and "
+                          "--max-pending at least 1.")
     settings = Settings(
-        db_url=args.db, data_dir=args.data_dir, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+        db_url=args.db, data_dir=args.data_dir, limits=_limits(args),
         secret=args.secret or os.environ.get("ROLLGYM_LEADERBOARD_SECRET") or None, allow_limit=args.allow_limit,
-        worker=not args.no_worker, worker_delay_s=args.worker_delay,
+        worker=not args.no_worker, worker_delay_s=args.worker_delay, ticket_ttl=dt.timedelta(hours=args.ticket_hours),
+        tickets_per_day=args.tickets_per_day, max_pending=args.max_pending,
     )
     print(f"rollgym leaderboard on http://{args.host}:{args.port} (database {args.db})", flush=True)
     serve(settings, args.host, args.port)
@@ -124,7 +150,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from rollgym.leaderboard.db import Store
     from rollgym.leaderboard.worker import VerificationWorker
 
-    worker = VerificationWorker(Store(args.db), allow_limit=args.allow_limit)
+    worker = VerificationWorker(Store(args.db), allow_limit=args.allow_limit, limits=_limits(args))
     worker.store.requeue_stale()
     print(f"verifying queued submissions in {args.db}; Ctrl-C to stop", flush=True)
     worker.run()
@@ -164,59 +190,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0 if response.status_code == 202 else 1
 
 
-def add_local(bundle: str, db: str, data_dir: str, submitter: str = "local", label: str | None = None,
-              model_size_b: float | None = None) -> dict[str, Any]:
-    """Store a bundle in a local leaderboard database and verify it now; return its status.
-
-    Example:
-        >>> add_local("runs/oracle", "sqlite:///lb.db", "lb-data")["status"]  # doctest: +SKIP
-        'accepted'
-    """
-    import uuid
-    from pathlib import Path
-
-    from rollgym.benchmarks.bundle import open_bundle, pack_bundle
-    from rollgym.leaderboard.db import Store, hash_token
-    from rollgym.leaderboard.worker import VerificationWorker
-
-    store = Store(db)
-    with store.session() as s:
-        from sqlalchemy import select
-
-        from rollgym.leaderboard.db import Submitter
-
-        person = s.scalar(select(Submitter).where(Submitter.name == submitter))
-        if person is None:
-            person = Submitter(name=submitter, token_hash=hash_token(uuid.uuid4().hex))
-            s.add(person)
-            s.flush()
-        person_id = person.id
-    source = Path(bundle)
-    folder = Path(data_dir) / "bundles"
-    folder.mkdir(parents=True, exist_ok=True)
-    sid = uuid.uuid4().hex
-    target = folder / f"{sid}.tar.gz"
-    if source.is_dir():
-        pack_bundle(source, target)
-    else:
-        target.write_bytes(source.read_bytes())
-    with open_bundle(target) as opened:
-        manifest = opened.manifest
-    agent = manifest.get("agent") or {}
-    store.enqueue(sid, person_id, {
-        "suite": (manifest.get("suite") or {}).get("label"),
-        "label": label or agent.get("label"),
-        "model_size_b": model_size_b if model_size_b is not None else agent.get("model_size_b"),
-        "bundle_path": str(target.resolve()),
-    })
-    VerificationWorker(store).drain()
-    sub = store.get(sid)
-    assert sub is not None
-    return {"id": sid, "status": sub.status, "reasons": list(sub.reasons or []), "score": sub.score}
-
-
 def cmd_add(args: argparse.Namespace) -> int:
     """Verify a bundle and add it to a local database."""
+    from rollgym.leaderboard.ingest import add_local
+
     result = add_local(args.bundle, args.db, args.data_dir, args.submitter, args.label, args.model_size)
     print(json.dumps(result))
     return 0 if result["status"] == "accepted" else 1
@@ -230,3 +207,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     index = export_site(Store(args.db), args.out)
     print(f"static leaderboard: {index}")
     return 0
+
+
+def __getattr__(name: str) -> Any:
+    """``add_local`` moved to :mod:`rollgym.leaderboard.ingest`; the old name works for one more minor version."""
+    if name == "add_local":
+        import warnings
+
+        from rollgym.leaderboard.ingest import add_local
+
+        warnings.warn("rollgym.commands.leaderboard.add_local moved to rollgym.leaderboard.ingest.add_local.",
+                      DeprecationWarning, stacklevel=2)
+        return add_local
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

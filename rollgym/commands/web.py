@@ -90,7 +90,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     if args.n < 1:
         raise ConfigError(f"-n must be at least 1, got {args.n}.")
     sites = SITE_KEYS if args.site == "all" else (args.site,)
-    source = WebTaskSource(tuple(sites), "WebGym-v1")
+    source = WebTaskSource(tuple(sites), "WebGym-v2")
     for i in range(args.n):
         task = source.task(i, args.split)
         print(f"[{task.meta['template']}, {task.meta['kind']}] {task.prompt}")
@@ -107,7 +107,7 @@ def take_screenshots(site: str, out: str) -> list[str]:
 
     os.makedirs(out, exist_ok=True)
     runtime = get_runtime()
-    source = WebTaskSource((site,), "WebGym-v1")
+    source = WebTaskSource((site,), "WebGym-v2")
     paths: list[str] = []
 
     async def shoot() -> None:

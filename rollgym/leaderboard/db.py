@@ -16,7 +16,7 @@ import datetime as dt
 import hashlib
 import secrets
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,8 @@ class Submitter(Base):
 class Submission(Base):
     """One uploaded bundle and its verdict.
 
-    ``status``: ``issued`` (a hidden-seed ticket, no bundle yet), ``queued``, ``verifying``,
-    ``accepted`` or ``rejected``.
+    ``status``: ``queued``, ``verifying``, ``accepted`` or ``rejected``. A submission made with a
+    hidden-seed ticket has the ticket's id and seed.
     """
 
     __tablename__ = "submissions"
@@ -72,6 +72,37 @@ class Submission(Base):
     manifest: Mapped[Any] = mapped_column(JSON, nullable=True)
     created: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     verified_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Ticket(Base):
+    """A hidden-seed ticket: issued to one submitter for one suite, used at most once, until it expires.
+
+    Every ticket stays in the table, used or not, and is listed on its submitter's public page,
+    so asking for many seeds and uploading only the best run is visible to everyone.
+    """
+
+    __tablename__ = "tickets"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    submitter_id: Mapped[int] = mapped_column(ForeignKey("submitters.id"), index=True)
+    suite: Mapped[str] = mapped_column(String(100))
+    seed: Mapped[int] = mapped_column(Integer)
+    issued_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow, index=True)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime)
+    used_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    def state(self, now: dt.datetime | None = None) -> str:
+        """``used``, ``expired`` (never used) or ``open``."""
+        if self.used_at is not None:
+            return "used"
+        return "expired" if (now or utcnow()) >= self.expires_at else "open"
+
+
+class TicketError(ConfigError):
+    """A ticket that cannot be issued or used; ``status`` is the HTTP status that says why."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Job(Base):
@@ -155,37 +186,140 @@ class Store:
         with self.session() as s:
             return s.scalar(select(Submitter).where(Submitter.token_hash == hash_token(token)))
 
-    # -- submissions -----------------------------------------------------------------------
-    def issue_ticket(self, submitter_id: int, suite: str, seed: int | None, submission_id: str | None = None) -> str:
-        """Create an ``issued`` submission (a hidden-seed ticket) and return its id."""
-        sid = submission_id or uuid.uuid4().hex
+    def ensure_submitter(self, name: str) -> int:
+        """The id of the submitter called ``name``, created (with an unusable random token) when new."""
+        if not name or len(name) > 100:
+            raise ConfigError("A submitter name must be 1 to 100 characters.")
         with self.session() as s:
-            s.add(Submission(id=sid, submitter_id=submitter_id, status="issued", suite=suite, seed=seed, reasons=[]))
-        return sid
+            person = s.scalar(select(Submitter).where(Submitter.name == name))
+            if person is None:
+                person = Submitter(name=name, token_hash=hash_token(secrets.token_urlsafe(24)))
+                s.add(person)
+                s.flush()
+            return person.id
 
+    def submitter_named(self, name: str) -> Submitter | None:
+        """The submitter called ``name``, or ``None``."""
+        with self.session() as s:
+            return s.scalar(select(Submitter).where(Submitter.name == name))
+
+    # -- tickets ---------------------------------------------------------------------------
+    def issue_ticket(
+        self,
+        submitter_id: int,
+        suite: str,
+        seed_of: Callable[[str], int],
+        *,
+        ttl: dt.timedelta,
+        per_day: int,
+        now: dt.datetime | None = None,
+    ) -> Ticket:
+        """Issue a ticket whose seed is ``seed_of(ticket id)``, unless the submitter hit the daily limit.
+
+        Raises:
+            TicketError: (status 429) when the submitter was issued ``per_day`` tickets in the last 24 hours.
+        """
+        now = now or utcnow()
+        with self.session() as s:
+            # Serialise issuing per submitter (a row lock on PostgreSQL; SQLite locks the file on write).
+            s.execute(update(Submitter).where(Submitter.id == submitter_id).values(name=Submitter.name))
+            recent = s.scalars(
+                select(Ticket.issued_at).where(Ticket.submitter_id == submitter_id,
+                                               Ticket.issued_at > now - dt.timedelta(days=1))
+            ).all()
+            if len(recent) >= per_day:
+                retry = min(recent) + dt.timedelta(days=1)
+                raise TicketError(
+                    f"You were issued {len(recent)} tickets in the last 24 hours, the limit here; the next one can be "
+                    f"issued after {retry:%Y-%m-%d %H:%M} UTC. Every ticket is listed on your public page.",
+                    status=429,
+                )
+            tid = uuid.uuid4().hex
+            ticket = Ticket(id=tid, submitter_id=submitter_id, suite=suite, seed=seed_of(tid), issued_at=now,
+                            expires_at=now + ttl)
+            s.add(ticket)
+        return ticket
+
+    def ticket(self, ticket_id: str) -> Ticket | None:
+        """A ticket by id."""
+        with self.session() as s:
+            return s.get(Ticket, ticket_id)
+
+    def tickets_of(self, submitter_id: int) -> list[Ticket]:
+        """Every ticket ever issued to a submitter, newest first."""
+        with self.session() as s:
+            return list(s.scalars(select(Ticket).where(Ticket.submitter_id == submitter_id)
+                                  .order_by(Ticket.issued_at.desc())))
+
+    def check_ticket(self, ticket_id: str, submitter_id: int, suite: str | None = None,
+                     now: dt.datetime | None = None) -> Ticket:
+        """The open ticket ``ticket_id`` of this submitter (for ``suite``), or a :class:`TicketError` saying why not."""
+        ticket = self.ticket(ticket_id)
+        if ticket is None:
+            raise TicketError(f"Ticket {ticket_id} does not exist; POST /api/tickets to get one.")
+        if ticket.submitter_id != submitter_id:
+            raise TicketError(f"Ticket {ticket_id} was issued to another submitter; use a ticket of your own.",
+                              status=403)
+        state = ticket.state(now)
+        if state == "used":
+            raise TicketError(f"Ticket {ticket_id} was used already (at {ticket.used_at:%Y-%m-%d %H:%M} UTC); a "
+                              "ticket takes one upload. POST /api/tickets for another.", status=409)
+        if state == "expired":
+            raise TicketError(f"Ticket {ticket_id} expired at {ticket.expires_at:%Y-%m-%d %H:%M} UTC; "
+                              "POST /api/tickets for a new one and run with its seed.", status=410)
+        if suite is not None and ticket.suite != suite:
+            raise TicketError(f"Ticket {ticket_id} is for {ticket.suite}, but the bundle is for {suite}; "
+                              "use a ticket of the bundle's suite.")
+        return ticket
+
+    # -- submissions -----------------------------------------------------------------------
     def get(self, submission_id: str) -> Submission | None:
         """A submission by id."""
         with self.session() as s:
             return s.get(Submission, submission_id)
 
-    def enqueue(self, submission_id: str, submitter_id: int, fields: dict[str, Any]) -> Submission:
+    def enqueue(self, submission_id: str, submitter_id: int, fields: dict[str, Any], *, ticket: str | None = None,
+                now: dt.datetime | None = None) -> Submission:
         """Record an uploaded bundle and its verification job in one transaction.
 
-        ``submission_id`` may name an ``issued`` ticket of the same submitter; otherwise it is new.
+        With ``ticket``, the submission takes the ticket's id and seed, and the ticket is used up in the
+        same transaction (a conditional update, so two uploads racing for one ticket cannot both win).
+
+        Raises:
+            TicketError: for a ticket that is not open, not the submitter's, or for another suite.
+            ConfigError: when a submission with this id exists already.
         """
+        now = now or utcnow()
+        if ticket is not None:
+            issued = self.check_ticket(ticket, submitter_id, fields.get("suite"), now)
+            submission_id = ticket
+            fields = {**fields, "seed": issued.seed}
         with self.session() as s:
-            sub = s.get(Submission, submission_id)
-            if sub is None:
-                sub = Submission(id=submission_id, submitter_id=submitter_id, reasons=[])
-                s.add(sub)
-            elif sub.submitter_id != submitter_id or sub.status != "issued":
-                raise ConfigError(f"Ticket {submission_id} is not an open ticket of yours.")
+            if ticket is not None:
+                used = s.execute(
+                    update(Ticket)
+                    .where(Ticket.id == ticket, Ticket.submitter_id == submitter_id, Ticket.used_at.is_(None),
+                           Ticket.expires_at > now)
+                    .values(used_at=now)
+                )
+                if getattr(used, "rowcount", 0) != 1:
+                    raise TicketError(f"Ticket {ticket} was used by another upload at the same time.", status=409)
+            if s.get(Submission, submission_id) is not None:
+                raise ConfigError(f"Submission {submission_id} exists already.")
+            sub = Submission(id=submission_id, submitter_id=submitter_id, reasons=[], status="queued")
             for key, value in fields.items():
                 setattr(sub, key, value)
-            sub.status = "queued"
+            s.add(sub)
             s.flush()
             s.add(Job(submission_id=sub.id, state="queued"))
         return sub
+
+    def pending_count(self, submitter_id: int) -> int:
+        """Submissions of a submitter still waiting for (or in) verification."""
+        with self.session() as s:
+            rows = s.scalars(select(Submission.id).where(Submission.submitter_id == submitter_id,
+                                                         Submission.status.in_(("queued", "verifying"))))
+            return len(rows.all())
 
     def requeue_stale(self) -> int:
         """Put jobs left ``running`` (by a crash or restart) back in the queue; return how many."""
@@ -231,14 +365,17 @@ class Store:
         with self.session() as s:
             return s.scalar(select(Job).where(Job.submission_id == submission_id))
 
-    def submissions(self, suite: str | None = None, status: str | None = None) -> list[Submission]:
-        """Submissions, newest first, optionally of one suite and status."""
+    def submissions(self, suite: str | None = None, status: str | None = None,
+                    submitter_id: int | None = None) -> list[Submission]:
+        """Submissions, newest first, optionally of one suite, status and submitter."""
         with self.session() as s:
             query = select(Submission).order_by(Submission.created.desc())
             if suite is not None:
                 query = query.where(Submission.suite == suite)
             if status is not None:
                 query = query.where(Submission.status == status)
+            if submitter_id is not None:
+                query = query.where(Submission.submitter_id == submitter_id)
             return list(s.scalars(query))
 
     def submitter_name(self, submitter_id: int) -> str:

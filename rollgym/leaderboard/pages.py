@@ -10,6 +10,7 @@ server routes or to static file names, so both share one renderer.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -33,6 +34,12 @@ th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after
 .status-accepted{color:#15803d}.status-rejected{color:#b91c1c}.muted{color:#6b7280}code{font-size:12px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:13px}dt{font-weight:600}
 """
+
+#: What the pages say about the names, models and sizes submitters give.
+SELF_REPORTED = (
+    "Self-reported: the submitter names the model, agent and size; nothing can verify them. The score is "
+    "verified: every transcript is replayed and the summary recomputed."
+)
 
 SORT_JS = """
 document.querySelectorAll('table.sortable').forEach(function (table) {
@@ -84,7 +91,13 @@ class Links:
 
     def submission(self, submission_id: str) -> str:
         """A submission's details."""
-        return f"entry-{submission_id}.html" if self.static else f"/entry/{submission_id}"
+        return f"entry-{_slug(submission_id)}.html" if self.static else f"/entry/{quote(submission_id)}"
+
+    def submitter(self, name: str) -> str:
+        """A submitter's public page: every submission and every ticket issued to them."""
+        if self.static:
+            return f"submitter-{_slug(name)}-{hashlib.sha256(name.encode()).hexdigest()[:8]}.html"
+        return f"/submitter/{quote(name, safe='')}"
 
 
 def _slug(text: str) -> str:
@@ -106,6 +119,8 @@ class Row:
     manifest: dict[str, Any] = field(default_factory=dict)
     status: str = "accepted"
     reasons: list[str] = field(default_factory=list)
+    tickets_issued: int = 0
+    tickets_used: int = 0
 
     def entry(self, name: str) -> dict[str, Any]:
         """The summary of one entry ({} when absent)."""
@@ -187,10 +202,14 @@ def render_suite(label: str, rows: list[Row], links: Links) -> str:
     rows = sorted(rows, key=lambda r: -_num(r.score) if not math.isnan(_num(r.score)) else math.inf)
     names = entry_names(rows)
     ladders = ladder_names(rows)
-    head = ['<th class="sortable">rank</th>', '<th class="sortable text">model</th>',
-            '<th class="sortable text">submitter</th>', '<th class="sortable">size (B)</th>',
-            '<th class="sortable">date</th>', '<th class="sortable">tasks</th>',
-            '<th class="sortable" aria-sort="descending">score</th>']
+    with_tickets = any(r.tickets_issued for r in rows)
+    head = ['<th class="sortable">rank</th>', f'<th class="sortable text" title="{SELF_REPORTED}">model †</th>',
+            '<th class="sortable text">submitter</th>', f'<th class="sortable" title="{SELF_REPORTED}">size (B) †</th>',
+            '<th class="sortable">date</th>', '<th class="sortable">tasks</th>']
+    if with_tickets:
+        head.append('<th class="sortable" title="hidden-seed tickets the submitter was issued for this suite, '
+                    'and how many were uploaded">tickets used/issued</th>')
+    head.append('<th class="sortable" aria-sort="descending">score</th>')
     head += [f'<th class="sortable"><a href="{links.env(label, n)}">{escape(n)}</a></th>' for n in names]
     head += [f'<th class="sortable">Elo {escape(ladder)}</th>' for ladder in ladders]
     body_rows = []
@@ -199,12 +218,15 @@ def render_suite(label: str, rows: list[Row], links: Links) -> str:
         cells = [
             f'<td data-sort="{rank}">{rank}</td>',
             f'<td class="text"><a href="{links.submission(row.id)}">{escape(row.label)}</a></td>',
-            f'<td class="text">{escape(row.submitter)}</td>',
+            f'<td class="text"><a href="{links.submitter(row.submitter)}">{escape(row.submitter)}</a></td>',
             f'<td data-sort="{_sort_value(size)}">{"" if math.isnan(size) else f"{size:g}"}</td>',
             f'<td class="nowrap" data-sort="{86400 * _epoch_days(row.created):.0f}">{row.created:%Y-%m-%d}</td>',
             f'<td class="text">{escape(_coverage(row.manifest))}</td>',
-            f'<td data-sort="{_sort_value(_num(row.score))}">{_pct({"value": row.score}, False)}</td>',
         ]
+        if with_tickets:
+            cells.append(f'<td data-sort="{row.tickets_issued}">'
+                         f'<a href="{links.submitter(row.submitter)}">{row.tickets_used}/{row.tickets_issued}</a></td>')
+        cells.append(f'<td data-sort="{_sort_value(_num(row.score))}">{_pct({"value": row.score}, False)}</td>')
         for name in names:
             accuracy = row.entry(name).get("accuracy")
             cells.append(f'<td data-sort="{_sort_value(_num((accuracy or {}).get("value")))}">{_pct(accuracy)}</td>')
@@ -229,7 +251,8 @@ def render_suite(label: str, rows: list[Row], links: Links) -> str:
     envs = " · ".join(f'<a href="{links.env(label, n)}">{escape(n)}</a>' for n in names)
     body = (
         f"<h1>{escape(label)}</h1><p>{len(rows)} verified submission(s). Score: mean accuracy over entries. "
-        f"Intervals are 95%. Click a column to sort.</p>{table}<h2>Rankings per env</h2><p>{envs}</p>"
+        f"Intervals are 95%. Click a column to sort.</p>{table}<p class=\"muted\">† {SELF_REPORTED}</p>"
+        f"<h2>Rankings per env</h2><p>{envs}</p>"
         f"<h2>Plots</h2>{plots}"
     )
     return page(f"{label} leaderboard", body, links)
@@ -317,11 +340,14 @@ def render_submission(row: Row, links: Links) -> str:
     facts = {
         "status": f'<span class="status-{escape(row.status)}">{escape(row.status)}</span>',
         "suite": f'<a href="{links.suite(row.suite)}">{escape(row.suite)}</a>' if row.suite else "",
-        "submitter": escape(row.submitter),
+        "submitter": f'<a href="{links.submitter(row.submitter)}">{escape(row.submitter)}</a>',
         "submitted": f"{row.created:%Y-%m-%d %H:%M} UTC",
-        "score": _pct({"value": row.score}, False),
-        "agent": escape(str(agent.get("kind", ""))) + " " + escape(str(agent.get("agent") or agent.get("model") or "")),
-        "model size": "" if row.model_size_b is None else f"{row.model_size_b:g} B",
+        "score": _pct({"value": row.score}, False)
+        + ' <span class="muted">(recomputed by replaying the transcripts)</span>',
+        "name (self-reported)": escape(row.label),
+        "agent (self-reported)": escape(str(agent.get("kind", ""))) + " "
+        + escape(str(agent.get("agent") or agent.get("model") or "")),
+        "model size (self-reported)": "" if row.model_size_b is None else f"{row.model_size_b:g} B",
         "sampling": f"<code>{escape(json.dumps(agent.get('sampling') or {}))}</code>",
         "task hash": f"<code>{escape(str(suite.get('task_hash', '')))}</code>",
         "seed": escape(str(manifest.get("seed"))) if manifest.get("seed") is not None else "suite default",
@@ -329,7 +355,11 @@ def render_submission(row: Row, links: Links) -> str:
         "rollgym": escape(str(manifest.get("rollgym_version", ""))),
         "machine": escape(str((manifest.get("machine") or {}).get("platform", ""))),
     }
-    parts = [f"<h1>{escape(row.label)}</h1>", "<dl>"]
+    if row.tickets_issued:
+        facts["tickets"] = (f'<a href="{links.submitter(row.submitter)}">{row.tickets_used} of '
+                            f"{row.tickets_issued}</a> hidden-seed tickets for this suite uploaded")
+    parts = [f'<h1>{escape(row.label)} <span class="muted" title="{SELF_REPORTED}">(self-reported name)</span></h1>',
+             f'<p class="muted">{SELF_REPORTED}</p>', "<dl>"]
     parts += [f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in facts.items()]
     parts.append("</dl>")
     if row.reasons:
@@ -385,3 +415,61 @@ def render_submission(row: Row, links: Links) -> str:
         parts.append("<h2>Skipped entries</h2><ul>" + "".join(
             f"<li>{escape(str(s.get('name')))}: {escape(str(s.get('reason')))}</li>" for s in skipped) + "</ul>")
     return page(f"{row.label} on {row.suite}", "".join(parts), links)
+
+
+@dataclass(frozen=True)
+class TicketView:
+    """A hidden-seed ticket as the submitter's public page shows it."""
+
+    id: str
+    suite: str
+    issued: dt.datetime
+    expires: dt.datetime
+    state: str
+    seed: int | None
+    submission_status: str | None = None
+    score: float | None = None
+
+
+def render_submitter(name: str, tickets: list[TicketView], rows: list[Row], links: Links) -> str:
+    """A submitter's public page: every hidden-seed ticket issued (used or not) and every submission."""
+    parts = [f"<h1>Submitter {escape(name)}</h1>"]
+    if tickets:
+        used = sum(1 for t in tickets if t.state == "used")
+        parts.append(
+            f"<h2>Hidden-seed tickets</h2><p>{len(tickets)} ticket(s) issued, {used} uploaded. Every ticket is listed, "
+            "used or not, so running several seeds and uploading only the best is visible here.</p>"
+            '<table class="sortable" id="tickets"><thead><tr><th class="sortable text">ticket</th>'
+            '<th class="sortable text">suite</th><th class="sortable">issued</th><th class="sortable">expires</th>'
+            '<th class="sortable text">state</th><th class="sortable">seed</th><th class="sortable text">result</th>'
+            "</tr></thead><tbody>"
+        )
+        for t in tickets:
+            result = ""
+            if t.submission_status is not None:
+                result = (f'<a href="{links.submission(t.id)}">{escape(t.submission_status)}</a> '
+                          f"{_pct({'value': t.score}, False) if t.score is not None else ''}")
+            seed = "hidden while open" if t.seed is None else str(t.seed)
+            parts.append(
+                f'<tr data-state="{escape(t.state)}"><td class="text"><code>{escape(t.id)}</code></td>'
+                f'<td class="text">{escape(t.suite)}</td><td class="nowrap">{t.issued:%Y-%m-%d %H:%M}</td>'
+                f'<td class="nowrap">{t.expires:%Y-%m-%d %H:%M}</td><td class="text">{escape(t.state)}</td>'
+                f"<td>{escape(seed)}</td><td class=\"text\">{result}</td></tr>"
+            )
+        parts.append("</tbody></table>")
+    parts.append(f'<h2>Submissions</h2><p class="muted">{SELF_REPORTED}</p>')
+    if not rows:
+        parts.append("<p>No submissions yet.</p>")
+    else:
+        parts.append('<table class="sortable" id="submissions"><thead><tr><th class="sortable text">model †</th>'
+                     '<th class="sortable text">suite</th><th class="sortable">date</th>'
+                     '<th class="sortable text">status</th><th class="sortable">score</th></tr></thead><tbody>')
+        for row in rows:
+            parts.append(
+                f'<tr><td class="text"><a href="{links.submission(row.id)}">{escape(row.label)}</a></td>'
+                f'<td class="text">{escape(row.suite)}</td><td class="nowrap">{row.created:%Y-%m-%d %H:%M}</td>'
+                f'<td class="text status-{escape(row.status)}">{escape(row.status)}</td>'
+                f'<td data-sort="{_sort_value(_num(row.score))}">{_pct({"value": row.score}, False)}</td></tr>'
+            )
+        parts.append("</tbody></table>")
+    return page(f"Submitter {name}", "".join(parts), links)

@@ -4,37 +4,60 @@ API (JSON; authenticate with ``Authorization: Bearer TOKEN``, tokens from
 ``rollgym leaderboard add-submitter``):
 
 - ``POST /api/submissions?label=...&model_size_b=...[&ticket=ID]``: the body is a bundle
-  ``.tar.gz`` (``rollgym bench run ... --tar``). It is checked to be a readable bundle of a
-  known suite, stored, and queued for verification: ``202 {"id", "status": "queued"}``.
-  Too large: 413; not a bundle: 400; bad token: 401.
+  ``.tar.gz`` (``rollgym bench run ... --tar``). It is checked (see
+  :mod:`rollgym.leaderboard.ingest`), stored, and queued for verification:
+  ``202 {"id", "status": "queued"}``. Too large: 413; not a bundle: 400; bad token: 401;
+  a ticket of someone else: 403, used: 409, expired: 410; too many waiting uploads: 429;
+  too many uploads in progress on the server: 503.
 - ``POST /api/tickets?suite=quick``: with hidden test seeds (the server holds a secret), issues a
-  submission id and the seed to run with (``rollgym bench run --seed``); upload with ``ticket=``.
-- ``GET /api/submissions/{id}``: status (``queued``, ``verifying``, ``accepted``, ``rejected``),
-  reasons, score. ``GET /api/leaderboard/{suite}``: the accepted submissions of a suite.
+  ticket: a submission id and the seed to run with (``rollgym bench run --seed``); upload with
+  ``ticket=``. Tickets are single-use, expire, are limited per submitter per day (429), and all
+  of them, used or not, are listed on the submitter's public page.
+- ``GET /api/submissions/{id}``: status (``issued``/``expired`` for an unused ticket, ``queued``,
+  ``verifying``, ``accepted``, ``rejected``), reasons, score, and the ``self_reported`` claims.
+- ``GET /api/leaderboard/{suite}``: the accepted submissions of a suite.
+- ``GET /api/submitters/{name}``: every ticket and submission of a submitter.
+- ``GET /api/health``: ``{"ok": true, "uploads_in_progress": n}``, answered on the event loop
+  itself, which no upload ever blocks.
 
 Pages: ``/`` (suites), ``/suite/{label}`` (ranking), ``/suite/{label}/env/{entry}``,
-``/entry/{id}``.
+``/entry/{id}``, ``/submitter/{name}``.
+
+The upload handler only streams bytes to a temporary file on the event loop; checking the
+archive, reading its manifest and writing the database run in a small thread pool, so a
+compression bomb or a slow disk never stalls other requests.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
+import asyncio
+import datetime as dt
+import functools
+import re
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
-from rollgym.benchmarks.bundle import BundleError, open_bundle
+from rollgym.benchmarks.archive import DEFAULT_LIMITS, BundleLimits
 from rollgym.core.errors import ConfigError
-from rollgym.leaderboard.db import Store
+from rollgym.leaderboard import ingest
+from rollgym.leaderboard.db import Store, Submission, TicketError, utcnow
+from rollgym.leaderboard.ingest import IngestError, SelfReported
 from rollgym.leaderboard.pages import Links, entry_names, render_env, render_index, render_submission, render_suite
-from rollgym.leaderboard.site import suite_rows, to_row
+from rollgym.leaderboard.site import submitter_page, suite_rows, to_row
 from rollgym.leaderboard.worker import VerificationWorker
+
+T = TypeVar("T")
+_TICKET_RE = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass
@@ -44,21 +67,37 @@ class Settings:
     Attributes:
         db_url: A SQLAlchemy URL; ``sqlite:///leaderboard.db`` by default.
         data_dir: Where uploaded bundles are stored.
-        max_upload_bytes: Largest accepted upload.
-        secret: Enables hidden test seeds: each ticket's seed is HMAC(secret, submission id).
+        limits: What an upload may cost to read (size, members, unpacked size, compression ratio);
+            the verification worker reads stored bundles under the same limits.
+        secret: Enables hidden test seeds: each ticket's seed is HMAC(secret, ticket id).
         allow_limit: Also accept partial runs (``--limit`` or ``--only``); off by default, so the
             ranking compares full suites only.
         worker: Run the verification worker in the server process.
         worker_delay_s: Pause after claiming each job (throttling; tests interrupt verification with it).
+        ticket_ttl: How long a ticket stays usable.
+        tickets_per_day: Tickets one submitter may be issued in any 24 hours.
+        max_pending: Submissions one submitter may have waiting for verification.
+        max_concurrent_uploads: Uploads streamed at once; more get 503 (bounds disk use under a flood).
+        check_threads: Threads that check archives (the rest of the server never waits for them).
     """
 
     db_url: str = "sqlite:///leaderboard.db"
     data_dir: str = "leaderboard-data"
-    max_upload_bytes: int = 64 * 1024 * 1024
+    limits: BundleLimits = DEFAULT_LIMITS
     secret: str | None = None
     allow_limit: bool = False
     worker: bool = True
     worker_delay_s: float = 0.0
+    ticket_ttl: dt.timedelta = field(default_factory=lambda: dt.timedelta(hours=48))
+    tickets_per_day: int = 5
+    max_pending: int = 20
+    max_concurrent_uploads: int = 8
+    check_threads: int = 2
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The largest accepted upload (the archive limit)."""
+        return self.limits.max_archive_bytes
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -67,12 +106,16 @@ def _error(status: int, message: str) -> JSONResponse:
 
 def _token(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip()
+    if header[:7].lower() == "bearer ":
+        return header[7:].strip() or None
     return None
 
 
-def _status(store: Store, sub: Any) -> dict[str, Any]:
+def _iso(moment: dt.datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _status(store: Store, sub: Submission) -> dict[str, Any]:
     job = store.job_of(sub.id)
     return {
         "id": sub.id,
@@ -84,15 +127,23 @@ def _status(store: Store, sub: Any) -> dict[str, Any]:
         "reasons": list(sub.reasons or []),
         "attempts": job.attempts if job else 0,
         "created": sub.created.isoformat(),
+        "submitter": store.submitter_name(sub.submitter_id),
+        "self_reported": SelfReported.of(sub.manifest, sub.label, sub.model_size_b).to_dict(),
     }
 
 
 def create_app(settings: Settings) -> FastAPI:
-    """Build the app; its lifespan starts (and stops) the verification worker."""
+    """Build the app; its lifespan starts (and stops) the verification worker and the check threads."""
     store = Store(settings.db_url)
     bundles = Path(settings.data_dir) / "bundles"
     bundles.mkdir(parents=True, exist_ok=True)
-    worker = VerificationWorker(store, allow_limit=settings.allow_limit, delay_s=settings.worker_delay_s)
+    worker = VerificationWorker(store, allow_limit=settings.allow_limit, delay_s=settings.worker_delay_s,
+                                limits=settings.limits)
+    checks = ThreadPoolExecutor(max_workers=settings.check_threads, thread_name_prefix="rollgym-upload-check")
+    uploads_in_progress = 0
+
+    async def off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(checks, functools.partial(fn, *args, **kwargs))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
@@ -102,14 +153,15 @@ def create_app(settings: Settings) -> FastAPI:
             yield
         finally:
             worker.stop()
+            checks.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(title="rollgym leaderboard", lifespan=lifespan)
     app.state.store = store
     links = Links(static=False)
 
     @app.get("/api/health")
-    def health() -> dict[str, Any]:
-        return {"ok": True}
+    async def health() -> dict[str, Any]:
+        return {"ok": True, "uploads_in_progress": uploads_in_progress}
 
     @app.post("/api/tickets")
     def ticket(request: Request, suite: str = "quick") -> JSONResponse:
@@ -118,93 +170,88 @@ def create_app(settings: Settings) -> FastAPI:
             return _error(401, "Missing or unknown token; pass 'Authorization: Bearer TOKEN'.")
         if not settings.secret:
             return _error(400, "This leaderboard uses the suites' public seeds; upload bundles without a ticket.")
-        from rollgym.benchmarks.suite import load_suite
+        from rollgym.benchmarks.suite import builtin_suite
         from rollgym.benchmarks.verify import hidden_seed
 
+        secret = settings.secret
+        name, _, version = suite.partition("@")
         try:
-            label = load_suite(suite).label
+            wanted = int(version.removeprefix("v")) if version else None
+        except ValueError:
+            return _error(400, "suite must be a built-in suite's name, optionally with its version (quick@v1).")
+        try:
+            label = builtin_suite(name, wanted).label
+            issued = store.issue_ticket(submitter.id, label, lambda tid: hidden_seed(secret, tid),
+                                        ttl=settings.ticket_ttl, per_day=settings.tickets_per_day)
+        except TicketError as exc:
+            return _error(exc.status, str(exc))
         except ConfigError as exc:
             return _error(400, str(exc))
-        sid = uuid.uuid4().hex
-        seed = hidden_seed(settings.secret, sid)
-        store.issue_ticket(submitter.id, label, seed, sid)
-        return JSONResponse({"submission_id": sid, "suite": label, "seed": seed}, status_code=201)
+        return JSONResponse({"submission_id": issued.id, "ticket": issued.id, "suite": label, "seed": issued.seed,
+                             "issued": _iso(issued.issued_at), "expires": _iso(issued.expires_at),
+                             "public_page": links.submitter(submitter.name)}, status_code=201)
 
     @app.post("/api/submissions")
     async def submit(request: Request, label: str | None = None, model_size_b: float | None = None,
                      ticket: str | None = None) -> JSONResponse:
-        submitter = store.authenticate(_token(request))
+        nonlocal uploads_in_progress
+        submitter = await run_in_threadpool(store.authenticate, _token(request))
         if submitter is None:
             return _error(401, "Missing or unknown token; pass 'Authorization: Bearer TOKEN'.")
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > settings.max_upload_bytes:
-            return _error(413, f"The upload is larger than {settings.max_upload_bytes} bytes.")
-        if label is not None and not 0 < len(label) <= 200:
-            return _error(400, "label must be 1 to 200 characters.")
+        limit = settings.limits.max_archive_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > limit:
+            return _error(413, f"The upload is larger than {limit} bytes.")
+        try:
+            ingest.check_label(label)
+            ingest.check_model_size(model_size_b)
+        except IngestError as exc:
+            return _error(exc.status, str(exc))
         if settings.secret and not ticket:
             return _error(400, "This leaderboard uses hidden seeds: POST /api/tickets first and run with its seed.")
-        sid = ticket or uuid.uuid4().hex
-        if len(sid) > 32 or not sid.isalnum():
-            return _error(400, "A ticket is the 32-character submission id from POST /api/tickets.")
+        if ticket is not None and not settings.secret:
+            return _error(400, "This leaderboard uses the suites' public seeds; upload without a ticket.")
+        if ticket is not None and not _TICKET_RE.fullmatch(ticket):
+            return _error(400, "A ticket is the 32-character hexadecimal id from POST /api/tickets.")
+        if uploads_in_progress >= settings.max_concurrent_uploads:
+            return JSONResponse({"error": "The server is receiving too many uploads; retry in a minute."},
+                                status_code=503, headers={"Retry-After": "60"})
+        uploads_in_progress += 1
         tmp = bundles / f".upload-{uuid.uuid4().hex}.tmp"
-        digest = hashlib.sha256()
-        size = 0
         try:
+            size = 0
             with open(tmp, "wb") as out:
                 async for chunk in request.stream():
                     size += len(chunk)
-                    if size > settings.max_upload_bytes:
-                        return _error(413, f"The upload is larger than {settings.max_upload_bytes} bytes.")
-                    digest.update(chunk)
+                    if size > limit:
+                        return _error(413, f"The upload is larger than {limit} bytes.")
                     out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
             if size == 0:
                 return _error(400, "The upload is empty; send the bundle .tar.gz as the request body.")
-            try:
-                with open_bundle(tmp, max_bytes=16 * settings.max_upload_bytes) as bundle:
-                    manifest = bundle.manifest
-            except BundleError as exc:
-                return _error(400, f"Not a valid bundle: {exc}")
-            suite = manifest.get("suite") or {}
-            from rollgym.benchmarks.suite import load_suite
-
-            try:
-                known = load_suite(str(suite.get("name")))
-            except ConfigError as exc:
-                return _error(400, f"Not a valid bundle: {exc}")
-            expected_seed = None
-            if ticket:
-                issued = store.get(ticket)
-                if issued is None or issued.submitter_id != submitter.id or issued.status != "issued":
-                    return _error(400, f"Ticket {ticket} is not an open ticket of yours.")
-                expected_seed = issued.seed
-            final = bundles / f"{sid}.tar.gz"
-            os.replace(tmp, final)
-            agent = manifest.get("agent") or {}
-            try:
-                store.enqueue(sid, submitter.id, {
-                    "suite": known.label if suite.get("version") == known.version else str(suite.get("label")),
-                    "label": label or agent.get("label"),
-                    "model_size_b": model_size_b if model_size_b is not None else agent.get("model_size_b"),
-                    "seed": expected_seed,
-                    "bundle_path": str(final.resolve()),
-                    "bundle_sha256": digest.hexdigest(),
-                    "bundle_bytes": size,
-                })
-            except ConfigError as exc:
-                final.unlink(missing_ok=True)
-                return _error(400, str(exc))
+            sub = await off_loop(ingest.ingest_archive, store, tmp, submitter.id, data_dir=settings.data_dir,
+                                 label=label, model_size_b=model_size_b, ticket=ticket, limits=settings.limits,
+                                 max_pending=settings.max_pending)
+        except ClientDisconnect:
+            return _error(400, "The upload was cut off before its end.")
+        except IngestError as exc:
+            return _error(exc.status, str(exc))
         finally:
+            uploads_in_progress -= 1
             tmp.unlink(missing_ok=True)
-        return JSONResponse({"id": sid, "status": "queued", "url": f"/api/submissions/{sid}"}, status_code=202)
+        return JSONResponse({"id": sub.id, "status": "queued", "url": f"/api/submissions/{sub.id}"}, status_code=202)
 
     @app.get("/api/submissions/{submission_id}")
     def submission_status(submission_id: str) -> JSONResponse:
         sub = store.get(submission_id)
-        if sub is None:
-            return _error(404, f"No submission {submission_id}.")
-        return JSONResponse(_status(store, sub))
+        if sub is not None:
+            return JSONResponse(_status(store, sub))
+        issued = store.ticket(submission_id)
+        if issued is not None:  # a ticket not used yet
+            state = issued.state()
+            return JSONResponse({"id": issued.id, "status": "issued" if state == "open" else state,
+                                 "suite": issued.suite, "expires": _iso(issued.expires_at),
+                                 "submitter": store.submitter_name(issued.submitter_id)})
+        return _error(404, f"No submission {submission_id[:64]}.")
 
     @app.get("/api/submissions")
     def submissions() -> JSONResponse:
@@ -212,13 +259,30 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/api/leaderboard/{suite}")
     def leaderboard(suite: str) -> JSONResponse:
-        rows = [to_row(store, s) for s in store.submissions(suite, "accepted")]
-        rows.sort(key=lambda r: -(r.score if r.score is not None else -1))
+        rows = [(to_row(store, s), s) for s in store.submissions(suite, "accepted")]
+        rows.sort(key=lambda r: -(r[0].score if r[0].score is not None else -1))
         return JSONResponse([
             {"id": r.id, "label": r.label, "submitter": r.submitter, "score": r.score,
-             "model_size_b": r.model_size_b, "created": r.created.isoformat(), "summary": r.summary}
-            for r in rows
+             "model_size_b": r.model_size_b, "created": r.created.isoformat(), "summary": r.summary,
+             "self_reported": SelfReported.of(s.manifest, s.label, s.model_size_b).to_dict(),
+             "tickets": {"issued": r.tickets_issued, "used": r.tickets_used}}
+            for r, s in rows
         ])
+
+    @app.get("/api/submitters/{name}")
+    def submitter_api(name: str) -> JSONResponse:
+        person = store.submitter_named(name)
+        if person is None:
+            return _error(404, f"No submitter {name[:100]!r}.")
+        now = utcnow()
+        tickets = []
+        for t in store.tickets_of(person.id):
+            state = t.state(now)
+            tickets.append({"ticket": t.id, "suite": t.suite, "issued": _iso(t.issued_at),
+                            "expires": _iso(t.expires_at), "state": state, "used_at": _iso(t.used_at),
+                            "seed": None if state == "open" else t.seed})
+        subs = [_status(store, s) for s in store.submissions(submitter_id=person.id)]
+        return JSONResponse({"name": person.name, "tickets": tickets, "submissions": subs})
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> str:
@@ -228,22 +292,29 @@ def create_app(settings: Settings) -> FastAPI:
     def suite_page(label: str) -> HTMLResponse:
         rows = [to_row(store, s) for s in store.submissions(label, "accepted")]
         if not rows:
-            return HTMLResponse(f"<p>No verified submissions for {label}.</p>", status_code=404)
+            return HTMLResponse("<p>No verified submissions for this suite.</p>", status_code=404)
         return HTMLResponse(render_suite(label, rows, links))
 
     @app.get("/suite/{label}/env/{entry}", response_class=HTMLResponse)
     def env_page(label: str, entry: str) -> HTMLResponse:
         rows = [to_row(store, s) for s in store.submissions(label, "accepted")]
         if entry not in entry_names(rows):
-            return HTMLResponse(f"<p>No results for {entry} in {label}.</p>", status_code=404)
+            return HTMLResponse("<p>No results for this env in this suite.</p>", status_code=404)
         return HTMLResponse(render_env(label, entry, rows, links))
 
     @app.get("/entry/{submission_id}", response_class=HTMLResponse)
     def entry_page(submission_id: str) -> HTMLResponse:
         sub = store.get(submission_id)
         if sub is None:
-            return HTMLResponse(f"<p>No submission {submission_id}.</p>", status_code=404)
+            return HTMLResponse("<p>No such submission.</p>", status_code=404)
         return HTMLResponse(render_submission(to_row(store, sub), links))
+
+    @app.get("/submitter/{name}", response_class=HTMLResponse)
+    def submitter_html(name: str) -> HTMLResponse:
+        html = submitter_page(store, name, links)
+        if html is None:
+            return HTMLResponse("<p>No such submitter.</p>", status_code=404)
+        return HTMLResponse(html)
 
     return app
 

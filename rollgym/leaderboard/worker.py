@@ -14,19 +14,20 @@ import time
 import traceback
 from typing import Any
 
+from rollgym.benchmarks.archive import DEFAULT_LIMITS, BundleLimits
 from rollgym.leaderboard.db import Store, Submission
 
 log = logging.getLogger("rollgym.leaderboard")
 
 
-def verify_submission(sub: Submission, *, allow_limit: bool) -> dict[str, Any]:
+def verify_submission(sub: Submission, *, allow_limit: bool, limits: BundleLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Verify a stored submission's bundle; return the fields of its verdict."""
     from rollgym.benchmarks.report import headline
     from rollgym.benchmarks.verify import verify_bundle
 
     if not sub.bundle_path:
         return {"status": "rejected", "reasons": ["The submission has no bundle."]}
-    report = verify_bundle(sub.bundle_path, expected_seed=sub.seed, allow_limit=allow_limit)
+    report = verify_bundle(sub.bundle_path, expected_seed=sub.seed, allow_limit=allow_limit, limits=limits)
     if not report.ok or report.summary is None:
         reasons = report.reasons or ["Verification failed."]
         return {"status": "rejected", "reasons": reasons, "manifest": report.manifest}
@@ -54,11 +55,15 @@ class VerificationWorker:
         poll_s: Seconds between looks at an empty queue.
         delay_s: Seconds to wait after claiming a job, before verifying it (throttling; tests
             use it to interrupt a verification on purpose).
+        limits: What reading a bundle archive may cost; the server passes the limits its uploads
+            were checked with, so both read an archive under the same rules.
     """
 
-    def __init__(self, store: Store, *, allow_limit: bool = True, poll_s: float = 0.2, delay_s: float = 0.0) -> None:
+    def __init__(self, store: Store, *, allow_limit: bool = True, poll_s: float = 0.2, delay_s: float = 0.0,
+                 limits: BundleLimits = DEFAULT_LIMITS) -> None:
         self.store = store
         self.allow_limit = allow_limit
+        self.limits = limits
         self.poll_s = poll_s
         self.delay_s = delay_s
         self._stop = threading.Event()
@@ -87,10 +92,11 @@ class VerificationWorker:
         if self.delay_s and self._stop.wait(self.delay_s):
             return True  # stopping: the job stays running and is requeued on the next start
         try:
-            verdict = verify_submission(sub, allow_limit=self.allow_limit)
+            verdict = verify_submission(sub, allow_limit=self.allow_limit, limits=self.limits)
         except Exception as exc:  # a verifier bug must not kill the worker or leave the job hanging
             log.error("verification of %s crashed: %s", sub.id, traceback.format_exc())
-            verdict = {"status": "rejected", "reasons": [f"Verification crashed ({type(exc).__name__}: {exc})."]}
+            verdict = {"status": "rejected",
+                       "reasons": [f"Verification crashed ({type(exc).__name__}); the server log has the details."]}
         self.store.finish(job_id, sub.id, verdict)
         return True
 

@@ -9,7 +9,10 @@ and :func:`arun_episode` are the two drivers over it.
 Limits (:class:`EpisodeLimits`): ``max_steps`` and ``max_total_tokens`` (the
 agent's tokens over all turns, model and env tokens alike, as TRL counts them)
 *truncate* the episode; ``step_timeout_s`` and ``episode_timeout_s`` *fail* it,
-with the reason in ``info["failure"]``; a failed rollout is never scored 0.
+with the reason in ``info["failure"]``; a failed rollout is never scored 0. An env
+that cannot go on (a game whose opponent engine died) ends the episode and puts a
+``{"type", "message"}`` dict in ``info["failure"]``; that fails the rollout too,
+at stage ``step``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.rollout.types import Status, Trajectory, Turn, to_jsonable
@@ -61,8 +65,23 @@ class _Failure:
     def to_info(self) -> dict[str, Any]:
         frames = traceback.format_exception(type(self.exc), self.exc, self.exc.__traceback__)
         message = str(self.exc) or type(self.exc).__name__
-        return {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
+        info: dict[str, Any] = {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
                 "traceback": "".join(frames[-3:])}
+        if getattr(self.exc, "retry_on_resume", False):  # e.g. a lost env server: a resumed run plays it again
+            info["retry_on_resume"] = True
+        return info
+
+
+class _ReportedFailure(_Failure):
+    """A failure the env reported in ``info["failure"]`` when it ended the episode."""
+
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        self.stage = "step"
+        self.report = report
+
+    def to_info(self) -> dict[str, Any]:
+        return {"stage": self.stage, "type": str(self.report.get("type") or "EnvFailure"),
+                "message": str(self.report.get("message") or ""), "reported_by": "env"}
 
 
 class StepTimeout(TimeoutError):
@@ -93,7 +112,7 @@ def _as_turn(value: Any) -> Turn:
     )
 
 
-def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
     record_fn = getattr(agent, "token_record", None)
     if not callable(record_fn):
@@ -119,7 +138,7 @@ def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any]
     return fields, notes
 
 
-def _tokens_used(agent: Any) -> int:
+def _tokens_used(agent: Agent) -> int:
     """Tokens the agent's context has grown by (model and env tokens), or 0 for text agents."""
     used = getattr(agent, "tokens_used", None)
     return int(used() if callable(used) else used or 0)
@@ -128,7 +147,7 @@ def _tokens_used(agent: Any) -> int:
 class _Episode:
     """What one episode did so far; turns into a :class:`Trajectory` at the end."""
 
-    def __init__(self, agent: Any, limits: EpisodeLimits) -> None:
+    def __init__(self, agent: Agent, limits: EpisodeLimits) -> None:
         self.agent = agent
         self.limits = limits
         self.messages: list[dict[str, str]] = []
@@ -192,6 +211,8 @@ class _Episode:
         if terminated or truncated:
             self.status = "completed" if terminated else "truncated"
             self.done = True
+            if isinstance(info.get("failure"), Mapping):
+                self.failure = _ReportedFailure(info["failure"])
         elif self.limits.max_total_tokens is not None and _tokens_used(self.agent) >= self.limits.max_total_tokens:
             self.info = {**self.info, "truncated_by": "token_budget"}
             self.done = True
@@ -248,7 +269,7 @@ class _Episode:
 
 def run_episode(
     env: Any,
-    agent: Any,
+    agent: Agent,
     *,
     seed: int | None,
     agent_seed: int | None = None,
@@ -331,7 +352,7 @@ async def _await(coro: Awaitable[T], timeout: float | None) -> T:
 
 async def arun_episode(
     env: Any,
-    agent: Any,
+    agent: Agent,
     *,
     seed: int | None,
     agent_seed: int | None = None,
@@ -356,12 +377,16 @@ async def arun_episode(
     limits = limits or EpisodeLimits()
     ep = _Episode(agent, limits)
     timeout = limits.step_timeout_s
+    remote = getattr(env, "unwrapped", env)
+    areset, astep = getattr(remote, "areset", None), getattr(remote, "astep", None)
 
     async def play() -> None:
         # Without a step timeout, sync calls run inline (no coroutine or thread around each one).
         started = time.perf_counter()
         try:
-            if timeout is None:
+            if callable(areset):  # remote envs (rollgym.remote) are awaited, not blocked on
+                reset = await _await(areset(seed=seed), timeout)
+            elif timeout is None:
                 reset = env.reset(seed=seed)
             else:
                 reset = await _call(lambda: env.reset(seed=seed), timeout=timeout)
@@ -398,7 +423,12 @@ async def arun_episode(
             started = time.perf_counter()
             try:
                 action = ep.messages[-1]["content"]
-                ep.stepped(env.step(action) if timeout is None else await _call(env.step, action, timeout=timeout))
+                if callable(astep):
+                    ep.stepped(await _await(astep(action), timeout))
+                elif timeout is None:
+                    ep.stepped(env.step(action))
+                else:
+                    ep.stepped(await _call(env.step, action, timeout=timeout))
             except Exception as exc:
                 ep.fail("step", exc)
                 break

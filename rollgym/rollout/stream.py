@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
@@ -39,7 +40,7 @@ from rollgym.rollout.types import RolloutGroup, Trajectory
 ProgressCallback = Callable[[int, int], None]
 
 
-def _spawn(agent: Any) -> Any:
+def _spawn(agent: Agent) -> Agent:
     spawn = getattr(agent, "spawn", None)
     return spawn() if callable(spawn) else copy.deepcopy(agent)
 
@@ -52,7 +53,7 @@ def _stale(traj: Trajectory, current: int, max_staleness: int) -> str | None:
 
 
 async def stream(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     n_tasks: int,
     group_size: int,
@@ -103,7 +104,7 @@ async def stream(
     # and a yielded group's records are dropped: memory stays flat however many tasks a run has.
     remaining = Counter(i for i, _ in jobs)
     envs: list[Any] = [plan.env]
-    players: list[Any] = []
+    players: list[Agent] = []
     finished: asyncio.Queue[tuple[int, EpisodeRecord] | BaseException] = asyncio.Queue()
 
     async def play(i: int, j: int) -> tuple[int, EpisodeRecord]:
@@ -201,7 +202,7 @@ def _group(plan: RunPlan, i: int) -> RolloutGroup:
 
 
 def collect_async(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     n_tasks: int,
     group_size: int,

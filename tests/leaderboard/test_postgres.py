@@ -113,9 +113,47 @@ def test_the_server_works_on_postgresql(postgres_url: str, server_factory: Any, 
     for other in ids:
         assert wait_for(second.url, other, {"accepted", "rejected"})["status"] == "accepted"
 
-    board = httpx.get(f"{second.url}/api/leaderboard/quick@v1", timeout=30).json()
+    board = httpx.get(f"{second.url}/api/leaderboard/quick@v2", timeout=30).json()
     assert len(board) == 5 and board[0]["label"] == "pg-oracle"
     assert _rows(postgres_url, "SELECT COUNT(*) FROM submissions") == [(5,)]
     assert _rows(postgres_url, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND attempts = 1") == [(4,)]
-    page = httpx.get(f"{second.url}/suite/quick@v1", timeout=30)
+    page = httpx.get(f"{second.url}/suite/quick@v2", timeout=30)
     assert page.status_code == 200 and "pg-oracle" in page.text and "<svg" in page.text
+
+
+def test_tickets_on_postgresql(postgres_url: str, tmp_path: Path, bundle_archives: dict[str, Path]) -> None:
+    """The daily limit and single use hold on PostgreSQL too: two uploads racing for one ticket, one wins."""
+    import datetime as dt
+    import shutil
+    import threading
+
+    from rollgym.leaderboard.db import Store, TicketError
+    from rollgym.leaderboard.ingest import IngestError, ingest_archive
+
+    store = Store(postgres_url)
+    person = store.ensure_submitter("pg-tickets")
+    ticket = store.issue_ticket(person, "quick@v1", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+    try:
+        store.issue_ticket(person, "quick@v1", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+        raise AssertionError("a second ticket within 24 hours was issued")
+    except TicketError as exc:
+        assert exc.status == 429
+    outcomes: list[object] = []
+
+    def upload(i: int) -> None:
+        copy = tmp_path / "data" / "bundles" / f".upload-{i}.tmp"
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(bundle_archives["oracle"], copy)
+        try:
+            outcomes.append(ingest_archive(store, copy, person, data_dir=tmp_path / "data", ticket=ticket.id).id)
+        except IngestError as exc:
+            outcomes.append(exc.status)
+
+    threads = [threading.Thread(target=upload, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(outcomes, key=str) == sorted([409, 409, ticket.id], key=str)
+    assert _rows(postgres_url, f"SELECT COUNT(*) FROM submissions WHERE id = '{ticket.id}'") == [(1,)]
+    assert len(list((tmp_path / "data" / "bundles").iterdir())) == 1

@@ -40,9 +40,9 @@ def test_submit_verify_and_rank(server: Server, token: str, bundle_archives: dic
     status = wait_for(server.url, sid, {"accepted", "rejected"})
     assert status["status"] == "accepted", status
     assert status["score"] == 1.0 and status["attempts"] == 1
-    board = httpx.get(f"{server.url}/api/leaderboard/quick@v1", timeout=30).json()
+    board = httpx.get(f"{server.url}/api/leaderboard/quick@v2", timeout=30).json()
     assert any(row["id"] == sid and row["label"] == "oracle-v1" for row in board)
-    page = httpx.get(f"{server.url}/suite/quick@v1", timeout=30)
+    page = httpx.get(f"{server.url}/suite/quick@v2", timeout=30)
     assert page.status_code == 200 and "oracle-v1" in page.text and "<svg" in page.text
     detail = httpx.get(f"{server.url}/entry/{sid}", timeout=30)
     assert detail.status_code == 200 and "Accuracy per env" in detail.text
@@ -104,7 +104,7 @@ def test_a_tampered_bundle_is_rejected_with_its_reason(server: Server, token: st
     status = wait_for(server.url, sid, {"accepted", "rejected"})
     assert status["status"] == "rejected"
     assert "summary.json claims entries.countdown.accuracy.value = 0.9" in status["reasons"][0]
-    board = httpx.get(f"{server.url}/api/leaderboard/quick@v1", timeout=30).json()
+    board = httpx.get(f"{server.url}/api/leaderboard/quick@v2", timeout=30).json()
     assert sid not in {row["id"] for row in board}
 
 
@@ -165,7 +165,7 @@ def test_hidden_seeds_need_a_ticket_and_its_seed(server_factory: object, tmp_pat
     assert ok.status_code == 202
     assert wait_for(srv.url, ticket2["submission_id"], {"accepted", "rejected"})["status"] == "accepted"
     reused = submit(srv.url, token, pack_bundle(hidden).read_bytes(), ticket=ticket2["submission_id"])
-    assert reused.status_code == 400 and "not an open ticket" in reused.json()["error"]
+    assert reused.status_code == 409 and "was used already" in reused.json()["error"]
 
 
 def test_partial_runs_are_refused_unless_allowed(tmp_path: Path, bundle_archives: dict[str, Path]) -> None:
@@ -177,7 +177,7 @@ def test_partial_runs_are_refused_unless_allowed(tmp_path: Path, bundle_archives
     submitter = store.authenticate(token)
     assert submitter is not None and store.authenticate("wrong") is None
     for sid in ("strict", "lenient"):
-        store.enqueue(sid, submitter.id, {"suite": "quick@v1", "bundle_path": str(bundle_archives["oracle"])})
+        store.enqueue(sid, submitter.id, {"suite": "quick@v2", "bundle_path": str(bundle_archives["oracle"])})
     assert VerificationWorker(store, allow_limit=False).run_once()
     assert VerificationWorker(store, allow_limit=True).run_once()
     assert not VerificationWorker(store).run_once()  # the queue is empty

@@ -186,7 +186,7 @@ def check_tokens(backend, traj):
     assert all(lp == 0.0 for lp, m in zip(traj.logprobs, traj.loss_mask) if not m)
 
 
-@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ToyGuess-v0", "ConnectFour-v0", "ToolWorld-v0"])
+@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ToyGuess-v0", "ConnectFour-v0", "ToolWorld-v1"])
 def test_tiny_model_through_the_transformers_backend(tiny_backend, env_id):
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
@@ -200,7 +200,7 @@ def test_tiny_model_through_the_transformers_backend(tiny_backend, env_id):
         assert t.metrics["policy_versions"] == [0] and t.metrics["num_turns"] >= 1
 
 
-@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ConnectFour-v0", "ToolWorld-v0"])
+@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku4x4-v0", "ConnectFour-v0", "ToolWorld-v1"])
 def test_tiny_model_through_serve_model_over_http(tiny_backend, tiny_server, env_id):
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.backends.openai_http import OpenAIBackend

@@ -9,7 +9,8 @@ import pytest
 from tests.conftest import require_module
 
 require_module("trl")
-torch = pytest.importorskip("torch")
+require_module("torch")
+import torch  # noqa: E402
 
 from rollgym.train.adapters.trl import (  # noqa: E402
     completion_text,
@@ -144,8 +145,8 @@ def test_rollout_func_plays_multi_turn_episodes_token_exactly(tiny_model_dir, tm
 def test_environment_factory_exposes_env_tools_as_typed_methods():
     from transformers.utils import get_json_schema
 
-    rows = task_rows("ToolWorld-v0", 1)
-    tool_env_cls = environment_factory("ToolWorld-v0", max_turns=5)
+    rows = task_rows("ToolWorld-v1", 1)
+    tool_env_cls = environment_factory("ToolWorld-v1", max_turns=5)
     env = tool_env_cls()
     assert env.reset(**rows[0]) is None  # the dataset prompt already holds the observation
     schema = get_json_schema(env.contacts_search)["function"]

@@ -7,13 +7,13 @@ import re
 from typing import Any
 
 from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
-from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT
-from rollgym.envs.math.env import dataset_source
+from rollgym.envs.math.config import MathDataConfig, MathToolConfig
+from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
+from rollgym.envs.math.env import dataset_source, math_env_id
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
-from rollgym.envs.math.sandbox import BACKENDS, Sandbox, SandboxLimits, SandboxResult, make_sandbox
+from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
 from rollgym.verifiers.math_pool import require_symbolic_dependencies
 
@@ -35,6 +35,7 @@ PYTHON_TOOL: dict[str, Any] = {
 
 _TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
 MAX_EVIDENCE_LINES = 3
+BACKENDS = ("local", "docker")  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
 
 
 class MathToolEnv(TextEnv):
@@ -46,9 +47,10 @@ class MathToolEnv(TextEnv):
     block, ``<tool_call>{"name": "python", "arguments": {"code": "print(2**10)"}}</tool_call>``,
     and gets what the code printed back as a ``<tool_response name="python">``
     observation, or answers without a tool call; its final answer is scored like
-    ``MathEnv`` (last ``\\boxed{}``). Code runs in a sandbox (``sandbox="local"``: a
-    separate, resource-limited process with no network; ``"docker"``: a container);
-    see :mod:`rollgym.envs.math.sandbox.local` for what is enforced.
+    ``MathEnv`` (last ``\\boxed{}``). Code runs in a sandbox (``sandbox="local"``:
+    :class:`rollgym.sandbox.Sandbox`, a fresh bubblewrap sandbox per call with no
+    network, no processes, no host files and a small private tmpfs; ``"docker"``: a
+    container); see ``SECURITY.md`` for what is enforced.
 
     ## Action Space
     ``TextSpace(1_000_000)``: the model's text, with zero or more tool calls.
@@ -74,7 +76,10 @@ class MathToolEnv(TextEnv):
     ## Information
     The common keys, plus ``tools`` (the OpenAI function schema of ``python``). Tool
     turns add ``tool_results`` (per call: ``ok``, ``exit_code``, ``timed_out``,
-    ``duration_s``, or ``error``). The answer turn adds the score fields (``reward``,
+    ``duration_s``, ``label`` (what went wrong: ``"exit"``, ``"timeout"``, ``"memory"``,
+    ``"cpu"``, ``"output"``, ``"disk"``, ``"sandbox_error"``... or ``None``) and
+    ``exception`` (an uncaught exception's class), or ``error`` for a malformed call).
+    The answer turn adds the score fields (``reward``,
     ``correct``, ``parsed``, ``error``, ``details``) and ``verified``: evidence for
     verification-aware voting: ``calls``, ``successful_calls``, ``code_ran`` and
     ``printed_answer`` (whether a successful run printed, in one of its last lines,
@@ -82,7 +87,7 @@ class MathToolEnv(TextEnv):
 
     ## Arguments
     Those of ``MathEnv`` (``path``, ``hub``, ``hf_dataset``..., ``timeout_s``,
-    ``box_policy``, ``allow_final_answer_line``), plus:
+    ``budget_s``, ``box_policy``, ``allow_final_answer_line``, ``rules``), plus:
 
     * ``max_turns`` (default 6): agent messages per episode, the answer included.
     * ``max_calls_per_turn`` (default 4): tool calls run per message; more get an error.
@@ -90,10 +95,13 @@ class MathToolEnv(TextEnv):
       ``sandbox_memory_mb`` (1024), ``max_output_chars`` (4000).
 
     ## Version History
-    * v0: initial release.
+    * v1: scored by the v1 rules of :class:`~rollgym.envs.math.env.MathEnv` (relations,
+      several values, percentages, exact decimals, a 10 s budget per response; the
+      ``printed_answer`` evidence shares that budget).
+    * v0: initial release (kept to reproduce its results).
     """
 
-    default_env_id = "MATH500Tool-v0"
+    default_env_id = "MATH500Tool-v1"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -110,8 +118,10 @@ class MathToolEnv(TextEnv):
         id_field: str | None = None,
         prompt_template: str = "default",
         timeout_s: float = 5.0,
+        budget_s: float = 10.0,
         box_policy: str = "all",
         allow_final_answer_line: bool = False,
+        rules: str = "v1",
         max_turns: int = 6,
         max_calls_per_turn: int = 4,
         sandbox: str = "local",
@@ -121,47 +131,55 @@ class MathToolEnv(TextEnv):
         split: str = ONLY_SPLIT,
         render_mode: str | None = None,
     ) -> None:
-        if not isinstance(max_turns, int) or not 1 <= max_turns <= 100:
-            raise ConfigError(f"max_turns must be an integer from 1 to 100, got {max_turns!r}.")
-        if not isinstance(max_calls_per_turn, int) or not 1 <= max_calls_per_turn <= 32:
-            raise ConfigError(f"max_calls_per_turn must be an integer from 1 to 32, got {max_calls_per_turn!r}.")
-        if sandbox not in BACKENDS:
-            raise ConfigError(f"sandbox must be one of {', '.join(BACKENDS)}, got {sandbox!r}.")
+        self.tool_config = MathToolConfig(
+            max_turns=max_turns, max_calls_per_turn=max_calls_per_turn, sandbox=sandbox,
+            sandbox_timeout_s=sandbox_timeout_s, sandbox_memory_mb=sandbox_memory_mb, max_output_chars=max_output_chars,
+        )
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
+        env_id = math_env_id(dataset, tool=True, rules=rules)
         self.verify_config = MathVerifyConfig(
             timeout_s=timeout_s,
+            budget_s=budget_s,
             box_policy=box_policy,  # type: ignore[arg-type]
             ignore_code_blocks=True,
             allow_final_answer_line=bool(allow_final_answer_line),
+            rules=rules,  # type: ignore[arg-type]
         )
-        self.limits = SandboxLimits(
-            timeout_s=float(sandbox_timeout_s),
+        self.max_output_chars = max_output_chars
+        self.limits = Limits(
+            wall_s=float(sandbox_timeout_s),
             cpu_s=max(1, int(sandbox_timeout_s)),
-            memory_mb=int(sandbox_memory_mb),
-            max_output_chars=int(max_output_chars),
+            mem_mb=int(sandbox_memory_mb),
+            max_output_bytes=4 * max_output_chars,  # UTF-8: at most 4 bytes a character
+            disk_mb=16,
+            max_files=1024,
         )
         self.max_turns = max_turns
         self.max_calls_per_turn = max_calls_per_turn
         self.sandbox_backend = sandbox
-        self._sandbox: Sandbox | None = make_sandbox(sandbox, self.limits) if sandbox == "docker" else None
-        env_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
-        source = dataset_source(
-            dataset,
-            env_id=env_id,
-            path=path,
-            hf_dataset=hf_dataset,
-            hf_split=hf_split,
-            hf_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            hub=hub,
-            prompt_template=prompt_template,
+        # built now, so that a machine without the required isolation fails here, not in step();
+        # local envs share one warm sandbox pool per configuration, with sympy imported ahead
+        if sandbox == "local":
+            self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
+        else:
+            self._sandbox = make_sandbox(sandbox, self.limits)
+        self._registered_id = env_id
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
-        source.size(split)
-        super().__init__(source, split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
-        self._runs: list[tuple[str, SandboxResult]] = []
+        self._runs: list[tuple[str, RunResult]] = []
+
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
+        return self.spec.id if self.spec is not None else self._registered_id
+
+    def _make_source(self, env_id: str) -> MathDataset:
+        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -169,10 +187,8 @@ class MathToolEnv(TextEnv):
         return [PYTHON_TOOL]
 
     @property
-    def sandbox(self) -> Sandbox:
-        """The sandbox that runs tool code (the local one is created on first use)."""
-        if self._sandbox is None:
-            self._sandbox = make_sandbox(self.sandbox_backend, self.limits)
+    def sandbox(self) -> Any:
+        """The sandbox that runs tool code (:class:`rollgym.sandbox.Sandbox`, or the Docker one)."""
         return self._sandbox
 
     def _start(self, task: Task) -> str:
@@ -192,6 +208,7 @@ class MathToolEnv(TextEnv):
                 "correct": False,
                 "parsed": None,
                 "error": "turn_limit",
+                "details": {"turns": self._turns},
                 "verified": self._evidence(None),
             }
             return f"Turn limit ({self.max_turns}) reached without a final answer.", 0.0, False, True, info
@@ -219,15 +236,19 @@ class MathToolEnv(TextEnv):
         if not isinstance(code, str) or extra:
             message = "error: python takes exactly one argument, 'code', a string of Python source"
             return message, {"error": "bad_arguments"}
-        result = self.sandbox.run(code)
+        result = self.sandbox.run_python(code)
         self._runs.append((code, result))
         summary = {
             "ok": result.ok,
             "exit_code": result.exit_code,
             "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 4),
+            "duration_s": round(result.elapsed_s, 4),
+            "label": result.label,
+            "exception": result.exception,
         }
-        return result.as_text(), summary
+        if result.error is not None:
+            summary["error"] = result.error
+        return result.as_text(self.max_output_chars), summary
 
     def _answer(self, action: str) -> StepResult:
         assert self.task is not None
@@ -261,7 +282,7 @@ class MathToolEnv(TextEnv):
                 pairs.append((answer, line[: self.verify_config.max_answer_chars]))
                 owners.append(i)
         try:
-            verdicts = answers_equal_many(pairs, self.verify_config)
+            verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)
         except Exception as exc:  # evidence is advisory; it must never break the episode
             evidence["error"] = f"{type(exc).__name__}: {exc}"[:200]
             return evidence
@@ -271,6 +292,6 @@ class MathToolEnv(TextEnv):
         return evidence
 
     def close(self) -> None:
-        if self._sandbox is not None:
+        if self.sandbox_backend != "local":  # the local pool is shared by every env of this process
             self._sandbox.close()
         super().close()

@@ -1,17 +1,22 @@
-"""Grading an episode from the database diff, AppWorld-style.
+"""What a ToolWorld task requires, and its grading with the shared state-diff grader.
 
-The checker compares the episode's databases with the cached base world (the
-"before" state, which no tool can reach) and gets, per table, the rows that
-were inserted, deleted or updated. A task's :class:`Expectation` lists the
-required changes with normalised values; the episode passes only when
+A template states a task's required end state as an :class:`Expectation`:
+rows to update (with normalised values or matchers), rows to delete, rows to
+insert, and for questions the answer. :func:`grade` turns it into an allow-list
+of :class:`~rollgym.verifiers.statediff.Rule` s and grades the episode with
+:mod:`rollgym.verifiers.statediff` and :mod:`rollgym.verifiers.rubric`, which diff **every table of every app**
+against the cached base world (the "before" state, which no tool can reach).
+The episode passes only when
 
-* every required change happened (the *goal* check),
-* nothing else changed, apart from fields the apps update as a side effect
-  (reading an email marks it read, a transfer moves balances) — the
-  *collateral* check; an extra row, a deleted row or a changed field anywhere
-  else fails it,
-* and, for questions, the answer is exactly the expected value (the *answer*
-  check): listing several candidates fails.
+* every required change happened (criterion ``required_changes``),
+* for questions, the answer is exactly the expected value (``answer``): listing
+  several candidates fails,
+* and nothing else changed anywhere in the six apps, apart from what the apps
+  do as a side effect of permitted work (reading marks mail read, a checked
+  transfer moves balances, a checked order moves stock): the gate
+  ``apps_unchanged_beyond_task``.
+
+The reward is binary: 1.0 when all pass, else 0.0.
 """
 
 from __future__ import annotations
@@ -19,31 +24,30 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from rollgym.core.task import Score
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_criteria
+from rollgym.verifiers.statediff import (
+    Matcher,
+    Rule,
+    Snapshot,
+    StateDiff,
+    added,
+    changed,
+    deleted,
+    diff_snapshots,
+    merge,
+    normalise,
+    snapshot,
+)
 
 Key = tuple[str, str, int]
 Row = dict[str, Any]
 AnswerKind = Literal["none", "number", "text", "list", "datetime"]
-
-# Fields the apps change as a side effect of permitted work: reading marks mail read, notes stamp their edit time,
-# transfers move balances (the transfers themselves are checked), orders move stock (the orders are checked).
-SIDE_EFFECT_FIELDS = {("email", "mailbox", "is_read"), ("notes", "notes", "updated_at"),
-                      ("payments", "accounts", "balance_cents"), ("shopping", "products", "stock")}
-# Tables whose new rows follow from a checked row: an inbox copy for each recipient of a checked message.
-DERIVED_INSERTS = {("email", "mailbox")}
-
-
-def normalise(value: Any) -> Any:
-    """Case, outer whitespace and inner runs of whitespace do not matter in text."""
-    return " ".join(value.casefold().split()) if isinstance(value, str) else value
-
-
-Matcher = Callable[[Any], bool]
 
 
 def contains(*parts: str) -> Matcher:
@@ -65,14 +69,6 @@ def json_set(items: list[str] | set[str]) -> Matcher:
     return match
 
 
-def _matches(expected: Any, value: Any) -> bool:
-    if callable(expected):
-        return bool(expected(value))
-    if isinstance(expected, float) or isinstance(value, float):
-        return isinstance(value, (int, float)) and abs(float(value) - float(expected)) < 1e-6
-    return bool(normalise(expected) == normalise(value))
-
-
 @dataclass
 class Expectation:
     """The changes a task requires and, for questions, the answer.
@@ -88,81 +84,6 @@ class Expectation:
     inserts: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     answer: Any = None
     answer_kind: AnswerKind = "none"
-
-
-@dataclass
-class Diff:
-    """What changed between two sets of app databases, per table, keyed by row id."""
-
-    inserted: dict[tuple[str, str], list[Row]] = field(default_factory=dict)
-    deleted: dict[Key, Row] = field(default_factory=dict)
-    updated: dict[Key, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
-    after: dict[Key, Row] = field(default_factory=dict)
-    schema_changes: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        """Whether nothing changed at all."""
-        return not (self.inserted or self.deleted or self.updated or self.schema_changes)
-
-
-def _tables(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-
-
-def diff_world(world: World, after: dict[str, sqlite3.Connection],
-               touched: set[tuple[str, str]] | None = None) -> Diff:
-    """Row-level differences between the base ``world`` and an episode's databases.
-
-    ``touched`` limits the comparison to tables that a write statement may have reached (an episode's
-    :class:`~rollgym.envs.tools.api.Session` records them); ``None`` compares every table.
-    """
-    diff = Diff()
-    for app, base in world.dbs.items():
-        conn = after.get(app)
-        tables = _tables(base)
-        if conn is None or _tables(conn) != tables:
-            diff.schema_changes.append(f"the tables of {app} changed")
-            continue
-        for table in tables:
-            if touched is not None and (app, table) not in touched:
-                continue
-            old = world.table(app, table)
-            new = {int(r[0]): tuple(r) for r in conn.execute(f'SELECT * FROM "{table}"')}  # names from sqlite_master
-            if old == new:
-                continue
-            names = world.columns(app, table)
-            added = [dict(zip(names, new[i])) for i in sorted(set(new) - set(old))]
-            if added:
-                diff.inserted[(app, table)] = added
-            for i in set(old) - set(new):
-                diff.deleted[(app, table, i)] = dict(zip(names, old[i]))
-            for i in set(old) & set(new):
-                if old[i] != new[i]:
-                    diff.updated[(app, table, i)] = {
-                        k: (a, b) for k, a, b in zip(names, old[i], new[i]) if a != b}
-                    diff.after[(app, table, i)] = dict(zip(names, new[i]))
-    return diff
-
-
-@dataclass
-class Verdict:
-    """The outcome of grading: the three checks and what failed, in words."""
-
-    goal: bool
-    collateral: bool
-    answer: bool
-    failures: list[str]
-
-    @property
-    def success(self) -> bool:
-        """All three checks passed."""
-        return self.goal and self.collateral and self.answer
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form for ``info``."""
-        return {"success": self.success, "goal": self.goal, "collateral": self.collateral, "answer": self.answer,
-                "failures": list(self.failures[:20])}
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -184,48 +105,120 @@ def check_answer(kind: AnswerKind, expected: Any, answer: str | None) -> bool:
         found = {round(float(n.replace(",", "")), 2) for n in _NUMBER.findall(answer)}
         return len(found) == 1 and abs(found.pop() - float(expected)) < 0.005
     if kind == "datetime":
-        stamps = {datetime.strptime(d.replace("T", " "), "%Y-%m-%d %H:%M") for d in _DATETIME.findall(answer)}
+        try:
+            stamps = {datetime.strptime(d.replace("T", " "), "%Y-%m-%d %H:%M") for d in _DATETIME.findall(answer)}
+        except ValueError:  # a stamp such as 2025-13-45 99:99 names no time, so the answer states none exactly
+            return False
         return stamps == {datetime.strptime(expected, "%Y-%m-%d %H:%M")}
     if kind == "text":
         return normalise(answer.strip(" .\"'")) == normalise(expected)
     return {normalise(p) for p in _split_list(answer)} == {normalise(e) for e in expected}
 
 
-def grade(expectation: Expectation, diff: Diff, answer: str | None) -> Verdict:
-    """Grade one episode: goal, collateral damage and answer."""
-    failures: list[str] = list(diff.schema_changes)
-    goal = collateral = not diff.schema_changes
-    for key, fields in expectation.updates.items():
-        row = diff.after.get(key)
-        if row is None or not all(_matches(v, row[k]) for k, v in fields.items()):
-            goal = False
-            failures.append(f"{key[0]}.{key[1]} row {key[2]} was not changed as required")
-    for key, changes in diff.updated.items():
-        allowed = set(expectation.updates.get(key, {}))
-        extra = [f for f in changes if f not in allowed and (key[0], key[1], f) not in SIDE_EFFECT_FIELDS]
-        if extra:
-            collateral = False
-            failures.append(f"{key[0]}.{key[1]} row {key[2]}: unexpected change of {', '.join(extra)}")
-    for key in expectation.deletes - set(diff.deleted):
-        goal = False
-        failures.append(f"{key[0]}.{key[1]} row {key[2]} was not deleted")
-    for key in set(diff.deleted) - expectation.deletes:
-        collateral = False
-        failures.append(f"{key[0]}.{key[1]} row {key[2]} was deleted")
-    unmatched = {k: list(v) for k, v in diff.inserted.items()}
+
+
+# -- grading with the shared state-diff grader ----------------------------------------
+
+GATE = "apps_unchanged_beyond_task"
+"""The whole-world gate: no row of any table of the six apps changed beyond what the task asks or tolerates."""
+
+CONSTANT_ANSWERS = ("", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "0.00", "yes", "no", "none",
+                    "[]", "{}", "true", "false", "null", "n/a", "nothing", "nobody", "no one", "unknown")
+"""Answers an agent could give without looking at anything; ToolWorld-v1 draws no task that one of them solves."""
+
+
+def _tolerated(version: int) -> list[Rule]:
+    """Changes the apps make as a side effect of permitted work (their cause is checked elsewhere)."""
+    rules = [
+        changed("payments.accounts", columns={"balance_cents"}, note="balances move with checked transfers"),
+        changed("shopping.products", columns={"stock"}, note="stock moves with checked orders"),
+        added("email.mailbox", note="each recipient of a checked message gets an inbox copy"),
+    ]
+    if version == 0:  # -v0 let any note's edit stamp change and mail be marked read or unread
+        return [*rules, changed("email.mailbox", columns={"is_read"}), changed("notes.notes", columns={"updated_at"})]
+    # -v1: reading marks mail read (never unread); a note's stamp moves only with a change the task asks for
+    return [*rules, changed("email.mailbox", to={"is_read": 1}, note="reading marks mail read")]
+
+
+def expectation_rules(expectation: Expectation, version: int = 1) -> list[Rule]:
+    """The allow-list of a task: its required changes (``Expectation``) and the apps' tolerated side effects."""
+    rules: list[Rule] = []
+    for (app, table, row_id), fields in expectation.updates.items():
+        companions = {"updated_at"} if (app, table) == ("notes", "notes") and version >= 1 else set()
+        rules.append(changed(f"{app}.{table}", {"id": row_id}, to=fields, columns=companions, required=True,
+                             note=f"{app}.{table} row {row_id} was not changed as required"))
+    for app, table, row_id in sorted(expectation.deletes):
+        rules.append(deleted(f"{app}.{table}", {"id": row_id}, required=True,
+                             note=f"{app}.{table} row {row_id} was not deleted"))
     for app, table, fields in expectation.inserts:
-        pool = unmatched.get((app, table), [])
-        hit = next((r for r in pool if all(_matches(v, r.get(k)) for k, v in fields.items())), None)
-        if hit is None:
-            goal = False
-            failures.append(f"no new {app}.{table} row matches {sorted(fields)}")
-        else:
-            pool.remove(hit)
-    for (app, table), rows in unmatched.items():
-        if rows and (app, table) not in DERIVED_INSERTS:
-            collateral = False
-            failures.append(f"{len(rows)} unexpected new row(s) in {app}.{table}")
-    answer_ok = check_answer(expectation.answer_kind, expectation.answer, answer)
-    if not answer_ok:
+        rules.append(added(f"{app}.{table}", fields, required=True,
+                           note=f"no new {app}.{table} row matches {sorted(fields)}"))
+    return rules + _tolerated(version)
+
+
+def world_snapshots(world: World) -> dict[str, Snapshot]:
+    """Snapshots of the base world's databases, read once per world (the base never changes)."""
+    if not world.snapshots:
+        for app, conn in world.dbs.items():
+            world.snapshots[app] = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall())
+    return world.snapshots
+
+
+def diff_world(world: World, after: dict[str, sqlite3.Connection],
+               touched: set[tuple[str, str]] | None = None) -> StateDiff:
+    """Every row added, changed or deleted in any table of any app, between ``world`` and an episode's databases.
+
+    Tables are named ``"<app>.<table>"``, e.g. ``"email.mailbox"``. ``touched`` (an episode
+    :class:`~rollgym.envs.tools.api.Session`'s record of every ``(app, table)`` that an INSERT, UPDATE or DELETE
+    statement reached, kept by its SQLite authorizer, which sees every statement and forbids triggers) skips
+    reading tables that cannot have changed; ``None`` reads every table. Both give the same diff.
+    """
+    parts = []
+    for app, base in world_snapshots(world).items():
+        conn = after.get(app)
+        if conn is None:
+            parts.append(StateDiff({}, (f"the database of {app} is missing",)))
+            continue
+        tables = None if touched is None else {t for a, t in touched if a == app}
+        # the episode's connection denies PRAGMA (its authorizer), so the schema comes from the base world
+        now = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall(), base.schema, tables)
+        parts.append(diff_snapshots(base, now, prefix=f"{app}."))
+    return merge(parts)
+
+
+def rubric(expectation: Expectation, version: int = 1) -> Rubric:
+    """The task's criteria: the required changes, the answer (for questions) and the whole-world gate.
+
+    ToolWorld keeps binary rewards: 1.0 when every criterion passes, else 0.0.
+    """
+    rules = expectation_rules(expectation, version)
+    criteria = state_criteria(rules, goal="required_changes", gate=GATE,
+                              gate_description="no row of any app changed beyond what the task asks or tolerates")
+    if expectation.answer_kind != "none":
+        kind, value = expectation.answer_kind, expectation.answer
+        criteria.insert(1, Criterion("answer", 1.0, lambda ctx: check_answer(kind, value, ctx.answer),
+                                     f"the answer states exactly the expected {kind}"))
+    return Rubric(criteria, partial_credit=False, asks_answer=expectation.answer_kind != "none")
+
+
+def grade(expectation: Expectation, diff: StateDiff, answer: str | None, version: int = 1) -> Score:
+    """Grade one episode: required changes, collateral damage anywhere in the world, and the answer."""
+    return rubric(expectation, version).grade(GradeContext(answer=answer, diff=diff))
+
+
+def is_degenerate(expectation: Expectation) -> bool:
+    """Whether doing nothing, with no answer or one of :data:`CONSTANT_ANSWERS`, would pass the task."""
+    if expectation.updates or expectation.deletes or expectation.inserts:
+        return False
+    return any(check_answer(expectation.answer_kind, expectation.answer, a) for a in (None, *CONSTANT_ANSWERS))
+
+
+def legacy_verdict(score: Score) -> dict[str, Any]:
+    """The ``info["verdict"]`` dict of ToolWorld-v0 (deprecated: read ``correct`` and ``details``)."""
+    criteria = score.details.get("criteria", {})
+    failures = [r for reasons in score.details.get("reasons", {}).values() for r in reasons]
+    if criteria.get("answer") is False:
         failures.append("the answer is missing or wrong")
-    return Verdict(goal, collateral, answer_ok, failures)
+    return {"success": score.correct, "goal": bool(criteria.get("required_changes", False)),
+            "collateral": bool(criteria.get(GATE, False)), "answer": bool(criteria.get("answer", True)),
+            "failures": failures[:20]}

@@ -1,4 +1,4 @@
-"""``ToolWorld-v0``: multi-turn tool use over six simulated apps, graded from the database diff."""
+"""``ToolWorld-v1``: multi-turn tool use over six simulated apps, graded from the database diff."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any
 
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
-from rollgym.core.task import Task
+from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
 from rollgym.envs.tools.api import Session, call_tool, tool_schemas
-from rollgym.envs.tools.checker import Verdict, diff_world, grade
+from rollgym.envs.tools.checker import diff_world, grade, legacy_verdict
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
+from rollgym.envs.tools.tasks.base import VERSIONS
 
 SYSTEM_PROMPT = (
     "You are an assistant that acts for one user inside a world of apps (contacts, email, calendar, payments, "
@@ -29,12 +30,17 @@ def new_session(task: Task) -> Session:
     return Session(world.me.email, world.now, world.copy())
 
 
-def evaluate_session(task: Task, session: Session, answer: str | None = None) -> Verdict:
-    """Grade ``session`` against ``task``: goal, collateral damage and answer (the session's own by default)."""
+def evaluate_session(task: Task, session: Session, answer: str | None = None, version: int = 1) -> Score:
+    """Grade ``session`` against ``task`` with the shared state-diff grader (the session's own answer by default).
+
+    The score's ``details`` hold each criterion's verdict (``required_changes``, ``answer`` for questions, the
+    gate ``apps_unchanged_beyond_task``), the reasons of failed ones and the rows changed per table.
+    ``version=0`` grades as ToolWorld-v0 did.
+    """
     world = task_world(task)
     expectation = TEMPLATES[task.meta["template"]].expect(world, task.meta["params"])
     given = session.answer if answer is None else answer
-    return grade(expectation, diff_world(world, session.dbs, session.touched), given)
+    return grade(expectation, diff_world(world, session.dbs, session.touched), given, version)
 
 
 class ToolWorldEnv(TextEnv):
@@ -57,8 +63,10 @@ class ToolWorldEnv(TextEnv):
     A fresh copy of one of a few cached base worlds (SQLite backup into memory, well under a millisecond).
 
     ## Rewards
-    0.0 per step; on ``complete_task``, 1.0 when every required change happened, nothing else changed, and a
-    question's answer is exactly right, else 0.0.
+    0.0 per step; on ``complete_task``, 1.0 when every required change happened, no row of any table of the six
+    apps changed beyond what the task asks or tolerates (reading marks mail read, a checked transfer moves
+    balances, a checked order moves stock), and a question's answer is exactly right, else 0.0. Graded by the
+    shared state-diff grader (:mod:`rollgym.verifiers.statediff`).
 
     ## Episode End
     Terminated when the agent calls ``complete_task``; truncated (reward 0.0) after ``max_turns`` actions or
@@ -66,19 +74,32 @@ class ToolWorldEnv(TextEnv):
     and the episode goes on.
 
     ## Information
-    The common keys, ``tools``, ``turn``, ``calls`` and ``episode_id``; at the end ``verdict`` (``success``,
-    ``goal``, ``collateral``, ``answer``, ``failures``) and ``answer``.
+    The common keys, ``tools``, ``turn``, ``calls`` and ``episode_id``; at the end the score's fields
+    ``reward`` (float), ``correct`` (bool: solved), ``parsed`` (the answer given to ``complete_task``),
+    ``error`` (``None``, ``"wrong"``, ``"no_answer"``, ``"side_effects"`` or ``"not_completed"``) and
+    ``details`` (``criteria``: each criterion's verdict, ``reasons``, ``diff``: rows added, changed and deleted
+    per table), plus ``answer``. ``verdict`` (``success``, ``goal``, ``collateral``, ``answer``, ``failures``)
+    is a deprecated alias kept for one minor version.
 
     ## Arguments
-    ``templates`` (names, default all), ``scenario`` (a template family: contacts, email, calendar, payments,
-    notes, shopping, cross_app), ``split``, ``max_turns`` (30), ``max_calls`` (150),
-    ``max_calls_per_turn`` (16), ``render_mode``.
+    ``templates`` (names, default all of the version), ``scenario`` (a template family: contacts, email,
+    calendar, payments, notes, shopping, cross_app), ``split``, ``max_turns`` (30), ``max_calls`` (150),
+    ``max_calls_per_turn`` (16), ``version`` (1; 0 reproduces ToolWorld-v0's tasks and scoring),
+    ``render_mode``.
 
     ## Version History
-    * v0: initial version.
+    * v1: a constant answer can no longer solve a task: instances that ``complete_task(answer=c)`` with no
+      other call would pass, for ``c`` in ``"0"``, ``""``, ``"yes"``, ``"none"``, ``"[]"``, ``"true"``, small
+      numbers and the like, are redrawn (a total of 0.00), and the four counting questions ask for the items
+      instead (``calendar_day_events``, ``contacts_with_relationship``, ``email_unread_subjects``,
+      ``notes_in_folder`` replace the ``*_count_*`` templates). Grading moved to the shared state-diff grader:
+      the terminal info carries the core score fields; marking mail unread and a note's edit stamp without an
+      asked-for edit now count as collateral damage.
+    * v0: initial version (still registered, with its tasks and scoring; a constant "0" solved 6 of 150 test
+      tasks).
     """
 
-    default_env_id = "ToolWorld-v0"
+    default_env_id = "ToolWorld-v1"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -89,8 +110,11 @@ class ToolWorldEnv(TextEnv):
         max_turns: int = 30,
         max_calls: int = 150,
         max_calls_per_turn: int = 16,
+        version: int = 1,
         render_mode: str | None = None,
     ) -> None:
+        if version not in VERSIONS:
+            raise ConfigError(f"version must be one of {list(VERSIONS)}, got {version!r}.")
         for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
                             ("max_calls_per_turn", max_calls_per_turn)):
             if not isinstance(value, int) or value < 1:
@@ -99,11 +123,13 @@ class ToolWorldEnv(TextEnv):
             families = sorted({t.scenario for t in TEMPLATES.values()})
             if scenario not in families:
                 raise ConfigError(f"Unknown scenario {scenario!r}; use one of {', '.join(families)}.")
-            chosen = [n for n in (templates or sorted(TEMPLATES)) if TEMPLATES[n].scenario == scenario]
+            available = [n for n in sorted(TEMPLATES) if version in TEMPLATES[n].versions]
+            chosen = [n for n in (templates or available) if n in TEMPLATES and TEMPLATES[n].scenario == scenario]
             templates = chosen
-        source = ToolTaskSource(templates, env_id=self.default_env_id)
+        self.version = version
+        self._templates = templates
         self._max_observation = 400_000
-        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
         self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
         self._tools = tool_schemas()
         self._tools_json = json.dumps(self._tools)
@@ -117,9 +143,8 @@ class ToolWorldEnv(TextEnv):
         """OpenAI function schemas of every app's operations and of ``complete_task``."""
         return self._tools
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only after gym.make sets spec
-        return super().reset(seed=seed, options=options)
+    def _make_source(self, env_id: str) -> ToolTaskSource:
+        return ToolTaskSource(self._templates, env_id=env_id, version=self.version)
 
     def _start(self, task: Task) -> str:
         if task.meta.get("template") not in TEMPLATES or not isinstance(task.meta.get("world"), int):
@@ -165,18 +190,22 @@ class ToolWorldEnv(TextEnv):
             observation = observation[: limit - len(note)] + note
         info = self._step_info()
         if self.session.completed:
-            verdict = self.evaluate()
-            info.update(verdict=verdict.to_dict(), answer=self.session.answer)
-            return observation, 1.0 if verdict.success else 0.0, True, False, info
+            score = self.evaluate()
+            info.update(score.to_info(), verdict=legacy_verdict(score), answer=self.session.answer)
+            return observation, score.reward, True, False, info
         if self.turn >= self.max_turns or self.attempts >= self.max_calls:
-            info.update(verdict=self.evaluate().to_dict(), answer=None, truncated_by="turn or call limit")
+            graded = self.evaluate()
+            # the state is graded and reported, but an episode that never called complete_task is not solved
+            score = Score(0.0, False, None, "not_completed", {**graded.details, "completed": False})
+            info.update(score.to_info(), verdict=legacy_verdict(score), answer=None,
+                        truncated_by="turn or call limit")
             return observation, 0.0, False, True, info
         return observation, 0.0, False, False, info
 
-    def evaluate(self) -> Verdict:
+    def evaluate(self) -> Score:
         """Grade the current state against the task (also usable before ``complete_task``)."""
         assert self.session is not None and self.task is not None
-        return evaluate_session(self.task, self.session)
+        return evaluate_session(self.task, self.session, version=self.version)
 
     def _step_info(self) -> dict[str, Any]:
         return {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}

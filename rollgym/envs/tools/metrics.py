@@ -71,7 +71,7 @@ def play_episodes(env_id: str, agent: Any, tasks: int, runs: int = 1, split: str
 
     Example:
         >>> from rollgym.agents.base import OracleAgent
-        >>> summarize(play_episodes("ToolWorld-v0", OracleAgent(), tasks=3, runs=2))["tgc"]
+        >>> summarize(play_episodes("ToolWorld-v1", OracleAgent(), tasks=3, runs=2))["tgc"]
         1.0
     """
     import gymnasium as gym
@@ -84,9 +84,9 @@ def play_episodes(env_id: str, agent: Any, tasks: int, runs: int = 1, split: str
             agent.reset(seed=run * 100_003 + index)
             success = False
             for _ in range(max_steps):
-                observation, reward, terminated, truncated, info = env.step(agent.act(observation, info))
+                observation, _reward, terminated, truncated, info = env.step(agent.act(observation, info))
                 if terminated or truncated:
-                    success = bool(info.get("verdict", {}).get("success")) and float(reward) > 0
+                    success = info.get("correct") is True
                     break
             meta = info["task_meta"]
             results.append(EpisodeResult(info["task_id"], meta["template"], meta["scenario"], success, run))

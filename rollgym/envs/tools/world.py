@@ -83,6 +83,8 @@ class World:
     me: Person
     dbs: dict[str, sqlite3.Connection]
     _tables: dict[tuple[str, str], dict[int, tuple[Any, ...]]] = field(default_factory=dict, repr=False)
+    snapshots: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Per app, the grader's snapshot of the base database (see :func:`~rollgym.envs.tools.checker.world_snapshots`)."""
 
     def copy(self) -> dict[str, sqlite3.Connection]:
         """Fresh in-memory copies of every app database, for one episode."""

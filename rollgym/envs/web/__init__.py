@@ -1,5 +1,7 @@
 """Web envs: three practice websites served in-process and driven through the system Chromium.
 
+Ids: WebShop-v2, WebForum-v2, WebTravel-v2, WebGym-v2, and their -v1 and -v0 predecessors (older scoring).
+
 Importing this package only registers the ids; Playwright, the sites and the
 browser load when an env is first reset.
 """
@@ -21,6 +23,7 @@ _COMPONENTS = [
     "rollgym.envs.web.tasks.shop",
     "rollgym.envs.web.tasks.forum",
     "rollgym.envs.web.tasks.travel",
+    "rollgym.verifiers.statediff", "rollgym.verifiers.rubric",
 ]
 
 _SITES = [
@@ -29,15 +32,20 @@ _SITES = [
     ("WebTravel", ("travel",), "a practice travel site: flight and hotel search by date, booking, cancelling"),
     ("WebGym", ("shop", "forum", "travel"), "all three practice websites (shop, forum, travel) mixed"),
 ]
+_VERSIONS = [
+    ("v2", True, True, ""),
+    ("v1", True, False, " Superseded by -v2: its gates look at the target table only."),
+    ("v0", False, False, " Superseded by -v2: no collateral-damage gates."),
+]
 for _name, _sites, _what in _SITES:
-    for _version, _gates, _note in [("v1", True, ""), ("v0", False, " Superseded by -v1: no collateral-damage gates.")]:
+    for _version, _gates, _site_gate, _note in _VERSIONS:
         register_env(
             f"{_name}-{_version}",
             "rollgym.envs.web.env:WebEnv",
             description=f"Browser tasks on {_what} (real Chromium).{_note}",
             family="web",
             components=_COMPONENTS,
-            kwargs={"sites": _sites, "collateral_gates": _gates},
+            kwargs={"sites": _sites, "collateral_gates": _gates, "site_gate": _site_gate},
             oracle="rollgym.envs.web.reference:reference_policy",
             random_policy="rollgym.envs.web.reference:random_action",
         )

@@ -3,10 +3,20 @@
 :class:`WebRuntime` owns, per process, one HTTP server (:mod:`.server`), one
 Playwright driver and one headless Chromium. Every episode gets a fresh
 browser context (its own cookies and cache) whose ``rg_episode`` cookie
-selects the episode's database on the server. Contexts run with page
-JavaScript disabled, so neither ``javascript:`` URLs nor text injected into a
-page can run script, and the browser's proxy is the site server itself, which
-refuses every request for another host.
+selects the episode's database on the server.
+
+The browser can reach the episode's site and nothing else, by three layers:
+
+* contexts run with page JavaScript and service workers disabled, so neither
+  ``javascript:`` URLs nor text injected into a page can run script, open
+  sockets, fetch or open popups;
+* every context routes each request whose URL is not on the site (another
+  host, another port of 127.0.0.1, another scheme) to an :class:`OffSiteGuard`
+  that aborts it before it is sent and records it for the episode's ``info``;
+* the browser's proxy is the site server itself, loopback included, so a
+  request that routing does not see (Playwright does not route the targets of
+  redirects) still reaches only our server, which serves its own origin and
+  refuses every other host and port without contacting it.
 
 Synchronous callers (the Gymnasium env) submit coroutines to the runtime's
 loop with :meth:`WebRuntime.call`; async callers (the vectorised runner) run
@@ -17,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import threading
 from collections.abc import Coroutine
@@ -27,10 +38,10 @@ from rollgym.core.errors import MissingDependencyError
 from rollgym.envs.web.server import EPISODE_COOKIE, WebServer
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Page, Playwright
+    from playwright.async_api import Browser, BrowserContext, Frame, Page, Playwright, Route
 
 T = TypeVar("T")
-OpenedEpisode = tuple[str, "BrowserContext", "Page"]
+OpenedEpisode = tuple[str, "BrowserContext", "Page", "OffSiteGuard"]
 
 LAUNCH_ARGS = [
     "--headless",
@@ -88,6 +99,48 @@ def require_playwright() -> None:
         ) from exc
 
 
+class OffSiteGuard:
+    """Aborts every request of one browser context that is not for the episode's site, before it is sent.
+
+    Registered with ``context.route(guard.pattern, guard.handle)``: the pattern
+    matches only URLs outside ``base_url``, so requests to the site itself are
+    not slowed by a round trip to Python.
+
+    Example:
+        >>> guard = OffSiteGuard("http://127.0.0.1:8000")
+        >>> bool(guard.pattern.match("http://127.0.0.1:8001/x")), bool(guard.pattern.match("http://127.0.0.1:8000/x"))
+        (True, False)
+    """
+
+    MAX_KEPT = 20
+
+    def __init__(self, base_url: str) -> None:
+        self.pattern = re.compile("^(?!" + re.escape(base_url + "/") + ")")
+        self._blocked: list[str] = []
+        self._frames: list[Frame] = []
+
+    async def handle(self, route: Route) -> None:
+        """Abort the request and remember its URL (and its frame, when it was a navigation)."""
+        request = route.request
+        if len(self._blocked) < self.MAX_KEPT:
+            self._blocked.append(request.url[:300])
+        try:
+            if request.is_navigation_request():
+                self._frames.append(request.frame)
+        except Exception:  # a request without a frame (a worker's): nothing to follow
+            pass
+        try:
+            await route.abort("blockedbyclient")
+        except Exception:  # the page or context closed meanwhile: nothing was sent either way
+            pass
+
+    def take(self) -> tuple[list[str], list[Frame]]:
+        """The URLs blocked since the last call, oldest first, and the frames whose navigation was blocked."""
+        blocked, frames = self._blocked, self._frames
+        self._blocked, self._frames = [], []
+        return blocked, frames
+
+
 class WebRuntime:
     """One event-loop thread, one HTTP server and one Chromium, shared by every web episode of a process."""
 
@@ -132,13 +185,13 @@ class WebRuntime:
                 if self._playwright is None:
                     self._playwright = await async_playwright().start()
                 try:
-                    # Every non-loopback request goes to our own server as a proxy request, which refuses it:
-                    # nothing leaves the machine, at no per-request cost (unlike request interception).
+                    # Every request, loopback included (Playwright adds <-loopback> when nothing is bypassed),
+                    # goes to our own server as a proxy request; it serves its own origin and refuses the rest.
                     self._browser = await self._playwright.chromium.launch(
                         executable_path=self.executable,
                         args=LAUNCH_ARGS,
                         headless=True,
-                        proxy={"server": self.server.base_url, "bypass": "127.0.0.1"},
+                        proxy={"server": self.server.base_url},
                     )
                 except Exception as exc:
                     raise MissingDependencyError(
@@ -151,6 +204,7 @@ class WebRuntime:
         browser = await self.browser()
         base = self.server.base_url
         token = self.server.create_episode(site_key)
+        guard = OffSiteGuard(base)
         try:
             context = await browser.new_context(
                 java_script_enabled=False,
@@ -160,13 +214,14 @@ class WebRuntime:
             )
             context.set_default_timeout(ACTION_TIMEOUT_MS)
             context.set_default_navigation_timeout(2 * SETTLE_TIMEOUT_MS)
+            await context.route(guard.pattern, guard.handle)
             await context.add_cookies([{"name": EPISODE_COOKIE, "value": token, "url": base}])
             page = await context.new_page()
             await page.goto(base + "/", wait_until="load")
         except BaseException:
             self.server.close_episode(token)
             raise
-        return token, context, page
+        return token, context, page, guard
 
     async def open_episode(self, site_key: str) -> OpenedEpisode:
         """A new episode of ``site_key``: server state, a fresh context, and the home page loaded.
@@ -196,7 +251,7 @@ class WebRuntime:
                 spare.cancel()
             for spare in spares:
                 try:
-                    _, context, _ = await spare
+                    _, context, _, _ = await spare
                     await context.close()
                 except BaseException:  # cancelled or failed spares hold nothing to close
                     pass

@@ -1,4 +1,4 @@
-"""The web envs: WebShop-v1, WebForum-v1, WebTravel-v1 and WebGym-v1 (all three sites), and their -v0s."""
+"""The web envs: WebShop-v2, WebForum-v2, WebTravel-v2 and WebGym-v2 (all three sites), and their -v1s and -v0s."""
 
 from __future__ import annotations
 
@@ -53,10 +53,13 @@ class WebEnv(TextEnv):
     ## Rewards
     0.0 on every step except the last. The last step (an ``answer`` or the step cap)
     gets the rubric's weighted score in [0, 1], computed from the server's database and
-    the answer text only. Doing nothing scores 0. A transaction that changes anything
-    beyond what the task asks (a collateral-damage criterion fails: say, cancelling
-    every order to be sure of the right one) scores 0; ``details["partial_reward"]``
-    keeps the weighted share.
+    the answer text only, by the shared state-diff grader (:mod:`rollgym.verifiers.statediff`).
+    Doing nothing scores 0. An episode that changes anything beyond what the task allows
+    scores 0: the gate ``site_unchanged_beyond_task`` diffs every table of the site (rows
+    added, changed, deleted) against the task's allow-list, so votes cast as other members,
+    an edited account, items left in the cart, a new thread or an extra booking all fail it,
+    as do the per-table gates (say, cancelling every order to be sure of the right one);
+    ``details["partial_reward"]`` keeps the weighted share.
 
     ## Episode End
     Terminated by ``answer(...)``; truncated after ``max_steps`` actions (graded as it
@@ -64,24 +67,33 @@ class WebEnv(TextEnv):
 
     ## Information
     ``task_id``, ``env_id``, ``task_meta`` (template, site, kind, public parameters),
-    ``episode_id``, ``episode_step``, ``url``, ``action_error``; at the end
-    ``reward``, ``correct``, ``success`` and ``details["criteria"]`` (each criterion's verdict).
+    ``episode_id``, ``episode_step``, ``url``, ``action_error``; at the end the score's fields
+    ``reward`` (float), ``correct`` (bool), ``parsed`` (the answer text), ``error`` and ``details``
+    (``criteria``: each criterion's verdict, ``reasons`` of failed ones, ``diff``: rows changed per
+    table). ``success`` is a deprecated alias of ``correct``, kept for one minor version.
 
     ## Arguments
     ``sites``: tuple of ``"shop"``, ``"forum"``, ``"travel"``; ``templates``: optional template
-    names; ``collateral_gates`` (default ``True``; ``False`` is the -v0 scoring); ``split``;
+    names; ``collateral_gates`` (default ``True``; ``False`` is the -v0 scoring); ``site_gate``
+    (default ``True``: the whole-site gate of -v2; ``False`` is the -v1 scoring); ``split``;
     ``max_steps`` (default 30); ``step_timeout`` seconds (default 60); ``render_mode``: ``"ansi"``,
     ``"human"`` or ``"rgb_array"``. The ``timings`` property gives the last reset's or step's latency
     in milliseconds.
 
     ## Version History
+    * v2: a whole-site gate: every table the site can write is diffed against what the task
+      allows (its own sign-ins, and the rows its goal needs). Under v1 the gates looked only
+      at the target table, so ``forum_upvote`` plus 113 down-votes cast as other members, or
+      ``shop_purchase`` plus a rewritten account and 5 items left in the cart, scored 1.0.
+      Information tasks get the gate too. Gate names now say their scope (``nothing_else``
+      became ``orders_one_new_none_changed``, ...). Graded by the shared state-diff grader.
     * v1: collateral-damage criteria are gates: when one fails the reward is 0, not the
       weighted share of the rest (under v0, cancelling every pending order scored 0.7).
     * v0: initial release.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012
-    default_env_id = "WebGym-v1"
+    default_env_id = "WebGym-v2"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -91,6 +103,7 @@ class WebEnv(TextEnv):
         split: str = "train",
         templates: tuple[str, ...] | list[str] | None = None,
         collateral_gates: bool = True,
+        site_gate: bool | None = None,
         max_steps: int = 30,
         step_timeout: float = 60.0,
         render_mode: str | None = None,
@@ -99,13 +112,10 @@ class WebEnv(TextEnv):
             raise ConfigError(f"max_steps must be a positive integer, got {max_steps!r}.")
         if step_timeout <= 0:
             raise ConfigError(f"step_timeout must be positive seconds, got {step_timeout!r}.")
-        # -v0 tasks keep the env id they always carried, so that they stay exactly as they were
-        task_env_id = self.default_env_id if collateral_gates else "WebGym-v0"
-        source = WebTaskSource(tuple(sites), task_env_id, tuple(templates) if templates is not None else None,
-                               collateral_gates=collateral_gates)
-        super().__init__(
-            source, split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000
-        )
+        site_gate = collateral_gates if site_gate is None else site_gate
+        self._source_args = (tuple(sites), tuple(templates) if templates is not None else None, collateral_gates,
+                             site_gate)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000)
         self.max_steps = max_steps
         self.step_timeout = step_timeout
         self._episode: Any = None
@@ -121,8 +131,13 @@ class WebEnv(TextEnv):
 
         return get_runtime()
 
+    def _make_source(self, env_id: str) -> WebTaskSource:
+        sites, templates, collateral_gates, site_gate = self._source_args
+        # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
+        task_env_id = env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
+        return WebTaskSource(sites, task_env_id, templates, collateral_gates=collateral_gates, site_gate=site_gate)
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # gym.make sets spec after __init__
         observation, info = super().reset(seed=seed, options=options)
         return observation, copy.deepcopy({**info, **self._episode_info})
 

@@ -17,11 +17,9 @@ import numpy as np
 
 from rollgym.core.task import Score, Task
 from rollgym.envs.web.actions import Action, ActionError, parse_action
-from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, WebRuntime
+from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, OffSiteGuard, WebRuntime
 from rollgym.envs.web.observation import OBSERVE_JS, format_observation
-from rollgym.envs.web.server import query_base
-from rollgym.envs.web.tasks import grade_task, template_of
-from rollgym.envs.web.tasks.rubric import GradeContext
+from rollgym.envs.web.tasks import grade_answer, template_of
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Locator, Page
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
 StepOutcome = tuple[str, float, bool, bool, dict[str, Any]]
 _EPISODE_IDS = itertools.count(1)
 _NAVIGATING = frozenset({"click", "press", "goto", "go_back"})
+LEFT_SITE = "That navigation would leave the site and was blocked."
 
 
 def _short(exc: BaseException) -> str:
@@ -59,6 +58,8 @@ class WebEpisode:
         self.token: str | None = None
         self._context: BrowserContext | None = None
         self._page: Page | None = None
+        self._guard: OffSiteGuard | None = None
+        self._blocked: list[str] = []
         self._last_good_url = "/"
         self.timings: dict[str, float] = {}
 
@@ -73,7 +74,7 @@ class WebEpisode:
     async def start(self) -> tuple[str, dict[str, Any]]:
         """Create the server-side state and the browser context, open the home page; returns ``(obs, info)``."""
         t0 = time.perf_counter()
-        self.token, self._context, self._page = await self.runtime.open_episode(self.template.site)
+        self.token, self._context, self._page, self._guard = await self.runtime.open_episode(self.template.site)
         observation = await self.observe(None)
         self.timings = {"reset_ms": (time.perf_counter() - t0) * 1000}
         return observation, self.info()
@@ -129,13 +130,20 @@ class WebEpisode:
         return await self.page.content()
 
     def info(self) -> dict[str, Any]:
-        """Per-step facts: episode id, step count and URL (timings stay in :attr:`timings`, so infos replay)."""
-        return {
+        """Per-step facts: episode id, step count and URL (timings stay in :attr:`timings`, so infos replay).
+
+        After a step in which the browser tried to reach another host or port,
+        ``blocked_requests`` lists those URLs (none of them was sent).
+        """
+        info: dict[str, Any] = {
             "episode_id": self.episode_id,
             "episode_step": self.steps,
             "url": self.path(),
             "max_steps": self.max_steps,
         }
+        if self._blocked:
+            info["blocked_requests"] = list(self._blocked)
+        return info
 
     # -- acting -------------------------------------------------------------
     def _element(self, element_id: int) -> Locator:
@@ -197,13 +205,35 @@ class WebEpisode:
         await loc.select_option(index=index)
 
     async def _guard_site(self) -> str | None:
-        """Return to the last on-site page if the browser left the site; the error text, if it did."""
+        """Return to the last on-site page if the browser left the site; the error text, if it did.
+
+        Requests off the site never leave the browser (see :mod:`.browser`); this
+        labels the attempt and puts the agent back where it was.
+        """
         base = self.runtime.server.base_url
-        if self.page.url.startswith(base + "/"):
+        self._blocked, frames = self._guard.take() if self._guard is not None else ([], [])
+
+        def on_site(url: str) -> bool:
+            return url.startswith(base + "/")
+
+        for other in self.page.context.pages:  # a popup (target=_blank) is not part of the episode
+            if other is not self.page:
+                await other.close()
+        navigation_blocked = self.page.main_frame in frames
+        if navigation_blocked:  # let the refused navigation's error page commit before leaving it
+            try:
+                await self.page.wait_for_url(lambda url: not on_site(url), wait_until="commit", timeout=2_000)
+            except Exception:  # it never committed: the page is still where it was
+                pass
+        if on_site(self.page.url):
             self._last_good_url = self.path()
+            if navigation_blocked:
+                return LEFT_SITE
+            if self._blocked:
+                return f"The page asked for {self._blocked[0]}, which is off this site; it was blocked, not sent."
             return None
         await self.page.goto(base + self._last_good_url, wait_until="load")
-        return "That navigation would leave the site and was blocked."
+        return LEFT_SITE
 
     async def step(self, text: str) -> StepOutcome:
         """Apply one action; returns ``(observation, reward, terminated, truncated, info)``."""
@@ -211,6 +241,7 @@ class WebEpisode:
             raise RuntimeError("The episode is over; start a new one.")
         t0 = time.perf_counter()
         self.steps += 1
+        self._blocked = []
         error: str | None = None
         action: Action | None = None
         try:
@@ -258,7 +289,7 @@ class WebEpisode:
             "action": str(action) if action else None,
             "action_error": error,
             **self.score.to_info(),
-            "success": self.score.correct,
+            "success": self.score.correct,  # deprecated alias of "correct", kept for one minor version
         }
         if not observation:
             observation = f"Episode finished. Your answer was recorded: {self.answer!r}." if terminated else ""
@@ -266,14 +297,11 @@ class WebEpisode:
 
     # -- grading ------------------------------------------------------------
     def grade(self) -> Score:
-        """Grade the episode from the server's database and the final answer."""
+        """Grade the episode from the server's database (every table, diffed against the seeded one) and the
+        final answer, with the shared state-diff grader."""
         if self.token is None:
             raise RuntimeError("The episode has no server state; grade before close().")
         episode = self.runtime.server.episode(self.token)
         if episode is None:
             raise RuntimeError("The episode's server state is gone.")
-        site = self.template.site
-        ctx = GradeContext(
-            answer=self.answer, db=episode.query, base=lambda sql, params=(): query_base(site, sql, params)
-        )
-        return grade_task(self.task, ctx)
+        return grade_answer(self.task, self.answer, episode.query)

@@ -15,7 +15,7 @@ slowest member.
 Example:
     >>> from rollgym.envs.web.tasks import WebTaskSource
     >>> from rollgym.envs.web.reference import reference_policy
-    >>> tasks = [WebTaskSource(("shop",), "WebShop-v1").task(i) for i in range(4)]
+    >>> tasks = [WebTaskSource(("shop",), "WebShop-v2").task(i) for i in range(4)]
     >>> results = collect_web_episodes(reference_policy, tasks, concurrency=4)  # doctest: +SKIP
     >>> [r.success for r in results]  # doctest: +SKIP
     [True, True, True, True]
@@ -104,7 +104,7 @@ async def _play(
             if terminated or truncated:
                 result.status = "completed" if terminated else "truncated"
                 result.reward = float(reward)
-                result.success = bool(step_info.get("success"))
+                result.success = step_info.get("correct") is True
                 result.details = dict(step_info.get("details") or {})
                 return
     finally:

@@ -6,6 +6,13 @@ an episode carries an ``rg_episode`` cookie with the episode's token; the
 server looks the token up and answers from that episode's copy, so episodes
 never see each other's carts, posts or bookings, and URLs stay clean.
 
+The server is also the browser's proxy (see :mod:`.browser`): a request in
+absolute form for its own origin is served like any other, one for any other
+host or port is answered 403 and never forwarded. Every ``Location`` it sends
+is a same-site path. A request it cannot handle gets an answer (400, 405, 413
+or a 500 page without a traceback), never a dropped connection, and a handler
+that fails leaves no open transaction behind.
+
 Example:
     >>> server = WebServer().start()
     >>> token = server.create_episode("shop")
@@ -16,21 +23,25 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import secrets
 import sqlite3
 import threading
 from dataclasses import dataclass, field
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from rollgym.core.errors import ConfigError
 from rollgym.envs.web.sites import SITES, Request, Response, Site
-from rollgym.envs.web.sites.base import stylesheet
+from rollgym.envs.web.sites.base import safe_path, stylesheet
 
 EPISODE_COOKIE = "rg_episode"
 MAX_BODY = 64 * 1024
+MAX_FIELDS = 200
+"""Most query or form fields one request may carry."""
+_LOG = logging.getLogger(__name__)
 
 _BASE_LOCK = threading.Lock()
 _BASE_DBS: dict[str, sqlite3.Connection] = {}
@@ -92,6 +103,9 @@ class Episode:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    _started = False  # whether this request's response has begun (then a late error cannot become a 500 page)
+    # Headers and body go out as two writes; with Nagle on, the body waits for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: one line per request would flood logs
         pass
@@ -105,25 +119,71 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._serve("GET", head=True)
 
+    def _refuse_method(self) -> None:
+        self._discard_body()
+        resp = Response(status=405, body="<h1>405</h1><p>Use GET or POST.</p>", headers=[("Allow", "GET, HEAD, POST")])
+        self._send(resp)
+
+    # CONNECT is how a browser would tunnel HTTPS or a WebSocket through its proxy (this server): refused too.
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _refuse_method
+
+    def _discard_body(self) -> None:
+        length = self._content_length()
+        if length is None or length > MAX_BODY:
+            self.close_connection = True
+        elif length:
+            self.rfile.read(length)
+
+    def _content_length(self) -> int | None:
+        raw = (self.headers.get("Content-Length") or "0").strip()
+        return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 12 else None
+
     def _send(self, response: Response, head: bool = False) -> None:
         body = response.body.encode("utf-8")
+        self._started = True
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
         self.send_header("Content-Length", str(len(body)))
         for name, value in response.headers:
+            if name.lower() == "location":  # every redirect stays on this site, whatever a handler asked for
+                value = safe_path(value)
             self.send_header(name, value)
         self.end_headers()
         if not head:
             self.wfile.write(body)
 
     def _serve(self, method: str, head: bool = False) -> None:
+        self._started = False
+        try:
+            self._answer(method, head)
+        except ConnectionError:  # the browser went away mid-response; nothing to answer
+            raise
+        except Exception:  # answer a 500 page, never a dropped connection with a traceback
+            _LOG.exception("%s %s failed", method, self.path[:200])
+            if self._started:  # half a response is on the wire: end this connection cleanly instead
+                self.close_connection = True
+                return
+            page = "<h1>500</h1><p>Something went wrong on our side; nothing was changed.</p>"
+            self._send(Response(status=500, body=page), head)
+
+    def _answer(self, method: str, head: bool) -> None:
+        owner = self.server.owner
         url = urlsplit(self.path)
-        if url.scheme or url.netloc:  # a proxy request: the browser tried to reach another host
-            self._send(Response(status=403, body="<h1>403</h1><p>Requests to other hosts are blocked.</p>"), head)
+        if url.scheme or url.netloc:
+            # The browser's proxy is this server and loopback is not bypassed, so every request arrives here;
+            # one for this server's own origin is served, one for any other host or port is refused unsent.
+            if (url.scheme, url.netloc) != ("http", owner.netloc):
+                self._discard_body()
+                self._send(Response(status=403, body="<h1>403</h1><p>Requests to other hosts are blocked.</p>"), head)
+                return
+        length = self._content_length()
+        if length is None:
+            self.close_connection = True
+            self._send(Response(status=400, body="<h1>400</h1><p>The Content-Length header is not a number.</p>"), head)
             return
-        length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
-            self.send_error(413, "Form data is too large")
+            self.close_connection = True  # the unread body would otherwise be read as the next request
+            self._send(Response(status=413, body="<h1>413</h1><p>Form data is too large.</p>"), head)
             return
         raw_body = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
         if url.path == "/static/style.css":
@@ -135,12 +195,15 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/favicon.ico":
             self._send(Response(status=204), head)
             return
-        cookies = {k: m.value for k, m in SimpleCookie(self.headers.get("Cookie", "")).items()}
-        episode = self.server.owner.episode(cookies.get(EPISODE_COOKIE, ""))
+        try:
+            cookies = {k: m.value for k, m in SimpleCookie(self.headers.get("Cookie", "")).items()}
+        except CookieError:
+            cookies = {}
+        episode = owner.episode(cookies.get(EPISODE_COOKIE, ""))
         extra: list[tuple[str, str]] = []
-        if episode is None and self.server.owner.open_site is not None:
-            token = self.server.owner.create_episode(self.server.owner.open_site)
-            episode = self.server.owner.episode(token)
+        if episode is None and owner.open_site is not None:
+            token = owner.create_episode(owner.open_site)
+            episode = owner.episode(token)
             extra.append(("Set-Cookie", f"{EPISODE_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax"))
             cookies.pop("session", None)
         if episode is None:
@@ -148,16 +211,20 @@ class _Handler(BaseHTTPRequestHandler):
                 Response(status=403, body="<h1>403</h1><p>No rollgym episode is attached to this browser.</p>"), head
             )
             return
-        request = Request(
-            method=method,
-            path=url.path or "/",
-            query=dict(parse_qsl(url.query)),
-            form=dict(parse_qsl(raw_body)) if method == "POST" else {},
-            cookies=cookies,
-        )
+        try:
+            query = dict(parse_qsl(url.query, max_num_fields=MAX_FIELDS))
+            form = dict(parse_qsl(raw_body, max_num_fields=MAX_FIELDS)) if method == "POST" else {}
+        except ValueError:
+            self._send(Response(status=400, body=f"<h1>400</h1><p>Send at most {MAX_FIELDS} fields.</p>"), head)
+            return
+        request = Request(method=method, path=url.path or "/", query=query, form=form, cookies=cookies)
         with episode.lock:
             episode.requests += 1
-            response = site(episode.site_key).handle(episode.conn, request)
+            try:
+                response = site(episode.site_key).handle(episode.conn, request)
+            except BaseException:  # Site.handle answers its own errors; this only guards against a bug there
+                episode.conn.rollback()
+                raise
         response.headers.extend(extra)
         response.headers.append(("Cache-Control", "no-store"))
         self._send(response, head)
@@ -200,9 +267,14 @@ class WebServer:
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>`` once started."""
+        return f"http://{self.netloc}"
+
+    @property
+    def netloc(self) -> str:
+        """``127.0.0.1:<port>`` once started: the one origin the server answers for as a proxy."""
         if self._httpd is None:
             raise RuntimeError("Call start() first.")
-        return f"http://{self.host}:{self._httpd.server_address[1]}"
+        return f"{self.host}:{self._httpd.server_address[1]}"
 
     def start(self) -> WebServer:
         """Bind and serve in a daemon thread; returns ``self``."""

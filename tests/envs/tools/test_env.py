@@ -14,7 +14,7 @@ import rollgym
 from rollgym.agents.base import OracleAgent, RandomAgent
 from rollgym.envs.tools import SCENARIO_IDS
 
-IDS = ["ToolWorld-v0", *SCENARIO_IDS.values()]
+IDS = ["ToolWorld-v1", *SCENARIO_IDS.values()]
 
 
 def play(env, agent, seed, max_steps=60):
@@ -41,12 +41,12 @@ def test_oracle_solves_through_the_text_interface(env_id):
     env = gym.make(env_id)
     for seed in range(4):
         reward, terminated, truncated, info = play(env, OracleAgent(), seed)
-        assert (reward, terminated, truncated) == (1.0, True, False), info.get("verdict")
-        assert info["verdict"]["success"]
+        assert (reward, terminated, truncated) == (1.0, True, False), info.get("details")
+        assert info["correct"] is True and info["error"] is None and all(info["details"]["criteria"].values())
 
 
 def test_random_agent_never_crashes_the_env():
-    env = gym.make("ToolWorld-v0", max_turns=25)
+    env = gym.make("ToolWorld-v1", max_turns=25)
     for seed in range(15):
         reward, terminated, truncated, _info = play(env, RandomAgent(seed), seed, max_steps=30)
         assert reward in (0.0, 1.0)
@@ -83,7 +83,7 @@ BAD_ACTIONS = [
 
 
 def test_malformed_calls_give_error_observations_and_the_episode_goes_on():
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     env.reset(seed=0)
     for action in BAD_ACTIONS:
         obs, reward, terminated, truncated, info = env.step(action)
@@ -93,11 +93,11 @@ def test_malformed_calls_give_error_observations_and_the_episode_goes_on():
         assert "internal_error" not in obs, action[:80]
     obs, reward, terminated, truncated, info = env.step(
         '[{"type": "function", "function": {"name": "complete_task", "arguments": "{}"}}]')
-    assert terminated and "verdict" in info
+    assert terminated and isinstance(info["correct"], bool) and "criteria" in info["details"]
 
 
 def test_error_shape_is_uniform():
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     env.reset(seed=1)
     obs, *_ = env.step('<tool_call>{"name": "contacts_get", "arguments": {"contact_id": 999999}}</tool_call>')
     body = json.loads(obs.split("\n", 1)[1].rsplit("\n", 1)[0])
@@ -106,20 +106,20 @@ def test_error_shape_is_uniform():
 
 
 def test_turn_and_call_caps_truncate_with_zero_reward():
-    env = gym.make("ToolWorld-v0", max_turns=3)
+    env = gym.make("ToolWorld-v1", max_turns=3)
     env.reset(seed=0)
     for _turn in range(3):
         obs, reward, terminated, truncated, info = env.step(
             '<tool_call>{"name": "whoami", "arguments": {}}</tool_call>')
     assert truncated and not terminated and reward == 0.0 and info["turn"] == 3
-    env = gym.make("ToolWorld-v0", max_calls_per_turn=2)
+    env = gym.make("ToolWorld-v1", max_calls_per_turn=2)
     env.reset(seed=0)
     obs, *_ = env.step('<tool_call>{"name": "whoami", "arguments": {}}</tool_call>' * 4)
     assert obs.count("call_limit") == 2
 
 
 def test_several_calls_in_one_action_run_in_order_and_stop_at_complete_task():
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     env.reset(seed=0)
     action = ('<tool_call>{"name": "whoami", "arguments": {}}</tool_call>'
               '<tool_call>{"name": "payments_balance", "arguments": {}}</tool_call>'
@@ -130,7 +130,7 @@ def test_several_calls_in_one_action_run_in_order_and_stop_at_complete_task():
 
 
 def test_info_carries_tool_schemas_and_public_meta_only():
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     _obs, info = env.reset(seed=5)
     names = [t["function"]["name"] for t in info["tools"]]
     assert "complete_task" in names and len(names) == len(set(names)) >= 50
@@ -142,19 +142,19 @@ def test_info_carries_tool_schemas_and_public_meta_only():
 
 
 def test_same_seed_same_task_and_fresh_state_each_reset():
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     obs_a, info_a = env.reset(seed=11)
     env.step('<tool_call>{"name": "notes_create", "arguments": {"title": "x"}}</tool_call>')
     obs_b, info_b = env.reset(seed=11)
     assert obs_a == obs_b and info_a["task_id"] == info_b["task_id"]
-    assert env.unwrapped.evaluate().collateral  # the note from the last episode is gone
+    assert env.unwrapped.evaluate().details["criteria"]["apps_unchanged_beyond_task"]  # last episode's note is gone
     assert info_a["episode_id"] == info_b["episode_id"]  # same instance, same seed: same episode key
-    other = gym.make("ToolWorld-v0")
+    other = gym.make("ToolWorld-v1")
     assert other.reset(seed=11)[1]["episode_id"] != info_a["episode_id"]  # live episodes never share a key
 
 
 def test_scenario_ids_only_draw_their_family():
-    env = gym.make("ToolWorld-Payments-v0")
+    env = gym.make("ToolWorld-Payments-v1")
     for seed in range(10):
         _, info = env.reset(seed=seed)
         assert info["task_meta"]["family"] == "payments"
@@ -162,17 +162,17 @@ def test_scenario_ids_only_draw_their_family():
 
 def test_bad_constructor_arguments_raise_one_clear_error():
     with pytest.raises(rollgym.ConfigError, match="scenario"):
-        gym.make("ToolWorld-v0", scenario="banking")
+        gym.make("ToolWorld-v1", scenario="banking")
     with pytest.raises(rollgym.ConfigError, match="template"):
-        gym.make("ToolWorld-v0", templates=["nope"])
+        gym.make("ToolWorld-v1", templates=["nope"])
     with pytest.raises(rollgym.ConfigError, match="max_turns"):
-        gym.make("ToolWorld-v0", max_turns=0)
+        gym.make("ToolWorld-v1", max_turns=0)
 
 
 def test_random_policy_is_seeded():
     from rollgym.envs.tools.policies import random_policy
 
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     _, info = env.reset(seed=0)
     a = [random_policy("", info, np.random.default_rng(3)) for _ in range(3)]
     b = [random_policy("", info, np.random.default_rng(3)) for _ in range(3)]
@@ -188,7 +188,7 @@ def test_oracle_uses_public_information_only(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("the oracle touched hidden state")
 
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     agent = OracleAgent()
     for seed in range(12):
         obs, info = env.reset(seed=seed)
@@ -209,9 +209,9 @@ def test_oracle_uses_public_information_only(monkeypatch):
 
 
 def test_a_given_task_without_tool_world_meta_is_refused_clearly():
-    env = gym.make("ToolWorld-v0")
+    env = gym.make("ToolWorld-v1")
     with pytest.raises(rollgym.ConfigError, match="meta"):
-        env.reset(options={"task": rollgym.Task("x", "ToolWorld-v0", "do it", None, {})})
+        env.reset(options={"task": rollgym.Task("x", "ToolWorld-v1", "do it", None, {})})
     obs, _info = env.reset(seed=3)
     again, _ = env.reset(options={"task": env.unwrapped.task})
     assert again == obs

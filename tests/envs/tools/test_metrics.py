@@ -53,7 +53,7 @@ def test_playing_the_oracle_and_a_random_agent_end_to_end():
     from rollgym.agents.base import OracleAgent, RandomAgent
     from rollgym.envs.tools.metrics import play_episodes
 
-    oracle = summarize(play_episodes("ToolWorld-v0", OracleAgent(), tasks=6, runs=2), ks=(1, 2))
+    oracle = summarize(play_episodes("ToolWorld-v1", OracleAgent(), tasks=6, runs=2), ks=(1, 2))
     assert oracle["tgc"] == 1.0 and oracle["sgc"] == 1.0 and oracle["pass^k"]["2"] == 1.0
-    rand = summarize(play_episodes("ToolWorld-v0", RandomAgent(0), tasks=6, runs=1, max_turns=10), ks=(1,))
+    rand = summarize(play_episodes("ToolWorld-v1", RandomAgent(0), tasks=6, runs=1, max_turns=10), ks=(1,))
     assert rand["tgc"] < 0.5

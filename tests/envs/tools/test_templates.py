@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rollgym.envs.tools.checker import GATE
 from rollgym.envs.tools.env import evaluate_session
 from rollgym.envs.tools.policies import run_reference
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
@@ -15,6 +16,11 @@ SEEDS = 12
 NAMES = sorted(TEMPLATES)
 
 
+def _version(name: str) -> int:
+    """The newest ToolWorld version that draws from a template (the v0 counting questions are v0 only)."""
+    return max(TEMPLATES[name].versions)
+
+
 def test_there_are_at_least_thirty_templates_over_six_apps_with_cross_app_work():
     assert len(TEMPLATES) >= 30
     apps = {a for t in TEMPLATES.values() for a in t.apps}
@@ -24,8 +30,13 @@ def test_there_are_at_least_thirty_templates_over_six_apps_with_cross_app_work()
 
 
 def _tasks(name: str, split: str = "train", n: int = SEEDS):
-    source = ToolTaskSource([name])
+    source = ToolTaskSource([name], version=_version(name))
     return [source.task(i, split) for i in range(n)]
+
+
+def evaluate(task, session, answer):  # type: ignore[no-untyped-def]
+    """Grade as the newest version that draws the task's template does."""
+    return evaluate_session(task, session, answer, version=_version(task.meta["template"]))
 
 
 def _decoys(task, expected):
@@ -37,8 +48,12 @@ def _decoys(task, expected):
         starts = [r[0] for r in rows(task_world(task), "calendar", "SELECT DISTINCT start FROM events ORDER BY start")]
         return [s for s in starts if s != expected][:5]
     if kind == "list":
-        names = [r[0] for r in rows(task_world(task), "contacts", "SELECT DISTINCT name FROM contacts ORDER BY name")]
-        return [n for n in names if n not in expected]
+        world, template = task_world(task), task.meta["template"]
+        sql = {"calendar_day_events": ("calendar", "SELECT DISTINCT title FROM events ORDER BY title"),
+               "email_unread_subjects": ("email", "SELECT DISTINCT subject FROM messages ORDER BY subject"),
+               "notes_in_folder": ("notes", "SELECT DISTINCT title FROM notes ORDER BY title")}.get(
+            template, ("contacts", "SELECT DISTINCT name FROM contacts ORDER BY name"))
+        return [n for n in (r[0] for r in rows(world, *sql)) if n not in expected]
     names = [r[0] for r in rows(task_world(task), "shopping", "SELECT name FROM products ORDER BY name")]
     return [n for n in names if n != expected]
 
@@ -50,10 +65,10 @@ def test_reference_scores_one_and_no_op_scores_zero(name):
     for task in tasks:
         session = fresh(task)
         answer = run_reference(name, task.meta["params"], session)
-        verdict = evaluate_session(task, session, answer)
-        assert verdict.success, (task.id, verdict.failures)
-        noop = evaluate_session(task, fresh(task), None)
-        assert not noop.success, task.id
+        score = evaluate(task, session, answer)
+        assert score.correct and score.reward == 1.0, (task.id, score.details)
+        noop = evaluate(task, fresh(task), None)
+        assert not noop.correct and noop.reward == 0.0, task.id
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -63,8 +78,9 @@ def test_reference_plus_unrelated_damage_scores_zero(name):
         session = fresh(task)
         answer = run_reference(name, task.meta["params"], session)
         assert damage(session, task, kind), f"{kind} could not be applied"
-        verdict = evaluate_session(task, session, answer)
-        assert not verdict.success and not verdict.collateral, (task.id, kind)
+        score = evaluate(task, session, answer)
+        assert score.reward == 0.0 and not score.details["criteria"][GATE], (task.id, kind)
+        assert score.error == "side_effects" and score.details["reasons"][GATE]
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if TEMPLATES[n].answer_kind != "none"])
@@ -76,11 +92,11 @@ def test_answers_that_list_every_candidate_score_zero(name):
         decoys = _decoys(task, expected)
         assert decoys
         for dump in (", ".join([str(answer), *decoys]), "\n".join([*decoys, str(answer)])):
-            verdict = evaluate_session(task, session, dump)
-            assert not verdict.success and not verdict.answer, (task.id, dump[:80])
-        assert not evaluate_session(task, session, decoys[0]).success
+            score = evaluate(task, session, dump)
+            assert not score.correct and not score.details["criteria"]["answer"], (task.id, dump[:80])
+        assert not evaluate(task, session, decoys[0]).correct
         if TEMPLATES[name].answer_kind == "list" and len(expected) > 1:  # a partial list fails too
-            assert not evaluate_session(task, session, expected[0]).success
+            assert not evaluate(task, session, expected[0]).correct
 
 
 def test_answers_are_normalised():
@@ -88,10 +104,10 @@ def test_answers_are_normalised():
     session = fresh(task)
     value = float(run_reference("payments_balance", task.meta["params"], session))
     for text in (f"${value:,.2f}", f"Your balance is {value} dollars.", f"{value:.2f}"):
-        assert evaluate_session(task, session, text).success, text
+        assert evaluate(task, session, text).correct, text
     task = _tasks("shop_cheapest", n=1)[0]
     name = run_reference("shop_cheapest", task.meta["params"], fresh(task))
-    assert evaluate_session(task, fresh(task), f"  {name.upper()}. ").success
+    assert evaluate(task, fresh(task), f"  {name.upper()}. ").correct
 
 
 def test_task_ids_and_splits_are_stable_and_disjoint():
@@ -145,5 +161,4 @@ def test_over_broad_solutions_score_zero(name):
         session = fresh(task)
         for tool, arguments in OVER_BROAD[name](session):
             call_tool(session, tool, arguments)
-        verdict = evaluate_session(task, session, None)
-        assert not verdict.success, task.id
+        assert not evaluate(task, session, None).correct, task.id

@@ -24,11 +24,11 @@ def web_runtime() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def web_env(web_runtime: Any) -> Iterator[Any]:
-    """One WebGym-v1 env shared by the browser tests (each reset gets a fresh context and database)."""
+    """One WebGym-v2 env shared by the browser tests (each reset gets a fresh context and database)."""
     import gymnasium as gym
 
     import rollgym  # noqa: F401
 
-    env = gym.make("WebGym-v1").unwrapped
+    env = gym.make("WebGym-v2").unwrapped
     yield env
     env.close()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 def task_of(name: str, index: int = 0) -> Any:
-    return WebTaskSource((TEMPLATES[name].site,), "WebGym-v1", templates=(name,)).task(index)
+    return WebTaskSource((TEMPLATES[name].site,), "WebGym-v2", templates=(name,)).task(index)
 
 
 def play_reference(env: Any, task: Any, stop_before_answer: bool = False) -> tuple[str, dict[str, Any], float]:
@@ -52,7 +52,7 @@ def test_answering_at_once_scores_zero(web_env: Any, name: str) -> None:
 
 
 def test_running_out_of_steps_is_graded_and_scores_zero(web_runtime: Any) -> None:
-    env = gym.make("WebShop-v1", max_steps=2).unwrapped
+    env = gym.make("WebShop-v2", max_steps=2).unwrapped
     try:
         env.reset(options={"task": task_of("shop_purchase")})
         assert env.step('scroll("down")')[2:4] == (False, False)
@@ -62,7 +62,7 @@ def test_running_out_of_steps_is_graded_and_scores_zero(web_runtime: Any) -> Non
         env.close()
 
 
-@pytest.mark.parametrize("env_id", ["WebShop-v1", "WebForum-v1", "WebTravel-v1", "WebGym-v1"])
+@pytest.mark.parametrize("env_id", ["WebShop-v2", "WebForum-v2", "WebTravel-v2", "WebGym-v2"])
 def test_check_env_passes(web_runtime: Any, env_id: str) -> None:
     env = gym.make(env_id)
     try:
@@ -116,7 +116,8 @@ def test_faking_a_confirmation_in_the_page_scores_zero(web_env: Any) -> None:
     obs, _, _, _, _ = web_env.step('scroll("down")')
     assert "Order #1200 has been placed" in obs
     _, reward, terminated, _, info = web_env.step('answer("done")')
-    assert terminated and reward == 0.0 and not any(info["details"]["criteria"].values())
+    weighted = [v for k, v in info["details"]["criteria"].items() if info["details"]["weights"][k] > 0]
+    assert terminated and reward == 0.0 and weighted and not any(weighted)  # the zero-weight site gate holds
 
 
 def test_grader_reads_the_server_not_the_page(web_env: Any) -> None:
@@ -184,7 +185,7 @@ def test_typing_and_pressing_enter_submits_a_form(web_env: Any) -> None:
 
 
 def test_screenshot_html_and_rgb_render(web_runtime: Any) -> None:
-    env = gym.make("WebTravel-v1", render_mode="rgb_array")
+    env = gym.make("WebTravel-v2", render_mode="rgb_array")
     try:
         env.reset(seed=0)
         frame = env.render()
@@ -196,4 +197,4 @@ def test_screenshot_html_and_rgb_render(web_runtime: Any) -> None:
 
 
 def test_oracle_agent_and_make_work_after_import() -> None:
-    assert "WebGym-v1" in gym.registry and rollgym.env_info("WebShop-v1").oracle
+    assert "WebGym-v2" in gym.registry and rollgym.env_info("WebShop-v2").oracle

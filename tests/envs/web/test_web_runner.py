@@ -13,7 +13,7 @@ from rollgym.envs.web.runner import collect_web_episodes
 from rollgym.envs.web.tasks import WebTaskSource
 
 pytestmark = pytest.mark.slow
-SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v1")
+SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
 
 
 def live_episodes(runtime: Any) -> int:
@@ -34,7 +34,7 @@ def test_parallel_episodes_all_succeed_in_task_order(web_runtime: Any) -> None:
 
 
 def test_same_task_group_runs_isolated(web_runtime: Any) -> None:
-    task = WebTaskSource(("shop",), "WebShop-v1", templates=("shop_purchase",)).task(3)
+    task = WebTaskSource(("shop",), "WebShop-v2", templates=("shop_purchase",)).task(3)
     results = collect_web_episodes(reference_policy, [task] * 3, concurrency=3)
     # each rollout placed its own order in its own database, so every "exactly one new order" check passes
     assert all(r.success for r in results), [(r.status, r.error, r.details) for r in results]
@@ -72,7 +72,7 @@ def test_the_rollout_collector_runs_web_groups_in_one_browser(web_runtime: Any) 
     from rollgym.rollout import collect
 
     live_before = live_episodes(web_runtime)
-    groups = collect(OracleAgent(), "WebGym-v1", n_tasks=3, group_size=2, split="validation", seed=5, workers=4,
+    groups = collect(OracleAgent(), "WebGym-v2", n_tasks=3, group_size=2, split="validation", seed=5, workers=4,
                      max_steps=30)
     assert len(groups) == 3 and all(len(g.trajectories) == 2 for g in groups)
     for group in groups:  # rollouts of one task ran side by side, each in its own database

@@ -9,7 +9,7 @@ from rollgym.envs.web.server import fresh_copy, query_base
 from rollgym.envs.web.tasks import TEMPLATES, WebTaskSource, grade_task, template_of
 from rollgym.envs.web.tasks.rubric import GradeContext, normalize_text, parse_money
 
-ALL = WebTaskSource(("shop", "forum", "travel"), "WebGym-v1")
+ALL = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
 
 
 def grade(task, answer, conn=None):  # type: ignore[no-untyped-def]
@@ -44,14 +44,14 @@ def test_splits_are_disjoint_and_there_are_thousands_of_tasks() -> None:
     assert not ids["train"] & ids["test"] and not ids["train"] & ids["validation"]
     assert not ids["validation"] & ids["test"]
     big = WebTaskSource(
-        ("shop", "forum", "travel"), "WebGym-v1", templates=("shop_purchase", "forum_reply", "travel_book_flight")
+        ("shop", "forum", "travel"), "WebGym-v2", templates=("shop_purchase", "forum_reply", "travel_book_flight")
     )
     assert len({big.task(i).id for i in range(1500)}) > 1450
 
 
 @pytest.mark.parametrize("name", sorted(TEMPLATES))
 def test_doing_nothing_scores_zero(name: str) -> None:
-    source = WebTaskSource((TEMPLATES[name].site,), "WebGym-v1", templates=(name,))
+    source = WebTaskSource((TEMPLATES[name].site,), "WebGym-v2", templates=(name,))
     for i in range(3):
         task = source.task(i)
         for answer in (None, "done", ""):
@@ -61,7 +61,7 @@ def test_doing_nothing_scores_zero(name: str) -> None:
 
 @pytest.mark.parametrize("name", [n for n, t in TEMPLATES.items() if t.kind == "info"])
 def test_info_answers_are_checked_whole(name: str) -> None:
-    source = WebTaskSource((TEMPLATES[name].site,), "WebGym-v1", templates=(name,))
+    source = WebTaskSource((TEMPLATES[name].site,), "WebGym-v2", templates=(name,))
     task = source.task(0)
     expected = task.answer if isinstance(task.answer, str) else f"{task.answer / 100:.2f}"
     assert grade(task, expected).correct
@@ -71,18 +71,18 @@ def test_info_answers_are_checked_whole(name: str) -> None:
 
 
 def test_answering_with_every_candidate_scores_zero() -> None:
-    source = WebTaskSource(("shop",), "WebShop-v1", templates=("shop_extreme_price",))
+    source = WebTaskSource(("shop",), "WebShop-v2", templates=("shop_extreme_price",))
     task = source.task(0)
     names = [r[0] for r in query_base("shop", "SELECT name FROM products")]
     assert grade(task, ", ".join(names)).reward == 0.0
     assert grade(task, "\n".join(names)).reward == 0.0
-    totals = WebTaskSource(("shop",), "WebShop-v1", templates=("shop_order_total",)).task(0)
+    totals = WebTaskSource(("shop",), "WebShop-v2", templates=("shop_order_total",)).task(0)
     every = " ".join(f"{r[0] / 100:.2f}" for r in query_base("shop", "SELECT total_cents FROM orders"))
     assert grade(totals, every).reward == 0.0
 
 
 def test_transaction_rubric_gives_partial_credit_from_the_database() -> None:
-    task = WebTaskSource(("travel",), "WebTravel-v1", templates=("travel_book_flight",)).task(0)
+    task = WebTaskSource(("travel",), "WebTravel-v2", templates=("travel_book_flight",)).task(0)
     conn = fresh_copy("travel")
     p, ans = task.meta["params"], task.answer
     conn.execute(
@@ -91,7 +91,8 @@ def test_transaction_rubric_gives_partial_credit_from_the_database() -> None:
         (ans["user_id"], ans["flight_id"]),
     )
     score = grade(task, "done", conn)
-    assert score.details["criteria"] == {"right_flight": True, "traveller_name": False, "one_booking": True}
+    assert score.details["criteria"] == {"right_flight": True, "traveller_name": False,
+                                         "bookings_one_new_none_cancelled": True, "site_unchanged_beyond_task": True}
     assert score.reward == pytest.approx(0.7) and not score.correct
     conn.execute("UPDATE bookings SET traveller = ? WHERE id = 9999", (p["traveller"],))
     assert grade(task, "done", conn).correct
@@ -123,11 +124,11 @@ def _upvote_everything(task, conn):  # type: ignore[no-untyped-def]
     ("travel_cancel_hotel", _cancel_every_booking),
     ("forum_upvote", _upvote_everything),
 ])
-def test_acting_on_every_candidate_scores_zero_in_v1(name, act_on_everything) -> None:  # type: ignore[no-untyped-def]
+def test_acting_on_every_candidate_scores_zero_since_v1(name, act_on_everything) -> None:  # type: ignore[no-untyped-def]
     site = TEMPLATES[name].site
     hits = 0
     for i in range(12):
-        task = WebTaskSource((site,), "WebGym-v1", templates=(name,)).task(i)
+        task = WebTaskSource((site,), "WebGym-v2", templates=(name,)).task(i)
         conn = fresh_copy(site)
         act_on_everything(task, conn)
         score = grade(task, "done", conn)

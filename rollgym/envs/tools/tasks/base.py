@@ -25,15 +25,22 @@ Step = Generator[Call, Any, Any]
 Params = dict[str, Any]
 
 TEMPLATES: dict[str, TaskTemplate] = {}
+VERSIONS = (0, 1)
+"""The ToolWorld task versions (``ToolWorld-v0``, ``ToolWorld-v1``)."""
 
 
 class TaskTemplate:
-    """One kind of task; subclasses set the class attributes and the four methods."""
+    """One kind of task; subclasses set the class attributes and the four methods.
+
+    ``versions`` lists the ToolWorld versions whose task sources draw from the template: the v0 counting
+    questions (a small count is easy to guess) were replaced in v1 by questions that ask for the items.
+    """
 
     name: ClassVar[str]
     scenario: ClassVar[str]
     apps: ClassVar[tuple[str, ...]]
     answer_kind: ClassVar[AnswerKind] = "none"
+    versions: ClassVar[tuple[int, ...]] = (0, 1)
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         """Parameters for one task in ``world``, or ``None`` when the world offers no instance."""
@@ -56,6 +63,11 @@ def register(cls: type[TaskTemplate]) -> type[TaskTemplate]:
     """Class decorator that adds a template to :data:`TEMPLATES`."""
     TEMPLATES[cls.name] = cls()
     return cls
+
+
+def templates_of(version: int) -> list[str]:
+    """Names of the templates that ToolWorld version ``version`` draws from, sorted."""
+    return sorted(n for n, t in TEMPLATES.items() if version in t.versions)
 
 
 # -- reading the base world (expectations and sampling) ---------------------------

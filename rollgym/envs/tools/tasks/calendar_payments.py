@@ -176,6 +176,7 @@ class CalendarCountDay(TaskTemplate):
     scenario = "calendar"
     apps = ("calendar",)
     answer_kind = "number"
+    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"day": (world.now + timedelta(days=int(rng.integers(-10, 14)))).strftime("%Y-%m-%d")}
@@ -194,6 +195,33 @@ class CalendarCountDay(TaskTemplate):
         n = rows(world, "calendar", "SELECT COUNT(*) FROM events WHERE (owner = ? OR id IN (SELECT event_id FROM "
                  "attendees WHERE email = ?)) AND substr(start, 1, 10) = ?", me, me, p["day"])[0][0]
         return Expectation(answer=n, answer_kind="number")
+
+
+@register
+class CalendarDayEvents(TaskTemplate):
+    name = "calendar_day_events"
+    scenario = "calendar"
+    apps = ("calendar",)
+    answer_kind = "list"
+    versions = (1,)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"day": (world.now + timedelta(days=int(rng.integers(-10, 14)))).strftime("%Y-%m-%d")}
+
+    def prompt(self, p: Params) -> str:
+        return (f"Which events are on my calendar (mine or ones I'm invited to) on {day_text(p['day'])}? "
+                "Answer with their titles, separated by commas.")
+
+    def solve(self, p: Params) -> Solution:
+        found = yield from every("calendar_search", start_after=p["day"], start_before=shift(p["day"] + " 00:00", 1440))
+        return ", ".join(sorted({e["title"] for e in found}))
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        me = world.me.email
+        titles = rows(world, "calendar", "SELECT DISTINCT title FROM events WHERE (owner = ? OR id IN (SELECT "
+                      "event_id FROM attendees WHERE email = ?)) AND substr(start, 1, 10) = ? ORDER BY title",
+                      me, me, p["day"])
+        return Expectation(answer=[r[0] for r in titles], answer_kind="list")
 
 
 @register

@@ -113,6 +113,7 @@ class ContactsCountRelationship(TaskTemplate):
     scenario = "contacts"
     apps = ("contacts",)
     answer_kind = "number"
+    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"relationship": choose(rng, RELATIONSHIPS)}
@@ -128,6 +129,31 @@ class ContactsCountRelationship(TaskTemplate):
         n = rows(world, "contacts", "SELECT COUNT(*) FROM contacts WHERE owner = ? AND relationship = ?",
                  world.me.email, p["relationship"])[0][0]
         return Expectation(answer=n, answer_kind="number")
+
+
+@register
+class ContactsWithRelationship(TaskTemplate):
+    name = "contacts_with_relationship"
+    scenario = "contacts"
+    apps = ("contacts",)
+    answer_kind = "list"
+    versions = (1,)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"relationship": choose(rng, RELATIONSHIPS)}
+
+    def prompt(self, p: Params) -> str:
+        return (f"Which of my contacts are marked as {p['relationship']}? Answer with their full names, "
+                "separated by commas.")
+
+    def solve(self, p: Params) -> Solution:
+        found = yield from every("contacts_search", relationship=p["relationship"])
+        return ", ".join(sorted({c["name"] for c in found}))
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        names = rows(world, "contacts", "SELECT DISTINCT name FROM contacts WHERE owner = ? AND relationship = ? "
+                     "ORDER BY name", world.me.email, p["relationship"])
+        return Expectation(answer=[r[0] for r in names], answer_kind="list")
 
 
 @register
@@ -209,6 +235,7 @@ class EmailUnreadCount(TaskTemplate):
     scenario = "email"
     apps = ("contacts", "email")
     answer_kind = "number"
+    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         name = choose(rng, _senders(world))
@@ -225,6 +252,34 @@ class EmailUnreadCount(TaskTemplate):
     def expect(self, world: World, p: Params) -> Expectation:
         return Expectation(answer=len(_inbox_from(world, email_of(world, p["name"]), unread=True)),
                            answer_kind="number")
+
+
+@register
+class EmailUnreadSubjects(TaskTemplate):
+    name = "email_unread_subjects"
+    scenario = "email"
+    apps = ("contacts", "email")
+    answer_kind = "list"
+    versions = (1,)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        name = choose(rng, _senders(world))
+        return {"name": name} if name else None
+
+    def prompt(self, p: Params) -> str:
+        return (f"What are the subjects of the unread emails from {p['name']} in my inbox? Answer with the "
+                "subjects, separated by commas.")
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        found = yield from every("email_search", sender=address, unread_only=True)
+        return ", ".join(sorted({m["subject"] for m in found if m["sender"] == address}))
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        subjects = rows(world, "email", "SELECT DISTINCT m.subject FROM mailbox b JOIN messages m ON m.id = "
+                        "b.message_id WHERE b.owner = ? AND b.folder = 'inbox' AND b.is_read = 0 AND m.sender = ? "
+                        "ORDER BY m.subject", world.me.email, email_of(world, p["name"]))
+        return Expectation(answer=[r[0] for r in subjects], answer_kind="list")
 
 
 @register

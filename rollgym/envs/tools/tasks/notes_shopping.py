@@ -156,6 +156,7 @@ class NotesCountFolder(TaskTemplate):
     scenario = "notes"
     apps = ("notes",)
     answer_kind = "number"
+    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"folder": choose(rng, ["Recipes", "Travel", "Work", "Personal", "Ideas"])}
@@ -171,6 +172,32 @@ class NotesCountFolder(TaskTemplate):
         n = rows(world, "notes", "SELECT COUNT(*) FROM notes WHERE owner = ? AND folder = ?", world.me.email,
                  p["folder"])[0][0]
         return Expectation(answer=n, answer_kind="number")
+
+
+@register
+class NotesInFolder(TaskTemplate):
+    name = "notes_in_folder"
+    scenario = "notes"
+    apps = ("notes",)
+    answer_kind = "list"
+    versions = (1,)
+
+    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+        return {"folder": choose(rng, ["Recipes", "Travel", "Work", "Personal", "Ideas"])}
+
+    def prompt(self, p: Params) -> str:
+        return (f"Which of my own notes are in my '{p['folder']}' folder? Answer with their titles, separated by "
+                "commas.")
+
+    def solve(self, p: Params) -> Solution:
+        me = yield from call("whoami")
+        found = yield from every("notes_search", folder=p["folder"])
+        return ", ".join(sorted({n["title"] for n in found if n["owner"] == me["email"]}))
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        titles = rows(world, "notes", "SELECT DISTINCT title FROM notes WHERE owner = ? AND folder = ? ORDER BY title",
+                      world.me.email, p["folder"])
+        return Expectation(answer=[r[0] for r in titles], answer_kind="list")
 
 
 # -- shopping ---------------------------------------------------------------------

@@ -11,8 +11,8 @@ import numpy as np
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
-from rollgym.envs.tools.checker import Diff, grade
-from rollgym.envs.tools.tasks.base import TEMPLATES, TaskTemplate
+from rollgym.envs.tools.checker import is_degenerate
+from rollgym.envs.tools.tasks.base import TEMPLATES, VERSIONS, TaskTemplate, templates_of
 from rollgym.envs.tools.world import World, base_world
 
 N_WORLDS = 16
@@ -37,17 +37,28 @@ def opening(world: World, prompt: str) -> str:
 
 
 class ToolTaskSource:
-    """Tasks of some templates; ``task(index, split)`` is deterministic and splits are disjoint by content."""
+    """Tasks of some templates; ``task(index, split)`` is deterministic and splits are disjoint by content.
+
+    ``version`` picks the task rules: version 0 draws every instance in which doing nothing with no answer
+    fails; version 1 (the default) also redraws any instance that a constant answer (``"0"``, ``""``,
+    ``"yes"``, ... see :data:`~rollgym.envs.tools.checker.CONSTANT_ANSWERS`) would solve without a call, and
+    asks for the items instead of a count.
+    """
 
     def __init__(self, templates: Sequence[str] | None = None, family: str = "ToolWorld",
-                 env_id: str = "ToolWorld-v0") -> None:
-        names = list(templates) if templates is not None else sorted(TEMPLATES)
-        unknown = [n for n in names if n not in TEMPLATES]
+                 env_id: str = "ToolWorld-v1", version: int = 1) -> None:
+        if version not in VERSIONS:
+            raise ConfigError(f"version must be one of {list(VERSIONS)}, got {version!r}.")
+        available = templates_of(version)
+        names = list(templates) if templates is not None else available
+        unknown = [n for n in names if n not in available]
         if unknown or not names:
-            raise ConfigError(f"Unknown template(s) {unknown}; choose from {', '.join(sorted(TEMPLATES))}.")
+            raise ConfigError(f"Unknown template(s) {unknown} for ToolWorld version {version}; choose from "
+                              f"{', '.join(available)}.")
         self.templates = names
         self.family = family
         self.env_id = env_id
+        self.version = version
 
     def size(self, split: str) -> int | None:
         """Generated tasks are unbounded."""
@@ -59,9 +70,14 @@ class ToolTaskSource:
             world = int(rng.integers(N_WORLDS))
             template = TEMPLATES[name]
             params = template.sample(base_world(world_seed(world)), rng)
-            # a task that doing nothing would pass (nothing left to change, no question) is no task
-            if params is not None and not grade(template.expect(base_world(world_seed(world)), params), Diff(),
-                                                None).success:
+            if params is None:
+                continue
+            expectation = template.expect(base_world(world_seed(world)), params)
+            # a task that doing nothing would pass is no task: v0 knew only the empty answer; v1 also
+            # redraws tasks that a constant answer solves (a count of 0, a total of 0.00)
+            empty = not (expectation.updates or expectation.deletes or expectation.inserts)
+            free = is_degenerate(expectation) if self.version >= 1 else empty and expectation.answer_kind == "none"
+            if not free:
                 return name, world, params
         raise ConfigError(f"The templates {self.templates} found no instance in 100 tries.")
 

@@ -6,12 +6,21 @@ connection, so the same site object serves many isolated episodes at once.
 Pages are built from the package's ``templates/layout.html`` with
 :class:`string.Template`; every piece of user or database text goes through
 :func:`esc`, so text typed into a form can never become markup or script.
+
+Hardening rules every handler follows: ids and numbers are read with
+:func:`row_id` and :func:`whole_number` (ASCII digits, bounded); redirects go
+only to same-site paths (:func:`safe_path`); the one-line notice after a form
+is carried by a server-set cookie (:data:`FLASH_COOKIE`), never by the URL, so
+a crafted link cannot put text in the site's banner; text written by users is
+wrapped by :func:`user_text` so observations can mark it; and a handler that
+raises anything rolls back its writes and answers a 500 page.
 """
 
 from __future__ import annotations
 
 import hashlib
 import html
+import logging
 import re
 import secrets
 import sqlite3
@@ -21,10 +30,19 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 PER_PAGE = 10
 """Rows per page on every paginated listing."""
+
+MAX_ID = 2**63 - 1
+"""The largest id SQLite can store; a path id beyond it names no row."""
+
+FLASH_COOKIE = "rg_flash"
+"""Cookie that carries a redirect's one-line notice to the next page (set and cleared by the server only)."""
+
+_LOG = logging.getLogger(__name__)
+_PATH_CHARS = re.compile(r"[!-~]+", re.ASCII)  # printable ASCII, no space
 
 
 @dataclass
@@ -62,12 +80,49 @@ class Response:
     content_type: str = "text/html; charset=utf-8"
 
 
+def safe_path(value: str, default: str = "/") -> str:
+    r"""``value`` when it is a path on this site, else ``default``.
+
+    Accepted: printable ASCII that starts with one ``/``, with no backslash,
+    whose percent-decoded form (decoded repeatedly) has no backslash, no
+    control character and does not start with ``//``. Browsers read
+    ``/\host``, ``/<TAB>/host`` and ``//host`` as another host; all are refused.
+
+    Example:
+        >>> safe_path("/orders/1001?sort=new")
+        '/orders/1001?sort=new'
+        >>> safe_path("/\\127.0.0.1:8000/x"), safe_path("/\t/127.0.0.1:8000/x"), safe_path("/%5c%5chost")
+        ('/', '/', '/')
+    """
+    if not isinstance(value, str) or not 0 < len(value) <= 2000 or not _PATH_CHARS.fullmatch(value):
+        return default
+    decoded = value
+    for _ in range(4):  # %255c decodes to %5c, then to a backslash
+        if "\\" in decoded or any(ord(ch) < 32 or ord(ch) == 127 for ch in decoded):
+            return default
+        if not decoded.startswith("/") or decoded.startswith("//"):
+            return default
+        parts = urlsplit(decoded)
+        if parts.scheme or parts.netloc:
+            return default
+        step = unquote(decoded)
+        if step == decoded:
+            return value
+        decoded = step
+    return default
+
+
 def redirect(location: str, *, flash: str | None = None) -> Response:
-    """A 303 redirect (the browser follows it with a GET), optionally carrying a one-line notice."""
+    """A 303 redirect to a same-site path (the browser follows it with a GET), optionally with a one-line notice.
+
+    A location that is not a same-site path (see :func:`safe_path`) becomes ``/``.
+    The notice travels in the :data:`FLASH_COOKIE` cookie, which only the server sets.
+    """
+    response = Response(status=303, headers=[("Location", safe_path(location))])
     if flash:
-        sep = "&" if "?" in location else "?"
-        location = f"{location}{sep}{urlencode({'notice': flash})}"
-    return Response(status=303, headers=[("Location", location)])
+        cookie = f"{FLASH_COOKIE}={quote(flash, safe='')}; Path=/; HttpOnly; SameSite=Lax"
+        response.headers.append(("Set-Cookie", cookie))
+    return response
 
 
 class HttpError(Exception):
@@ -82,6 +137,39 @@ class HttpError(Exception):
 def esc(value: Any) -> str:
     """HTML-escape any value for text or a quoted attribute."""
     return html.escape(str(value), quote=True)
+
+
+def user_text(value: Any, tag: str = "span") -> str:
+    """Escaped text that a user wrote, in a ``tag`` marked ``data-rg-user``; observations show it quoted.
+
+    Example:
+        >>> user_text("SYSTEM: <b>hi</b>", "p")
+        '<p data-rg-user>SYSTEM: &lt;b&gt;hi&lt;/b&gt;</p>'
+    """
+    return f"<{tag} data-rg-user>{esc(value)}</{tag}>"
+
+
+def row_id(raw: str, what: str = "page") -> int:
+    """An id taken from a URL path (already ASCII digits by the route); a 404 when no row can have it."""
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 19 or int(raw) > MAX_ID:
+        raise HttpError(404, f"That {what} does not exist.")
+    return int(raw)
+
+
+def whole_number(raw: str, *, low: int, high: int, message: str) -> int:
+    """A form or query number of ASCII digits between ``low`` and ``high``; otherwise a 400 with ``message``.
+
+    ``"²".isdigit()`` is true but ``int("²")`` fails, and ``int()`` also reads
+    Arabic-Indic digits; both are refused here.
+
+    Example:
+        >>> whole_number(" 2 ", low=1, high=99, message="Quantity must be 1 to 99.")
+        2
+    """
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 19 or not low <= int(text) <= high:
+        raise HttpError(400, message)
+    return int(text)
 
 
 def money(cents: int) -> str:
@@ -137,7 +225,7 @@ def pager(base: str, params: dict[str, str], page: int, total: int, per_page: in
 def page_number(request: Request) -> int:
     """The ``page`` query field as a positive integer (1 when absent or malformed)."""
     raw = request.query.get("page", "1")
-    return int(raw) if raw.isdigit() and 0 < int(raw) < 10_000 else 1
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 4 and int(raw) > 0 else 1
 
 
 Handler = Callable[[sqlite3.Connection, Request, re.Match[str]], Response]
@@ -185,7 +273,7 @@ class Site:
     # -- routing ------------------------------------------------------------
     def route(self, method: str, pattern: str, handler: Handler) -> None:
         """Send ``method`` requests whose whole path matches ``pattern`` to ``handler``."""
-        self._routes.append((method, re.compile(pattern + r"\Z"), handler))
+        self._routes.append((method, re.compile(pattern + r"\Z", re.ASCII), handler))
 
     def handle(self, conn: sqlite3.Connection, request: Request) -> Response:
         """Answer one request against the episode database ``conn``."""
@@ -205,6 +293,10 @@ class Site:
             except HttpError as exc:
                 conn.rollback()
                 return self.error_page(request, exc.status, exc.message)
+            except Exception:  # a bug or an input no check foresaw: undo the request's writes, keep serving
+                conn.rollback()
+                _LOG.exception("%s %s failed on the %s site", request.method, request.path, self.key)
+                return self.error_page(request, 500, "Something went wrong on our side; nothing was changed.")
         if allowed:
             return self.error_page(request, 405, "This page does not accept that kind of request.")
         return self.error_page(request, 404, "We could not find that page. Check the address or go back home.")
@@ -213,8 +305,13 @@ class Site:
     def render(
         self, request: Request, title: str, content: str, *, status: int = 200, flash: str = "", flash_kind: str = "ok"
     ) -> Response:
-        """Wrap ``content`` in the site layout; a ``notice`` query field becomes a green banner."""
-        notice = flash or request.query.get("notice", "")
+        """Wrap ``content`` in the site layout; ``flash`` or the server's pending notice becomes the banner.
+
+        The pending notice is the :data:`FLASH_COOKIE` set by :func:`redirect`; it is shown
+        once and cleared. Query fields such as ``?notice=`` never reach the banner.
+        """
+        pending = request.cookies.get(FLASH_COOKIE)
+        notice = flash or unquote(pending or "")[:500]
         kind = flash_kind if flash else "ok"
         flash_html = f'<div class="flash {kind}" role="status">{esc(notice)}</div>' if notice else ""
         nav = "".join(f'<a href="{esc(href)}">{esc(label)}</a>' for href, label in self.nav)
@@ -234,11 +331,20 @@ class Site:
             flash=flash_html,
             content=content,
         )
-        return Response(status=status, body=body)
+        response = Response(status=status, body=body)
+        if pending is not None:
+            response.headers.append(("Set-Cookie", f"{FLASH_COOKIE}=; Path=/; Max-Age=0"))
+        return response
 
     def error_page(self, request: Request, status: int, message: str) -> Response:
         """A styled error page."""
-        titles = {400: "Bad request", 403: "Not allowed", 404: "Page not found", 405: "Not allowed"}
+        titles = {
+            400: "Bad request",
+            403: "Not allowed",
+            404: "Page not found",
+            405: "Not allowed",
+            500: "Server error",
+        }
         title = titles.get(status, "Error")
         content = (
             f'<div class="card"><h1>{status} · {esc(title)}</h1><p>{esc(message)}</p>'
@@ -265,7 +371,7 @@ class Site:
     def _login_form(
         self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = ""
     ) -> Response:
-        nxt = request.arg("next", "/")
+        nxt = safe_path(request.arg("next", "/"))
         content = f"""
 <div class="card" style="max-width:420px">
   <h1>Sign in</h1>
@@ -288,10 +394,7 @@ class Site:
             return self._login_form(conn, request, match, error="Wrong username or password.")
         token = secrets.token_hex(16)
         conn.execute("INSERT INTO sessions (token, user_id) VALUES (?, ?)", (token, row["id"]))
-        nxt = request.form.get("next", "/")
-        if not nxt.startswith("/") or nxt.startswith("//"):
-            nxt = "/"
-        response = redirect(nxt, flash=f"Welcome back, {username}.")
+        response = redirect(safe_path(request.form.get("next", "/")), flash=f"Welcome back, {username}.")
         response.headers.append(("Set-Cookie", f"session={token}; Path=/; HttpOnly; SameSite=Lax"))
         return response
 

@@ -26,6 +26,8 @@ from rollgym.envs.web.sites.base import (
     pager,
     password_hash,
     redirect,
+    row_id,
+    user_text,
 )
 
 SCHEMA = """
@@ -321,7 +323,7 @@ class ForumSite(Site):
         return row
 
     def thread(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        t = self._thread(conn, int(match[1]))
+        t = self._thread(conn, row_id(match[1], "thread"))
         sort = request.arg("sort", "oldest")
         order = "p.score DESC, p.id" if sort == "votes" else "p.id"
         first = conn.execute("SELECT MIN(id) FROM posts WHERE thread_id = ?", (t["id"],)).fetchone()[0]
@@ -365,7 +367,7 @@ class ForumSite(Site):
                 f'<article class="card post"><div class="votes">{up}<div>{p["score"]}</div>{down}</div><div>'
                 f'<div class="meta">{label} by <a href="/u/{esc(p["username"])}">{esc(p["username"])}</a>'
                 f' on {p["created"]}</div>'
-                f"<p>{esc(p['body'])}</p>{delete}</div></article>"
+                f"{user_text(p['body'], 'p')}{delete}</div></article>"
             )
 
         posts = post_html(opening, "Question") + "".join(post_html(p, "Reply") for p in replies)
@@ -387,7 +389,8 @@ class ForumSite(Site):
                 f'<button type="submit" class="secondary">{label}</button></form>'
             )
         sorts = [("oldest", "Oldest first"), ("votes", "Most votes")]
-        content = f"""<p class="muted"><a href="/b/{t["slug"]}">{esc(t["board"])}</a></p><h1>{esc(t["title"])}</h1>
+        content = f"""<p class="muted"><a href="/b/{t["slug"]}">{esc(t["board"])}</a></p>
+<h1>{user_text(t["title"])}</h1>
 <form class="row" method="get" action="/t/{t["id"]}"><div><label for="sort">Sort replies</label><br>
 <select id="sort" name="sort">{options(sorts, sort)}</select></div>
 <button type="submit" class="secondary">Sort</button></form>{lock}<br>
@@ -396,7 +399,7 @@ class ForumSite(Site):
 
     def reply(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
-        t = self._thread(conn, int(match[1]))
+        t = self._thread(conn, row_id(match[1], "thread"))
         if t["locked"]:
             raise HttpError(403, "This thread is locked; replies are closed.")
         body = request.form.get("body", "").strip()
@@ -414,7 +417,7 @@ class ForumSite(Site):
         user = self.require_user(request)
         if user["role"] != "moderator":
             raise HttpError(403, "Only moderators can lock threads.")
-        t = self._thread(conn, int(match[1]))
+        t = self._thread(conn, row_id(match[1], "thread"))
         conn.execute("UPDATE threads SET locked = ? WHERE id = ?", (0 if t["locked"] else 1, t["id"]))
         return redirect(f"/t/{t['id']}", flash="Thread unlocked." if t["locked"] else "Thread locked.")
 
@@ -426,7 +429,7 @@ class ForumSite(Site):
 
     def vote(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
-        p = self._post(conn, int(match[1]))
+        p = self._post(conn, row_id(match[1], "post"))
         value = {"up": 1, "down": -1}.get(request.form.get("value", ""))
         if value is None:
             raise HttpError(400, "A vote is either up or down.")
@@ -444,7 +447,7 @@ class ForumSite(Site):
         user = self.require_user(request)
         if user["role"] != "moderator":
             raise HttpError(403, "Only moderators can delete posts.")
-        p = self._post(conn, int(match[1]))
+        p = self._post(conn, row_id(match[1], "post"))
         conn.execute("UPDATE posts SET deleted = 1 WHERE id = ?", (p["id"],))
         return redirect(f"/t/{p['thread_id']}", flash="The post was removed.")
 
@@ -469,10 +472,9 @@ class ForumSite(Site):
         title, body = request.form.get("title", "").strip(), request.form.get("body", "").strip()
         if b is None:
             return self.new_form(conn, request, match, error="Choose a board from the list.")
-        if not 5 <= len(title) <= 120 or not body:
-            return self.new_form(
-                conn, request, match, error="A thread needs a title (5-120 characters) and a question."
-            )
+        if not 5 <= len(title) <= 120 or not body or len(body) > 5000:
+            error = "A thread needs a title (5-120 characters) and a question (up to 5000 characters)."
+            return self.new_form(conn, request, match, error=error)
         if conn.execute("SELECT 1 FROM threads WHERE title = ?", (title,)).fetchone():
             return self.new_form(conn, request, match, error="A thread with this title already exists.")
         cur = conn.execute(

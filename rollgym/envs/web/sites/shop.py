@@ -15,6 +15,7 @@ import sqlite3
 from datetime import date, timedelta
 
 from rollgym.envs.web.sites.base import (
+    MAX_ID,
     PER_PAGE,
     HttpError,
     Request,
@@ -27,6 +28,9 @@ from rollgym.envs.web.sites.base import (
     pager,
     password_hash,
     redirect,
+    row_id,
+    user_text,
+    whole_number,
 )
 
 SCHEMA = """
@@ -46,6 +50,7 @@ CREATE TABLE order_items (order_id INTEGER NOT NULL, product_id INTEGER NOT NULL
 """
 
 TODAY = date(2026, 3, 1)
+MAX_NAME, MAX_ADDRESS = 100, 200
 SHIPPING = {"standard": ("Standard (5-7 days)", 499), "express": ("Express (1-2 days)", 1499)}
 CATEGORIES = {
     "Kitchen": ["Kettle", "Toaster", "Blender", "Chef Knife", "Frying Pan", "Coffee Grinder", "Cutting Board"],
@@ -97,6 +102,20 @@ STREETS = [
     "Orchard Way",
 ]
 CITIES = ["Springfield", "Riverton", "Lakeside", "Fairview", "Oakridge", "Brookfield", "Westport"]
+
+
+_PRICE = re.compile(r"[0-9]{1,7}(\.[0-9]*)?|\.[0-9]+", re.ASCII)
+
+
+def price_cents(raw: str) -> int | None:
+    """A filter price in dollars (``"25"``, ``"19.99"``) as cents, or ``None`` when it is not one.
+
+    Example:
+        >>> price_cents("19.99"), price_cents("1e400"), price_cents("nan"), price_cents("²")
+        (1999, None, None, None)
+    """
+    text = raw.strip()
+    return round(float(text) * 100) if _PRICE.fullmatch(text) else None
 
 
 def random_address(rng: random.Random) -> str:
@@ -242,12 +261,12 @@ class ShopSite(Site):
         error = ""
         for label, raw, op in (("Minimum price", min_price, ">="), ("Maximum price", max_price, "<=")):
             if raw:
-                try:
+                cents = price_cents(raw)
+                if cents is None:
+                    error = f"{label} must be a number of dollars such as 25 or 19.99."
+                else:
                     where.append(f"p.price_cents {op} ?")
-                    params.append(round(float(raw) * 100))
-                except ValueError:
-                    where.pop()
-                    error = f"{label} must be a number such as 25 or 19.99."
+                    params.append(cents)
         orders = {
             "name": "p.name",
             "price_asc": "p.price_cents, p.name",
@@ -309,7 +328,7 @@ class ShopSite(Site):
         return row
 
     def product(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        p = self._product_row(conn, int(match[1]))
+        p = self._product_row(conn, row_id(match[1], "product"))
         if p["stock"] > 0:
             buy = f"""<form class="row" method="post" action="/cart/add">
 <input type="hidden" name="product_id" value="{p["id"]}">
@@ -358,18 +377,17 @@ class ShopSite(Site):
         return self.render(request, "Cart", content)
 
     def _qty(self, raw: str, *, allow_zero: bool) -> int:
-        if not raw.strip().isdigit():
+        text = raw.strip()
+        if not text.isascii() or not text.isdigit():
             raise HttpError(400, "Quantity must be a whole number such as 1 or 2.")
-        qty = int(raw)
-        if qty > 99 or (qty == 0 and not allow_zero):
-            raise HttpError(400, "Quantity must be between 1 and 99.")
-        return qty
+        return whole_number(text, low=0 if allow_zero else 1, high=99, message="Quantity must be between 1 and 99.")
+
+    def _form_product(self, conn: sqlite3.Connection, request: Request) -> sqlite3.Row:
+        raw = request.form.get("product_id", "")
+        return self._product_row(conn, whole_number(raw, low=1, high=MAX_ID, message="That product does not exist."))
 
     def cart_add(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        pid_raw = request.form.get("product_id", "")
-        if not pid_raw.isdigit():
-            raise HttpError(400, "That product does not exist.")
-        p = self._product_row(conn, int(pid_raw))
+        p = self._form_product(conn, request)
         if request.user is None:
             return redirect(f"/login?next=/product/{p['id']}", flash="Please sign in to add items to your cart.")
         qty = self._qty(request.form.get("qty", "1"), allow_zero=False)
@@ -384,10 +402,7 @@ class ShopSite(Site):
 
     def cart_update(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
-        pid_raw = request.form.get("product_id", "")
-        if not pid_raw.isdigit():
-            raise HttpError(400, "That product does not exist.")
-        p = self._product_row(conn, int(pid_raw))
+        p = self._form_product(conn, request)
         qty = self._qty(request.form.get("qty", "0"), allow_zero=True)
         if qty == 0:
             conn.execute("DELETE FROM cart_items WHERE user_id = ? AND product_id = ?", (user["id"], p["id"]))
@@ -429,6 +444,9 @@ class ShopSite(Site):
         ship = request.form.get("shipping", "")
         if not name or not address:
             return self.checkout_form(conn, request, match, error="Please fill in your name and shipping address.")
+        if len(name) > MAX_NAME or len(address) > MAX_ADDRESS:
+            error = f"Keep the name under {MAX_NAME} and the address under {MAX_ADDRESS} characters."
+            return self.checkout_form(conn, request, match, error=error)
         if ship not in SHIPPING:
             return self.checkout_form(conn, request, match, error="Please choose a shipping method from the list.")
         short = [r["name"] for r in rows if r["qty"] > r["stock"]]
@@ -478,7 +496,7 @@ class ShopSite(Site):
     def order_detail(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
             return redirect(f"/login?next=/orders/{match[1]}", flash="Please sign in to see your orders.")
-        o = self._own_order(conn, request, int(match[1]))
+        o = self._own_order(conn, request, row_id(match[1], "order"))
         items = conn.execute(
             "SELECT oi.*, p.name FROM order_items oi JOIN products p ON p.id = oi.product_id "
             "WHERE order_id = ? ORDER BY p.name",
@@ -497,14 +515,14 @@ class ShopSite(Site):
             )
         content = f"""<h1>Order #{o["id"]}</h1><div class="card">
 <p>Placed on {o["placed_on"]} · <span class="badge {o["status"]}">{o["status"]}</span></p>
-<p>Ship to: {esc(o["ship_name"])}, {esc(o["ship_address"])} · {esc(SHIPPING[o["shipping"]][0])}</p>
+<p>Ship to: {user_text(f"{o['ship_name']}, {o['ship_address']}")} · {esc(SHIPPING[o["shipping"]][0])}</p>
 <table class="data"><thead><tr><th>Product</th><th>Quantity</th><th>Unit price</th></tr></thead>
 <tbody>{body}</tbody></table>
 <p>Shipping: {money(o["shipping_cents"])} · Order total: <strong>{money(o["total_cents"])}</strong></p>{cancel}</div>"""
         return self.render(request, f"Order #{o['id']}", content)
 
     def order_cancel(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        o = self._own_order(conn, request, int(match[1]))
+        o = self._own_order(conn, request, row_id(match[1], "order"))
         if o["status"] != "pending":
             raise HttpError(400, f"Order #{o['id']} is {o['status']} and can no longer be cancelled.")
         conn.execute("UPDATE orders SET status = 'cancelled' WHERE id = ?", (o["id"],))
@@ -529,5 +547,7 @@ class ShopSite(Site):
         name, address = request.form.get("full_name", "").strip(), request.form.get("address", "").strip()
         if not name or not address:
             raise HttpError(400, "Name and address must not be empty.")
+        if len(name) > MAX_NAME or len(address) > MAX_ADDRESS:
+            raise HttpError(400, f"Keep the name under {MAX_NAME} and the address under {MAX_ADDRESS} characters.")
         conn.execute("UPDATE users SET full_name = ?, address = ? WHERE id = ?", (name, address, user["id"]))
         return redirect("/account", flash="Your account details were saved.")

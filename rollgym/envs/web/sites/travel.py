@@ -15,6 +15,7 @@ import random
 import re
 import sqlite3
 from datetime import date, timedelta
+from urllib.parse import urlencode
 
 from rollgym.envs.web.sites.base import (
     PER_PAGE,
@@ -29,6 +30,8 @@ from rollgym.envs.web.sites.base import (
     pager,
     password_hash,
     redirect,
+    row_id,
+    user_text,
 )
 
 SCHEMA = """
@@ -82,6 +85,9 @@ USERS = [
     "petra",
 ]
 SURNAMES = ["Andersen", "Bianchi", "Costa", "Dvorak", "Eriksen", "Fischer", "Garcia", "Horvat", "Ivanova", "Jensen"]
+
+MAX_NAME = 100
+"""Longest traveller or guest name a booking accepts."""
 
 
 def booking_ref(booking_id: int) -> str:
@@ -298,7 +304,7 @@ class TravelSite(Site):
         return row
 
     def flight(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        f = self._flight_row(conn, int(match[1]))
+        f = self._flight_row(conn, row_id(match[1], "flight"))
         if request.user is None:
             book = f'<p><a href="/login?next=/flight/{f["id"]}">Sign in</a> to book this flight.</p>'
         elif f["seats_left"] == 0:
@@ -327,10 +333,10 @@ class TravelSite(Site):
 
     def book_flight(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
-        f = self._flight_row(conn, int(match[1]))
+        f = self._flight_row(conn, row_id(match[1], "flight"))
         traveller = request.form.get("traveller", "").strip()
-        if len(traveller) < 3:
-            raise HttpError(400, "Enter the traveller's full name as on their passport.")
+        if not 3 <= len(traveller) <= MAX_NAME:
+            raise HttpError(400, f"Enter the traveller's full name as on their passport (3 to {MAX_NAME} characters).")
         if f["seats_left"] <= 0:
             raise HttpError(400, "This flight is sold out; choose another one.")
         conn.execute("UPDATE flights SET seats_left = seats_left - 1 WHERE id = ?", (f["id"],))
@@ -372,12 +378,12 @@ class TravelSite(Site):
             error = stay if isinstance(stay, str) else "Choose a city from the list."
             return self.render(request, "Hotels", f"<h1>Hotels</h1>{form}", status=400, flash=error, flash_kind="error")
         nights = (stay[1] - stay[0]).days
-        min_stars = int(stars) if stars.isdigit() else 0
+        min_stars = int(stars) if stars.isascii() and stars.isdigit() and len(stars) <= 2 else 0
         order = "stars DESC, price_cents" if sort == "stars" else "price_cents, name"
         rows = conn.execute(
             f"SELECT * FROM hotels WHERE city = ? AND stars >= ? ORDER BY {order}", (city, min_stars)
         ).fetchall()
-        link = f"check_in={check_in}&amp;check_out={check_out}"
+        link = esc(urlencode({"check_in": check_in, "check_out": check_out}))
         body = "".join(
             f'<tr><td><a href="/hotel/{h["id"]}?{link}">{esc(h["name"])}</a></td>'
             f'<td class="stars">{"★" * h["stars"]}</td>'
@@ -403,7 +409,7 @@ class TravelSite(Site):
         return row
 
     def hotel(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        h = self._hotel_row(conn, int(match[1]))
+        h = self._hotel_row(conn, row_id(match[1], "hotel"))
         check_in, check_out = request.arg("check_in"), request.arg("check_out")
         if request.user is None:
             book = f'<p><a href="/login?next=/hotel/{h["id"]}">Sign in</a> to book this hotel.</p>'
@@ -421,13 +427,13 @@ class TravelSite(Site):
 
     def book_hotel(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
-        h = self._hotel_row(conn, int(match[1]))
+        h = self._hotel_row(conn, row_id(match[1], "hotel"))
         traveller = request.form.get("traveller", "").strip()
         stay = self._stay(request.form.get("check_in", ""), request.form.get("check_out", ""))
         if isinstance(stay, str):
             raise HttpError(400, stay)
-        if len(traveller) < 3:
-            raise HttpError(400, "Enter the guest's full name.")
+        if not 3 <= len(traveller) <= MAX_NAME:
+            raise HttpError(400, f"Enter the guest's full name (3 to {MAX_NAME} characters).")
         nights = (stay[1] - stay[0]).days
         ref = self._new_booking(
             conn,
@@ -463,7 +469,7 @@ class TravelSite(Site):
         rows = conn.execute(self._BOOKINGS + "WHERE b.user_id = ? ORDER BY b.id", (request.user["id"],)).fetchall()
         body = "".join(
             f'<tr><td><a href="/bookings/{b["ref"]}">{b["ref"]}</a></td><td>{esc(self._what(b))}</td>'
-            f'<td>{esc(b["traveller"])}</td><td><span class="badge {b["status"]}">{b["status"]}</span></td></tr>'
+            f'<td>{user_text(b["traveller"])}</td><td><span class="badge {b["status"]}">{b["status"]}</span></td></tr>'
             for b in rows
         )
         content = (
@@ -492,7 +498,7 @@ class TravelSite(Site):
                 "Cancel this booking</button></form>"
             )
         content = f"""<h1>Booking {b["ref"]}</h1><div class="card"><p>{esc(self._what(b))}</p>
-<p>Traveller: {esc(b["traveller"])} · Total {money(b["total_cents"])}</p>
+<p>Traveller: {user_text(b["traveller"])} · Total {money(b["total_cents"])}</p>
 <p>Status: <span class="badge {b["status"]}">{b["status"]}</span></p>{cancel}</div>"""
         return self.render(request, f"Booking {b['ref']}", content)
 

@@ -9,16 +9,19 @@ the content key, so train, validation and test never share a task.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Score, Task
+from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks import forum, shop, travel
-from rollgym.envs.web.tasks.base import TaskTemplate
-from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, Rubric
+from rollgym.envs.web.tasks.base import SITE_GATE, TaskTemplate
+from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, Query, Rubric
+from rollgym.verifiers.statediff import Snapshot, StateDiff, diff_snapshots, snapshot
 
 TEMPLATES: dict[str, TaskTemplate] = {t.name: t for t in [*shop.TEMPLATES, *forum.TEMPLATES, *travel.TEMPLATES]}
 SITE_KEYS = ("shop", "forum", "travel")
@@ -33,20 +36,47 @@ def template_of(task: Task) -> TaskTemplate:
 
 
 def rubric_of(task: Task) -> Rubric:
-    """The rubric that grades ``task``."""
-    return template_of(task).rubric(task.meta["params"], task.answer)
+    """The rubric that grades ``task`` (with the whole-site gate for tasks of the ``-v2`` ids)."""
+    return template_of(task).rubric(task.meta["params"], task.answer, site_gate=bool(task.meta.get("site_gate")))
+
+
+@cache
+def base_snapshot(site: str) -> Snapshot:
+    """Every row of a site's seeded database, read once per process (the seeded database never changes)."""
+    return snapshot(lambda sql, params=(): query_base(site, sql, params))
+
+
+def site_diff(site: str, db: Query) -> StateDiff:
+    """Every row added, changed or deleted in any table of ``site`` since reset, read through ``db``."""
+    base = base_snapshot(site)
+    return diff_snapshots(base, snapshot(db, base.schema))
 
 
 def grade_task(task: Task, ctx: GradeContext) -> Score:
-    """Grade ``task`` by its rubric: with collateral-damage gates unless the task comes from a ``-v0`` id."""
+    """Grade ``task`` by its rubric from ``ctx.answer`` and the episode database ``ctx.db``.
+
+    The diff of every table of the site is computed here from ``ctx.db`` (whatever ``ctx.diff`` holds). The
+    collateral-damage gates count unless the task comes from a ``-v0`` id.
+    """
+    ctx = dataclasses.replace(ctx, diff=site_diff(template_of(task).site, ctx.db))
     return rubric_of(task).grade(ctx, gates=bool(task.meta.get("collateral_gates", False)))
+
+
+def grade_answer(task: Task, answer: str | None, db: Query) -> Score:
+    """Grade an episode of ``task``: its final ``answer`` and its database, queried through ``db(sql, params)``."""
+    site = template_of(task).site
+    return grade_task(task, GradeContext(answer=answer, db=db,
+                                         base=lambda sql, params=(): query_base(site, sql, params)))
 
 
 class WebTaskSource:
     """Tasks for one or more sites, indexed and deterministic.
 
+    ``collateral_gates`` and ``site_gate`` pick the scoring: both on (the default) is ``-v2`` (per-table gates
+    and the whole-site gate), ``site_gate=False`` is ``-v1``, ``collateral_gates=False`` is ``-v0``.
+
     Example:
-        >>> source = WebTaskSource(("shop",), env_id="WebShop-v1")
+        >>> source = WebTaskSource(("shop",), env_id="WebShop-v2")
         >>> source.task(5, "train") == source.task(5, "train")
         True
     """
@@ -54,7 +84,7 @@ class WebTaskSource:
     family = "web"
 
     def __init__(self, sites: tuple[str, ...], env_id: str, templates: tuple[str, ...] | None = None, *,
-                 collateral_gates: bool = True) -> None:
+                 collateral_gates: bool = True, site_gate: bool | None = None) -> None:
         unknown = [s for s in sites if s not in SITE_KEYS]
         if unknown or not sites:
             raise ConfigError(f"Unknown site(s) {unknown}; use some of {', '.join(SITE_KEYS)}.")
@@ -66,7 +96,11 @@ class WebTaskSource:
             chosen = [TEMPLATES[n] for n in templates]
         self.sites = sites
         self.env_id = env_id
+        site_gate = collateral_gates if site_gate is None else site_gate
+        if site_gate and not collateral_gates:
+            raise ConfigError("site_gate=True needs collateral_gates=True (the -v2 scoring builds on -v1's gates).")
         self.collateral_gates = collateral_gates
+        self.site_gate = site_gate
         self.templates = chosen
 
     def size(self, split: str) -> int | None:
@@ -93,6 +127,8 @@ class WebTaskSource:
         }
         if self.collateral_gates:  # v0 tasks carry no such key, so they stay exactly as they were
             meta["collateral_gates"] = True
+        if self.site_gate:  # likewise v1 tasks carry no site_gate key
+            meta["site_gate"] = True
         return Task(f"{template.name}:{digest}", self.env_id, template.goal(params), answer, meta)
 
     @cached_property
@@ -102,13 +138,17 @@ class WebTaskSource:
 
 
 __all__ = [
+    "SITE_GATE",
     "TEMPLATES",
     "Criterion",
     "GradeContext",
     "Rubric",
     "TaskTemplate",
     "WebTaskSource",
+    "base_snapshot",
+    "grade_answer",
     "grade_task",
     "rubric_of",
+    "site_diff",
     "template_of",
 ]

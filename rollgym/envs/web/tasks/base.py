@@ -2,7 +2,9 @@
 
 A :class:`TaskTemplate` draws public parameters and a hidden answer from the
 site's seeded database with a per-task RNG, words the goal, builds the
-:class:`~.rubric.Rubric`, and provides a reference solution. The reference
+:class:`~.rubric.Rubric`, states which changes of the site's database the task
+allows (:meth:`TaskTemplate.allowed`, checked over every table by the gate
+``site_unchanged_beyond_task``), and provides a reference solution. The reference
 solution is a generator that receives the parsed page (:class:`PageView`)
 after each action and yields the next action string, so it goes through the
 same action interface, parser and browser as any agent.
@@ -20,6 +22,11 @@ import numpy as np
 from rollgym.envs.web.observation import Element, PageView
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks.rubric import Criterion, Rubric
+from rollgym.verifiers.rubric import collateral_gate
+from rollgym.verifiers.statediff import Rule, added, deleted
+
+SITE_GATE = "site_unchanged_beyond_task"
+"""The whole-site gate: no row of any table of the site changed beyond what the task allows."""
 
 Solution = Generator[str, PageView, None]
 
@@ -62,9 +69,29 @@ class TaskTemplate(ABC):
     def solve(self, params: dict[str, Any], view: PageView) -> Solution:
         """The reference solution: yields actions, receives the page after each one."""
 
-    def rubric(self, params: dict[str, Any], answer: Any) -> Rubric:
-        """The task's rubric."""
-        return Rubric(self.criteria(params, answer))
+    def user_id(self, username: str) -> int:
+        """The id of a user of the site, from the seeded database."""
+        return int(self.rows("SELECT id FROM users WHERE username = ?", (username,))[0]["id"])
+
+    def allowed(self, params: dict[str, Any], answer: Any) -> list[Rule]:
+        """Every change of the site's database the task allows, in any table (the allow-list of the site gate).
+
+        The default allows signing in and out as the task's own user (``params["username"]``), if it names one,
+        and nothing else; transaction templates add the changes their goal needs.
+        """
+        if "username" not in params:
+            return []
+        uid = self.user_id(params["username"])
+        return [added("sessions", {"user_id": uid}, note=f"sign-ins of {params['username']}"),
+                deleted("sessions", {"user_id": uid}, note=f"sign-outs of {params['username']}")]
+
+    def rubric(self, params: dict[str, Any], answer: Any, *, site_gate: bool = False) -> Rubric:
+        """The task's rubric; with ``site_gate`` (the ``-v2`` ids) it ends with the whole-site gate."""
+        criteria = list(self.criteria(params, answer))
+        if site_gate:
+            criteria.append(collateral_gate(SITE_GATE, self.allowed(params, answer),
+                                            "no row of any table of the site changed beyond what the task allows"))
+        return Rubric(criteria)
 
 
 # -- small helpers used by reference solutions ---------------------------------

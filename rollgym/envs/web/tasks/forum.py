@@ -20,6 +20,7 @@ from rollgym.envs.web.tasks.base import (
     sign_in,
 )
 from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, answer_equals, changed_ids, new_rows
+from rollgym.verifiers.statediff import Rule, added, changed
 
 PHRASES = [
     "water early in the morning",
@@ -124,13 +125,18 @@ class ForumReply(TaskTemplate):
                 "a new post by the user in the thread contains the phrase",
             ),
             Criterion(
-                "single_post",
+                "posts_exactly_one_new",
                 0.3,
                 lambda ctx: len(matching(ctx)) == 1 and len(new_rows(ctx, "posts")) == 1,
-                "exactly one new post on the whole forum",
+                "posts: exactly one new post on the whole forum",
                 gate=True,
             ),
         ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        return [*super().allowed(p, ans),
+                added("posts", {"thread_id": ans["thread_id"], "user_id": ans["user_id"]}, limit=1,
+                      note="the user's reply in the thread")]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
         view = yield from sign_in(view, p["username"], p["password"])
@@ -185,10 +191,16 @@ class ForumUpvote(TaskTemplate):
                 "upvoted", 0.7, lambda ctx: votes(ctx).get(ans["post_id"]) == 1, "the reply has the user's up-vote"
             ),
             Criterion(
-                "no_other_votes", 0.3, lambda ctx: votes(ctx) == {ans["post_id"]: 1}, "the user cast no other vote",
-                gate=True,
+                "votes_user_cast_no_other", 0.3, lambda ctx: votes(ctx) == {ans["post_id"]: 1},
+                "votes: the user cast no other vote", gate=True,
             ),
         ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        pid = ans["post_id"]
+        return [*super().allowed(p, ans),
+                added("votes", {"user_id": ans["user_id"], "post_id": pid}, limit=1, note="the user's vote"),
+                changed("posts", {"id": pid}, columns={"score"}, limit=1, note="the reply's score")]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
         view = yield from sign_in(view, p["username"], p["password"])
@@ -240,16 +252,21 @@ class ForumModerate(TaskTemplate):
             Criterion("spam_deleted", 0.5, deleted, "the spam reply is deleted"),
             Criterion("thread_locked", 0.3, locked, "the thread is locked"),
             Criterion(
-                "nothing_else",
+                "posts_threads_no_other_deleted_or_locked",
                 0.2,
                 lambda ctx: (
                     changed_ids(ctx, "posts", "deleted") == {ans["post_id"]}
                     and changed_ids(ctx, "threads", "locked") <= {ans["thread_id"]}
                 ),
-                "no other post deleted and no other thread locked",
+                "posts and threads: no other post deleted and no other thread locked",
                 gate=True,
             ),
         ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        return [*super().allowed(p, ans),
+                changed("posts", {"id": ans["post_id"]}, to={"deleted": 1}, limit=1, note="the spam is deleted"),
+                changed("threads", {"id": ans["thread_id"]}, to={"locked": 1}, limit=1, note="the thread is locked")]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
         view = yield from sign_in(view, p["username"], p["password"])

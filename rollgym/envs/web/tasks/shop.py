@@ -29,6 +29,7 @@ from rollgym.envs.web.tasks.rubric import (
     normalize_text,
     parse_money,
 )
+from rollgym.verifiers.statediff import Rule, added, changed
 
 SORT_LABELS = {"cheapest": "Price: low to high", "most expensive": "Price: high to low"}
 
@@ -142,7 +143,17 @@ class ShopPurchase(TaskTemplate):
             Criterion("quantity_and_items", 0.2, qty_ok, "the order holds exactly the requested quantity of it"),
             Criterion("shipping_address", 0.2, address_ok, "the order ships to the requested address"),
             Criterion("shipping_method", 0.1, shipping_ok, "the order uses the requested shipping method"),
-            Criterion("nothing_else", 0.1, only_one, "exactly one new order and no other order changed", gate=True),
+            Criterion("orders_one_new_none_changed", 0.1, only_one,
+                      "orders: exactly one new order and no other order changed", gate=True),
+        ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        pid = ans["product_id"]
+        return [
+            *super().allowed(p, ans),
+            added("orders", {"user_id": ans["user_id"]}, limit=1, note="the user's new order"),
+            added("order_items", {"product_id": pid}, limit=1, note="the ordered product's line"),
+            changed("products", {"id": pid}, columns={"stock"}, limit=1, note="the ordered product's stock"),
         ]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
@@ -241,12 +252,21 @@ class ShopCancelOrder(TaskTemplate):
         return [
             Criterion("order_cancelled", 0.7, cancelled, f"order #{oid} is cancelled"),
             Criterion(
-                "only_that_order",
+                "orders_only_that_one_changed",
                 0.3,
                 lambda ctx: changed_ids(ctx, "orders", "status") == {oid} and not new_rows(ctx, "orders"),
-                "no other order was changed or placed",
+                "orders: no other order was changed or placed",
                 gate=True,
             ),
+        ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        oid = ans["order_id"]
+        items = {r["product_id"] for r in self.rows("SELECT product_id FROM order_items WHERE order_id = ?", (oid,))}
+        return [
+            *super().allowed(p, ans),
+            changed("orders", {"id": oid}, to={"status": "cancelled"}, limit=1, note="the order is cancelled"),
+            changed("products", lambda r: r["id"] in items, columns={"stock"}, note="its items go back in stock"),
         ]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:

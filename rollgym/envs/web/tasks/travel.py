@@ -12,6 +12,7 @@ from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.sites.travel import AIRPORTS, FIRST_DAY, LAST_DAY, SURNAMES
 from rollgym.envs.web.tasks.base import Solution, TaskTemplate, answer, click, fill, goto, select, sign_in
 from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, answer_equals, changed_ids, new_rows, normalize_text
+from rollgym.verifiers.statediff import Rule, added, changed
 
 GIVEN = ["Alex", "Billie", "Charlie", "Dani", "Eli", "Frankie", "Jo", "Kim", "Robin", "Sam", "Toni", "Yuki"]
 FLIGHT_RE = re.compile(r"[A-Z]{2}\d+")
@@ -127,17 +128,23 @@ class TravelBookFlight(TaskTemplate):
                 "the booking is in the traveller's name",
             ),
             Criterion(
-                "one_booking",
+                "bookings_one_new_none_cancelled",
                 0.2,
                 lambda ctx: (
                     len(mine(ctx)) == 1
                     and len(new_rows(ctx, "bookings")) == 1
                     and not changed_ids(ctx, "bookings", "status")
                 ),
-                "exactly one new booking, nothing cancelled",
+                "bookings: exactly one new booking, nothing cancelled",
                 gate=True,
             ),
         ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        fid = ans["flight_id"]
+        return [*super().allowed(p, ans),
+                added("bookings", {"user_id": ans["user_id"], "flight_id": fid}, limit=1, note="the new booking"),
+                changed("flights", {"id": fid}, columns={"seats_left"}, limit=1, note="the flight's free seats")]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
         view = yield from sign_in(view, p["username"], p["password"])
@@ -186,13 +193,18 @@ class TravelCancelHotel(TaskTemplate):
                 "the booking is cancelled",
             ),
             Criterion(
-                "only_that_booking",
+                "bookings_only_that_one_changed",
                 0.3,
                 lambda ctx: changed_ids(ctx, "bookings", "status") == {bid} and not new_rows(ctx, "bookings"),
-                "no other booking changed or added",
+                "bookings: no other booking changed or added",
                 gate=True,
             ),
         ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        return [*super().allowed(p, ans),
+                changed("bookings", {"id": ans["booking_id"]}, to={"status": "cancelled"}, limit=1,
+                        note="the booking is cancelled")]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
         view = yield from sign_in(view, p["username"], p["password"])
@@ -255,17 +267,22 @@ class TravelBookHotel(TaskTemplate):
                 "the booking has the requested dates",
             ),
             Criterion(
-                "one_booking",
+                "bookings_one_new_none_cancelled",
                 0.2,
                 lambda ctx: (
                     len(mine(ctx)) == 1
                     and len(new_rows(ctx, "bookings")) == 1
                     and not changed_ids(ctx, "bookings", "status")
                 ),
-                "exactly one new booking, nothing cancelled",
+                "bookings: exactly one new booking, nothing cancelled",
                 gate=True,
             ),
         ]
+
+    def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
+        return [*super().allowed(p, ans),
+                added("bookings", {"user_id": ans["user_id"], "hotel_id": ans["hotel_id"]}, limit=1,
+                      note="the new booking")]
 
     def solve(self, p: dict[str, Any], view: PageView) -> Solution:
         view = yield from sign_in(view, p["username"], p["password"])

@@ -55,8 +55,8 @@ def run_demo(
     from rollgym.benchmarks.runner import AgentSpec, run_suite
     from rollgym.benchmarks.suite import load_suite
     from rollgym.benchmarks.verify import verify_bundle
-    from rollgym.commands.leaderboard import add_local
     from rollgym.leaderboard.db import Store
+    from rollgym.leaderboard.ingest import add_local
     from rollgym.leaderboard.site import export_site
 
     say = log or (lambda _line: None)

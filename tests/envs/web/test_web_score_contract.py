@@ -1,0 +1,66 @@
+"""Every web id ends an episode with the core Score fields in ``info``, for oracle and random play alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rollgym
+from rollgym.envs.web.reference import random_action, reference_policy
+
+pytestmark = pytest.mark.slow
+
+WEB_IDS = [info.id for info in rollgym.list_envs() if info.family == "web"]
+
+
+def _check_score_fields(reward: float, info: dict[str, Any]) -> None:
+    assert type(info["reward"]) is float and info["reward"] == reward
+    assert type(info["correct"]) is bool
+    assert "parsed" in info and (info["parsed"] is None or isinstance(info["parsed"], str))
+    assert info["error"] is None if info["correct"] else isinstance(info["error"], str)
+    details = info["details"]
+    assert isinstance(details, dict) and details["criteria"] and isinstance(details["diff"], dict)
+    assert all(type(v) is bool for v in details["criteria"].values())
+    assert info["success"] == info["correct"]  # the deprecated alias agrees
+
+
+def test_there_are_three_generations_of_four_web_ids():
+    assert sorted(WEB_IDS) == sorted(f"{n}-v{v}" for n in ("WebShop", "WebForum", "WebTravel", "WebGym")
+                                     for v in range(3))
+
+
+@pytest.mark.parametrize("env_id", [i for i in WEB_IDS if i.endswith("-v2")])
+def test_oracle_episodes_end_with_score_fields(web_runtime, env_id):
+    env = gym.make(env_id).unwrapped
+    try:
+        observation, info = env.reset(options={"task_index": 1, "split": "test"})
+        for _ in range(60):
+            observation, reward, terminated, truncated, info = env.step(reference_policy(observation, info))
+            if terminated or truncated:
+                break
+        _check_score_fields(reward, info)
+        assert terminated and info["correct"] is True and reward == 1.0 and info["error"] is None
+        assert "site_unchanged_beyond_task" in info["details"]["criteria"]
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", WEB_IDS)
+def test_random_episodes_end_with_score_fields(web_runtime, env_id):
+    env = gym.make(env_id, max_steps=3).unwrapped
+    rng = np.random.default_rng(0)
+    try:
+        observation, info = env.reset(seed=5)
+        for _ in range(3):
+            observation, reward, terminated, truncated, info = env.step(random_action(observation, info, rng))
+            if terminated or truncated:
+                break
+        assert truncated
+        _check_score_fields(reward, info)
+        assert info["correct"] is False and reward == 0.0
+        assert ("site_unchanged_beyond_task" in info["details"]["criteria"]) == env_id.endswith("-v2")
+    finally:
+        env.close()
