@@ -142,10 +142,12 @@ async def stream(
 
     queued = iter(jobs)
     running: set[asyncio.Future[tuple[int, EpisodeRecord]]] = set()
-    # A synchronous agent without timeouts never yields to the loop: its episodes would run one after
-    # another inside their tasks anyway, so they run here directly, without a task each.
-    inline = not callable(getattr(agent, "aact", None)) and limits.step_timeout_s is None and (
-        limits.episode_timeout_s is None)
+    # A synchronous agent on an in-process env, without timeouts, never yields to the loop: its episodes
+    # would run one after another inside their tasks anyway, so they run here directly, without a task
+    # each. A remote env (rollgym.remote: areset/astep) awaits the network, so its episodes overlap.
+    remote = getattr(plan.env, "unwrapped", plan.env)
+    inline = (not callable(getattr(agent, "aact", None)) and limits.step_timeout_s is None
+              and limits.episode_timeout_s is None and not callable(getattr(remote, "astep", None)))
 
     def launch() -> None:
         while not inline and len(running) < concurrency:
@@ -168,6 +170,7 @@ async def stream(
                 if job is None:
                     break
                 i, record = await play(*job)
+                await asyncio.sleep(0)  # let the loop's other tasks run between episodes
             else:
                 if not running and finished.empty():
                     break

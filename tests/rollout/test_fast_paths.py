@@ -111,6 +111,29 @@ def test_a_streamed_run_keeps_no_finished_group():
     assert max(live) <= 4 + 3  # the episodes in flight and one group: nothing accumulates over 180 episodes
 
 
+def test_a_synchronous_agent_streamed_inline_still_lets_the_loop_run_other_tasks():
+    # Sync agents on in-process envs play without a task per episode; the loop must not starve meanwhile.
+    async def run() -> tuple[int, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        started = ticks
+        async for group in stream(OracleAgent(), "ToyAdd-v0", 1, 20, concurrency=4):
+            assert len(group.trajectories) == 20
+        task.cancel()
+        return started, ticks
+
+    started, ticks = asyncio.run(run())
+    assert ticks - started >= 10  # the other task ran between the group's episodes, not only after them
+
+
 def test_the_results_file_keeps_every_finished_episode_when_the_process_is_killed(tmp_path: Path):
     out = tmp_path / "killed.jsonl"
     script = textwrap.dedent(f"""
