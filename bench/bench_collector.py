@@ -15,9 +15,10 @@ b. ``instant``: an agent that costs nothing (it replays actions recorded once fr
    (one turn), ToolWorld (tools, several turns) and Connect Four (a bot opponent). Printed:
    episodes/s, the collector's rate as a fraction of the bare loop's (goal >= 0.8) and its
    overhead per turn in microseconds.
-c. ``ray``: the same episodes through ``collect_ray`` with 2 Ray workers (actor start-up
-   included, and the steady rate after the first episode). The env server (``rollgym
-   serve-env``) plugs in here once it exists: add a runner to ``REMOTE_RUNNERS``.
+c. ``remote``: the same episodes in other processes: through ``collect_ray`` with 2 Ray workers,
+   and through ``collect_async`` against ``rollgym serve-env`` (one server process on 127.0.0.1,
+   the env id as a URL, 32 episodes in flight). Start-up is included; "steady" is the rate after
+   the first episode. Printed as for b, against the same bare loop in this process.
 d. ``stream-file``: 20,000 Countdown episodes streamed to a results file: resident memory
    sampled every 1,000 episodes (flat), episodes/s and MB/s written, the writer alone (orjson
    and the standard library), and the time to resume from the finished file.
@@ -49,8 +50,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SECTIONS = {"a": "overhead", "b": "instant", "c": "ray", "d": "stream-file", "e": "concurrency", "f": "components"}
-INSTANT_ENVS = (("Countdown-v0", 250, "oracle"), ("ToolWorld-v0", 40, "oracle"), ("ConnectFour-v0", 60, "random"))
+SECTIONS = {"a": "overhead", "b": "instant", "c": "remote", "d": "stream-file", "e": "concurrency", "f": "components"}
+INSTANT_ENVS = (("Countdown-v0", 250, "oracle"), ("ToolWorld-v1", 40, "oracle"), ("ConnectFour-v0", 60, "random"))
 GROUP = 4
 
 
@@ -67,6 +68,10 @@ class ReplayAgent:
 
     def reset(self, seed: int | None = None) -> None:
         self.script, self.turn = [], 0
+
+    def spawn(self) -> ReplayAgent:
+        """A copy for another episode in flight; the recorded scripts are shared, not copied."""
+        return ReplayAgent(self.scripts)
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         if not self.script:
@@ -312,7 +317,7 @@ def section_instant(quick: bool) -> dict[str, Any]:
     return figures
 
 
-# -- c. Ray workers (and, later, the env server) ----------------------------------------------------------------------
+# -- c. other processes: Ray workers and the env server --------------------------------------------------------------
 def _ray_runner(agent_factory: Callable[[], Any], env_id: str, n_tasks: int, stamps: list[float]) -> list[Any]:
     from rollgym.rollout.distributed import collect_ray
 
@@ -320,35 +325,95 @@ def _ray_runner(agent_factory: Callable[[], Any], env_id: str, n_tasks: int, sta
                        progress=lambda done, total: stamps.append(time.perf_counter()))
 
 
-#: Runners that play the instant-agent episodes in other processes: name -> (factory, env_id, n_tasks, stamps) ->
-#: groups, where ``stamps`` collects a perf_counter time per finished episode. When ``rollgym serve-env`` exists,
-#: add ``"serve-env"`` here (start the server once, then collect through its remote env client).
-REMOTE_RUNNERS: dict[str, Callable[[Callable[[], Any], str, int, list[float]], list[Any]]] = {
-    "collect_ray (2 workers)": _ray_runner,
-}
+def _served_runner(url: str, agent_factory: Callable[[], Any], env_id: str, n_tasks: int,
+                   stamps: list[float]) -> list[Any]:
+    from rollgym.rollout import collect_async
+
+    return collect_async(agent_factory(), f"{url}/{env_id}", n_tasks, GROUP, seed=0, concurrency=32,
+                         progress=lambda done, total: stamps.append(time.perf_counter()))
 
 
-def section_ray(quick: bool) -> dict[str, Any]:
-    import ray
+class _EnvServer:
+    """``rollgym serve-env`` for the bench's envs, in a process of its own on 127.0.0.1 (as a user runs it)."""
 
-    ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False, num_cpus=2)
-    figures: dict[str, Any] = {}
+    def __init__(self, env_ids: list[str]) -> None:
+        root = Path(__file__).resolve().parent.parent
+        env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        self.log = tempfile.TemporaryFile(mode="w+")  # an unread stderr pipe could fill up and stall the server
+        self.proc = subprocess.Popen([sys.executable, "-m", "rollgym.cli", "serve-env", *env_ids, "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, cwd=root)
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("{"):
+                self.url: str = json.loads(line)["url"]
+                return
+            if self.proc.poll() is not None:
+                break
+        self.log.seek(0)
+        self.stop()
+        raise RuntimeError(f"rollgym serve-env did not start: {self.log.read()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+
+
+def _missing(*modules: str) -> str | None:
+    """The first of ``modules`` that does not import, as a sentence; ``None`` when all do."""
+    import importlib.util
+
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            return f"skipped: {module} is not installed"
+    return None
+
+
+def section_remote(quick: bool) -> dict[str, Any]:
+    runners: dict[str, Callable[[Callable[[], Any], str, int, list[float]], list[Any]]] = {}
+    skipped: dict[str, str] = {}
+    cleanups: list[Callable[[], None]] = []
+    ray_missing = _missing("ray")
+    if ray_missing is None:
+        import ray
+
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False, num_cpus=2)
+        cleanups.append(ray.shutdown)
+        runners["collect_ray (2 workers)"] = _ray_runner
+    else:
+        skipped["collect_ray (2 workers)"] = ray_missing
+    serve_missing = _missing("starlette", "uvicorn", "websockets")
+    if serve_missing is None:
+        server = _EnvServer([env_id for env_id, _, _ in INSTANT_ENVS])
+        cleanups.append(server.stop)
+        runners["collect_async over serve-env"] = functools.partial(_served_runner, server.url)
+    else:
+        skipped["collect_async over serve-env"] = serve_missing
+    figures: dict[str, Any] = {"skipped": skipped}
     try:
         for env_id, n_tasks, policy in INSTANT_ENVS:
             n_tasks = max(4, n_tasks // 5) if quick else n_tasks
             scripts = record_scripts(env_id, n_tasks, policy)
             factory = functools.partial(ReplayAgent, scripts)
-            bare_walls, runs = [], {name: [] for name in REMOTE_RUNNERS}
+            bare_walls: list[float] = []
+            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in runners}
             turns, expected = 0, []
-            for run in REMOTE_RUNNERS.values():  # warm up: Ray's first actors pay for imports
+            for run in runners.values():  # warm up: Ray's first actors pay for imports, the server for its envs
                 run(factory, env_id, 2, [])
-            for _ in range(1 if quick else 3):
+            for rep in range(1 if quick else 3):
                 wall, _, (turns, expected) = timed(functools.partial(bare_loop, env_id, n_tasks, GROUP, factory()))
                 bare_walls.append(wall)
-                for name, run in REMOTE_RUNNERS.items():
+                for name in runners if rep % 2 == 0 else list(runners)[::-1]:
                     stamps: list[float] = []
+                    gc.collect()
                     start = time.perf_counter()
-                    groups = run(factory, env_id, n_tasks, stamps)
+                    groups = runners[name](factory, env_id, n_tasks, stamps)
                     total = time.perf_counter() - start
                     if returns_of(groups) != expected:
                         raise AssertionError(f"{name} played different episodes than the bare loop on {env_id}")
@@ -362,10 +427,14 @@ def section_ray(quick: bool) -> dict[str, Any]:
             for name, measured in runs.items():
                 best = min(t for t, _ in measured)
                 steady = max(s for _, s in measured)
-                figures[env_id][name] = {"best_s": best, "episodes_per_s": episodes / best, "ratio": base / best,
-                                         "steady_episodes_per_s": steady, "steady_ratio": steady * base / episodes}
+                figures[env_id][name] = {
+                    "best_s": best, "episodes_per_s": episodes / best, "ratio": base / best,
+                    "steady_episodes_per_s": steady, "steady_ratio": steady * base / episodes,
+                    "overhead_us_per_turn": 1e6 * (best - base) / turns,
+                }
     finally:
-        ray.shutdown()
+        for cleanup in reversed(cleanups):
+            cleanup()
     return figures
 
 
@@ -565,7 +634,7 @@ def _turn(output_ids: list[int]) -> Any:
     return TurnRecord(prompt_ids=[], output_ids=list(output_ids), output_logprobs=[0.0] * len(output_ids))
 
 
-RUN = {"overhead": section_overhead, "instant": section_instant, "ray": section_ray,
+RUN = {"overhead": section_overhead, "instant": section_instant, "remote": section_remote,
        "stream-file": section_stream_file, "concurrency": section_concurrency, "components": section_components}
 
 
@@ -598,15 +667,19 @@ def print_report(figures: dict[str, Any]) -> None:
                 print(f"{env_id:<16} {row['episodes']:>8} {row['turns']:>6} {row['bare']['episodes_per_s']:>10.0f} "
                       f"{name:<14} {r['episodes_per_s']:>8.0f} {r['ratio']:>6.2f} {r['ratio_cpu']:>9.2f} "
                       f"{r['overhead_us_per_turn']:>8.1f} {r['overhead_us_per_episode']:>10.1f}")
-    if "ray" in figures:
-        print("\nc. the same episodes in other processes (actor start-up included; steady = after the first episode)")
-        for env_id, row in figures["ray"].items():
+    if "remote" in figures:
+        print("\nc. the same episodes in other processes (start-up included; steady = after the first episode)")
+        for name, reason in figures["remote"]["skipped"].items():
+            print(f"   {name}: {reason}")
+        for env_id, row in figures["remote"].items():
+            if env_id == "skipped":
+                continue
             for name, r in row.items():
                 if name in ("episodes", "turns", "bare"):
                     continue
-                print(f"{env_id:<16} {name:<24} {r['episodes_per_s']:>8.0f} ep/s (ratio {r['ratio']:.2f}), steady "
-                      f"{r['steady_episodes_per_s']:.0f} ep/s (ratio {r['steady_ratio']:.2f}); bare "
-                      f"{row['bare']['episodes_per_s']:.0f} ep/s")
+                print(f"{env_id:<16} {name:<30} {r['episodes_per_s']:>8.0f} ep/s (ratio {r['ratio']:.2f}, "
+                      f"{r['overhead_us_per_turn']:+.0f} us/turn), steady {r['steady_episodes_per_s']:.0f} ep/s "
+                      f"(ratio {r['steady_ratio']:.2f}); bare {row['bare']['episodes_per_s']:.0f} ep/s")
     if "stream-file" in figures:
         f = figures["stream-file"]
         samples = ", ".join(f"{done}: {mb:.0f}" for done, mb in f["rss_samples_mb"][:: max(1, len(f['rss_samples_mb'])
@@ -650,6 +723,14 @@ def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
         rows.append({"what": f"Collector vs bare reset/step loop, instant agent, {env_id} (episodes/s)",
                      "rollgym": f"{r['episodes_per_s']:,.0f}", "peer": f"{row['bare']['episodes_per_s']:,.0f}",
                      "ratio": f"{r['ratio']:.2f}x ({r['overhead_us_per_turn']:.0f} us/turn)"})
+    remote = {env_id: row for env_id, row in figures["remote"].items() if env_id != "skipped"}
+    names = [name for name in next(iter(remote.values())) if name not in ("episodes", "turns", "bare")]
+    for name in names:
+        rows.append({"what": f"Instant agent through {name} vs the bare loop in one process, "
+                             f"{' / '.join(remote)} (episodes/s)",
+                     "rollgym": " / ".join(f"{row[name]['episodes_per_s']:,.0f}" for row in remote.values()),
+                     "peer": " / ".join(f"{row['bare']['episodes_per_s']:,.0f}" for row in remote.values()),
+                     "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in remote.values())})
     f = figures["stream-file"]
     rows.append({"what": f"{f['episodes']:,} episodes streamed to a results file: peak memory, growth over the "
                          "last quarter",
