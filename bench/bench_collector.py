@@ -313,6 +313,8 @@ def section_instant(quick: bool) -> dict[str, Any]:
                 "ratio_cpu": min(cpus["bare"]) / min(cpus[name]),
                 "overhead_us_per_turn": 1e6 * (best - base) / turns,
                 "overhead_us_per_episode": 1e6 * (best - base) / episodes,
+                "overhead_cpu_us_per_turn": 1e6 * (min(cpus[name]) - min(cpus["bare"])) / turns,
+                "overhead_cpu_us_per_episode": 1e6 * (min(cpus[name]) - min(cpus["bare"])) / episodes,
             }
     return figures
 
@@ -660,13 +662,14 @@ def print_report(figures: dict[str, Any]) -> None:
     if "instant" in figures:
         print("\nb. instant agent: collector against the bare reset/step loop (same tasks, seeds and actions)")
         print(f"{'env':<16} {'episodes':>8} {'turns':>6} {'bare ep/s':>10} {'runner':<14} {'ep/s':>8} "
-              f"{'ratio':>6} {'CPU ratio':>9} {'us/turn':>8} {'us/episode':>10}")
+              f"{'ratio':>6} {'CPU ratio':>9} {'us/turn':>8} {'us/episode':>10} {'CPU us/turn':>11}")
         for env_id, row in figures["instant"].items():
             for name in ("collect", "collect_async"):
                 r = row[name]
                 print(f"{env_id:<16} {row['episodes']:>8} {row['turns']:>6} {row['bare']['episodes_per_s']:>10.0f} "
                       f"{name:<14} {r['episodes_per_s']:>8.0f} {r['ratio']:>6.2f} {r['ratio_cpu']:>9.2f} "
-                      f"{r['overhead_us_per_turn']:>8.1f} {r['overhead_us_per_episode']:>10.1f}")
+                      f"{r['overhead_us_per_turn']:>8.1f} {r['overhead_us_per_episode']:>10.1f} "
+                      f"{r['overhead_cpu_us_per_turn']:>11.1f}")
     if "remote" in figures:
         print("\nc. the same episodes in other processes (start-up included; steady = after the first episode)")
         for name, reason in figures["remote"]["skipped"].items():

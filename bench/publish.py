@@ -98,6 +98,11 @@ def render_table(results: list[dict[str, Any]]) -> str:
         for row in result["readme_rows"]:
             cells = {**row, "what": row["what"] + mark}
             lines.append("| " + " | ".join(cells[c].replace("|", "\\|") for c in COLUMNS) + " |")
+    measured = [r for r in results if not r.get("earlier")]
+    if measured:
+        lines += ["", "Measured: " + "; ".join(
+            f"{r['bench']} {r['measured_at'][:10]} (1-minute load {r['machine']['load_1min']} on "
+            f"{r['machine']['cpus']} CPUs)" for r in measured) + "."]
     if any(result.get("earlier") for result in results):
         lines += ["", EARLIER_NOTE]
     return "\n".join(lines)

@@ -84,5 +84,7 @@ def test_save_results_refuses_rows_without_the_four_columns(tmp_path: Path):
         pub.save_results("x", {}, [{"what": "a", "rollgym": "1"}], command="python bench/x.py", directory=tmp_path)
     path = pub.save_results("x", {"n": 1}, [{"what": "a", "rollgym": "1", "peer": "2", "ratio": "2x"}],
                             command="python bench/x.py", directory=tmp_path)
-    assert pub.render_table(pub.load_all(tmp_path, None)).splitlines()[-1] == "| a | 1 | 2 | 2x |"
+    table = pub.render_table(pub.load_all(tmp_path, None)).splitlines()
+    assert table[2] == "| a | 1 | 2 | 2x |"
+    assert table[-1].startswith("Measured: x 2") and "1-minute load" in table[-1]  # when, and under what load
     assert json.loads(path.read_text())["figures"] == {"n": 1}
