@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
@@ -34,6 +35,30 @@ def opening(world: World, prompt: str) -> str:
     return (f"You are acting for {world.me.name} <{world.me.email}>. It is {world.now:%A %Y-%m-%d %H:%M}.\n\n"
             f"Task: {prompt}\n\nUse the tools to do it, then call complete_task (with an answer if the task "
             "asks a question).")
+
+
+def toolworld_difficulty(templates: Sequence[str]) -> Difficulty | None:
+    """Levels over ``templates`` by how many apps a task spans: one app, two apps, then the cross-app errands.
+
+    Levels without a template among ``templates`` are left out; ``None`` when fewer than two remain (a scenario
+    whose templates are all of one kind). ``default`` is the level holding exactly ``templates``, if one does.
+    """
+    tiers = (
+        ("one-app", "errands in one app", lambda t: len(t.apps) == 1 and t.scenario != "cross_app"),
+        ("two-apps", "errands that read one app to act in another", lambda t: len(t.apps) == 2
+         and t.scenario != "cross_app"),
+        ("cross-app", "chained errands across 2-3 apps", lambda t: t.scenario == "cross_app"),
+    )
+    levels = []
+    for name, what, keep in tiers:
+        chosen = sorted(n for n in templates if keep(TEMPLATES[n]))
+        if chosen:
+            levels.append(Level(name, {"templates": chosen}, f"{what} ({len(chosen)} templates)"))
+    if len(levels) < 2:
+        return None
+    default = next((i for i, level in enumerate(levels) if set(level.knobs["templates"]) == set(templates)), None)
+    return Difficulty(tuple(levels), default=default, grows="the apps a task spans, and the reference "
+                                                           "solution's tool calls with them")
 
 
 class ToolTaskSource:
