@@ -20,10 +20,10 @@ from rollgym.rollout import PartialRollouts, collect, collect_async
 from rollgym.rollout.curriculum import Curriculum, CurriculumConfig, TaskChooser, success_by_level
 
 ENV = "Countdown-v0"
-HARDEST = 6  # Countdown has seven levels
 BAND = (0.4, 0.8)
-#: Success probability per Countdown level: levels 2 and 3 are inside the band, 0-1 above it, 4-6 below.
-GRADED = (0.97, 0.9, 0.75, 0.55, 0.25, 0.1, 0.02)
+#: Success probability per Countdown level: levels 2 and 3 are inside the band, 0-1 above it, 4-5 below.
+GRADED = (0.97, 0.9, 0.75, 0.55, 0.25, 0.05)
+PERFECT, HOPELESS = (1.0,) * 6, (0.0,) * 6
 
 
 class SkillAgent:
@@ -61,22 +61,22 @@ def test_a_curriculum_is_a_task_chooser() -> None:
 
 
 def test_it_moves_up_while_the_agent_solves_everything() -> None:
-    schedule = run(SkillAgent((1.0,) * 7), Curriculum(band=BAND, min_episodes=16), steps=9, groups=2)
-    assert levels_of(schedule) == [0, 1, 2, 3, 4, 5, 6, 6, 6]
+    schedule = run(SkillAgent(PERFECT), Curriculum(band=BAND, min_episodes=16), steps=8, groups=2)
+    assert levels_of(schedule) == [0, 1, 2, 3, 4, 5, 5, 5]
     decisions = [r["envs"][ENV]["decision"] for r in schedule]
-    assert decisions == ["up"] * 6 + ["hold"] * 3  # at the top it stays
+    assert decisions == ["up"] * 5 + ["hold"] * 3  # at the top it stays
     assert all(r["envs"][ENV]["played"][str(r["envs"][ENV]["level"])]["success"] == 1.0 for r in schedule)
 
 
 def test_it_moves_down_while_the_agent_solves_nothing() -> None:
-    schedule = run(SkillAgent((0.0,) * 7), Curriculum(band=BAND, min_episodes=16, start="n6-big"), steps=8, groups=2)
-    assert levels_of(schedule) == [6, 5, 4, 3, 2, 1, 0, 0]
-    assert [r["envs"][ENV]["decision"] for r in schedule][:6] == ["down"] * 6
+    schedule = run(SkillAgent(HOPELESS), Curriculum(band=BAND, min_episodes=16, start="n6-big"), steps=7, groups=2)
+    assert levels_of(schedule) == [5, 4, 3, 2, 1, 0, 0]
+    assert [r["envs"][ENV]["decision"] for r in schedule] == ["down"] * 5 + ["hold"] * 2
 
 
 def test_it_waits_for_enough_episodes_before_deciding() -> None:
     curriculum = Curriculum(band=BAND, min_episodes=40)
-    schedule = run(SkillAgent((1.0,) * 7), curriculum, steps=3, groups=2)  # 16 episodes a step
+    schedule = run(SkillAgent(PERFECT), curriculum, steps=3, groups=2)  # 16 episodes a step
     assert [r["envs"][ENV]["decision"] for r in schedule] == ["wait", "wait", "up"]
     assert schedule[2]["envs"][ENV]["decided_on"] == 1.0
 
@@ -121,18 +121,18 @@ def test_collect_async_and_collect_make_the_same_schedule() -> None:
 
 
 def test_every_rollout_of_a_group_plays_the_same_task_at_the_chosen_level() -> None:
-    curriculum = Curriculum(band=BAND, min_episodes=4, start=4)
+    curriculum = Curriculum(band=BAND, min_episodes=4, start=3)
     groups = collect(SkillAgent(GRADED), ENV, n_tasks=3, group_size=4, split="train", seed=0,
                      task_chooser=curriculum)
     for group in groups:
         assert {t.task_id for t in group.trajectories} == {group.task.id}
-        assert {t.info["difficulty"] for t in group.trajectories} == {4}
-        assert len(group.task.meta["numbers"]) == 5  # level 4: five numbers
+        assert {t.info["difficulty"] for t in group.trajectories} == {3}
+        assert len(group.task.meta["numbers"]) == 5  # level 3: five numbers
 
 
 def test_partial_rollouts_follow_the_curriculum_across_steps() -> None:
     curriculum = Curriculum(band=BAND, min_episodes=8)
-    with PartialRollouts(SkillAgent((1.0,) * 7), ENV, group_size=4, groups_per_step=2, over_provision=1.0,
+    with PartialRollouts(SkillAgent(PERFECT), ENV, group_size=4, groups_per_step=2, over_provision=1.0,
                          task_chooser=curriculum) as rollouts:
         for _ in range(4):
             groups = rollouts.step()
@@ -144,19 +144,19 @@ def test_partial_rollouts_follow_the_curriculum_across_steps() -> None:
 def test_the_schedule_is_logged_per_step(tmp_path: Any) -> None:
     log = tmp_path / "curriculum.jsonl"
     curriculum = Curriculum(band=BAND, min_episodes=16, log_path=log)
-    run(SkillAgent((1.0,) * 7), curriculum, steps=3, groups=2)
+    run(SkillAgent(PERFECT), curriculum, steps=3, groups=2)
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert lines == curriculum.schedule
     assert [line["step"] for line in lines] == [0, 1, 2]
-    assert lines[0]["envs"][ENV]["level_name"] == "n3-small"
+    assert lines[0]["envs"][ENV]["level_name"] == "n2"
 
 
 def test_a_checkpointed_curriculum_continues_where_it_stopped() -> None:
     first = Curriculum(band=BAND, min_episodes=16)
-    run(SkillAgent((1.0,) * 7), first, steps=3, groups=2)
+    run(SkillAgent(PERFECT), first, steps=3, groups=2)
     second = Curriculum(band=BAND, min_episodes=16)
     second.load_state_dict(json.loads(json.dumps(first.state_dict())))
-    collect(SkillAgent((1.0,) * 7), ENV, n_tasks=2, group_size=8, split="train", seed=3, task_chooser=second)
+    collect(SkillAgent(PERFECT), ENV, n_tasks=2, group_size=8, split="train", seed=3, task_chooser=second)
     assert second.schedule[0]["step"] == 3 and second.schedule[0]["envs"][ENV]["level"] == 3
 
 

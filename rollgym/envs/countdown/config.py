@@ -86,12 +86,11 @@ def _level(name: str, n: int, values: tuple[int, int], targets: tuple[int, int])
     return Level(name, knobs, summary)
 
 
-#: Countdown's difficulty levels, easiest first: more numbers (each used exactly once), wider ranges.
-#: Level 3 is ``Countdown-v0``'s default configuration.
+#: Countdown's difficulty levels, easiest first: one more number (each used exactly once) per level, then a
+#: four-digit target. Level 2 is ``Countdown-v0``'s default configuration.
 LEVELS: tuple[Level, ...] = (
-    _level("n3-small", 3, (1, 10), (10, 99)),
+    _level("n2", 2, (1, 20), (10, 99)),
     _level("n3", 3, (1, 25), (10, 250)),
-    _level("n4-small", 4, (1, 25), (10, 500)),
     _level("n4", 4, (1, 100), (100, 999)),
     _level("n5", 5, (1, 100), (100, 999)),
     _level("n6", 6, (1, 100), (100, 999)),
@@ -100,7 +99,7 @@ LEVELS: tuple[Level, ...] = (
 
 
 def countdown_difficulty(config: CountdownConfig) -> Difficulty:
-    """Countdown's ladder; ``default`` is the level whose knobs equal ``config``'s (level 3 for ``Countdown-v0``)."""
+    """Countdown's ladder; ``default`` is the level whose knobs equal ``config``'s (level 2 for ``Countdown-v0``)."""
     default = next((i for i, level in enumerate(LEVELS)
                     if all(getattr(config, k) == v for k, v in level.knobs.items())), None)
     return Difficulty(LEVELS, default=default,

@@ -44,8 +44,8 @@ class CountdownEnv(SingleTurnEnv):
     by default), so the same seed gives the same task. ``options={"task_index": i,
     "split": "test"}`` picks a task; ``options={"task": task}`` plays a given one
     (see :func:`~rollgym.envs.countdown.countdown_task`). ``options={"difficulty": k}``
-    draws from level ``k`` of :data:`~rollgym.envs.countdown.config.LEVELS` (0-6: 3 numbers
-    from 1-10 up to 6 numbers and a target of 1000-9999; level 3 is the default
+    draws from level ``k`` of :data:`~rollgym.envs.countdown.config.LEVELS` (0-5: 2 numbers
+    from 1-20 up to 6 numbers and a target of 1000-9999; level 2 is the default
     configuration), keeping the env's operators and usage rule.
 
     ## Rewards
@@ -117,7 +117,7 @@ class CountdownEnv(SingleTurnEnv):
 
     @property
     def difficulty(self) -> Difficulty:
-        """Seven levels, from 3 numbers in 1-10 to 6 numbers with a 4-digit target."""
+        """Six levels, from 2 numbers in 1-20 to 6 numbers with a 4-digit target."""
         return countdown_difficulty(self.config)
 
     def _level_source(self, env_id: str, level: Level) -> CountdownGenerator:
