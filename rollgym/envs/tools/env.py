@@ -63,8 +63,9 @@ class ToolWorldEnv(TextEnv):
 
     ## Starting State
     A fresh copy of one of a few cached base worlds (SQLite backup into memory, well under a millisecond).
-    ``reset(options={"difficulty": k})`` draws the task from the templates of level ``k`` only: ``one-app``,
-    ``two-apps``, ``cross-app`` (the levels that the env's templates fill; a scenario of one kind has none).
+    ``reset(options={"difficulty": k})`` draws the task from the templates of level ``k`` only, by the
+    reference solution's tool calls: ``calls-2``, ``calls-3``, ``calls-4-5``, ``calls-6+`` (the levels the
+    env's templates fill; ``ToolWorld-CrossApp`` has none).
 
     ## Rewards
     0.0 per step; on ``complete_task``, 1.0 when every required change happened, no row of any table of the six
@@ -152,7 +153,7 @@ class ToolWorldEnv(TextEnv):
 
     @property
     def difficulty(self) -> Difficulty | None:
-        """Levels by the apps a task spans (one app, two apps, cross-app), over this env's templates."""
+        """Levels by the reference solution's tool calls (2, 3, 4-5, 6+), over this env's templates."""
         source = self.source
         assert isinstance(source, ToolTaskSource)
         return toolworld_difficulty(source.templates)

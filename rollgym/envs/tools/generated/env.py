@@ -71,8 +71,9 @@ class ToolGenEnv(TextEnv):
 
     ## Starting State
     Fresh copies of the cached base databases of the world's apps (SQLite backup into memory).
-    ``reset(options={"difficulty": k})`` draws from one scenario group, easiest first: ``lookup``, ``edit``,
-    ``chain``, ``action``, ``cross_app`` (over the env's groups; the one-group ids have no levels).
+    ``reset(options={"difficulty": k})`` draws from one level of scenario groups, easiest first: ``lookup``,
+    ``edit``, ``multi-step`` (chain and action), ``cross_app`` (over the env's groups; the one-group ids have
+    no levels).
 
     ## Rewards
     0.0 per step; on ``complete_task``, 1.0 when every required change happened, no row of any table of any app
@@ -139,8 +140,8 @@ class ToolGenEnv(TextEnv):
 
     @property
     def difficulty(self) -> Difficulty | None:
-        """One level per scenario group, ``lookup`` < ``edit`` < ``chain`` < ``action`` < ``cross_app`` (``None``
-        for the one-group ids)."""
+        """Levels by scenario group: ``lookup`` < ``edit`` < ``multi-step`` (chain and action) < ``cross_app``
+        (``None`` for the one-group ids)."""
         return toolgen_difficulty(self._source_args[0])
 
     def _level_source(self, env_id: str, level: Level) -> ToolGenTaskSource:
