@@ -267,6 +267,11 @@ class _Episode:
         )
 
 
+def _reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{"options": ...}`` for ``env.reset`` when there are options (envs without options never see the key)."""
+    return {"options": dict(options)} if options else {}
+
+
 def run_episode(
     env: Any,
     agent: Agent,
@@ -280,8 +285,11 @@ def run_episode(
     max_steps: int = DEFAULT_MAX_STEPS,
     source: str = "policy",
     limits: EpisodeLimits | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
+
+    ``options`` go to ``env.reset`` (e.g. ``{"difficulty": 2}``, as a curriculum chooses them).
 
     Never raises for an exception in the agent or the env: the trajectory then has
     status ``"failed"``, ``reward=None`` and ``info["failure"]`` with the stage
@@ -300,7 +308,7 @@ def run_episode(
     ep = _Episode(agent, limits)
     started = time.perf_counter()
     try:
-        ep.begin(env, *env.reset(seed=seed))
+        ep.begin(env, *env.reset(seed=seed, **_reset_kwargs(options)))
     except Exception as exc:
         ep.fail("reset", exc)
     ep.env_s += time.perf_counter() - started
@@ -363,6 +371,7 @@ async def arun_episode(
     source: str = "policy",
     limits: EpisodeLimits | None = None,
     pause: Callable[[], Awaitable[None]] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
@@ -384,12 +393,13 @@ async def arun_episode(
         # Without a step timeout, sync calls run inline (no coroutine or thread around each one).
         started = time.perf_counter()
         try:
+            extra = _reset_kwargs(options)
             if callable(areset):  # remote envs (rollgym.remote) are awaited, not blocked on
-                reset = await _await(areset(seed=seed), timeout)
+                reset = await _await(areset(seed=seed, **extra), timeout)
             elif timeout is None:
-                reset = env.reset(seed=seed)
+                reset = env.reset(seed=seed, **extra)
             else:
-                reset = await _call(lambda: env.reset(seed=seed), timeout=timeout)
+                reset = await _call(lambda: env.reset(seed=seed, **extra), timeout=timeout)
             ep.begin(env, *reset)
         except Exception as exc:
             ep.fail("reset", exc)

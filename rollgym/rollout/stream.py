@@ -27,7 +27,7 @@ import asyncio
 import copy
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
@@ -36,6 +36,9 @@ from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episo
 from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.types import RolloutGroup, Trajectory
+
+if TYPE_CHECKING:
+    from rollgym.rollout.curriculum import TaskChooser
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -69,6 +72,7 @@ async def stream(
     max_staleness: int | None = None,
     progress: ProgressCallback | None = None,
     env_pool: EnvPool | None = None,
+    task_chooser: TaskChooser | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
@@ -84,6 +88,9 @@ async def stream(
         progress: Called as ``progress(done, total)`` in episodes.
         env_pool: Take envs from this :class:`~rollgym.rollout.pool.EnvPool` and give them back
             at the end (for loops that collect every step).
+        task_chooser: Chooses each group's reset options before any episode runs (a
+            :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level); it sees
+            each group as it is yielded, and the stream's end closes its step. Not with ``out``.
     """
     limits = limits or EpisodeLimits()
     _validate(n_tasks, group_size, seed, limits.max_steps)
@@ -94,7 +101,8 @@ async def stream(
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
     plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps,
-                           env_pool=env_pool)
+                           env_pool=env_pool, task_chooser=task_chooser)
+    plan.choose_all()
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
@@ -185,7 +193,12 @@ async def stream(
             remaining[i] -= 1
             launch()
             if remaining[i] == 0:
-                yield _group(plan, i)
+                group = _group(plan, i)
+                if task_chooser is not None:
+                    task_chooser.observe(group)
+                yield group
+        if task_chooser is not None:
+            task_chooser.end_step()
     finally:
         leftover = list(running)
         for future in leftover:
