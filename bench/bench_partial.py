@@ -123,6 +123,23 @@ def main(quick: bool = False) -> None:
     for over, chunk, seconds, mixed, resent, prefilled in rows:
         name = f"APRIL x{over}, " + (f"chunks of {chunk}" if chunk else "no chunks")
         print(f"{name:<36}{steps / seconds:>9.2f}{sync_s / seconds:>7.2f}{mixed:>9}{resent:>16}{prefilled:>11}")
+    if not quick:
+        from publish import save_results
+
+        figures = {"steps": steps, "groups": groups, "group_size": group_size, "max_tokens": max_tokens,
+                   "sync_steps_per_s": steps / sync_s, "sync_prefilled_tokens": sync_prefill,
+                   "april": [{"over_provision": over, "chunk_tokens": chunk, "steps_per_s": steps / seconds,
+                              "ratio": sync_s / seconds, "carried": mixed, "resent_prefix_tokens": resent,
+                              "prefilled_tokens": prefilled}
+                             for over, chunk, seconds, mixed, resent, prefilled in rows]}
+        labels = " / ".join(f"x{over:g} {'chunks of ' + str(chunk) if chunk else 'no chunks'}"
+                            for over, chunk, *_ in rows)
+        row = {"what": f"APRIL partial rollouts vs synchronous steps (long-tailed lengths, prefill of re-sent "
+                       f"prefixes and training time charged; {labels})",
+               "rollgym": " / ".join(f"{steps / seconds:.2f}" for _, _, seconds, *_ in rows) + " steps/s",
+               "peer": f"{steps / sync_s:.2f} steps/s",
+               "ratio": " / ".join(f"{sync_s / seconds:.2f}x" for _, _, seconds, *_ in rows)}
+        save_results("partial", figures, [row], command="python bench/bench_partial.py")
 
 
 if __name__ == "__main__":
