@@ -6,11 +6,13 @@ import copy
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
-from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.env import StepResult, TaskSource, TextEnv
 from rollgym.core.errors import ConfigError
+from rollgym.core.spaces import TextSpace
 from rollgym.core.task import Task
-from rollgym.envs.web.actions import ACTION_HELP, tool_schemas
+from rollgym.envs.web.actions import ACTION_HELP, COORDINATE_HELP, tool_schemas
 from rollgym.envs.web.tasks import SITE_KEYS, WebTaskSource
 
 SYSTEM_PROMPT = f"""You are operating a web browser to complete a task on a website.
@@ -19,6 +21,27 @@ marked with an id in brackets, e.g. [12] link "Cart" or [7] textbox "Username" v
 Reply with exactly one action per turn.
 
 {ACTION_HELP}"""
+
+SCREENSHOT_SYSTEM_PROMPT = f"""You are operating a web browser to complete a task on a website.
+Each observation is a screenshot of the visible part of the page (1280x860 pixels) with a short text header:
+the task, the page's URL path, its title, the last action's error and the step counter.
+Reply with exactly one action per turn.
+
+{COORDINATE_HELP}
+  press("Enter")              press a key (Enter, Tab, Escape, Backspace, arrows, PageUp, PageDown)
+  scroll("down")              scroll the page up or down
+  goto("/path")               open a page of this site by its path
+  go_back()                   go back to the previous page
+  answer("text")              finish the task; give the requested information, or "done" for tasks that change something"""
+
+BOTH_SYSTEM_PROMPT = f"""{SYSTEM_PROMPT}
+
+Each observation also has a screenshot of the visible part of the page (1280x860 pixels); you may act on it too.
+{COORDINATE_HELP}"""
+
+OBS_MODES = ("text", "screenshot", "both")
+SCREEN_SHAPE = (860, 1280, 3)
+"""Height, width and channels of a screenshot observation (the browser's viewport)."""
 
 
 class WebEnv(TextEnv):
@@ -38,14 +61,18 @@ class WebEnv(TextEnv):
     A string holding one action of an allowlist: ``click(id)``, ``fill(id, "text")``,
     ``select(id, "option")``, ``check(id)``, ``press("Enter")``, ``scroll("down")``,
     ``goto("/path")`` (this site only), ``go_back()`` and ``answer("text")``, written as a
-    call or as a Hermes ``<tool_call>``. Actions are parsed, never executed as code;
-    ``javascript:`` URLs and other hosts are refused.
+    call or as a Hermes ``<tool_call>``. In the screenshot modes also ``click_at(x, y)``,
+    ``type("text")`` and ``scroll_at(x, y, "down")`` on the screenshot's pixels. Actions are
+    parsed, never executed as code; ``javascript:`` URLs and other hosts are refused.
 
     ## Observation Space
-    A string: the task, the URL path, the page title, the last action's error (if any),
-    the step counter, then a compact DOM-derived text of the page with ``[id]`` on each
-    link, button, text box, drop-down and checkbox. ``screenshot()`` returns an RGB array
-    and ``page_html()`` the raw HTML.
+    With ``obs_mode="text"`` (the default) a string: the task, the URL path, the page title,
+    the last action's error (if any), the step counter, then a compact DOM-derived text of
+    the page with ``[id]`` on each link, button, text box, drop-down and checkbox.
+    With ``obs_mode="screenshot"`` a ``Dict`` of ``"screenshot"`` (a ``Box`` of uint8,
+    860x1280x3, the visible page) and ``"text"`` (the header only: task, URL, title, error,
+    step); with ``"both"`` the same ``Dict`` whose ``"text"`` is the whole page text.
+    ``screenshot()`` returns an RGB array and ``page_html()`` the raw HTML.
 
     ## Starting State
     A fresh browser context on the site's home page, signed out, with the seeded data.
@@ -77,8 +104,8 @@ class WebEnv(TextEnv):
     names; ``collateral_gates`` (default ``True``; ``False`` is the -v0 scoring); ``site_gate``
     (default ``True``: the whole-site gate of -v2; ``False`` is the -v1 scoring); ``split``;
     ``max_steps`` (default 30); ``step_timeout`` seconds (default 60); ``render_mode``: ``"ansi"``,
-    ``"human"`` or ``"rgb_array"``. The ``timings`` property gives the last reset's or step's latency
-    in milliseconds.
+    ``"human"`` or ``"rgb_array"``; ``obs_mode``: ``"text"``, ``"screenshot"`` or ``"both"``. The
+    ``timings`` property gives the last reset's or step's latency in milliseconds.
 
     ## Version History
     * v2: a whole-site gate: every table the site can write is diffed against what the task
@@ -90,6 +117,9 @@ class WebEnv(TextEnv):
     * v1: collateral-damage criteria are gates: when one fails the reward is 0, not the
       weighted share of the rest (under v0, cancelling every pending order scored 0.7).
     * v0: initial release.
+
+    ``obs_mode`` (screenshots and the screen verbs) was added to every version as an option;
+    with the default ``"text"`` observations, actions, tasks and scores are exactly as before.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -107,42 +137,70 @@ class WebEnv(TextEnv):
         max_steps: int = 30,
         step_timeout: float = 60.0,
         render_mode: str | None = None,
+        obs_mode: str = "text",
     ) -> None:
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise ConfigError(f"max_steps must be a positive integer, got {max_steps!r}.")
-        if step_timeout <= 0:
-            raise ConfigError(f"step_timeout must be positive seconds, got {step_timeout!r}.")
+        self._check_options(max_steps, step_timeout, obs_mode)
         site_gate = collateral_gates if site_gate is None else site_gate
         # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
         task_env_id = self.default_env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
         source = WebTaskSource(tuple(sites), task_env_id, tuple(templates) if templates is not None else None,
                                collateral_gates=collateral_gates, site_gate=site_gate)
+        self._setup(source, split=split, render_mode=render_mode, max_steps=max_steps, step_timeout=step_timeout,
+                    obs_mode=obs_mode)
+
+    @staticmethod
+    def _check_options(max_steps: Any, step_timeout: Any, obs_mode: Any) -> None:
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigError(f"max_steps must be a positive integer, got {max_steps!r}.")
+        if step_timeout <= 0:
+            raise ConfigError(f"step_timeout must be positive seconds, got {step_timeout!r}.")
+        if obs_mode not in OBS_MODES:
+            raise ConfigError(f"obs_mode must be one of {', '.join(OBS_MODES)}, got {obs_mode!r}.")
+
+    def _setup(self, source: TaskSource, *, split: str, render_mode: str | None, max_steps: int,
+               step_timeout: float, obs_mode: str) -> None:
+        """Everything but the task source: the base env, limits, and the observation space of ``obs_mode``."""
         super().__init__(
             source, split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000
         )
         self.max_steps = max_steps
         self.step_timeout = step_timeout
+        self.obs_mode = obs_mode
+        if obs_mode != "text":
+            self.observation_space = spaces.Dict(  # type: ignore[assignment]
+                {"text": TextSpace(20_000), "screenshot": spaces.Box(0, 255, SCREEN_SHAPE, np.uint8)})
+            self.system_prompt = SCREENSHOT_SYSTEM_PROMPT if obs_mode == "screenshot" else BOTH_SYSTEM_PROMPT
         self._episode: Any = None
         self._episode_info: dict[str, Any] = {}
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of the nine browser actions."""
-        return tool_schemas()
+        """OpenAI function schemas of the browser actions (the screen verbs too in the screenshot modes)."""
+        return tool_schemas(coordinates=self.obs_mode != "text")
+
+    def _observation(self, text: str) -> Any:
+        """The observation of ``obs_mode``: the text, or a dict of text and screenshot."""
+        if self.obs_mode == "text":
+            return text
+        shot = self._episode.last_screenshot if self._episode is not None else None
+        if shot is None or shot.shape != SCREEN_SHAPE:  # the episode is over: a blank frame
+            shot = np.zeros(SCREEN_SHAPE, np.uint8)
+        return {"text": text, "screenshot": shot}
 
     def _runtime(self) -> Any:
         from rollgym.envs.web.browser import get_runtime
 
         return get_runtime()
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None  # type: ignore[override]
+              ) -> tuple[Any, dict[str, Any]]:
         self.source.env_id = self.env_id  # type: ignore[attr-defined]  # gym.make sets spec after __init__
         observation, info = super().reset(seed=seed, options=options)
-        return observation, copy.deepcopy({**info, **self._episode_info})
+        return self._observation(observation), copy.deepcopy({**info, **self._episode_info})
 
-    def step(self, action: str) -> StepResult:
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:  # type: ignore[override]
         observation, reward, terminated, truncated, info = super().step(action)
-        return observation, reward, terminated, truncated, copy.deepcopy(info)
+        return self._observation(observation), reward, terminated, truncated, copy.deepcopy(info)
 
     def _start(self, task: Task) -> str:
         from rollgym.envs.web.episode import WebEpisode
@@ -150,7 +208,8 @@ class WebEnv(TextEnv):
         self._close_episode(wait=False)
         runtime = self._runtime()
         # one key per env instance: reference policies restart their plan at step 0
-        self._episode = WebEpisode(runtime, task, max_steps=self.max_steps, episode_id=f"env-{id(self):x}")
+        self._episode = WebEpisode(runtime, task, max_steps=self.max_steps, episode_id=f"env-{id(self):x}",
+                                   obs_mode=self.obs_mode)
         observation, self._episode_info = runtime.call(self._episode.start(), timeout=self.step_timeout)
         return str(observation)
 
