@@ -19,7 +19,8 @@ from rollgym.envs.web.gen.mechanisms import (
     Drawn,
     Mechanism,
     _extreme,
-    _superlative,
+    _open_extreme,
+    _which,
     creds,
     new_value,
     pick,
@@ -118,21 +119,18 @@ class CreateRecordExtreme(CreateRecord):
     """Make a record on the item that a category's listing ranks first by a field (found, not named)."""
 
     def _item(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
-        found = _extreme(ctx, opt, rng)
-        return None if found is None else ({"category": found[0]["name"]}, found[1])
+        return _extreme(ctx, opt, rng)
 
     def _what(self, ctx: Ctx, p: dict[str, Any]) -> str:
         return ""
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
-        k = ctx.kind
         values = f", with {_with_values(ctx, p['values'])}" if p["values"] else ""
-        return (f"{ctx.sign_in_text(p)}. Find the {_superlative(ctx, opt)} {k.singular} in the {p['category']} "
-                f"{k.category_label.lower()} and {k.record.phrase} it{values}. {DONE}")
+        return f"{ctx.sign_in_text(p)}. Find {_which(ctx, opt, p)} and {ctx.kind.record.phrase} it{values}. {DONE}"
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
         view = yield from drv.sign_in(view, p["username"], p["password"])
-        view = yield from drv.open_listing(view, category=p["category"], sort=(opt["field"], opt["order"]))
+        view = yield from _open_extreme(drv, opt, p, view)
         view = yield click(drv.results(view)[0])
         yield from _fill_record(drv, view, p["values"])
         yield answer("done")

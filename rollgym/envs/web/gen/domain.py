@@ -294,12 +294,12 @@ def _records(conn: sqlite3.Connection, content: _Content, n_users: int, n_items:
 # -- content hashes ----------------------------------------------------------------------------------------------
 
 
-def content_units(conn: sqlite3.Connection) -> set[str]:
+def content_units(conn: sqlite3.Connection, kind: str) -> set[str]:
     """Every piece of a site's content as text, with references spelled out by name.
 
-    Users (name, username, email), categories, items (every column but the row id), records and favourites
-    (with the user's and the item's names in place of their ids): what "the same content" means for the
-    held-out check.
+    Users (name, username, email), categories (with the site's kind: a wiki's "History" portal is not a
+    library's "History" genre), items (every column but the row id), records and favourites (with the user's
+    and the item's names in place of their ids): what "the same content" means for the held-out check.
     """
     units: set[str] = set()
     users = {r["id"]: r["username"] for r in conn.execute("SELECT * FROM users")}
@@ -308,7 +308,7 @@ def content_units(conn: sqlite3.Connection) -> set[str]:
     for r in conn.execute("SELECT * FROM users"):
         units.add(f"user|{r['username']}|{r['full_name']}|{r['email']}")
     for name in cats.values():
-        units.add(f"category|{name}")
+        units.add(f"category|{kind}|{name}")
     for r in conn.execute("SELECT * FROM items"):
         row = dict(r)
         row.pop("id")
@@ -324,15 +324,15 @@ def content_units(conn: sqlite3.Connection) -> set[str]:
     return units
 
 
-def unit_hashes(conn: sqlite3.Connection) -> set[str]:
+def unit_hashes(conn: sqlite3.Connection, kind: str) -> set[str]:
     """SHA-256 of every :func:`content_units` entry."""
-    return {hashlib.sha256(u.encode()).hexdigest() for u in content_units(conn)}
+    return {hashlib.sha256(u.encode()).hexdigest() for u in content_units(conn, kind)}
 
 
 def site_content_hash(spec: SiteSpec, conn: sqlite3.Connection) -> str:
     """One hash of a whole site: its name, theme and every content unit."""
     h = hashlib.sha256(f"{spec.name}|{spec.theme.key}".encode())
-    for digest in sorted(unit_hashes(conn)):
+    for digest in sorted(unit_hashes(conn, spec.kind.key)):
         h.update(digest.encode())
     return h.hexdigest()
 

@@ -60,21 +60,27 @@ class Driver:
         view = yield click(view.find("button", button))
         return view
 
-    def open_listing(self, view: PageView, *, category: str | None = None, sort: tuple[str, str] | None = None
-                     ) -> Steps:
-        """Open the listing filtered to a category (by name) and sorted by ``(field key, "asc"|"desc")``."""
+    def open_listing(self, view: PageView, *, category: str | None = None, sort: tuple[str, str] | None = None,
+                     filters: dict[str, str] | None = None) -> Steps:
+        """Open the listing filtered to a category (by name) and enum values (``{field key: value}``), and sorted
+        by ``(field key, "asc"|"desc")``."""
         site, theme = self.site, self.theme
         view = yield from self.nav(view, "nav_list")
         sort_label = site.sort_label(*sort) if sort else None
+        filters = filters or {}
         if theme.filters == "form":
             if category is not None:
                 view = yield select(view.find("select", site.kind.category_label), category)
+            for key, value in filters.items():
+                view = yield select(view.find("select", site.kind.field(key).label), value)
             if sort_label is not None and theme.sorter == "select":
                 view = yield select(view.find("select", site.label("sort")), sort_label)
             view = yield click(view.find("button", site.label("apply")))
         else:
             if category is not None:
                 view = yield click(view.find("link", category))
+            for value in filters.values():
+                view = yield click(self.facet(view, value))
             if sort_label is not None and theme.sorter == "select":
                 view = yield select(view.find("select", site.label("sort")), sort_label)
                 view = yield click(view.find("button", site.label("apply")))
@@ -86,6 +92,13 @@ class Driver:
             if sort[1] == "desc":
                 view = yield click(view.find("link", f"{label} ▲"))
         return view
+
+    def facet(self, view: PageView, value: str) -> Element:
+        """A facet link (the first link named ``value`` that is not an item)."""
+        for el in view.elements:
+            if el.role == "link" and el.name == value and el.name not in self.item_names:
+                return el
+        raise LookupError(f"no facet {value!r} on {view.url}")
 
     def results(self, view: PageView) -> list[Element]:
         """The item links of a listing page, in order."""

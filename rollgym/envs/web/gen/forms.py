@@ -33,7 +33,7 @@ from rollgym.envs.web.sites.base import (
 
 MAX_TEXT = 500
 MAX_NAME = 80
-_MONEY = re.compile(r"\$?([0-9]{1,7})(?:\.([0-9]{1,2}))?", re.ASCII)
+_MONEY = re.compile(r"\$?([0-9]{1,3}(?:,[0-9]{3}){1,2}|[0-9]{1,7})(?:\.([0-9]{1,2}))?", re.ASCII)
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,100}\.[A-Za-z]{2,12}", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -56,9 +56,9 @@ def parse_field(site: FormHandlers, conn: sqlite3.Connection, f: FieldSpec, raw:
     text = raw.strip()
     if f.type == "money":
         m = _MONEY.fullmatch(text)
-        if m is None or int(m[1]) > f.hi * 10:
+        if m is None or int(m[1].replace(",", "")) > f.hi * 10:
             raise HttpError(400, f"{f.label} must be an amount of dollars such as 25 or 19.99, at most {f.hi * 10}.")
-        return int(m[1]) * 100 + int((m[2] or "0").ljust(2, "0"))
+        return int(m[1].replace(",", "")) * 100 + int((m[2] or "0").ljust(2, "0"))
     if f.type == "int":
         low, high = (f.lo, f.hi) if record else (0, max(f.hi * 10, 100))
         return whole_number(text, low=low, high=high, message=f"{f.label} must be a whole number from {low} to {high}.")

@@ -90,7 +90,7 @@ def sessions(uid: int) -> list[Rule]:
 def shown(site: GeneratedSite, f: FieldSpec, value: Any) -> str:
     """A value as a goal states it (money in dollars, dates in ISO, text quoted)."""
     if f.type == "money":
-        return f"${value // 100}.{value % 100:02d}"
+        return f"${value // 100:,}.{value % 100:02d}"
     if f.type == "text":
         return json.dumps(value, ensure_ascii=False)
     return f"{value}" + (f" {f.unit}" if f.unit and f.type == "int" else "")
@@ -115,8 +115,9 @@ def ordinal(n: int) -> str:
 def new_value(ctx: Ctx, f: FieldSpec, rng: np.random.Generator, current: Any, record: bool) -> Any:
     """A value of ``f`` different from ``current`` (new text is a fresh sentence)."""
     for _ in range(50):
-        if f.type == "money":
-            value = int(rng.integers(f.lo, f.hi)) * 100 + int(pick(rng, [0, 25, 50, 75, 99]))
+        if f.type == "money":  # salaries and rents in whole dollars
+            cents = 0 if f.hi > 1000 else int(pick(rng, [0, 25, 50, 75, 99]))
+            value = int(rng.integers(f.lo, f.hi)) * 100 + cents
         elif f.type == "int":
             value = int(rng.integers(f.lo, f.hi + 1))
         elif f.type == "date":
@@ -164,19 +165,59 @@ class Mechanism:
 # -- questions ------------------------------------------------------------------------------------------------------
 
 
-def _extreme(ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[Any, Any] | None:
+def _extreme(ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
+    """A scope of the listing and the item it ranks first by a field.
+
+    The scope is a category, a category and a value of an enum field, or such a value across the whole site.
+    Returns ``(public parameters, item row)``, or ``None`` when the first two items tie.
+    """
     f = ctx.kind.field(opt["field"])
-    cat = pick(rng, ctx.rows("SELECT * FROM categories ORDER BY id"))
+    enums = [e for e in ctx.kind.fields if e.filter]
+    scope = int(rng.integers(3)) if enums else 0
+    where, params, out = "archived = 0", [], {}
+    if scope < 2:
+        cat = pick(rng, ctx.rows("SELECT * FROM categories ORDER BY id"))
+        where += " AND category_id = ?"
+        params.append(cat["id"])
+        out["category"] = cat["name"]
+    if scope > 0:
+        e = pick(rng, enums)
+        values = [r[0] for r in ctx.rows(f"SELECT {e.key} FROM items WHERE {where} GROUP BY {e.key} HAVING "
+                                         f"COUNT(*) >= 2 ORDER BY {e.key}", tuple(params))]
+        if not values:
+            return None
+        value = pick(rng, values)
+        where += f" AND {e.key} = ?"
+        params.append(value)
+        out["filter"] = [e.key, value]
     order = "ASC" if opt["order"] == "asc" else "DESC"
-    found = ctx.rows(f"SELECT * FROM items WHERE category_id = ? AND archived = 0 ORDER BY {f.key} {order}, name",
-                     (cat["id"],))
+    found = ctx.rows(f"SELECT * FROM items WHERE {where} ORDER BY {f.key} {order}, name", tuple(params))
     if len(found) < 2 or found[0][f.key] == found[1][f.key]:
         return None
-    return cat, found[0]
+    return out, found[0]
 
 
 def _superlative(ctx: Ctx, opt: dict[str, Any]) -> str:
     return ctx.kind.field(opt["field"]).words[0 if opt["order"] == "asc" else 1]
+
+
+def _which(ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
+    """``the cheapest product [in the Kitchen department] [whose brand is Hoford]``."""
+    k = ctx.kind
+    text = f"the {_superlative(ctx, opt)} {k.singular}"
+    if "category" in p:
+        text += f" in the {p['category']} {k.category_label.lower()}"
+    if "filter" in p:
+        text += f" whose {k.field(p['filter'][0]).label.lower()} is {p['filter'][1]}"
+    return text + ("" if "category" in p else " on the whole site")
+
+
+def _open_extreme(drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Any:
+    """Open the listing that ranks the item of :func:`_extreme` first."""
+    filters = dict([p["filter"]]) if "filter" in p else None
+    view = yield from drv.open_listing(view, category=p.get("category"), sort=(opt["field"], opt["order"]),
+                                       filters=filters)
+    return view
 
 
 class Extreme(Mechanism):
@@ -184,15 +225,13 @@ class Extreme(Mechanism):
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         found = _extreme(ctx, opt, rng)
-        return None if found is None else ({"category": found[0]["name"]}, found[1]["name"])
+        return None if found is None else (found[0], found[1]["name"])
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
-        k = ctx.kind
-        return (f"On {ctx.site.name}, find the {_superlative(ctx, opt)} {k.singular} in the {p['category']} "
-                f"{k.category_label.lower()}. Answer with the {k.singular}'s name.")
+        return f"On {ctx.site.name}, find {_which(ctx, opt, p)}. Answer with the {ctx.kind.singular}'s name."
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
-        view = yield from drv.open_listing(view, category=p["category"], sort=(opt["field"], opt["order"]))
+        view = yield from _open_extreme(drv, opt, p, view)
         yield answer(drv.results(view)[0].name)
 
 
@@ -271,15 +310,14 @@ class ChainCode(Mechanism):
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         found = _extreme(ctx, opt, rng)
-        return None if found is None else ({"category": found[0]["name"]}, found[1]["code"])
+        return None if found is None else (found[0], found[1]["code"])
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
-        k = ctx.kind
-        return (f"On {ctx.site.name}, what is the {k.code_label} of the {_superlative(ctx, opt)} {k.singular} in the "
-                f"{p['category']} {k.category_label.lower()}? Answer with the {k.code_label} only.")
+        code = ctx.kind.code_label
+        return f"On {ctx.site.name}, what is the {code} of {_which(ctx, opt, p)}? Answer with the {code} only."
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
-        view = yield from drv.open_listing(view, category=p["category"], sort=(opt["field"], opt["order"]))
+        view = yield from _open_extreme(drv, opt, p, view)
         view = yield click(drv.results(view)[0])
         yield answer(drv.read(view, drv.site.kind.code_label))
 
