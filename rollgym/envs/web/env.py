@@ -232,6 +232,13 @@ class WebEnv(TextEnv):
             raise RuntimeError("Call reset() first.")
         return self._runtime().call(self._episode.screenshot(), timeout=self.step_timeout)  # type: ignore[no-any-return]
 
+    def element_boxes(self) -> list[dict[str, Any]]:
+        """The page's interactive elements with their boxes on the screenshot (``id``, ``tag``, ``text``, ``x``,
+        ``y``, ``width``, ``height``), e.g. to draw set-of-marks labels or to aim ``click_at``."""
+        if self._episode is None:
+            raise RuntimeError("Call reset() first.")
+        return self._runtime().call(self._episode.element_boxes(), timeout=self.step_timeout)  # type: ignore[no-any-return]
+
     def page_html(self) -> str:
         """The current page's raw HTML."""
         if self._episode is None:

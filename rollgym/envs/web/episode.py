@@ -38,6 +38,14 @@ OBS_MODES = ("text", "screenshot", "both")
 """``text``: the page as text; ``screenshot``: a screenshot and a text header (task, URL, title, error, step);
 ``both``: a screenshot and the page as text."""
 SCREENSHOT_NOTE = "(The page is shown in the screenshot.)"
+_BOXES_JS = r"""() => Array.from(document.querySelectorAll('[data-rg-id]')).map((el) => {
+  const r = el.getBoundingClientRect();
+  const label = el.id ? document.querySelector('label[for="' + CSS.escape(el.id) + '"]') : null;
+  const text = (el.getAttribute('aria-label') || (label && label.textContent) || el.getAttribute('placeholder')
+    || (el.tagName === 'SELECT' ? '' : el.value) || el.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 80);
+  return {id: Number(el.getAttribute('data-rg-id')), tag: el.tagName.toLowerCase(), text: text,
+          x: r.left, y: r.top, width: r.width, height: r.height};
+}).filter((b) => b.width > 0 && b.height > 0)"""
 
 
 def _short(exc: BaseException) -> str:
@@ -149,6 +157,12 @@ class WebEpisode:
 
         png = await self.page.screenshot(type="png", caret="hide", animations="disabled")
         return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+    async def element_boxes(self) -> list[dict[str, Any]]:
+        """Where the marked elements of the last observation are on the screenshot: ``id``, ``tag``, ``text``
+        (label, value or text, shortened) and ``x``, ``y``, ``width``, ``height`` in pixels of the visible page."""
+        boxes: list[dict[str, Any]] = await self.page.evaluate(_BOXES_JS)
+        return boxes
 
     async def html(self) -> str:
         """The page's current HTML."""

@@ -105,8 +105,8 @@ class GeneratedSite(FormHandlers):
         return esc(value)
 
     def item_fields(self) -> list[FieldSpec]:
-        """The fields shown as listing columns: sortable and filterable ones."""
-        return [f for f in self.kind.fields if f.sort or f.filter][:4]
+        """The fields shown as listing columns: every sortable and filterable one (sortable headers need them)."""
+        return [f for f in self.kind.fields if f.sort or f.filter]
 
     # -- database and routes --------------------------------------------------------------------------------------
     def build_database(self) -> sqlite3.Connection:
