@@ -74,7 +74,11 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
 
 # -- list ---------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print every registered env id with its one-line description, grouped by family."""
+    """Print every registered env id with its one-line description, grouped by family (``--stats``: counts)."""
+    if getattr(args, "stats", False):
+        from rollgym.commands.stats import cmd_stats
+
+        return cmd_stats(args)
     envs = rollgym.list_envs()
     if not envs:
         stdout.print("No envs are registered.")
@@ -390,6 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("list", help="list every env id with its description")
+    p.add_argument("--stats", action="store_true", help="count sites, apps, tools and templates instead")
+    p.add_argument("--json", action="store_true", help="with --stats: print JSON")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("play", help="play an episode yourself at the terminal")

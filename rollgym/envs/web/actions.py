@@ -168,7 +168,7 @@ def _coordinate(value: Any, verb: str) -> int:
         value = float(value.strip())
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or not 0 <= value < MAX_COORD:
         raise ActionError(f"{verb} needs pixel coordinates as numbers, e.g. {verb}(640, 120).")
-    return int(round(value))
+    return round(value)
 
 
 def _check_args(verb: str, values: list[Any], coordinates: bool = False) -> Action:

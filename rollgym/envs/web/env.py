@@ -32,7 +32,7 @@ Reply with exactly one action per turn.
   scroll("down")              scroll the page up or down
   goto("/path")               open a page of this site by its path
   go_back()                   go back to the previous page
-  answer("text")              finish the task; give the requested information, or "done" for tasks that change something"""
+  answer("text")              finish the task: the requested information, or "done" for tasks that change something"""
 
 BOTH_SYSTEM_PROMPT = f"""{SYSTEM_PROMPT}
 

@@ -422,7 +422,8 @@ class ArchiveItem(Mechanism):
                 f"\"{p['item']}\". {DONE}")
 
     def required(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any], ans: Any) -> list[Rule]:
-        return [changed("items", {"id": ans["item_id"]}, to={"archived": 1}, required=True, note="the item is archived")]
+        return [changed("items", {"id": ans["item_id"]}, to={"archived": 1}, required=True,
+                        note="the item is archived")]
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
         view = yield from drv.sign_in(view, p["username"], p["password"])

@@ -269,7 +269,7 @@ def _records(conn: sqlite3.Connection, content: _Content, n_users: int, n_items:
             refs.add(ref)
             status = spec.initial if k < 2 or rng.random() < 0.5 else rng.choice([spec.cancelled, *spec.history])
             created = (TODAY - timedelta(days=rng.randint(1, 240))).isoformat()
-            values = []
+            values: list[Any] = []
             for f in spec.fields:
                 if f.type == "text":
                     values.append(rng.choice(_PHRASES) + f" (#{rid})")

@@ -252,7 +252,7 @@ class FormHandlers(Site):
         if not self.can_create(self.require_user(request)):
             raise HttpError(403, f"Only {self.kind.roles[1]}s can add {self.words['plural']}.")
 
-    def creatable_fields(self: GeneratedSite) -> list[FieldSpec]:
+    def creatable_fields(self) -> list[FieldSpec]:
         """The item fields the new-item form asks for; the others start at a default."""
         return [f for f in self.kind.fields if f.editable or f.create or f.type in {"money", "enum", "text"}]
 

@@ -144,7 +144,7 @@ class Kind:
         return self.item[1]
 
 
-def T(name: str, mechanism: str, **options: Any) -> TemplateSpec:  # noqa: N802 - reads like a table row
+def T(name: str, mechanism: str, **options: Any) -> TemplateSpec:
     """A :class:`TemplateSpec`."""
     return TemplateSpec(name, mechanism, options)
 
@@ -419,8 +419,10 @@ LIBRARY = _kind(
     code_label="Catalogue no.", code_prefix="CAT",
     fields=(
         FieldSpec("author", "Author", "enum", choices=("{PERSON}",), filter=True),
-        FieldSpec("year", "Published", "int", 1850, 2025, sort=True, lookup=True, create=True, words=("oldest", "newest")),
-        FieldSpec("pages", "Pages", "int", 60, 1400, sort=True, lookup=True, create=True, words=("shortest", "longest")),
+        FieldSpec("year", "Published", "int", 1850, 2025, sort=True, lookup=True, create=True,
+                  words=("oldest", "newest")),
+        FieldSpec("pages", "Pages", "int", 60, 1400, sort=True, lookup=True, create=True,
+                  words=("shortest", "longest")),
         FieldSpec("copies", "Copies", "int", 1, 14, sort=True, editable=True, words=("rarest", "most-stocked")),
     ),
     record=RecordSpec(("loan", "loans"), "Borrow", "borrow",
@@ -506,7 +508,8 @@ JOBS = _kind(
         FieldSpec("salary", "Salary", "money", 28000, 240000, sort=True, editable=True, lookup=True,
                   words=("lowest-paid", "best-paid")),
         FieldSpec("posted", "Posted on", "date", -120, -1, sort=True, lookup=True, words=("oldest", "newest")),
-        FieldSpec("openings", "Openings", "int", 1, 9, sort=True, editable=True, words=("fewest-openings", "most-openings")),
+        FieldSpec("openings", "Openings", "int", 1, 9, sort=True, editable=True,
+                  words=("fewest-openings", "most-openings")),
         FieldSpec("location", "Location", "enum", choices=("{P}",), filter=True),
     ),
     record=RecordSpec(("application", "applications"), "Apply", "apply for",
@@ -586,7 +589,8 @@ RENTALS = _kind(
                   words=("smallest", "largest")),
         FieldSpec("available", "Available from", "date", 3, 200, sort=True, lookup=True, create=True,
                   words=("soonest available", "latest available")),
-        FieldSpec("bedrooms", "Bedrooms", "int", 0, 5, sort=True, create=True, words=("fewest-bedroom", "most-bedroom")),
+        FieldSpec("bedrooms", "Bedrooms", "int", 0, 5, sort=True, create=True,
+                  words=("fewest-bedroom", "most-bedroom")),
         FieldSpec("furnishing", "Furnishing", "enum", choices=("furnished", "unfurnished", "part-furnished"),
                   filter=True),
     ),
@@ -629,7 +633,8 @@ COURSES = _kind(
                   words=("cheapest", "most expensive")),
         FieldSpec("hours", "Length", "int", 2, 160, unit="hours", sort=True, lookup=True, create=True,
                   words=("shortest", "longest")),
-        FieldSpec("starts", "Starts on", "date", 5, 220, sort=True, lookup=True, create=True, words=("soonest", "latest")),
+        FieldSpec("starts", "Starts on", "date", 5, 220, sort=True, lookup=True, create=True,
+                  words=("soonest", "latest")),
         FieldSpec("level", "Level", "enum", choices=("beginner", "intermediate", "advanced"), filter=True,
                   editable=True),
     ),

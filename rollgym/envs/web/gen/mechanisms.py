@@ -30,7 +30,7 @@ from rollgym.envs.web.gen.site import GeneratedSite
 from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks.base import Solution, answer, click
-from rollgym.verifiers.statediff import Rule, added, changed, deleted
+from rollgym.verifiers.statediff import Rule, added, deleted
 
 Drawn = tuple[dict[str, Any], Any] | None
 _PHRASES = ("Thanks for the clear write-up", "Please double-check the details", "Following up on this today",
@@ -114,6 +114,7 @@ def ordinal(n: int) -> str:
 
 def new_value(ctx: Ctx, f: FieldSpec, rng: np.random.Generator, current: Any, record: bool) -> Any:
     """A value of ``f`` different from ``current`` (new text is a fresh sentence)."""
+    value: Any = None
     for _ in range(50):
         if f.type == "money":  # salaries and rents in whole dollars
             cents = 0 if f.hi > 1000 else int(pick(rng, [0, 25, 50, 75, 99]))
@@ -126,7 +127,7 @@ def new_value(ctx: Ctx, f: FieldSpec, rng: np.random.Generator, current: Any, re
         elif f.type == "enum":
             value = pick(rng, ctx.enum_values(f.key))
         else:
-            value = f"{pick(rng, _PHRASES)} (note {int(rng.integers(1000, 10000))})"
+            value = f"{pick(rng, list(_PHRASES))} (note {int(rng.integers(1000, 10000))})"
         if value != current:
             return value
     return None

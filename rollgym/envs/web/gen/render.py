@@ -27,12 +27,14 @@ def layout(theme: Theme, *, title: str, site_name: str, accent: str, nav: Sequen
     """A whole page in the theme's skeleton (where navigation, search and the user box go)."""
     nav_html = "".join(link(h, label, "on" if h == current else "") for h, label in nav)
     brand = link("/", site_name, "brand")
+    plain_head = (f'<header class="topbar"><div class="wrap bar">{brand}<div class="userbox">{user_html}</div>'
+                  "</div></header>")
     if theme.shell == "topnav":
         head = (f'<header class="topbar"><div class="wrap bar">{brand}<nav class="nav">{nav_html}</nav>'
                 f'{search_html}<div class="userbox">{user_html}</div></div></header>')
         body = f'<main class="wrap">{flash_html}{content}</main>'
     elif theme.shell == "sidebar":
-        head = f'<header class="topbar"><div class="wrap bar">{brand}<div class="userbox">{user_html}</div></div></header>'
+        head = plain_head
         body = (f'<main class="wrap"><div class="side"><nav class="sidebar-nav">{nav_html}</nav>'
                 f"<div>{search_html}{flash_html}{content}</div></div></main>")
     elif theme.shell == "tabs":
@@ -48,7 +50,7 @@ def layout(theme: Theme, *, title: str, site_name: str, accent: str, nav: Sequen
                 f'</div></div><h2>{esc(site_name)}</h2>{search_html}<nav class="nav">{nav_html}</nav></div></header>')
         body = f'<main class="wrap">{flash_html}{content}</main>'
     elif theme.shell == "split":
-        head = f'<header class="topbar"><div class="wrap bar">{brand}<div class="userbox">{user_html}</div></div></header>'
+        head = plain_head
         body = (f'<main class="wrap"><div class="side right"><div>{flash_html}{search_html}{content}</div>'
                 f'<aside><div class="card"><nav class="nav" style="flex-direction:column">{nav_html}</nav></div>'
                 "</aside></div></main>")
@@ -150,8 +152,9 @@ def listing(theme: Theme, columns: Sequence[tuple[str, str | None]], rows: Seque
         return f'<table class="data"><thead><tr>{"".join(heads)}</tr></thead><tbody>{body}</tbody></table>'
     labels = [label for label, _ in columns][1:]
     if theme.listing == "cards":
-        tiles = "".join(f'<div class="tile">{name}' + "".join(
-            f'<div class="muted">{esc(k)}: {c}</div>' for k, c in zip(labels, cells)) + "</div>" for name, cells in rows)
+        tiles = "".join(f'<div class="tile">{name}' + "".join(f'<div class="muted">{esc(k)}: {c}</div>'
+                                                              for k, c in zip(labels, cells)) + "</div>"
+                        for name, cells in rows)
         return f'<div class="grid">{tiles}</div>'
     items = "".join(f"<li>{name} — " + " · ".join(f"{esc(k)} {c}" for k, c in zip(labels, cells)) + "</li>"
                     for name, cells in rows)

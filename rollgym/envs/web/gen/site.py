@@ -142,7 +142,7 @@ class GeneratedSite(FormHandlers):
             self.route("POST", rf"{post}/{action}/([0-9]+)", getattr(self, f"do_{action}"))
 
     # -- chrome ---------------------------------------------------------------------------------------------------
-    def nav(self) -> list[tuple[str, str]]:
+    def nav_links(self) -> list[tuple[str, str]]:
         """The navigation links: home, listing, the user's records, favourites, account."""
         return [("/", self.label("home")), (self.path("list"), self.label("nav_list")),
                 (self.path("mine"), self.label("nav_mine")), (self.path("saved"), self.label("nav_saved")),
@@ -167,7 +167,7 @@ class GeneratedSite(FormHandlers):
             back = request.path if request.method == "GET" and request.path != self.path("login") else "/"
             user_html = r.link(f"{self.path('login')}?next={quote(safe_path(back), safe='/')}", self.label("sign_in"))
         search = self.search_form() if self.theme.search == "header" else ""
-        body = r.layout(self.theme, title=title, site_name=self.name, accent=self.spec.accent, nav=self.nav(),
+        body = r.layout(self.theme, title=title, site_name=self.name, accent=self.spec.accent, nav=self.nav_links(),
                         current=request.path, user_html=user_html, flash_html=flash_html, content=content,
                         search_html=search, menu_href=self.path("menu"))
         response = Response(status=status, body=body)
@@ -214,7 +214,7 @@ class GeneratedSite(FormHandlers):
         return self.render(request, "Home", content)
 
     def menu(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        items = "".join(f"<li>{r.link(h, label)}</li>" for h, label in self.nav())
+        items = "".join(f"<li>{r.link(h, label)}</li>" for h, label in self.nav_links())
         return self.render(request, "Menu", f'<div class="card"><h1>Menu</h1><ul>{items}</ul></div>')
 
     def _filter_state(self, conn: sqlite3.Connection, request: Request) -> tuple[dict[str, str], list[str], list[Any]]:
@@ -241,7 +241,7 @@ class GeneratedSite(FormHandlers):
         out = [("name", self.label("sort_name"))]
         for f in self.kind.fields:
             if f.sort:
-                out += [(f"{f.key}_asc", self.sort_label(f.key, "asc")), (f"{f.key}_desc", self.sort_label(f.key, "desc"))]
+                out += [(f"{f.key}_{order}", self.sort_label(f.key, order)) for order in ("asc", "desc")]
         return out
 
     def listing(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
@@ -279,8 +279,10 @@ class GeneratedSite(FormHandlers):
         cats = conn.execute("SELECT name, slug FROM categories ORDER BY name").fetchall()
         enums = [f for f in self.kind.fields if f.filter]
         sorts = self.sort_options()
+        carried = {k for k in ("q", "sort") if (k == "q" and theme.search == "header")
+                   or (k == "sort" and theme.sorter != "select")}
         hidden = "".join(f'<input type="hidden" name="{k}" value="{esc(v)}">' for k, v in state.items()
-                         if v and (k == "q" and theme.search == "header" or k == "sort" and theme.sorter != "select"))
+                         if v and k in carried)
         if theme.filters == "form":
             inner = "" if theme.search == "header" else r.control(theme, name="q", label=self.label("search_field"),
                                                                    kind="search", value=state["q"], uid="fq")
@@ -418,7 +420,8 @@ class GeneratedSite(FormHandlers):
             return self.must_sign_in(request, f"Please sign in to see your {self.words['records']}.")
         found = conn.execute("SELECT r.*, i.name FROM records r JOIN items i ON i.id = r.item_id WHERE r.user_id = ? "
                              "ORDER BY r.created DESC, r.id DESC", (request.user["id"],)).fetchall()
-        heads = ["Reference", self.words["Singular"], "Created", "Status"] + (["Total"] if self.kind.record.total else [])
+        heads = ["Reference", self.words["Singular"], "Created", "Status"]
+        heads += ["Total"] if self.kind.record.total else []
         body = "".join(
             f"<tr><td>{r.link(self.path('record', x['id']), x['ref'])}</td>"
             f"<td>{r.link(self.path('item', x['item_id']), x['name'])}</td><td>{esc(self.theme.day(x['created']))}</td>"

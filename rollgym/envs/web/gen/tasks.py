@@ -229,9 +229,8 @@ def rubric_of(task: Task) -> Rubric:
         criteria += state_criteria(rules, goal=None, gate=SITE_GATE,
                                    gate_description="no row of any table changed beyond the user's sign-ins")
         return Rubric(criteria)
-    return Rubric(state_criteria(rules, goal="goal_reached", gate=SITE_GATE,
-                                 gate_description="no row of any table of the site changed beyond what the task allows"),
-                  asks_answer=False)
+    gate = "no row of any table of the site changed beyond what the task allows"
+    return Rubric(state_criteria(rules, goal="goal_reached", gate=SITE_GATE, gate_description=gate), asks_answer=False)
 
 
 @cache

@@ -218,7 +218,8 @@ a{color:var(--accent);text-decoration:none} .wrap{max-width:1060px;margin:0 auto
 main.wrap{padding-top:18px;padding-bottom:36px;flex:1 0 auto}
 .topbar,.banner{padding:12px 0} .bar{display:flex;gap:18px;align-items:center;flex-wrap:wrap}
 .brand{font-weight:700;font-size:20px} .nav{display:flex;gap:14px;flex-wrap:wrap}
-.card,.tile{background:var(--card);border:1px solid var(--border);border-radius:6px;padding:14px 16px;margin-bottom:12px}
+.card,.tile{background:var(--card);border:1px solid var(--border);border-radius:6px;padding:14px 16px;
+margin-bottom:12px}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(220px,1fr));gap:12px}
 .side{display:grid;grid-template-columns:220px 1fr;gap:18px} .side.right{grid-template-columns:1fr 240px}
 table.data{width:100%;border-collapse:collapse;background:var(--card)} table.data td,table.data th{padding:7px 10px;
@@ -231,7 +232,8 @@ border-radius:5px;padding:7px 14px;cursor:pointer} button.quiet{background:#e5e7
 .pager a,.pager span{padding:3px 9px;border:1px solid var(--border);border-radius:5px}
 .stack label{display:block;margin:8px 0 3px;font-weight:600} dl dt{font-weight:600;margin-top:6px} dl dd{margin:0 0 4px}
 .rail-layout{display:grid;grid-template-columns:170px 1fr;min-height:100vh} .rail{padding:16px 12px}
-.rail a{display:block;padding:6px 0} .sidebar-nav{padding:14px;border-radius:8px} .sidebar-nav a{display:block;padding:4px 0}
+.rail a{display:block;padding:6px 0} .sidebar-nav{padding:14px;border-radius:8px}
+.sidebar-nav a{display:block;padding:4px 0}
 .footer{color:var(--muted);font-size:13px;padding:14px 0;border-top:1px solid var(--border)}
 """
 

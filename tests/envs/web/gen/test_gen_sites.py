@@ -174,7 +174,7 @@ def test_themes_differ_in_structure_and_urls(server: WebServer) -> None:
         by_theme.setdefault(site_spec(key).theme.key, key)
     assert set(by_theme) == set(THEMES)
     skeletons, urls = set(), set()
-    for theme, key in by_theme.items():
+    for key in by_theme.values():
         token = server.create_episode(key)
         conn = http.client.HTTPConnection("127.0.0.1", int(server.base_url.rsplit(":", 1)[1]), timeout=10)
         obj = site(key)

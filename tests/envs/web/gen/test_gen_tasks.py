@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,8 @@ def test_tasks_are_deterministic_and_keep_the_answer_out_of_the_meta() -> None:
 def test_test_shares_the_sites_of_train_but_none_of_its_tasks() -> None:
     tasks = {split: [SOURCE.task(i, split) for i in range(600 if split == "train" else 200)] for split in GEN_SPLITS}
     ids = {split: {t.id for t in ts} for split, ts in tasks.items()}
-    assert not ids["train"] & ids["test"] and not ids["train"] & ids["validation"] and not ids["validation"] & ids["test"]
+    assert not ids["train"] & ids["test"] and not ids["train"] & ids["validation"]
+    assert not ids["validation"] & ids["test"]
     train_sites = {key for kind in KINDS for key in site_keys(kind, False)}
     held_sites = {key for kind in KINDS for key in site_keys(kind, True)}
     for split in ("train", "validation", "test"):
@@ -95,8 +97,12 @@ def test_constant_answers_score_zero_through_the_grader_of_an_episode() -> None:
     for i in range(12):
         task = SOURCE.task(i, "test")
         conn = fresh_copy(task.meta["site"])
+
+        def db(sql: str, params: tuple = (), conn: Any = conn) -> list[Any]:
+            return conn.execute(sql, params).fetchall()
+
         for constant in ("", "0", "done", "yes", "1"):
-            score = grade_answer(task, constant, lambda sql, params=(): conn.execute(sql, params).fetchall())
+            score = grade_answer(task, constant, db)
             assert score.reward == 0.0 and not score.correct, (task.id, constant)
 
 
