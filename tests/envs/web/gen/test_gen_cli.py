@@ -27,3 +27,8 @@ def test_list_stats_counts_sites_themes_and_templates() -> None:
     assert web["env_ids"] >= 13 and web["hand_written_sites"] == 3
     table = run_cli("list", "--stats")
     assert table.returncode == 0 and "generated sites" in table.stdout and "layout themes" in table.stdout
+
+
+def test_web_serve_takes_a_generated_site_and_refuses_an_unknown_one() -> None:
+    bad = run_cli("web", "serve", "gen-mall-01")
+    assert bad.returncode == 2 and "neither shop, forum, travel nor a generated site" in bad.stderr
