@@ -54,6 +54,7 @@ for _name, _sites, _what in _SITES:
 _GEN_COMPONENTS = [
     *_COMPONENTS,
     "rollgym.envs.web.gen.env",
+    "rollgym.envs.web.gen.schema",
     "rollgym.envs.web.gen.kinds",
     "rollgym.envs.web.gen.words",
     "rollgym.envs.web.gen.themes",

@@ -287,11 +287,11 @@ class GeneratedSite(FormHandlers):
             inner = "" if theme.search == "header" else r.control(theme, name="q", label=self.label("search_field"),
                                                                    kind="search", value=state["q"], uid="fq")
             inner += r.control(theme, name="category", label=self.kind.category_label, kind="select",
-                               value=state["category"], options=[("", self.label("all"))] +
+                               value=state["category"], options=[("", self._any(self.kind.category_label))] +
                                [(c["slug"], c["name"]) for c in cats])
             for f in enums:
                 inner += r.control(theme, name=f.key, label=f.label, kind="select", value=state.get(f.key, ""),
-                                   options=[("", self.label("all"))] + [(v, v) for v in self.enum_values(conn, f.key)])
+                                   options=[("", self._any(f.label))] + [(v, v) for v in self.enum_values(conn, f.key)])
             if theme.sorter == "select":
                 inner += r.control(theme, name="sort", label=self.label("sort"), kind="select", value=state["sort"],
                                    options=sorts)
@@ -318,6 +318,10 @@ class GeneratedSite(FormHandlers):
                      r.link(r.query_href(lst, state, sort=value), label) for value, label in sorts]
             out += f'<p class="sorts">{esc(self.label("sort"))}: {" · ".join(links)}</p>'
         return out
+
+    def _any(self, field_label: str) -> str:
+        """The "no filter" option; where a drop-down has no visible label it says which filter it is."""
+        return self.label("all") if self.theme.labelling == "for" else f"{field_label}: {self.label('all')}"
 
     def _facet(self, name: str, title: str, values: list[tuple[str, str]], state: dict[str, str]) -> str:
         current = state.get(name, "")
