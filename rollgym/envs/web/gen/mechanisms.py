@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,11 @@ _PHRASES = ("Thanks for the clear write-up", "Please double-check the details", 
             "Looks good to me after testing", "Updated after a second look")
 
 
+@lru_cache(maxsize=100_000)
+def _seeded_rows(site_key: str, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(query_base(site_key, sql, params))
+
+
 @dataclass(frozen=True)
 class Ctx:
     """A site and its seeded database, as mechanisms see them."""
@@ -50,8 +56,8 @@ class Ctx:
         return self.site.kind
 
     def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        """Query the site's seeded database."""
-        return list(query_base(self.site.key, sql, params))
+        """Query the site's seeded database (it never changes, so answers are cached)."""
+        return list(_seeded_rows(self.site.key, sql, tuple(params)))
 
     def user(self, rng: np.random.Generator, editor: bool = False) -> Any:
         """A random user (an editor when ``editor``)."""

@@ -152,8 +152,9 @@ def other_user(task: Task, editor: bool = False) -> str:
     return str(found[0])
 
 
-def other_item(task: Task) -> Any:
-    key, skip = task.meta["site"], _targets(task)
+def other_item(task: Task, avoid: set[int] | None = None) -> Any:
+    """An item the task does not touch (nor names), with stock to spare, not in ``avoid``."""
+    key, skip = task.meta["site"], _targets(task) | (avoid or set())
     names = set(str(v) for v in task.meta["params"].values() if isinstance(v, str))
     consumes = context(key).site.kind.record.consumes
     for item in rows(key, "SELECT * FROM items WHERE archived = 0 ORDER BY id DESC"):
@@ -205,8 +206,10 @@ def update_other_record(v: Visitor, task: Task) -> None:
 
 
 def favorite_other(v: Visitor, task: Task) -> None:
-    v.sign_in(task_user(task))
-    v.post(v.site.action_path("save", other_item(task)["id"]))
+    me, key = task_user(task), task.meta["site"]
+    saved = {r["item_id"] for r in rows(key, "SELECT item_id FROM favorites WHERE user_id = ?", _uid(key, me))}
+    v.sign_in(me)
+    v.post(v.site.action_path("save", other_item(task, avoid=saved)["id"]))
 
 
 def unfavorite_other(v: Visitor, task: Task) -> None:
