@@ -22,7 +22,7 @@ from rollgym.envs.web.gen.tasks import GenTaskSource
 from rollgym.envs.web.server import WebServer, site
 from tests.envs.web.test_web_abuse import Client, Listener, fuzz_site, redirect_tricks
 
-FUZZED = ["gen-shop-00", "gen-forum-05", "gen-library-08", "gen-wiki-h0", "gen-admin-h1"]
+FUZZED = ["gen-shop-00", "gen-forum-03", "gen-library-08", "gen-wiki-h0", "gen-admin-h1"]  # 5 kinds, 5 themes
 
 
 @pytest.fixture(scope="module")

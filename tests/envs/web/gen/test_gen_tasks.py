@@ -66,7 +66,9 @@ def _free_wins(source: GenTaskSource, n: int) -> tuple[Counter[str], Counter[str
         rubric = rubric_of(task)
         if task.meta["kind"] == "info":
             answers[str(task.answer)] += 1
-        for constant in (None, *CONSTANT_ANSWERS, *OTHER_CONSTANTS):
+        # a change task cannot be met by an answer: its required rows are missing whatever it says
+        constants = (None, *CONSTANT_ANSWERS, *OTHER_CONSTANTS) if task.meta["kind"] == "info" else (None, "done")
+        for constant in constants:
             if rubric.grade(dataclasses.replace(untouched, answer=constant)).correct:
                 wins[repr(constant)] += 1
     return wins, answers
