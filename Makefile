@@ -20,6 +20,7 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check rollgym tests bench examples
 	$(VENV)/bin/mypy rollgym
+	$(VENV)/bin/lint-imports --no-cache
 
 test: lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider

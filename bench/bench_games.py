@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.agents.mcts import MCTS
 from rollgym.envs.games.connect_four import ConnectFourState
 from rollgym.envs.games.hex import HexState
+from rollgym.envs.games.mcts import MCTS
 
 
 def rate(fn: Callable[[], Any], seconds: float) -> float:
@@ -124,8 +124,8 @@ def main() -> None:
 def bench_stockfish() -> list[tuple[str, float, float | None]]:
     """Seconds per full game: Stockfish (full strength, 2000 nodes/move) vs random, and skill 0 vs skill 20."""
     try:
-        from rollgym.agents.game_bots import RandomBot, StockfishBot
         from rollgym.benchmarks.ratings import play_game
+        from rollgym.envs.games.bots import RandomBot, StockfishBot
         from rollgym.envs.games.chess_state import ChessState
     except ImportError:
         return []

@@ -6,7 +6,7 @@ Run: ``ROLLGYM_DATA_DIR=../shared/data .venv/bin/python bench/bench_math.py``
 1. Verifier throughput and agreement on the same pairs: every MATH500 gold
    answer checked against the gold answers of 20 other problems (10,000 pairs,
    seed 0), plus the 500 (gold, solution box) pairs. rollgym: in-process fast
-   path plus the shared worker pool (``ROLLGYM_MATH_WORKERS``, default up to 4).
+   path plus the shared worker pool (``ROLLGYM_MATH_WORKERS``, default ``min(4, CPUs) + 1``).
    Peer: math-verify's own ``parse`` + ``verify`` per pair in one process, as its
    README shows. Printed: pairs/s for each and the ratio, the accepted
    (different-string) pairs of each side, and every disagreement.

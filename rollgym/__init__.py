@@ -7,6 +7,7 @@
 from rollgym import envs as _envs  # noqa: F401  (registers every env id)
 from rollgym.core import (
     SPLITS,
+    Agent,
     ConfigError,
     DataNotFoundError,
     EnvInfo,
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SPLITS",
+    "Agent",
     "ConfigError",
     "DataNotFoundError",
     "EnvInfo",

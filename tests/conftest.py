@@ -2,7 +2,9 @@
 
 ``require_binary`` and ``require_module`` skip a test with a clear reason on a
 developer machine that lacks an optional system tool or package, but fail it in
-CI (``CI=true``), where ``.ci/run`` installs everything.
+CI (``CI=true``), where ``.ci/run`` installs everything. Both work inside a test
+and at module level (before a module imports the optional package), where they
+skip the whole module, or fail its collection in CI; never a bare ImportError.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -27,18 +30,39 @@ def require_binary(name: str, *extra_paths: str) -> str:
     if found:
         return found
     message = f"{name} is not installed (apt-get install {name}); .ci/run installs it in CI"
-    if IN_CI:
-        pytest.fail(message)
-    pytest.skip(message)
+    _missing(message)
 
 
 def require_module(name: str) -> None:
     """Skip (fail in CI) when an optional Python package is missing."""
     if importlib.util.find_spec(name) is None:
-        message = f"Python package {name} is not installed; `make test` installs it"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        extra = EXTRA_OF.get(name.partition(".")[0])
+        how = f"pip install 'rollgym[{extra}]'" if extra else "`make test` installs it"
+        _missing(f"Python package {name} is not installed ({how})")
+
+
+def require_modules(*names: str) -> None:
+    """:func:`require_module` for each name."""
+    for name in names:
+        require_module(name)
+
+
+def _missing(message: str) -> NoReturn:
+    if IN_CI:
+        pytest.fail(f"{message}; CI installs every extra, so this is a failure there", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+# The extra that provides each optional package (pyproject.toml); the test tools come with [dev].
+EXTRA_OF = {
+    "sympy": "math", "math_verify": "math", "datasets": "math", "docker": "docker", "chess": "games",
+    "pettingzoo": "games", "playwright": "web", "PIL": "web", "torch": "llm", "transformers": "llm",
+    "tokenizers": "llm", "httpx": "llm", "matplotlib": "train", "trl": "trl", "accelerate": "trl",
+    "pyarrow": "trl", "vllm": "vllm", "fastapi": "leaderboard", "uvicorn": "leaderboard",
+    "sqlalchemy": "leaderboard", "psycopg": "postgres", "ray": "ray", "bm25s": "search",
+    "hypothesis": "dev", "psutil": "dev", "reasoning_gym": "dev", "pyspiel": "dev", "skimage": "dev",
+    "rank_bm25": "dev", "grimp": "dev", "importlinter": "dev",
+}
 
 
 @pytest.fixture

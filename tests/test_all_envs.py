@@ -32,8 +32,22 @@ def test_import_is_light():
     assert report["heavy"] == [], f"import rollgym pulled in {report['heavy']}; import them lazily"
 
 
+# The optional packages each family needs: without them its tests skip (and fail in CI).
+NEEDS = {"math": ["sympy", "math_verify"], "search": ["bm25s"], "worldmodel": [], "games": [], "puzzles": []}
+
+
+def _require_extras(env_id: str) -> None:
+    from tests.conftest import require_module
+
+    for module in NEEDS.get(rollgym.env_info(env_id).family, []):
+        require_module(module)
+    if env_id.startswith("Chess"):
+        require_module("chess")
+
+
 @pytest.mark.parametrize("env_id", [i for i in ENV_IDS if rollgym.env_info(i).family not in SLOW_FAMILIES])
 def test_check_env_passes_without_warnings(env_id):
+    _require_extras(env_id)
     env = gym.make(env_id)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -45,6 +59,7 @@ def test_check_env_passes_without_warnings(env_id):
 
 @pytest.mark.parametrize("env_id", [i for i in ENV_IDS if rollgym.env_info(i).family not in SLOW_FAMILIES])
 def test_same_seed_gives_the_same_first_observation(env_id):
+    _require_extras(env_id)
     a, b = gym.make(env_id), gym.make(env_id)
     obs_a, info_a = a.reset(seed=123)
     obs_b, info_b = b.reset(seed=123)
@@ -54,3 +69,58 @@ def test_same_seed_gives_the_same_first_observation(env_id):
     assert info_a["env_id"] == env_id and info_a["spec_hash"] == rollgym.env_info(env_id).content_hash
     a.close()
     b.close()
+
+
+# -- the terminal contract ---------------------------------------------------------------------------------
+
+# Small boards keep the oracle (MCTS-1000) quick; the contract does not depend on the size.
+PLAY_KWARGS: dict[str, dict[str, object]] = {
+    "ConnectFour-v0": {"rows": 5, "columns": 5, "x_in_row": 4},
+    "Hex-v0": {"size": 5},
+    "Chess-v1": {"max_plies": 120},
+    "Chess960-v1": {"max_plies": 120},
+}
+CONTRACT_IDS = list(ENV_IDS)
+
+
+def _play_to_the_end(env_id: str, agent_name: str, seed: int) -> tuple[float, dict]:
+    from rollgym.agents import make_agent
+
+    _require_extras(env_id)
+    env = gym.make(env_id, **PLAY_KWARGS.get(env_id, {}))
+    agent = make_agent(agent_name) if isinstance(env.action_space, rollgym.TextSpace) else None
+    if agent is not None:
+        agent.reset(seed)
+    observation, info = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    for _ in range(400):
+        action = agent.act(observation, info) if agent is not None else env.action_space.sample()
+        observation, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            env.close()
+            return float(reward), info
+    env.close()
+    raise AssertionError(f"{env_id} with the {agent_name} agent did not end in 400 steps")
+
+
+def _assert_score_fields(env_id: str, reward: float, info: dict) -> None:
+    missing = {"reward", "correct", "parsed", "error", "details"} - set(info)
+    assert not missing, f"{env_id}: the terminal info lacks {sorted(missing)}"
+    assert type(info["reward"]) is float and info["reward"] == reward, (env_id, info["reward"], reward)
+    assert type(info["correct"]) is bool, (env_id, info["correct"])
+    assert info["error"] is None or isinstance(info["error"], str), (env_id, info["error"])
+    assert isinstance(info["details"], dict), (env_id, info["details"])
+    json.dumps({k: info[k] for k in ("reward", "correct", "parsed", "error", "details")})  # JSON-ready
+
+
+@pytest.mark.parametrize("env_id", CONTRACT_IDS)
+def test_a_random_episode_ends_with_the_score_fields(env_id):
+    reward, info = _play_to_the_end(env_id, "random", seed=7)
+    _assert_score_fields(env_id, reward, info)
+
+
+@pytest.mark.parametrize("env_id", [i for i in CONTRACT_IDS if rollgym.env_info(i).oracle is not None])
+def test_an_oracle_episode_ends_with_the_score_fields_and_is_correct(env_id):
+    reward, info = _play_to_the_end(env_id, "oracle", seed=7)
+    _assert_score_fields(env_id, reward, info)
+    assert info["correct"] is True, (env_id, info.get("details"))

@@ -14,6 +14,7 @@ import pytest
 
 import rollgym
 from rollgym import cli
+from rollgym.commands.demo import DEMO_ENVS
 
 TOY_DIR = Path(__file__).resolve().parent / "rollout"
 if str(TOY_DIR) not in sys.path:
@@ -135,7 +136,9 @@ def test_unknown_env_id_is_one_line_and_exit_2() -> None:
         (["eval", ADD, "--seed", "-1"], "--seed"),
         (["launch"], "invalid choice"),
         (["eval", ADD, "--env-arg", "crash"], "KEY=VALUE"),
-        (["eval", ADD, "--env-arg", "colour=red"], "does not take"),
+        (["eval", ADD, "--env-arg", "colour=red"], "has no option 'colour'"),
+        (["eval", "Countdown-v0", "--env-arg", "num_number=3"], "did you mean 'num_numbers'? Its options are"),
+        (["play", "Countdown-v0", "--env-arg", "usage=sometimes"], "usage must be one of"),
         (["eval", ADD, "--split", "holdout"], "split"),
     ],
 )
@@ -242,7 +245,7 @@ def test_a_killed_eval_resumes_to_the_same_summary(tmp_path: Path) -> None:
 def test_demo_runs_oracle_and_random_on_countdown_and_sudoku() -> None:
     result = rollgym_cmd("demo", "--n", "3", "--group-size", "2", "--no-leaderboard")
     assert result.returncode == 0, result.stderr
-    for env_id in cli.DEMO_ENVS:
+    for env_id in DEMO_ENVS:
         assert env_id in result.stdout
     assert result.stdout.count("oracle") == 3 and result.stdout.count("random") == 3
     assert "100.0%" in result.stdout  # the oracle rows
@@ -258,7 +261,7 @@ def test_demo_runs_the_whole_loop_into_a_verified_static_leaderboard(tmp_path: P
 def test_demo_skips_an_unregistered_env_and_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "DEMO_ENVS", ("Countdown-v0", "Missing-v0"))
+    monkeypatch.setattr("rollgym.commands.demo.DEMO_ENVS", ("Countdown-v0", "Missing-v0"))
     assert cli.main(["demo", "--n", "2", "--group-size", "1", "--no-leaderboard"]) == 0
     captured = capsys.readouterr()
     assert "Skipping Missing-v0" in captured.err and "Countdown-v0" in captured.out
@@ -284,3 +287,13 @@ def test_import_rollgym_does_not_import_rich_or_the_cli() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "[]"
+
+
+def test_cli_is_only_the_parser_and_old_names_still_import_with_a_warning() -> None:
+    import ast
+
+    tree = ast.parse(Path(cli.__file__).read_text(encoding="utf-8"))
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert functions <= {"_register_commands", "_raise", "build_parser", "main"}, functions
+    with pytest.warns(DeprecationWarning, match="rollgym.commands.options.parse_env_args"):
+        assert cli.parse_env_args(["a=1"]) == {"a": 1}

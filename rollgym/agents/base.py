@@ -1,30 +1,22 @@
-"""The ``Agent`` protocol and the reference agents every env supports."""
+"""The reference agents every env supports: oracle, random and human.
+
+The :class:`~rollgym.core.agent.Agent` protocol they follow lives in ``core``
+(re-exported here and from :mod:`rollgym.agents`).
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.core.registration import env_info
 
-
-@runtime_checkable
-class Agent(Protocol):
-    """A step-by-step policy: it reads an observation and its ``info`` and returns an action.
-
-    ``reset(seed)`` is called at the start of every episode; agents with no
-    per-episode state may ignore it.
-    """
-
-    name: str
-
-    def reset(self, seed: int | None = None) -> None: ...
-
-    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+__all__ = ["AGENTS", "Agent", "HumanAgent", "OracleAgent", "RandomAgent", "make_agent"]
 
 
 def _resolve(entry_point: str) -> Callable[..., Any]:

@@ -91,8 +91,9 @@ class ModelServer:
         return future.result()
 
     def _sampling(self, body: dict[str, Any]) -> SamplingParams:
-        if body.get("stream"):
-            raise _RequestError(400, "Streaming is not supported by rollgym serve-model; set stream to false.")
+        if body.get("stream") and "messages" not in body:
+            raise _RequestError(400, "Streaming is not supported on /v1/completions (only on /v1/chat/completions); "
+                                     "set stream to false.")
         stop = body.get("stop") or ()
         try:
             return SamplingParams(
@@ -212,6 +213,28 @@ class ModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _stream(self, out: dict[str, Any], usage: bool) -> None:
+                """Send a finished chat completion as OpenAI's server-sent chunks (the text in one delta)."""
+                events = []
+                for choice in out["choices"]:
+                    delta = {k: v for k, v in choice["message"].items() if v is not None}
+                    if "tool_calls" in delta:
+                        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(delta["tool_calls"])]
+                    events.append({"index": choice["index"], "delta": delta, "finish_reason": None})
+                    events.append({"index": choice["index"], "delta": {}, "finish_reason": choice["finish_reason"]})
+                base = {"id": out["id"], "object": "chat.completion.chunk", "created": out["created"],
+                        "model": out["model"]}
+                chunks = [{**base, "choices": [event]} for event in events]
+                if usage:
+                    chunks.append({**base, "choices": [], "usage": out["usage"]})
+                data = b"".join(b"data: " + json.dumps(c).encode("utf-8") + b"\n\n" for c in chunks)
+                data += b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def _error(self, status: int, message: str) -> None:
                 kind = "invalid_request_error" if status < 500 else "server_error"
                 self._send(status, {"error": {"message": message, "type": kind}})
@@ -239,7 +262,10 @@ class ModelServer:
                     body = json.loads(self.rfile.read(length) or b"{}")
                     if not isinstance(body, dict):
                         raise _RequestError(400, "The request body must be a JSON object.")
-                    self._send(200, handler(body))
+                    if body.get("stream") and handler == server.chat:
+                        self._stream(handler(body), bool((body.get("stream_options") or {}).get("include_usage")))
+                    else:
+                        self._send(200, handler(body))
                 except json.JSONDecodeError:
                     self._error(400, "The request body is not valid JSON.")
                 except _RequestError as exc:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import write_jsonl_atomic
 
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054
@@ -236,7 +236,7 @@ def run_tournament(new_state: Callable[[], Any], bots: dict[str, Any], games_per
     """A round robin in which every pair plays ``games_per_pair`` games, alternating who moves first.
 
     Example:
-        >>> from rollgym.agents.game_bots import make_bot
+        >>> from rollgym.envs.games.bots import make_bot
         >>> from rollgym.envs.games.connect_four import ConnectFourState
         >>> res = run_tournament(ConnectFourState, {"random": make_bot("random"), "greedy": make_bot("greedy")}, 2)
         >>> len(res), {r.first for r in res} == {"random", "greedy"}
@@ -262,13 +262,7 @@ def run_tournament(new_state: Callable[[], Any], bots: dict[str, Any], games_per
 
 def save_results(results: Iterable[GameResult], path: str | os.PathLike[str]) -> None:
     """Write results as JSON lines, atomically (temp file, then rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for r in results:
-            f.write(json.dumps(asdict(r)) + "\n")
-    os.replace(tmp, target)
+    write_jsonl_atomic(path, (asdict(r) for r in results))
 
 
 def load_results(path: str | os.PathLike[str]) -> list[GameResult]:

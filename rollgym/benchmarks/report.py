@@ -75,6 +75,15 @@ def game_score(reward: float | None) -> float:
     return 0.5 if reward >= 0.5 else 0.0
 
 
+def game_points(trajectory: Any) -> float:
+    """The agent's points in a game trajectory: ``info["details"]["points"]`` (1 / 0.5 / 0), which the
+    game envs report whatever their ``reward_scheme``; from the reward for results recorded before they did."""
+    details = trajectory.info.get("details") if trajectory.usable else None
+    if isinstance(details, dict) and isinstance(details.get("points"), (int, float)):
+        return float(details["points"])
+    return game_score(trajectory.reward) if trajectory.usable else 0.0
+
+
 def summarize_entry(entry: SuiteEntry, groups: list[RolloutGroup]) -> dict[str, Any]:
     """The entry's metrics, plus one row per difficulty bucket, JSON-ready."""
     by_difficulty: dict[str, list[RolloutGroup]] = {}
@@ -102,7 +111,7 @@ def summarize_entry(entry: SuiteEntry, groups: list[RolloutGroup]) -> dict[str, 
     }
     if entry.rating:
         trajectories = [t for g in groups for t in g.trajectories]
-        points = sum(game_score(t.reward) for t in trajectories)
+        points = sum(game_points(t) for t in trajectories)
         summary["games"] = {
             "ladder": entry.rating["ladder"],
             "opponent": entry.rating["opponent"],
@@ -133,7 +142,7 @@ def ladder_ratings(entries: list[SuiteEntry], groups_by_entry: dict[str, list[Ro
         anchors[opponent] = float(entry.rating["elo"])
         for group in groups_by_entry[entry.name]:
             for t in group.trajectories:
-                games.append(GameResult(AGENT_PLAYER, opponent, game_score(t.reward)))
+                games.append(GameResult(AGENT_PLAYER, opponent, game_points(t)))
     ratings: dict[str, Any] = {}
     for ladder, (games, anchors) in sorted(ladders.items()):
         if not games:

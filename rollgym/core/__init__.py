@@ -1,8 +1,9 @@
-"""rollgym's shared contracts: tasks, scores, spaces, env bases, seeding, extraction, registration.
+"""rollgym's shared contracts: tasks, scores, spaces, env bases, the agent protocol, seeding, extraction, registration.
 
 ``core`` imports nothing else from rollgym.
 """
 
+from rollgym.core.agent import Agent
 from rollgym.core.env import SingleTurnEnv, StepResult, TaskSource, TextEnv
 from rollgym.core.errors import (
     ConfigError,
@@ -26,6 +27,7 @@ from rollgym.core.toolcalls import (
 
 __all__ = [
     "SPLITS",
+    "Agent",
     "ConfigError",
     "DataNotFoundError",
     "EnvInfo",

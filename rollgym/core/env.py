@@ -5,6 +5,13 @@ at ``reset`` and talks to the agent in strings. Subclasses implement two hooks:
 ``_start(task) -> observation`` and ``_advance(action) -> (observation, reward,
 terminated, truncated, info)``; the base class handles task selection, seeding,
 the ``info`` keys every env shares, and bad input.
+
+Tasks carry the id of the env that made them. ``gym.make`` sets an env's spec
+(and so its id) only after ``__init__``, so an env does not build its source
+itself: it implements ``_make_source(env_id)``. The base class calls it in
+``__init__`` (so that a bad configuration fails at construction, with the
+class's default id) and again, once, when the env's id has changed since (after
+``gym.make`` set the spec). Nothing sets attributes on a source after it is built.
 """
 
 from __future__ import annotations
@@ -31,7 +38,10 @@ class TaskSource(Protocol):
 
     ``task(index, split)`` returns the same task every time it is called with the
     same arguments; ``size(split)`` is the number of tasks in a split, or ``None``
-    when a generator's supply is unbounded.
+    when a generator's supply is unbounded. A source that names its tasks after an
+    env id takes the id when it is built (see :meth:`TextEnv._make_source`). A source
+    may also set ``extra_splits``, split names beyond :data:`~rollgym.core.seeding.SPLITS`
+    that it serves without a finite size (e.g. ``("test_unseen",)`` for held-out worlds).
     """
 
     family: str
@@ -61,7 +71,7 @@ class TextEnv(gym.Env[str, str], ABC):
 
     def __init__(
         self,
-        source: TaskSource,
+        source: TaskSource | None = None,
         *,
         split: str = "train",
         render_mode: str | None = None,
@@ -72,7 +82,10 @@ class TextEnv(gym.Env[str, str], ABC):
             raise ConfigError(
                 f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}."
             )
-        self.source = source
+        self._given_source = source
+        self._source: TaskSource | None = source
+        self._source_env_id: str | None = None
+        self.source  # noqa: B018  (built now, so a bad configuration fails at construction)
         self.split = check_split(split) if split in SPLITS else self._dataset_split(split)
         self.render_mode = render_mode
         self.observation_space = TextSpace(max_observation_length)
@@ -83,10 +96,36 @@ class TextEnv(gym.Env[str, str], ABC):
         self._transcript: list[tuple[str, str]] = []
 
     def _dataset_split(self, split: str) -> str:
+        if split in getattr(self.source, "extra_splits", ()):
+            return split
         size = self.source.size(split)
         if size is None or size == 0:
             raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
         return split
+
+    # -- tasks --------------------------------------------------------------
+    @property
+    def source(self) -> TaskSource:
+        """Where this env's tasks come from, built by :meth:`_make_source` for the env's current id."""
+        if self._given_source is not None:
+            return self._given_source
+        env_id = self.env_id
+        if self._source is None or self._source_env_id != env_id:
+            self._source = self._make_source(env_id)
+            self._source_env_id = env_id
+        return self._source
+
+    def _make_source(self, env_id: str) -> TaskSource:
+        """Build the task source whose tasks carry ``env_id``.
+
+        Called from ``TextEnv.__init__`` (set what it reads before calling
+        ``super().__init__``), and again when the env's id has changed, i.e. once
+        after ``gym.make`` set a spec whose id differs from the class default.
+        Envs that pass a ready source to ``__init__`` need not implement it.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} passes no source to TextEnv.__init__ and does not implement _make_source(env_id)."
+        )
 
     # -- identity -----------------------------------------------------------
     @property
@@ -158,10 +197,11 @@ class TextEnv(gym.Env[str, str], ABC):
                 task = Task.from_dict(task)
             if not isinstance(task, Task):
                 raise ConfigError("options['task'] must be a rollgym Task or its to_dict() form.")
+            self._episode_split: str | None = None  # a given task: its split is not known here
             return task, None
         split = options.get("split", self.split)
         size = self.source.size(split)
-        if split not in SPLITS and not size:
+        if split not in SPLITS and split not in getattr(self.source, "extra_splits", ()) and not size:
             raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
         if "task_index" in options:
             index = options["task_index"]
@@ -170,6 +210,7 @@ class TextEnv(gym.Env[str, str], ABC):
                 raise ConfigError(f"task_index must be {bound}, got {index!r}.")
         else:
             index = int(self.np_random.integers(0, size if size else 2**31))
+        self._episode_split = split
         return self.source.task(index, split), index
 
     def _common_info(self) -> dict[str, Any]:
@@ -177,7 +218,7 @@ class TextEnv(gym.Env[str, str], ABC):
             "task_id": self.task.id if self.task else None,
             "env_id": self.env_id,
             "spec_hash": self.spec_hash,
-            "split": self.split,
+            "split": getattr(self, "_episode_split", self.split),  # the episode's task's split
             "task_index": self.task_index,
             "system_prompt": self.system_prompt,
             # a deep copy: infos of different steps must not share mutable lists (check_env compares them)

@@ -5,54 +5,31 @@ imports those modules, and ``gym.make("rollgym:Countdown-v0")`` works without
 the import because Gymnasium imports the module named before the colon.
 
 Besides Gymnasium's ``EnvSpec``, every id has an :class:`EnvInfo` with a
-one-line description and a *content hash* of the modules that define what a
-task is and how it scores (generator, prompt, verifier). The hash ignores
-docstrings, comments and formatting, so it changes exactly when code does; a
-change of hash without a ``-vN`` bump is a bug that ``tests/test_spec_hashes.py``
-catches. Results and submissions carry the hash.
+one-line description and a *content hash* of every module its entry point
+imports, computed from the import closure (see :mod:`rollgym.core.spec_hash`):
+generator, prompt, verifier, opponents, and the core code they use. The hash
+ignores docstrings, comments and formatting, so it changes exactly when code
+does; a change of hash without a ``-vN`` bump is a bug that
+``tests/test_spec_hashes.py`` catches. Results and submissions carry the hash.
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import hashlib
-import importlib.util
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
 from rollgym.core.errors import UnknownEnvError
+from rollgym.core.spec_hash import closure_hash, import_closure, module_source_hash
+
+__all__ = ["EnvInfo", "env_info", "list_envs", "make", "module_source_hash", "register_env"]
 
 _REGISTRY: dict[str, EnvInfo] = {}
-_MODULE_HASHES: dict[str, str] = {}
-
-
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            first = body[0] if body else None
-            is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            if is_doc and isinstance(first.value.value, str):  # type: ignore[union-attr]
-                node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def module_source_hash(module: str) -> str:
-    """SHA-256 of a module's code without docstrings and comments, read without importing it."""
-    if module not in _MODULE_HASHES:
-        spec = importlib.util.find_spec(module)
-        if spec is None or spec.origin is None:
-            raise UnknownEnvError(f"Spec component {module!r} is not an importable module.")
-        source = Path(spec.origin).read_text(encoding="utf-8")
-        tree = _strip_docstrings(ast.parse(source))
-        _MODULE_HASHES[module] = hashlib.sha256(ast.dump(tree).encode("utf-8")).hexdigest()
-    return _MODULE_HASHES[module]
 
 
 @dataclass(frozen=True)
@@ -64,7 +41,8 @@ class EnvInfo:
         entry_point: ``"module:Class"`` as given to Gymnasium.
         description: One line for ``rollgym list``.
         family: The task family, e.g. ``"puzzles"`` or ``"math"``.
-        components: Modules whose code defines the tasks and scoring; hashed.
+        components: Extra modules to hash with the entry point's import closure, for code the env
+            loads by name (which no import statement shows); usually empty.
         kwargs: Constructor arguments that this id fixes.
         oracle: ``"module:function"`` of a reference policy ``f(observation, info) -> action``
             that solves the env, used by :class:`~rollgym.agents.OracleAgent`.
@@ -76,20 +54,23 @@ class EnvInfo:
     entry_point: str
     description: str
     family: str
-    components: tuple[str, ...]
+    components: tuple[str, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     oracle: str | None = None
     random_policy: str | None = None
 
     @cached_property
+    def hashed_modules(self) -> tuple[str, ...]:
+        """Every module the content hash covers: the entry point's import closure, plus ``components``."""
+        return import_closure([self.entry_point.partition(":")[0], *self.components])
+
+    @cached_property
     def content_hash(self) -> str:
-        """A 16-hex-digit hash of the id, its fixed arguments and its components' code."""
+        """A 16-hex-digit hash of the id, its fixed arguments and the code of :attr:`hashed_modules`."""
         h = hashlib.sha256()
         h.update(self.id.encode())
         h.update(json.dumps(self.kwargs, sort_keys=True, default=repr).encode())
-        for module in sorted(self.components):
-            h.update(module.encode())
-            h.update(module_source_hash(module).encode())
+        h.update(closure_hash(self.hashed_modules).encode())
         return h.hexdigest()[:16]
 
 
@@ -99,7 +80,7 @@ def register_env(
     *,
     description: str,
     family: str,
-    components: tuple[str, ...] | list[str],
+    components: tuple[str, ...] | list[str] = (),
     kwargs: dict[str, Any] | None = None,
     max_episode_steps: int | None = None,
     oracle: str | None = None,
@@ -109,7 +90,7 @@ def register_env(
 
     Example:
         >>> info = register_env("Demo-v0", "rollgym.envs.countdown:CountdownEnv",
-        ...     description="demo", family="demo", components=["rollgym.core.task"])
+        ...     description="demo", family="demo")
         >>> info.id in gym.registry
         True
     """
@@ -145,21 +126,52 @@ def list_envs() -> list[EnvInfo]:
     return sorted(_REGISTRY.values(), key=lambda e: (e.family, e.id))
 
 
+# gym.make's own keyword arguments, taken before the env's constructor sees the rest
+_MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")
+
+
+def env_options(env_id: str) -> tuple[str, ...] | None:
+    """The keyword arguments ``make(env_id, ...)`` accepts, from the env class's constructors.
+
+    Follows ``**kwargs`` up the class hierarchy (a game env passes them to its base);
+    ``None`` when a constructor accepts arbitrary keywords, so no list is complete.
+
+    Example:
+        >>> "num_numbers" in env_options("Countdown-v0")
+        True
+    """
+    import importlib
+    import inspect
+
+    module, _, name = env_info(env_id).entry_point.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    options: set[str] = set(_MAKE_OPTIONS)
+    for klass in inspect.getmro(cls) if inspect.isclass(cls) else [cls]:
+        init = klass.__dict__.get("__init__") if inspect.isclass(klass) else klass
+        if init is None:
+            continue
+        parameters = list(inspect.signature(init).parameters.values())
+        options |= {p.name for p in parameters[1 if inspect.isclass(klass) else 0:]
+                    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            return tuple(sorted(options))
+    return None
+
+
 def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
-    """``gym.make`` with rollgym's clear error for unknown ids and bad arguments.
+    """``gym.make`` with rollgym's clear errors for unknown ids and unknown arguments.
+
+    An argument the env does not take raises :class:`~rollgym.core.errors.ConfigError`
+    before anything is built, naming the closest option and listing them all.
 
     Example:
         >>> import rollgym
         >>> env = rollgym.make("Countdown-v0")
     """
-    info = env_info(env_id)
-    try:
-        return gym.make(info.id, **kwargs)
-    except TypeError as exc:
-        if "unexpected keyword argument" in str(exc):
-            from rollgym.core.errors import ConfigError
+    from rollgym.core.config import check_known
 
-            raise ConfigError(
-                f"{info.id} does not take that argument ({exc}); see its docstring for the options."
-            ) from exc
-        raise
+    info = env_info(env_id)
+    options = env_options(info.id)
+    if options is not None:
+        check_known(info.id, kwargs, options)
+    return gym.make(info.id, **kwargs)

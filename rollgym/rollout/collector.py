@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, run_episode
@@ -64,6 +65,8 @@ def resolve_env(env_id: str) -> EnvInfo:
         UnknownEnvError: when the id is not registered (with the closest ids).
         ConfigError: when the module before the colon cannot be imported.
     """
+    if "://" in env_id:  # an env served by `rollgym serve-env`: rollgym.remote registers a proxy id for it
+        return importlib.import_module("rollgym.remote").resolve_url(env_id)  # type: ignore[no-any-return]
     if ":" in env_id:
         module = env_id.split(":", 1)[0]
         try:
@@ -73,7 +76,7 @@ def resolve_env(env_id: str) -> EnvInfo:
     return env_info(env_id)
 
 
-def agent_name(agent: Any) -> str:
+def agent_name(agent: Agent) -> str:
     """The name an agent reports (``agent.name``), else its class name."""
     return str(getattr(agent, "name", None) or type(agent).__name__)
 
@@ -95,7 +98,7 @@ def _validate(n_tasks: int, group_size: int, seed: int, max_steps: int) -> None:
 
 
 def collect(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     n_tasks: int,
     group_size: int,
@@ -191,7 +194,7 @@ class RunPlan:
     records: dict[tuple[int, int], EpisodeRecord]
 
     @classmethod
-    def prepare(cls, agent: Any, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
+    def prepare(cls, agent: Agent, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
                 out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int) -> RunPlan:
         """Resolve the env, check the agent, open (and resume) the results file."""
         info = resolve_env(env_id)
@@ -223,7 +226,9 @@ class RunPlan:
         try:
             if out is not None:
                 writer, existing = ResultsWriter.open(out, header)
-                records = {(r.task_index, r.trajectory.sample_idx): r for r in existing}
+                # failures marked retry_on_resume (a lost env server) are played again
+                records = {(r.task_index, r.trajectory.sample_idx): r for r in existing
+                           if not r.trajectory.info.get("failure", {}).get("retry_on_resume")}
         except BaseException:
             env.close()
             raise
@@ -261,7 +266,7 @@ class RunPlan:
 class _Worker:
     """One env and one agent that play episodes one at a time."""
 
-    def __init__(self, env: Any, agent: Any, new_env: Callable[[], Any]) -> None:
+    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any]) -> None:
         self.env = env
         self.agent = agent
         self.new_env = new_env
@@ -274,7 +279,7 @@ class _Worker:
         return task_index, EpisodeRecord(task_index, task, trajectory)
 
 
-def _agent_copy(agent: Any) -> Any:
+def _agent_copy(agent: Agent) -> Agent:
     spawn = getattr(agent, "spawn", None)
     return spawn() if callable(spawn) else copy.deepcopy(agent)
 

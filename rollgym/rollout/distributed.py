@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
@@ -43,7 +44,7 @@ def _import_ray() -> Any:
 class EnvWorker:
     """A Ray actor body: a pool of envs and an agent factory, playing episodes on request."""
 
-    def __init__(self, env_id: str, split: str, env_kwargs: dict[str, Any], agent_factory: Callable[[], Any],
+    def __init__(self, env_id: str, split: str, env_kwargs: dict[str, Any], agent_factory: Callable[[], Agent],
                  limits: EpisodeLimits) -> None:
         import rollgym
 
@@ -71,7 +72,7 @@ class EnvWorker:
 
 
 def collect_ray(
-    agent_factory: Callable[[], Any],
+    agent_factory: Callable[[], Agent],
     env_id: str,
     n_tasks: int,
     group_size: int,

@@ -9,7 +9,10 @@ and :func:`arun_episode` are the two drivers over it.
 Limits (:class:`EpisodeLimits`): ``max_steps`` and ``max_total_tokens`` (the
 agent's tokens over all turns, model and env tokens alike, as TRL counts them)
 *truncate* the episode; ``step_timeout_s`` and ``episode_timeout_s`` *fail* it,
-with the reason in ``info["failure"]``; a failed rollout is never scored 0.
+with the reason in ``info["failure"]``; a failed rollout is never scored 0. An env
+that cannot go on (a game whose opponent engine died) ends the episode and puts a
+``{"type", "message"}`` dict in ``info["failure"]``; that fails the rollout too,
+at stage ``step``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.rollout.types import Status, Trajectory, Turn, to_jsonable
@@ -60,8 +64,23 @@ class _Failure:
     def to_info(self) -> dict[str, Any]:
         frames = traceback.format_exception(type(self.exc), self.exc, self.exc.__traceback__)
         message = str(self.exc) or type(self.exc).__name__
-        return {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
+        info: dict[str, Any] = {"stage": self.stage, "type": type(self.exc).__name__, "message": message,
                 "traceback": "".join(frames[-3:])}
+        if getattr(self.exc, "retry_on_resume", False):  # e.g. a lost env server: a resumed run plays it again
+            info["retry_on_resume"] = True
+        return info
+
+
+class _ReportedFailure(_Failure):
+    """A failure the env reported in ``info["failure"]`` when it ended the episode."""
+
+    def __init__(self, report: Mapping[str, Any]) -> None:
+        self.stage = "step"
+        self.report = report
+
+    def to_info(self) -> dict[str, Any]:
+        return {"stage": self.stage, "type": str(self.report.get("type") or "EnvFailure"),
+                "message": str(self.report.get("message") or ""), "reported_by": "env"}
 
 
 class StepTimeout(TimeoutError):
@@ -80,7 +99,7 @@ def _as_turn(value: Any) -> Turn:
     return Turn.from_dict({name: getattr(value, name, None) for name in Turn.__dataclass_fields__})
 
 
-def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
     record_fn = getattr(agent, "token_record", None)
     if not callable(record_fn):
@@ -106,7 +125,7 @@ def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any]
     return fields, notes
 
 
-def _tokens_used(agent: Any) -> int:
+def _tokens_used(agent: Agent) -> int:
     """Tokens the agent's context has grown by (model and env tokens), or 0 for text agents."""
     used = getattr(agent, "tokens_used", None)
     return int(used() if callable(used) else used or 0)
@@ -125,7 +144,7 @@ def _observation_text(observation: Any) -> str:
 class _Episode:
     """What one episode did so far; turns into a :class:`Trajectory` at the end."""
 
-    def __init__(self, agent: Any, limits: EpisodeLimits) -> None:
+    def __init__(self, agent: Agent, limits: EpisodeLimits) -> None:
         self.agent = agent
         self.limits = limits
         self.messages: list[dict[str, str]] = []
@@ -187,6 +206,8 @@ class _Episode:
         if terminated or truncated:
             self.status = "completed" if terminated else "truncated"
             self.done = True
+            if isinstance(info.get("failure"), Mapping):
+                self.failure = _ReportedFailure(info["failure"])
         elif self.limits.max_total_tokens is not None and _tokens_used(self.agent) >= self.limits.max_total_tokens:
             self.info = {**self.info, "truncated_by": "token_budget"}
             self.done = True
@@ -243,7 +264,7 @@ class _Episode:
 
 def run_episode(
     env: Any,
-    agent: Any,
+    agent: Agent,
     *,
     seed: int | None,
     agent_seed: int | None = None,
@@ -326,7 +347,7 @@ async def _await(coro: Awaitable[T], timeout: float | None) -> T:
 
 async def arun_episode(
     env: Any,
-    agent: Any,
+    agent: Agent,
     *,
     seed: int | None,
     agent_seed: int | None = None,
@@ -354,7 +375,12 @@ async def arun_episode(
     async def play() -> None:
         started = time.perf_counter()
         try:
-            reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
+            remote = getattr(env, "unwrapped", env)  # remote envs (rollgym.remote) are awaited, not blocked on
+            areset = getattr(remote, "areset", None)
+            if callable(areset):
+                reset = await _await(areset(seed=seed), limits.step_timeout_s)
+            else:
+                reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
             ep.begin(env, *reset)
         except Exception as exc:
             ep.fail("reset", exc)
@@ -382,7 +408,11 @@ async def arun_episode(
                 ep.agent_s += time.perf_counter() - started
             started = time.perf_counter()
             try:
-                ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
+                astep = getattr(getattr(env, "unwrapped", env), "astep", None)
+                if callable(astep):
+                    ep.stepped(await _await(astep(ep.messages[-1]["content"]), limits.step_timeout_s))
+                else:
+                    ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
             except Exception as exc:
                 ep.fail("step", exc)
                 break

@@ -8,12 +8,11 @@ next to each other in ``sample_idx`` order, as GRPO trainers require.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.io import write_jsonl_atomic
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 
@@ -73,20 +72,7 @@ def to_verl(groups: Iterable[RolloutGroup], *, include_unusable: bool = False) -
 
 def write_jsonl(groups: Iterable[RolloutGroup], path: str | Path) -> Path:
     """Write one group per line, atomically (temp file, then rename); return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for group in groups:
-                handle.write(json.dumps(group.to_dict(), ensure_ascii=False) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_jsonl_atomic(path, (group.to_dict() for group in groups))
 
 
 def read_jsonl(path: str | Path) -> list[RolloutGroup]:

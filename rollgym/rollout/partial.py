@@ -53,8 +53,9 @@ import dataclasses
 import math
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan
 from rollgym.rollout.episode import EpisodeLimits, arun_episode
@@ -162,7 +163,7 @@ class PartialRollouts:
 
     def __init__(
         self,
-        agent: Any,
+        agent: Agent,
         env_id: str,
         *,
         group_size: int,
@@ -200,7 +201,7 @@ class PartialRollouts:
                                   f"{type(agent).__name__} has none.")
             from rollgym.agents.backends.resumable import ResumableBackend  # only the chunked mode needs it
 
-            template.backend = ResumableBackend(backend, chunk_tokens, self.gate.wait)
+            cast(Any, template).backend = ResumableBackend(backend, chunk_tokens, self.gate.wait)
         self.template = template
         self.group_size = group_size
         self.groups_per_step = groups_per_step
@@ -215,7 +216,7 @@ class PartialRollouts:
         self.plan = RunPlan.prepare(agent, env_id, _MAX_TASKS, group_size, split, seed, None, env_kwargs,
                                     self.limits.max_steps)
         self._envs: list[Any] = [self.plan.env]
-        self._agents: list[Any] = [template]
+        self._agents: list[Agent] = [template]
         self._groups: dict[int, _GroupState] = {}
         self._ready: list[tuple[int, _GroupState]] = []
         self._restarts: dict[tuple[int, int], int] = {}

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import write_bytes_atomic
 from rollgym.core.task import Task
 from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
 
@@ -146,15 +146,18 @@ def read_results(path: str | os.PathLike[str]) -> tuple[Results, int]:
         raise ConfigError(
             f"{path} has results format {header.get('format')!r}; this rollgym reads format {FORMAT_VERSION}."
         )
-    seen: set[str] = set()
-    episodes = []
+    seen: dict[str, int] = {}
+    episodes: list[EpisodeRecord] = []
     for data in lines[1:]:
         if data.get("kind") != "episode":
             continue
         record = EpisodeRecord.from_json(data)
-        if record.trajectory.traj_id not in seen:  # keep the first copy of a repeated episode
-            seen.add(record.trajectory.traj_id)
+        first = seen.get(record.trajectory.traj_id)
+        if first is None:  # keep the first copy of a repeated episode ...
+            seen[record.trajectory.traj_id] = len(episodes)
             episodes.append(record)
+        elif episodes[first].trajectory.info.get("failure", {}).get("retry_on_resume"):
+            episodes[first] = record  # ... unless it failed for want of its env server and was played again
     return Results(header, episodes), intact
 
 
@@ -166,20 +169,6 @@ def load_results(path: str | os.PathLike[str]) -> Results:
         >>> groups = results.groups()
     """
     return read_results(path)[0]
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _header_line(header: dict[str, Any]) -> bytes:
@@ -233,7 +222,7 @@ class ResultsWriter:
         path = Path(path)
         header = to_jsonable({"kind": "header", "format": FORMAT_VERSION, **header})
         if not path.exists() or path.stat().st_size == 0:
-            _atomic_write(path, _header_line(header))
+            write_bytes_atomic(path, _header_line(header))
             return cls(path), []
         writer = cls(path)
         try:

@@ -28,6 +28,7 @@ import copy
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
@@ -37,7 +38,7 @@ from rollgym.rollout.types import RolloutGroup, Trajectory
 ProgressCallback = Callable[[int, int], None]
 
 
-def _spawn(agent: Any) -> Any:
+def _spawn(agent: Agent) -> Agent:
     spawn = getattr(agent, "spawn", None)
     return spawn() if callable(spawn) else copy.deepcopy(agent)
 
@@ -50,7 +51,7 @@ def _stale(traj: Trajectory, current: int, max_staleness: int) -> str | None:
 
 
 async def stream(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     n_tasks: int,
     group_size: int,
@@ -97,7 +98,7 @@ async def stream(
     envs: asyncio.Queue[Any] = asyncio.Queue()
     envs.put_nowait(plan.env)
     created = 1
-    agents: asyncio.Queue[Any] = asyncio.Queue()
+    agents: asyncio.Queue[Agent] = asyncio.Queue()
     agents.put_nowait(_spawn(agent))
     agents_made = 1
     semaphore = asyncio.Semaphore(concurrency)
@@ -170,7 +171,7 @@ def _group(plan: RunPlan, i: int) -> RolloutGroup:
 
 
 def collect_async(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     n_tasks: int,
     group_size: int,

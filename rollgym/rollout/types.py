@@ -209,15 +209,15 @@ class Trajectory:
     def correct(self) -> bool:
         """Whether the episode solved its task.
 
-        The env's own verdict ``info["correct"]`` when it reports one, else a positive
-        return. A failed or aborted rollout is never correct.
+        The env's own verdict, ``info["correct"]``, which every env's terminal step
+        reports (for games: the agent won; a draw is not correct). There is no
+        fallback on the reward's sign: a rollout whose final info has no boolean
+        ``correct`` (it was truncated before the end, or failed) is not correct.
+        A failed or aborted rollout is never correct.
         """
         if not self.usable:
             return False
-        verdict = self.info.get("correct")
-        if isinstance(verdict, bool):
-            return verdict
-        return self.reward is not None and self.reward > 0
+        return self.info.get("correct") is True
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict of the trajectory (numpy values converted)."""

@@ -19,13 +19,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rollgym.sandbox.job import output_kill_at
 from rollgym.sandbox.limits import Limits
 from rollgym.sandbox.result import RunResult
 from rollgym.sandbox.spawn import BwrapLauncher, DirectLauncher, Plan
 
 GRACE_S = 5.0  # beyond the wall-clock limit, for set-up, killing and collecting files
-OUTPUT_KILL_FACTOR = 16
-OUTPUT_KILL_MIN = 1 << 20
 SETUP_TIMEOUT_S = 60.0
 
 
@@ -79,6 +78,11 @@ class _Stream:
         room = self.limit - len(self.data)
         if room > 0:
             self.data += chunk[:room]
+
+    def take(self, kept: bytes, total: int) -> None:
+        """What the supervisor kept of a stream and how much there was in all."""
+        self.data = bytearray(kept[: self.limit])
+        self.total = max(total, len(self.data))
 
     @property
     def overflow(self) -> int:
@@ -201,10 +205,11 @@ class Box:
         kill_sent = False
         try:
             while True:
-                while (frame := self._take_frame()) is not None:
-                    frames.append(frame)
+                while (wanted is None or len(frames) < wanted) and (frame := self._take_frame()) is not None:
+                    frames.append(frame)  # frames past ``wanted`` (the next job's, in a batch) stay buffered
                     if wanted is None and len(frames) == 1:
-                        wanted = 1 + len(json.loads(frame).get("files", []))
+                        reply = json.loads(frame)
+                        wanted = 1 + len(reply.get("files", [])) + (2 if reply.get("captured") else 0)
                 if wanted is not None and len(frames) >= wanted:
                     return frames
                 remaining = deadline - time.monotonic()
@@ -260,7 +265,7 @@ class Box:
             self._send(json.dumps(header).encode(), payload)
         except OSError:
             return RunResult(error=self._death_note(), backend=self.backend)
-        kill_at = max(OUTPUT_KILL_MIN, OUTPUT_KILL_FACTOR * limits.max_output_bytes)
+        kill_at = output_kill_at(limits.max_output_bytes)
         deadline = start + limits.wall_s + GRACE_S + len(payload) / (50 << 20)
         frames = self._exchange(None, deadline, out, err, kill_at)
         self._drain(out, err)
@@ -272,6 +277,43 @@ class Box:
         reply = json.loads(frames[0])
         names = [name for name, _ in reply.get("files", [])]
         return _result(reply, dict(zip(names, frames[1:])), out, err, limits, self.backend, total)
+
+    def run_batch(self, jobs: list[tuple[dict[str, Any], bytes, Limits]]) -> list[RunResult]:
+        """Run encoded jobs one after another in one round trip; each job's output is read by the
+        supervisor. Never raises on the jobs' behaviour; if the sandbox dies, the rest get its error."""
+        if not jobs:
+            return []
+        start = time.monotonic()
+        if not self.alive:
+            return [RunResult(error=self.dead or self._death_note(), backend=self.backend) for _ in jobs]
+        try:
+            self._send(json.dumps({"type": "batch", "jobs": [h for h, _, _ in jobs]}).encode(),
+                       *(payload for _, payload, _ in jobs))
+        except OSError:
+            note = self._death_note()
+            return [RunResult(error=note, backend=self.backend) for _ in jobs]
+        results: list[RunResult] = []
+        noise = _Stream(8192)  # the supervisor's own output: nothing, unless it fails
+        transfer = sum(len(payload) for _, payload, _ in jobs) / (50 << 20)  # all are read before the first runs
+        for _, payload, limits in jobs:
+            deadline = time.monotonic() + limits.wall_s + GRACE_S + transfer
+            transfer = len(payload) / (50 << 20)
+            frames = self._exchange(None, deadline, noise, noise, None)
+            now = time.monotonic()
+            if frames is None:
+                note = self.dead or self._death_note(noise.text())
+                results += [RunResult(error=note, backend=self.backend) for _ in range(len(jobs) - len(results))]
+                break
+            reply = json.loads(frames[0])
+            out, err = _Stream(limits.max_output_bytes), _Stream(limits.max_output_bytes)
+            if reply.get("captured"):
+                out.take(frames[1], int(reply.get("stdout_total") or 0))
+                err.take(frames[2], int(reply.get("stderr_total") or 0))
+                frames = frames[:1] + frames[3:]
+            names = [name for name, _ in reply.get("files", [])]
+            results.append(_result(reply, dict(zip(names, frames[1:])), out, err, limits, self.backend, now - start))
+            start = now
+        return results
 
     # -- ending -----------------------------------------------------------------------------------
     def kill(self, why: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import os
 import posixpath
 import stat
@@ -49,6 +52,18 @@ class Job:
             :attr:`RunResult.files` after the run, up to ``Limits.disk_mb`` in all. Symbolic
             links are never followed.
         audit_hook: For Python code, whether the in-process audit hook (a second wall) is installed.
+        fresh: Empty the sandbox's writable folders (working folder, ``/tmp``, ``/dev/shm``) before
+            this run, so that a session reused for unrelated jobs starts each one as a new sandbox
+            would (processes never outlive a run, and every run has an IPC namespace of its own).
+            Used by batch graders: a job in a warm, reused sandbox costs a fork instead of a
+            sandbox start.
+        prelude: *Trusted* Python source (never model output) that the sandbox's supervisor runs
+            once and keeps; ``code`` then runs in a copy of the prelude's globals. A harness that
+            every job of a batch shares is compiled and imported once, not once per job. It runs
+            in the supervisor, without the audit hook or seccomp, so it must come from the
+            program, not from what it grades.
+        data: A JSON value handed to Python code as the global ``job_data``, parsed by the supervisor
+            before the job's process starts (inputs without a file to write and parse per job).
     """
 
     code: str | None = None
@@ -61,12 +76,19 @@ class Job:
     limits: Limits | None = None
     return_files: tuple[str, ...] = ()
     audit_hook: bool = True
+    fresh: bool = False
+    prelude: str | None = None
+    data: Any = None
 
     def __post_init__(self) -> None:
         if self.code is not None and self.argv is not None:
             raise ConfigError("A Job runs either Python code or a command (argv), not both.")
         if self.code is not None and not isinstance(self.code, str):
             raise ConfigError(f"Job.code must be a string of Python source, got {type(self.code).__name__}.")
+        if self.data is not None and self.code is None:
+            raise ConfigError("Job.data is handed to Python code as job_data; it needs Job.code.")
+        if self.prelude is not None and (self.code is None or not isinstance(self.prelude, str)):
+            raise ConfigError("Job.prelude must be a string of trusted Python source, and needs Job.code to run.")
         if self.argv is not None:
             if isinstance(self.argv, (str, bytes)) or not self.argv or not all(isinstance(a, str) for a in self.argv):
                 raise ConfigError("Job.argv must be a non-empty sequence of strings, e.g. ('bash', '-c', 'ls').")
@@ -145,6 +167,7 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         data, mode = _as_bytes(value)
         inputs[clean_path(path)] = File(data, mode)
     code = (job.code or "").encode("utf-8", errors="replace")
+    prelude = (job.prelude or "").encode("utf-8", errors="replace")
     stdin = job.stdin.encode("utf-8") if isinstance(job.stdin, str) else bytes(job.stdin)
     files = [[path, f.mode, len(f.data)] for path, f in inputs.items()]
     header = {
@@ -159,5 +182,30 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         "return_files": [p.strip() for p in job.return_files],
         "return_limit": return_limit,
         "audit_hook": bool(job.audit_hook),
+        "fresh": bool(job.fresh),
+        "prelude_size": len(prelude),
+        "prelude_key": prelude_key(prelude) if prelude else "",
+        "capture": {"limit": limits.max_output_bytes, "kill_at": output_kill_at(limits.max_output_bytes)},
     }
-    return header, b"".join([code, stdin, *(f.data for f in inputs.values())])
+    if job.data is not None:
+        try:
+            json.dumps(job.data)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"Job.data must be a JSON value (dicts, lists, strings, numbers): {exc}.") from None
+        header["data"] = job.data
+    return header, b"".join([prelude, code, stdin, *(f.data for f in inputs.values())])
+
+
+OUTPUT_KILL_FACTOR = 16
+OUTPUT_KILL_MIN = 1 << 20
+
+
+def output_kill_at(max_output_bytes: int) -> int:
+    """Bytes of stdout and stderr past ``max_output_bytes`` (together) after which a run is killed."""
+    return max(OUTPUT_KILL_MIN, OUTPUT_KILL_FACTOR * max_output_bytes)
+
+
+@functools.lru_cache(maxsize=32)
+def prelude_key(source: bytes) -> str:
+    """The name a prelude is kept under in a sandbox: a digest of its source."""
+    return hashlib.sha256(source).hexdigest()[:32]

@@ -6,6 +6,7 @@ See :mod:`rollgym.sandbox` for the walls and ``SECURITY.md`` for the threat mode
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import threading
@@ -275,14 +276,57 @@ class Sandbox:
         """Run a command, e.g. ``["bash", "-c", "ls"]``; ``options`` are :class:`~rollgym.sandbox.job.Job` fields."""
         return self.run(Job(argv=tuple(argv), **options))
 
-    def run_many(self, jobs: Iterable[Job], *, concurrency: int | None = None) -> list[RunResult]:
-        """Run many jobs, ``concurrency`` at a time (default: the pool size, at least 1), in order of ``jobs``."""
+    def run_many(
+        self, jobs: Iterable[Job], *, concurrency: int | None = None, reuse: bool = False, batch: int = 16
+    ) -> list[RunResult]:
+        """Run many jobs, ``concurrency`` at a time (default: the pool size, at least 1), in order of ``jobs``.
+
+        With ``reuse=True`` each worker keeps one sandbox and runs its jobs there one after
+        another, ``batch`` jobs per round trip (:meth:`Session.run_batch`), each with
+        ``fresh=True``: the writable folders are emptied first, no process outlives a job, and
+        each job has an IPC namespace of its own, so a job costs a fork of the waiting
+        interpreter instead of a sandbox start, and one job leaves nothing for the next (see
+        ``SECURITY.md``). The pid and network namespaces, the tmpfs mount and the host uid are
+        shared by the jobs of one worker. The tmpfs quota of those sandboxes is this sandbox's
+        ``limits``.
+        """
         jobs = list(jobs)
-        workers = max(1, concurrency or self.pool_size or 1)
+        workers = max(1, min(concurrency or self.pool_size or 1, len(jobs) or 1))
+        if not reuse:
+            if workers == 1:
+                return [self.run(job) for job in jobs]
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-sandbox") as pool:
+                return list(pool.map(self.run, jobs))
+        results: list[RunResult | None] = [None] * len(jobs)
+        size = max(1, batch)
+        queue = deque(range(0, len(jobs), size))
+        queue_lock = threading.Lock()
+
+        def work() -> None:
+            session: Session | None = None
+            try:
+                while True:
+                    with queue_lock:
+                        if not queue:
+                            return
+                        first = queue.popleft()
+                    if session is None or not session.box.alive:
+                        if session is not None:
+                            session.close()
+                        session = self.session()
+                    chunk = [dataclasses.replace(job, fresh=True) for job in jobs[first : first + size]]
+                    results[first : first + size] = session.run_batch(chunk)
+            finally:
+                if session is not None:
+                    session.close()
+
         if workers == 1:
-            return [self.run(job) for job in jobs]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-sandbox") as pool:
-            return list(pool.map(self.run, jobs))
+            work()
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-sandbox") as pool:
+                for future in [pool.submit(work) for _ in range(workers)]:
+                    future.result()
+        return [r if r is not None else RunResult(error="lost: the job was not run") for r in results]
 
     def close(self) -> None:
         """End the waiting sandboxes (running ones finish their call)."""
@@ -335,24 +379,52 @@ class Session:
         """The working folder as the sandboxed code sees it (``/sandbox/work`` under bubblewrap)."""
         return self.box.workdir
 
-    def run(self, job: Job) -> RunResult:
-        """Run one job in this session's sandbox; never raises on what the code does."""
+    def _encode(self, job: Job) -> tuple[dict[str, Any], bytes, Limits] | RunResult:
+        """The job as the supervisor reads it, with its limits; a :class:`RunResult` if it cannot run."""
         limits = job.limits or self.limits
         if limits.disk_mb != self.limits.disk_mb or limits.max_files != self.limits.max_files:
             limits = limits.replace(disk_mb=self.limits.disk_mb, max_files=self.limits.max_files)
+        if self.error is not None:
+            return RunResult(error=self.error, backend=self.box.backend)
+        try:
+            header, payload = encode(job, limits, {**self.box.env_defaults, **job.env}, self.limits.disk_mb << 20)
+        except ConfigError as exc:
+            return RunResult(error=f"bad_job: {exc}", backend=self.box.backend)
+        if job.kind == "python" and not self.sandbox.audit_hook:
+            header["audit_hook"] = False
+        return header, payload, limits
+
+    def run(self, job: Job) -> RunResult:
+        """Run one job in this session's sandbox; never raises on what the code does."""
         with self._lock:
             with self.sandbox._lock:
                 self.sandbox.stats["runs"] += 1
-            if self.error is not None:
-                return RunResult(error=self.error, backend=self.box.backend)
-            try:
-                header, payload = encode(job, limits, {**self.box.env_defaults, **job.env},
-                                         self.limits.disk_mb << 20)
-            except ConfigError as exc:
-                return RunResult(error=f"bad_job: {exc}", backend=self.box.backend)
-            if job.kind == "python" and not self.sandbox.audit_hook:
-                header["audit_hook"] = False
-            return self.box.run(header, payload, limits)
+            encoded = self._encode(job)
+            if isinstance(encoded, RunResult):
+                return encoded
+            return self.box.run(*encoded)
+
+    def run_batch(self, jobs: Sequence[Job]) -> list[RunResult]:
+        """Run ``jobs`` one after another in this sandbox, in one round trip to it, in order.
+
+        Each job is a process of its own, as with :meth:`run`; the sandbox's supervisor reads
+        each job's stdout and stderr (same limits). Give the jobs ``fresh=True`` to start each
+        one with empty folders. Never raises on what the code does.
+        """
+        with self._lock:
+            with self.sandbox._lock:
+                self.sandbox.stats["runs"] += len(jobs)
+            results: list[RunResult | None] = [None] * len(jobs)
+            runnable: list[tuple[int, tuple[dict[str, Any], bytes, Limits]]] = []
+            for index, job in enumerate(jobs):
+                encoded = self._encode(job)
+                if isinstance(encoded, RunResult):
+                    results[index] = encoded
+                else:
+                    runnable.append((index, encoded))
+            for (index, _), result in zip(runnable, self.box.run_batch([e for _, e in runnable])):
+                results[index] = result
+        return [r if r is not None else RunResult(error="lost: the job was not run") for r in results]
 
     def run_python(self, code: str, **options: Any) -> RunResult:
         """Run Python source in this session."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import atomic_path
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import Scale, group_advantages, zero_variance
 from rollgym.train.loss import Aggregation, grpo_loss
@@ -258,7 +259,6 @@ class GRPOTrainer:
         import torch
 
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -267,9 +267,8 @@ class GRPOTrainer:
             "config": dataclasses.asdict(self.config),
             "extra": extra or {},
         }
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path)
+        with atomic_path(path) as tmp:
+            torch.save(state, tmp)
         return path
 
     def load_checkpoint(self, path: str | Path) -> dict[str, Any]:

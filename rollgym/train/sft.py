@@ -33,6 +33,7 @@ class Demonstration:
     completion_ids: list[int]
     text: str
     reward: float
+    correct: bool = False
 
 
 def prompt_ids_of(tokenizer: Any, observation: str, info: dict[str, Any], system_prompt: str | None = None
@@ -79,10 +80,10 @@ def _demonstrate(env: Any, options: dict[str, Any], tokenizer: Any, system_promp
 
     observation, info = env.reset(options=options)
     text = OracleAgent().act(observation, info)
-    _, reward, _, _, _ = env.step(text)
+    _, reward, _, _, final = env.step(text)
     task = env.unwrapped.task
     return Demonstration(task, prompt_ids_of(tokenizer, observation, info, system_prompt),
-                         answer_ids_of(tokenizer, text), text, float(reward))
+                         answer_ids_of(tokenizer, text), text, float(reward), bool(final.get("correct", False)))
 
 
 def sft_train(model: Any, demos: Sequence[Demonstration], *, steps: int, batch_size: int = 16,
@@ -129,7 +130,7 @@ def external_trajectory(demo: Demonstration, backend: Any, *, group_id: str = ""
         task_id=demo.task.id, seed=None, source=f"external:{name}", prompt_ids=list(demo.prompt_ids),
         completion_ids=list(demo.completion_ids), loss_mask=[1] * n, logprobs=logprobs, reward=demo.reward,
         step_rewards=[demo.reward], turns=[Turn(list(demo.prompt_ids), list(demo.completion_ids), logprobs)],
-        messages=[{"role": "assistant", "content": demo.text}], info={"correct": demo.reward > 0},
+        messages=[{"role": "assistant", "content": demo.text}], info={"correct": demo.correct},
     )
 
 

@@ -15,11 +15,22 @@ Extraction (:func:`extract_answers`):
 * Without a box, an explicit ``Final answer: ...`` line counts only when
   ``allow_final_answer_line`` is on.
 
-Equivalence (:func:`answers_equal`): cheap exact checks first, in-process
+Equivalence (:func:`answers_equal`): first what the answer claims besides a
+value (:mod:`rollgym.verifiers.math_claims`: a relation such as ``\\approx``
+or ``<`` that the gold does not assert, several values or a set around a
+single gold value, a percent sign where neither the gold nor the problem is
+about percentages: wrong, with ``error`` ``"relation"``, ``"several_values"`` or
+``"percent"``); then cheap exact checks, in-process
 (:mod:`rollgym.verifiers.math_normalize`: numbers as fractions, words and
 choices, numbers in a base, ``x = value``); everything else goes to math-verify
 and sympy in the shared worker pool (:mod:`rollgym.verifiers.math_pool`) under a
-hard per-answer timeout. A timeout is a wrong answer with ``error="timeout"``.
+hard per-answer timeout, with decimals read as the exact rationals they denote.
+A timeout is a wrong answer with ``error="timeout"``.
+
+Time: one response gets ``budget_s`` (10 s) of symbolic work in total, however
+many boxes it has; what does not fit is wrong with ``error="time_budget"``. One
+response never holds every worker of the shared pool, so other requests are
+answered meanwhile.
 
 Guards against reward hacks and pathological input: answers longer than
 ``max_answer_chars``, nested deeper than ``max_brace_depth`` or with power
@@ -41,6 +52,7 @@ from typing import Literal
 from rollgym.core.errors import ConfigError
 from rollgym.core.extraction import match_braces
 from rollgym.core.task import Score, Task
+from rollgym.verifiers.math_claims import asks_for_percent, claim_mismatch
 from rollgym.verifiers.math_normalize import (
     clean_latex,
     nesting_depth,
@@ -49,6 +61,7 @@ from rollgym.verifiers.math_normalize import (
 )
 
 BoxPolicy = Literal["all", "last"]
+Rules = Literal["v1", "v0"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,7 @@ class MathVerifyConfig:
 
     Attributes:
         timeout_s: Hard limit for the symbolic comparison of one answer.
+        budget_s: Limit for all the symbolic work on one response (every box together).
         box_policy: ``"all"``: every distinct boxed answer must be correct (hedging fails);
             ``"last"``: only the last box counts.
         ignore_code_blocks: Ignore boxes inside code blocks, code spans and tool-call blocks.
@@ -65,9 +79,13 @@ class MathVerifyConfig:
         max_answers: More distinct boxed answers than this is ``"too_many_answers"``.
         max_brace_depth: Deeper brace nesting is ``"too_complex"``.
         max_power_tower: Taller exponent towers than this (and than the gold's) are ``"too_complex"``.
+        rules: ``"v1"`` (the default): answers that claim a relation, several values or a
+            percentage the gold does not are wrong, and decimals are exact. ``"v0"``: without
+            those rules, as the v0 env ids scored (kept only to reproduce their results).
     """
 
     timeout_s: float = 5.0
+    budget_s: float = 10.0
     box_policy: BoxPolicy = "all"
     ignore_code_blocks: bool = True
     allow_final_answer_line: bool = False
@@ -75,12 +93,17 @@ class MathVerifyConfig:
     max_answers: int = 8
     max_brace_depth: int = 40
     max_power_tower: int = 2
+    rules: Rules = "v1"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.timeout_s, (int, float)) and 0 < self.timeout_s <= 600):
             raise ConfigError(f"timeout_s must be a number of seconds in (0, 600], got {self.timeout_s!r}.")
+        if not (isinstance(self.budget_s, (int, float)) and 0 < self.budget_s <= 3600):
+            raise ConfigError(f"budget_s must be a number of seconds in (0, 3600], got {self.budget_s!r}.")
         if self.box_policy not in ("all", "last"):
             raise ConfigError(f"box_policy must be 'all' or 'last', got {self.box_policy!r}.")
+        if self.rules not in ("v1", "v0"):
+            raise ConfigError(f"rules must be 'v1' or 'v0', got {self.rules!r}.")
         for name in ("max_answer_chars", "max_answers", "max_brace_depth", "max_power_tower"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -152,8 +175,8 @@ def extract_answers(response: str, config: MathVerifyConfig = DEFAULT_CONFIG) ->
     """Find the final answer(s) of a response as the env's options say; see the module docstring.
 
     Example:
-        >>> extract_answers(r"so \\boxed{\\frac12}, i.e. \\boxed{\\frac{1}{2}}").answers
-        ('\\\\frac{1}{2}',)
+        >>> extract_answers(r"so \\boxed{\\frac{1}{2}}, i.e. \\boxed{\\dfrac{1}{2}}").answers
+        ('\\\\dfrac{1}{2}',)
         >>> extract_answers(r"```print('\\boxed{3}')```").error
         'no_answer'
     """
@@ -194,9 +217,10 @@ class Equivalence:
     """Whether two answers are equivalent, how that was decided, and any error.
 
     ``method`` is ``"string"``, ``"number"``, ``"text"``, ``"base"``, ``"list"``,
-    ``"tuple"``, ``"assignment"``, ``"equation"`` (decided in-process),
+    ``"tuple"``, ``"assignment"``, ``"equation"``, ``"claim"`` (decided in-process),
     ``"symbolic"`` (math-verify in a worker) or ``"guard"`` (refused unevaluated).
-    ``error`` is ``None``, ``"timeout"``, ``"too_complex"``, ``"equation"``,
+    ``error`` is ``None``, ``"timeout"``, ``"time_budget"``, ``"too_complex"``,
+    ``"equation"``, ``"relation"``, ``"several_values"``, ``"percent"``,
     ``"unparsed"`` or ``"worker_error"``.
     """
 
@@ -205,7 +229,7 @@ class Equivalence:
     error: str | None = None
 
 
-_CACHE: OrderedDict[tuple[str, str], Equivalence] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str, str], Equivalence] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 100_000
 
@@ -221,9 +245,17 @@ def _guard(gold: str, pred: str, config: MathVerifyConfig) -> Equivalence | None
 
 
 def answers_equal_many(
-    pairs: Sequence[tuple[str, str]], config: MathVerifyConfig = DEFAULT_CONFIG
+    pairs: Sequence[tuple[str, str]],
+    config: MathVerifyConfig = DEFAULT_CONFIG,
+    *,
+    budget_s: float | None = None,
+    percent_context: bool = False,
 ) -> list[Equivalence]:
     """Compare many ``(gold, pred)`` pairs; symbolic work runs in parallel in the shared pool.
+
+    ``budget_s`` caps the symbolic work of all pairs together (``None``: only the
+    per-pair ``config.timeout_s``); ``percent_context`` says the problem asks for a
+    percentage, so that ``p\\%`` may equal ``p/100``.
 
     Example:
         >>> [e.correct for e in answers_equal_many([("3", "3.0"), (r"\\text{(C)}", "B")])]
@@ -237,12 +269,16 @@ def answers_equal_many(
         if guarded is not None:
             results[i] = guarded
             continue
+        mismatch = claim_mismatch(gold, pred, percent_context=percent_context) if config.rules != "v0" else None
+        if mismatch is not None:
+            results[i] = Equivalence(False, "claim", mismatch)
+            continue
         quick = quick_compare(gold, pred)
         if quick.verdict is not None:
             results[i] = Equivalence(quick.verdict, quick.method, quick.error)
             continue
         with _CACHE_LOCK:
-            cached = _CACHE.get((quick.gold, quick.pred))
+            cached = _CACHE.get((quick.gold, quick.pred, config.rules))
         if cached is not None:
             results[i] = cached
             continue
@@ -250,17 +286,18 @@ def answers_equal_many(
     if todo:
         from rollgym.verifiers.math_pool import get_pool
 
-        jobs = [("equal", (g, p)) for _, g, p in todo]
-        for (i, g, p), job in zip(todo, get_pool().run(jobs, config.timeout_s)):
+        kind = "equal_v0" if config.rules == "v0" else "equal"  # v0: math-verify's rounding of decimals
+        jobs = [(kind, (g, p)) for _, g, p in todo]
+        for (i, g, p), job in zip(todo, get_pool().run(jobs, config.timeout_s, budget_s=budget_s)):
             if job.ok:
                 equal, note = job.value
                 result = Equivalence(bool(equal), "symbolic", note)
                 with _CACHE_LOCK:
-                    _CACHE[(g, p)] = result
+                    _CACHE[(g, p, config.rules)] = result
                     if len(_CACHE) > _CACHE_SIZE:
                         _CACHE.popitem(last=False)
             else:
-                error = "timeout" if job.error == "timeout" else "worker_error"
+                error = {"timeout": "timeout", "budget": "time_budget"}.get(job.error or "", "worker_error")
                 result = Equivalence(False, "symbolic", error)
             results[i] = result
     return [r if r is not None else Equivalence(False, "guard", "worker_error") for r in results]
@@ -283,7 +320,9 @@ def verify_math(task: Task | str, response: str, config: MathVerifyConfig | None
     """Score a response to a MATH-style task: reward 1.0 when its final answer equals the gold answer.
 
     ``task`` is a :class:`~rollgym.core.task.Task` (its ``answer`` is the gold
-    LaTeX answer) or the gold answer itself. Never raises on model output.
+    LaTeX answer; its ``prompt`` tells whether the problem is about percentages)
+    or the gold answer itself. Never raises on model output. All boxes together
+    get ``config.budget_s`` of symbolic work.
 
     Example:
         >>> verify_math("\\\\frac{1}{2}", r"The answer is $\\boxed{0.5}$.").correct
@@ -297,7 +336,9 @@ def verify_math(task: Task | str, response: str, config: MathVerifyConfig | None
     if extraction.error is not None:
         return Score.fail(extraction.error, boxes=extraction.boxes)
     answers = extraction.answers
-    verdicts = answers_equal_many([(gold, a) for a in answers], config)
+    percent = isinstance(task, Task) and asks_for_percent(task.prompt)
+    pairs = [(gold, a) for a in answers]
+    verdicts = answers_equal_many(pairs, config, budget_s=config.budget_s, percent_context=percent)
     parsed = answers[-1]
     details = {
         "answers": [a[:200] for a in answers],

@@ -84,7 +84,7 @@ def strip_units(text: str) -> str:
 _INT = r"\d+"
 _DEC = r"(?:\d+\.\d*|\.\d+|\d+)"
 _PLAIN_RE = re.compile(rf"^({_DEC})$")
-_THOUSANDS_RE = re.compile(r"^(\d{1,3}(?:,\s?\d{3})+)(\.\d+)?$")
+_THOUSANDS_RE = re.compile(r"^(\d{1,3}(?:,\s?\d{3})+|\d{1,3}(?: \d{3})+)(\.\d+)?$")  # 58,500 or 10\,000
 _FRAC_RE = re.compile(r"^\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))$")
 _SLASH_RE = re.compile(rf"^({_DEC})\s*/\s*({_DEC})$")
 _MIXED_RE = re.compile(r"^(\d+)\s*\\frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))$")
@@ -101,7 +101,7 @@ def _dec(text: str) -> Fraction | None:
 def parse_number(text: str) -> Fraction | None:
     """The exact value of a plain number written in any common way, or ``None``.
 
-    Accepts integers, decimals (``.5``), thousands separators (``58,500``),
+    Accepts integers, decimals (``.5``), thousands separators (``58,500``, ``10\\,000``),
     ``\\frac{a}{b}`` and ``a/b`` with integer parts, mixed numbers
     (``1\\frac{4}{5}``), scientific notation (``6.72\\times 10^{-5}``, ``2.5e3``)
     and a leading minus sign. Anything else, including numbers longer than
@@ -126,7 +126,7 @@ def parse_number(text: str) -> Fraction | None:
     if m := _PLAIN_RE.match(s):
         value = _dec(m.group(1))
     elif m := _THOUSANDS_RE.match(s):
-        value = _dec(re.sub(r",\s?", "", m.group(1)) + (m.group(2) or ""))
+        value = _dec(re.sub(r",?\s?", "", m.group(1)) + (m.group(2) or ""))
     elif m := _FRAC_RE.match(s):
         den = int(m.group(3) or m.group(4))
         value = Fraction(int(m.group(1) or m.group(2)), den) if den else None

@@ -8,6 +8,12 @@ math-verify does the real work (LaTeX parsing, sets, intervals, matrices,
 ``\\pm``, percentages, units, equations); this module only calls it with
 timeouts disabled, because the parent enforces a hard timeout by killing the
 process, and caches parsed answers so a gold answer is parsed once per worker.
+
+Decimals are exact: every decimal that math-verify reads as a float is turned
+into the rational it denotes (``0.1`` is ``1/10``) before comparing, so
+math-verify's rounding of floats (6 places by default, meant to accept
+``0.333333`` for ``1/3``) never applies, and a decimal approximation of an
+irrational answer (``0.57735026919`` for ``\\frac{\\sqrt3}{3}``) is unequal.
 """
 
 from __future__ import annotations
@@ -32,10 +38,29 @@ for _name in ("math_verify", "latex2sympy2_extended"):
 _EXTRACTION = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 
 
+def exact_decimals(expr: Any) -> Any:
+    """``expr`` with every float replaced by the exact rational its decimal digits denote."""
+    if isinstance(expr, sympy.MatrixBase):
+        return expr.applyfunc(exact_decimals)
+    if not isinstance(expr, sympy.Basic):
+        return expr
+    floats = expr.atoms(sympy.Float)
+    if not floats:
+        return expr
+    exact = {}
+    for f in floats:
+        try:  # a float keeps the digits it was read from (str gives them back), so this is the written value
+            exact[f] = sympy.Rational(str(f))
+        except (TypeError, ValueError):
+            continue
+    return expr.xreplace(exact)
+
+
 @lru_cache(maxsize=8192)
-def parse_answer(text: str) -> list[Any]:
-    """math-verify's parse of one answer, wrapped in ``$...$`` so it reads as LaTeX."""
-    return parse(f"${text}$", extraction_config=list(_EXTRACTION), parsing_timeout=None)  # type: ignore[arg-type]
+def parse_answer(text: str, exact: bool = True) -> list[Any]:
+    """math-verify's parse of one answer (wrapped in ``$...$`` so it reads as LaTeX), decimals made exact."""
+    parsed = parse(f"${text}$", extraction_config=list(_EXTRACTION), parsing_timeout=None)  # type: ignore[arg-type]
+    return [exact_decimals(item) for item in parsed] if exact else parsed
 
 
 def _probe_value(name: str) -> float:
@@ -44,13 +69,13 @@ def _probe_value(name: str) -> float:
 
 
 @lru_cache(maxsize=8192)
-def numeric_probe(text: str) -> complex | None:
+def numeric_probe(text: str, exact: bool = True) -> complex | None:
     """The value of a plain expression answer with every variable set to a fixed point, or ``None``.
 
     Only scalar expressions get a value (not sets, tuples, equations, matrices or
     strings), and only when they evaluate to a finite number.
     """
-    parsed = parse_answer(text)
+    parsed = parse_answer(text, exact)
     if not parsed:
         return None
     expr = parsed[0]
@@ -64,31 +89,33 @@ def numeric_probe(text: str) -> complex | None:
     return value if cmath.isfinite(value) else None
 
 
-def symbolic_equal(gold: str, pred: str) -> tuple[bool, str | None]:
+def symbolic_equal(gold: str, pred: str, exact: bool = True) -> tuple[bool, str | None]:
     """Whether ``pred`` is equivalent to ``gold`` according to math-verify.
 
     Returns ``(equal, note)``; ``note`` is ``"unparsed"`` when the prediction
     could not be read as mathematics. Before the (sometimes slow) ``verify``,
     two scalar expressions whose values differ clearly (relative 1e-4, looser
     than math-verify's own rounding) at a fixed point are decided unequal.
+    ``exact=False`` keeps math-verify's rounding of decimals (the v0 rules).
     """
-    gold_parsed = parse_answer(gold)
-    pred_parsed = parse_answer(pred)
+    gold_parsed = parse_answer(gold, exact)
+    pred_parsed = parse_answer(pred, exact)
     if not pred_parsed:
         return False, "unparsed"
     if not gold_parsed:
         return False, "gold_unparsed"
     if "%" not in gold and "%" not in pred:
-        g, p = numeric_probe(gold), numeric_probe(pred)
+        g, p = numeric_probe(gold, exact), numeric_probe(pred, exact)
         if g is not None and p is not None and abs(g - p) > 1e-4 * max(1.0, abs(g), abs(p)):
             return False, None
     return bool(verify(gold_parsed, pred_parsed, timeout_seconds=None)), None
 
 
 def run_job(kind: str, args: tuple[Any, ...]) -> Any:
-    """Execute one job; ``"equal"`` compares answers, ``"sleep"`` is a diagnostic for timeout tests."""
-    if kind == "equal":
-        return symbolic_equal(str(args[0]), str(args[1]))
+    """Execute one job: ``"equal"`` compares answers (``"equal_v0"`` with the v0 rules),
+    ``"sleep"`` is a diagnostic for timeout tests."""
+    if kind in ("equal", "equal_v0"):
+        return symbolic_equal(str(args[0]), str(args[1]), exact=kind == "equal")
     if kind == "sleep":
         time.sleep(float(args[0]))
         return True

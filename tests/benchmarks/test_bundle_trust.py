@@ -160,14 +160,16 @@ def test_broken_transcript_lines_are_rejected_not_forgiven(oracle_bundle: Path, 
 
 def test_the_differing_suite_field_is_named(oracle_bundle: Path, tmp_path: Path) -> None:
     folder = _copy(oracle_bundle, tmp_path)
-    _edit_manifest(folder, lambda m: m["suite"].update(version=2))
+    v = json.loads((folder / "manifest.json").read_text())["suite"]["version"]
+    _edit_manifest(folder, lambda m: m["suite"].update(version=v + 1))
     reason = verify_bundle(folder).reasons[0]
-    assert "suite.version is 2" in reason and "quick version 1 (quick@v1)" in reason
-    assert "but this rollgym has quick@v1" not in reason
-    _edit_manifest(folder, lambda m: m["suite"].update(version=1, label="quick@v7"))
-    assert "suite.label is 'quick@v7'" in verify_bundle(folder).reasons[0]
-    _edit_manifest(folder, lambda m: m["suite"].update(label="quick@v1", name="search"))
-    assert "suite.label is 'quick@v1', but its suite.name and suite.version make search@v1" in \
+    assert f"suite.version is {v + 1}" in reason and f"quick version {v} (quick@v{v})" in reason
+    assert f"but this rollgym has quick@v{v}" not in reason
+    _edit_manifest(folder, lambda m: m["suite"].update(version=v, label="quick@v77"))
+    assert "suite.label is 'quick@v77'" in verify_bundle(folder).reasons[0]
+    sv = builtin_suite("search").version
+    _edit_manifest(folder, lambda m: m["suite"].update(label=f"quick@v{v}", name="search", version=sv))
+    assert f"suite.label is 'quick@v{v}', but its suite.name and suite.version make search@v{sv}" in \
         verify_bundle(folder).reasons[0]
 
 
@@ -205,9 +207,10 @@ def test_a_suite_path_in_a_manifest_reads_no_file(oracle_bundle: Path, tmp_path:
 def test_builtin_suites_load_by_name_and_version_only(tmp_path: Path) -> None:
     for name in builtin_suites():
         assert builtin_suite(name).name == name
-    assert builtin_suite("quick", 1).label == "quick@v1"
-    with pytest.raises(ConfigError, match="ships quick@v1, not version 2"):
-        builtin_suite("quick", 2)
+    v = builtin_suite("quick").version
+    assert builtin_suite("quick", v).label == f"quick@v{v}"
+    with pytest.raises(ConfigError, match=f"ships quick@v{v}, not version {v + 1}"):
+        builtin_suite("quick", v + 1)
     for bad in ["/etc/shadow", "quick.yaml", "../quick", "quick@v1", "", "Quick"]:
         with pytest.raises(ConfigError, match="Unknown suite") as info:
             builtin_suite(bad)

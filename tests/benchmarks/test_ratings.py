@@ -78,7 +78,7 @@ def test_expected_score_matches_the_elo_formula() -> None:
 
 
 def test_tournament_alternates_colours_and_results_round_trip(tmp_path) -> None:
-    from rollgym.agents.game_bots import make_bot
+    from rollgym.envs.games.bots import make_bot
     from rollgym.envs.games.hex import HexState
 
     bots = {"random": make_bot("random"), "greedy": make_bot("greedy"), "mcts-30": make_bot("mcts-30")}

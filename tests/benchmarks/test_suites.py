@@ -40,7 +40,7 @@ def test_papers_suite_follows_the_published_protocols() -> None:
     assert all(e.group_size == 4 and "best_of_k" in e.metrics for e in sudoku)
     assert len({(e.n_tasks, e.seed, e.split) for e in sudoku}) == 1  # the same puzzles at every length
     envs = {e.env_id for e in papers.entries}
-    assert {"Countdown-v0", "MATH500-v0", "Chess-v0", "Chess960-v0", "ConnectFour-v0", "Hex-v0"} <= envs
+    assert {"Countdown-v0", "MATH500-v1", "Chess-v1", "Chess960-v1", "ConnectFour-v0", "Hex-v0"} <= envs
     assert any(e.rating for e in papers.entries)
 
 

@@ -71,8 +71,9 @@ def test_single_turn_episode():
     obs2, reward, terminated, truncated, info2 = env.step(f"<answer>{answer}</answer>")
     assert (obs2, reward, terminated, truncated) == ("", 1.0, True, False)
     assert info2["correct"] is True and info2["error"] is None and info2["parsed"] == answer
-    assert info2["split"] == "train"  # the env's split; the task came from options
+    assert info["split"] == info2["split"] == "test"  # the split the episode's task came from
     assert info2["task_id"] == "Echo-v0:test:4"
+    assert env.reset(seed=1)[1]["split"] == "train"  # without options: the env's own split again
 
 
 def test_given_task_and_dict_task():
@@ -80,6 +81,7 @@ def test_given_task_and_dict_task():
     task = Task("custom", "Echo-v0", "Repeat 7.", "7", {"value": 7})
     assert env.reset(options={"task": task})[0] == "Repeat 7."
     assert env.reset(options={"task": task.to_dict()})[1]["task_id"] == "custom"
+    assert env.reset(options={"task": task})[1]["split"] is None  # a given task: no split is known
 
 
 @pytest.mark.parametrize(
@@ -140,3 +142,33 @@ def test_make_vec_gives_tuples_of_strings():
     assert isinstance(obs, tuple) and len(obs) == 4 and all(isinstance(o, str) for o in obs)
     _, rewards, terminated, truncated, _ = envs.step(("a",) * 4)
     assert terminated.all() and not truncated.any() and rewards.dtype.kind == "f"
+
+
+def test_tasks_carry_the_id_the_env_was_made_with_and_sources_are_never_patched():
+    import ast
+    from pathlib import Path
+
+    import rollgym
+
+    register_env("CountdownRenamed-v0", "rollgym.envs.countdown.env:CountdownEnv", description="renamed",
+                 family="test")
+    register_env("Sudoku4x4Renamed-v0", "rollgym.envs.sudoku.env:SudokuEnv", description="renamed",
+                 family="test", kwargs={"box_rows": 2, "box_cols": 2})
+    register_env("ConnectFourRenamed-v0", "rollgym.envs.games.connect_four:ConnectFourEnv",
+                 description="renamed", family="test")
+    for env_id in ("CountdownRenamed-v0", "Sudoku4x4Renamed-v0", "ConnectFourRenamed-v0"):
+        env = gym.make(env_id)
+        _, info = env.reset(seed=0)
+        assert info["env_id"] == env_id and info["task_id"].startswith(env_id)
+        assert env.unwrapped.task.env_id == env_id
+    bare = rollgym.envs.countdown.env.CountdownEnv()  # outside gym.make: the class's default id
+    assert bare.reset(seed=0)[1]["task_id"].startswith("Countdown-v0:")
+    # no code sets env_id on anything but itself (the old per-reset patching of task sources)
+    for path in Path(rollgym.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and target.attr == "env_id":
+                        assert isinstance(target.value, ast.Name) and target.value.id == "self", (
+                            f"{path}:{node.lineno} sets env_id on another object")

@@ -47,7 +47,7 @@ def test_content_hash_depends_on_fixed_kwargs():
 def test_make_wraps_bad_arguments():
     register_env("Strict-v0", "tests.core.test_env:EchoEnv", description="x", family="test",
                  components=["rollgym.core.task"])
-    with pytest.raises(ConfigError, match="does not take that argument"):
+    with pytest.raises(ConfigError, match=r"Strict-v0 has no option 'colour'\. Its options are crash, "):
         rollgym.make("Strict-v0", colour="red")
 
 
@@ -59,9 +59,7 @@ def test_every_registered_env_is_listed_with_a_description():
 
 
 def test_prefix_form_works_without_importing_rollgym():
-    ids = [i.id for i in rollgym.list_envs() if i.family != "test"]
-    if not ids:
-        pytest.skip("no env family registered yet")
-    code = f"import gymnasium as gym; env = gym.make('rollgym:{ids[0]}'); print(type(env.unwrapped).__name__)"
+    # Countdown needs no extra, so this runs in a bare install too
+    code = "import gymnasium as gym; env = gym.make('rollgym:Countdown-v0'); print(type(env.unwrapped).__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip()
+    assert out.stdout.strip() == "CountdownEnv"

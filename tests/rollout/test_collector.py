@@ -242,7 +242,7 @@ def test_bad_arguments_fail_before_any_work() -> None:
         collect(OracleAgent(), "ToyAdd-v0", n_tasks=1, group_size=-1)
     with pytest.raises(ConfigError, match="split"):
         collect(OracleAgent(), "ToyAdd-v0", n_tasks=1, group_size=1, env_kwargs={"split": "train"})
-    with pytest.raises(ConfigError, match="does not take"):
+    with pytest.raises(ConfigError, match="has no option 'colour'"):
         collect(OracleAgent(), "ToyAdd-v0", n_tasks=1, group_size=1, env_kwargs={"colour": "red"})
     register_env(
         "ToyAddNoOracle-v0",
@@ -280,6 +280,30 @@ def test_an_env_returning_a_bad_reward_fails_the_rollout_with_its_partial_transc
     assert traj.info["failure"]["stage"] == "step" and traj.info["failure"]["type"] == "ValueError"
     assert traj.step_rewards == [0.5] and len(traj.turns) == 2
     assert [m["role"] for m in traj.messages] == ["user", "assistant", "user", "assistant"]
+
+
+class FailureReportingEnv:
+    """An env that cannot go on after its first step and says so (as a game whose engine died does)."""
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        return "move", {"env_id": "FailureReporting"}
+
+    def step(self, action: str) -> tuple[str, Any, bool, bool, dict[str, Any]]:
+        failure = {"type": "OpponentError", "message": "the engine died"}
+        return "cannot go on", 0.0, False, True, {"error": "opponent_failed", "failure": failure}
+
+
+def test_an_env_reporting_a_failure_fails_the_rollout_never_scored() -> None:
+    import asyncio
+
+    from rollgym.rollout import arun_episode
+
+    for traj, _ in (run_episode(FailureReportingEnv(), SeedRecordingAgent(), seed=0),
+                    asyncio.run(arun_episode(FailureReportingEnv(), SeedRecordingAgent(), seed=0))):
+        assert traj.status == "failed" and traj.reward is None and not traj.usable
+        assert traj.info["failure"] == {"stage": "step", "type": "OpponentError", "message": "the engine died",
+                                        "reported_by": "env"}
+        assert traj.info["error"] == "opponent_failed" and traj.step_rewards == [0.0]
 
 
 def test_an_agent_failing_to_record_a_reward_fails_the_rollout() -> None:

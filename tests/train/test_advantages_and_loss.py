@@ -9,6 +9,7 @@ import pytest
 from rollgym.core import ConfigError
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import group_advantages, zero_variance
+from tests.conftest import require_module
 
 
 def traj(i, reward, source="policy", status="completed", group="g"):
@@ -57,7 +58,8 @@ def test_bad_scale():
         group_advantages([], scale="std")  # type: ignore[arg-type]
 
 
-torch = pytest.importorskip("torch")
+require_module("torch")
+import torch  # noqa: E402
 
 
 def test_clipping_by_hand():

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("matplotlib")
+from tests.conftest import require_modules
 
-from rollgym.train.demo import TABLE_BEGIN, TABLE_END, render_table, write_table
+require_modules("torch", "matplotlib")
+
+from rollgym.train.demo import TABLE_BEGIN, TABLE_END, render_table, write_table  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "grpo_countdown_demo.py"
 

@@ -6,7 +6,10 @@ import asyncio
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.conftest import require_module
+
+require_module("torch")
+import torch  # noqa: E402
 
 from rollgym.agents.backends.base import SamplingParams  # noqa: E402
 from rollgym.rollout.types import RolloutGroup, Trajectory, Turn  # noqa: E402

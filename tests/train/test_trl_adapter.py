@@ -9,7 +9,8 @@ import pytest
 from tests.conftest import require_module
 
 require_module("trl")
-torch = pytest.importorskip("torch")
+require_module("torch")
+import torch  # noqa: E402
 
 from rollgym.train.adapters.trl import (  # noqa: E402
     completion_text,

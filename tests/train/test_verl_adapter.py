@@ -14,6 +14,7 @@ from rollgym.train.adapters.verl import (
     verl_rows,
     write_parquet,
 )
+from tests.conftest import require_module
 
 COUNTDOWN = {"num_numbers": 3, "operators": "+-", "min_value": 1, "max_value": 9, "min_target": 10,
              "max_target": 20}
@@ -36,7 +37,8 @@ def test_compute_score_uses_the_verifier():
 
 
 def test_parquet_has_verl_rl_dataset_columns(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
+    require_module("pyarrow")
+    import pyarrow.parquet as pq
     path = write_parquet("Countdown-v0", 5, tmp_path / "train.parquet", env_kwargs=COUNTDOWN, split="test")
     table = pq.read_table(path)
     assert table.num_rows == 5

@@ -10,27 +10,113 @@ import pytest
 
 from rollgym.verifiers.math import MathVerifyConfig, extract_answers, verify_math
 from rollgym.verifiers.math_pool import SymbolicPool
+from tests.conftest import require_modules
+
+require_modules("sympy", "math_verify")  # the symbolic checks need the math extra
 
 HACKS = [
     # several different boxed answers (hedging): with box_policy="all" each distinct box must be right
     ("3", r"It is \boxed{3} or \boxed{4}.", "conflicting_answers"),
     ("3", r"\boxed{4} hmm, actually \boxed{3}", "conflicting_answers"),
     ("3", r"\boxed{1}\boxed{2}\boxed{3}\boxed{4}\boxed{5}\boxed{6}\boxed{7}\boxed{8}\boxed{9}", "too_many_answers"),
-    # an answer plus alternatives inside one box
-    ("3", r"\boxed{3 \text{ or } 4}", "wrong"),
-    ("3", r"\boxed{3 or 4}", "wrong"),
-    ("3", r"\boxed{3, 4}", "wrong"),
-    ("3", r"\boxed{\{3,4\}}", "wrong"),
-    ("3", r"\boxed{3 \lor 4}", None),
-    ("3", r"\boxed{[3,4]}", "wrong"),
-    ("3", r"\boxed{(-\infty,\infty)}", "wrong"),
+    # an answer plus alternatives, or a set, list or tuple around the one gold value
+    ("3", r"\boxed{3 \text{ or } 4}", "several_values"),
+    ("3", r"\boxed{3 or 4}", "several_values"),
+    ("3", r"\boxed{3, 4}", "several_values"),
+    ("3", r"\boxed{\{3,4\}}", "several_values"),
+    ("3", r"\boxed{3 \lor 4}", "several_values"),
+    ("3", r"\boxed{[3,4]}", "several_values"),
+    ("3", r"\boxed{(-\infty,\infty)}", "several_values"),
+    ("3", r"\boxed{3 \text{, } 4 \text{, } 5}", "several_values"),
+    ("3", r"\boxed{3 \text{ and } 4}", "several_values"),
+    ("3", r"\boxed{3; 4}", "several_values"),
+    ("3", r"\boxed{3 \quad 4}", "several_values"),
+    ("3", r"\boxed{3 \\ 4}", "several_values"),
+    ("3", r"\boxed{3 & 4}", "several_values"),
+    ("3", r"\boxed{\{3\}}", "several_values"),
+    ("3", r"\boxed{\left\{ 3 \right\}}", "several_values"),
+    ("3", r"\boxed{\lbrace 3 \rbrace}", "several_values"),
+    ("3", r"\boxed{[3]}", "several_values"),
+    ("3", r"\boxed{\langle 3 \rangle}", "several_values"),
+    ("3", r"\boxed{(3, 3)}", "several_values"),
+    ("3", r"\boxed{x \in \{3\}}", "several_values"),
+    ("3", r"\boxed{3 \cup 4}", "several_values"),
+    ("3", r"\boxed{\begin{pmatrix} 3 \end{pmatrix}}", "several_values"),
+    (r"\frac{1}{2}", r"\boxed{\frac{1}{2} \text{ or } \frac{1}{3}}", "several_values"),
     (r"\text{(C)}", r"\boxed{\text{(C) or (D)}}", "wrong"),
     (r"\text{(C)}", r"\boxed{ABCDE}", "wrong"),
     (r"\text{Evelyn}", r"\boxed{\text{Evelyn or Navin}}", "wrong"),
-    ("5", r"\boxed{\pm 5}", "wrong"),
-    ("5", r"\boxed{5 \text{ or more}}", "wrong"),
-    ("5", r"\boxed{5 \text{ or } 6 \text{ cm}}", "wrong"),
+    ("5", r"\boxed{\pm 5}", "several_values"),
+    ("5", r"\boxed{5 \text{ or more}}", "several_values"),
+    ("5", r"\boxed{5 \text{ or } 6 \text{ cm}}", "several_values"),
     ("5", r"\boxed{5 \text{ (approximately)}}", "wrong"),
+    # an answer that asserts a relation the gold does not: never one of its sides
+    ("3", r"\boxed{3 \approx 4}", "relation"),
+    ("4", r"\boxed{3 \approx 4}", "relation"),
+    ("3", r"\boxed{3 \sim 4}", "relation"),
+    ("4", r"\boxed{3 \sim 4}", "relation"),
+    ("3", r"\boxed{3 \equiv 4}", "relation"),
+    ("4", r"\boxed{3 \equiv 4}", "relation"),
+    ("3", r"\boxed{3 \cong 4}", "relation"),
+    ("4", r"\boxed{3 \cong 4}", "relation"),
+    ("4", r"\boxed{3 \simeq 4}", "relation"),
+    ("4", r"\boxed{3 \propto 4}", "relation"),
+    ("4", r"\boxed{3 < 4}", "relation"),
+    ("4", r"\boxed{3 > 4}", "relation"),
+    ("4", r"\boxed{3 \le 4}", "relation"),
+    ("4", r"\boxed{3 \leq 4}", "relation"),
+    ("4", r"\boxed{3 \ge 4}", "relation"),
+    ("4", r"\boxed{3 \ne 4}", "relation"),
+    ("4", r"\boxed{3 \neq 4}", "relation"),
+    ("4", r"\boxed{3 \not= 4}", "relation"),
+    ("4", r"\boxed{3 \to 4}", "relation"),
+    ("4", r"\boxed{3 \rightarrow 4}", "relation"),
+    ("4", r"\boxed{3 \Rightarrow 4}", "relation"),
+    ("4", r"\boxed{3 \implies 4}", "relation"),
+    ("4", r"\boxed{3 \iff 4}", "relation"),
+    ("4", r"\boxed{3 \mid 4}", "relation"),
+    ("4", "\\boxed{3 \u2248 4}", "relation"),
+    ("4", "\\boxed{3 \u2264 4}", "relation"),
+    ("4", "\\boxed{3 \u2261 4}", "relation"),
+    ("4", r"\boxed{x \approx 4}", "relation"),
+    ("4", r"\boxed{x = 4 \approx 4.0}", "relation"),
+    (r"x \in [-2,7]", r"\boxed{x \approx [-2,7]}", "relation"),
+    # notation math-verify skips, reading one of the numbers around it
+    ("4", r"\boxed{3 \oplus 4}", "notation"),
+    ("4", r"\boxed{3 \circ 4}", "notation"),
+    ("4", r"\boxed{3 \ast 4}", "notation"),
+    ("4", r"\boxed{3 \atop 4}", "notation"),
+    ("4", r"\boxed{3 \nsim 4}", "notation"),
+    ("4", r"\boxed{3 \coloneq 4}", "notation"),
+    ("4", r"\boxed{3 \hookrightarrow 4}", "notation"),
+    ("4", r"\boxed{3 \dagger 4}", "notation"),
+    ("4", "\\boxed{3 \u6216 4}", "notation"),  # Chinese "or"
+    ("3", "\\boxed{3\uff0c4}", "notation"),  # a fullwidth comma
+    ("4", r"\boxed{3 \bmod 4}", "relation"),
+    ("4", r"\boxed{3 \pmod{4}}", "relation"),
+    ("4", r"\boxed{3 | 4}", "relation"),
+    ("4", r"\boxed{3 \vert 4}", "relation"),
+    ("4", r"\boxed{3 \enspace 4}", "several_values"),
+    # '=' with a different right side, or a chain the gold is not
+    ("y = 2x + 3", r"\boxed{y = 2x + 3 = 7}", "relation"),
+    ("x=5", r"\boxed{x = 5 = 6}", "relation"),
+    ("4", r"\boxed{3 = 4}", "equation"),
+    ("4", r"\boxed{x = 3 = 4}", "equation"),
+    # percent equivalence only when the gold or the problem is about percentages
+    ("3", r"\boxed{300\%}", "percent"),
+    ("3", r"\boxed{3\%}", "percent"),
+    ("0.1", r"\boxed{10\%}", "percent"),
+    ("3", r"\boxed{300 \text{ percent}}", "percent"),
+    # decimal approximations of exact answers
+    (r"\frac{\sqrt3}{3}", r"\boxed{0.57735026919}", "wrong"),
+    (r"\frac{\sqrt3}{3}", r"\boxed{0.5773502691896258}", "wrong"),
+    (r"\frac{\sqrt{3}}{3}", r"\boxed{0.57735026918962576451}", "wrong"),
+    (r"\pi", r"\boxed{3.14159265359}", "wrong"),
+    (r"2\sqrt{2}", r"\boxed{2.8284271247}", "wrong"),
+    (r"\frac13", r"\boxed{0.3333333333}", "wrong"),
+    (r"\frac{\sqrt3}{3}", r"\boxed{0.57735026919 \cdot 1}", "wrong"),
+    (r"x^2 + \frac{x}{3}", r"\boxed{x^2 + 0.3333333333x}", "wrong"),
+    (r"\left( \frac{\sqrt3}{3}, 1 \right)", r"\boxed{(0.57735026919, 1)}", "wrong"),
     # a boxed equation that restates the question, or a tautology
     ("5", r"\boxed{2x+3=13}", "equation"),
     ("13", r"\boxed{2x+3=13}", "equation"),
@@ -58,6 +144,40 @@ def test_reward_hacks_score_zero(gold: str, response: str, error: str | None) ->
     assert score.reward == 0.0 and not score.correct
     if error is not None:
         assert score.error == error
+
+
+def test_percent_equivalence_holds_where_the_problem_or_gold_is_a_percentage() -> None:
+    from rollgym.core.task import Task
+
+    asks = Task("t", "MATH500-v0", "By what percent does the area decrease?", "3")
+    assert verify_math(asks, r"\boxed{3\%}").correct and verify_math(asks, r"\boxed{3}").correct
+    assert verify_math(r"10\%", r"\boxed{0.1}").correct and verify_math(r"10\%", r"\boxed{10\%}").correct
+    plain = Task("t", "MATH500-v0", "What is 1 + 2?", "3")
+    assert verify_math(plain, r"\boxed{300\%}").error == "percent"
+
+
+def test_relations_pass_when_the_gold_asserts_the_same_relation() -> None:
+    assert verify_math("x=5", r"\boxed{x = 5}").correct
+    assert verify_math("5", r"\boxed{x = 5}").correct
+    assert verify_math(r"x \in [-2,7]", r"\boxed{x \in [-2, 7]}").correct
+    assert verify_math(r"x \in [-2,7]", r"\boxed{[-2,7]}").correct
+    assert verify_math("y = 2x + 3", r"\boxed{y = 3 + 2x}").correct
+    assert verify_math("3", r"\boxed{(3)}").correct and verify_math("58,500", r"\boxed{58,500}").correct
+
+
+def test_ordinary_notation_still_matches() -> None:
+    assert verify_math("10000", r"\boxed{10\,000}").correct and verify_math("4", r"\boxed{|{-4}|}").correct
+    assert verify_math("10", r"\boxed{\binom{5}{2}}").correct
+    assert verify_math("3", r"\boxed{\lfloor 3.5 \rfloor}").correct
+    assert verify_math(r"90^\circ", r"\boxed{90^{\circ}}").correct and verify_math(r"\theta", "\\boxed{\u03b8}").correct
+    assert verify_math(r"\frac{\pi}{2}", "\\boxed{\u03c0/2}").correct
+
+
+def test_exact_decimals_still_match() -> None:
+    assert verify_math(r"\frac{1}{8}", r"\boxed{0.125}").correct
+    assert verify_math(r"\frac{\sqrt{4}}{8}", r"\boxed{0.25}").correct
+    assert verify_math(r"\frac{x}{2}", r"\boxed{0.5x}").correct
+    assert verify_math(r"\left( \frac{1}{2}, 1 \right)", r"\boxed{(0.5, 1)}").correct
 
 
 def test_repeating_the_same_answer_in_several_boxes_is_fine() -> None:
@@ -179,5 +299,66 @@ def test_the_pool_is_shared_safely_between_threads() -> None:
             results = list(ex.map(lambda batch: pool.run(batch, timeout_s=4.0), jobs))
         assert results[0][0].error == "timeout"
         assert results[1][0].value == (True, None) and results[2][0].value[0] is False
+    finally:
+        pool.close()
+
+
+SLOW_BOXES = " ".join(rf"\boxed{{({n}!)!}}" for n in range(10, 18))  # 8 distinct answers, each past any timeout
+
+
+@pytest.mark.timeout(300)
+def test_a_response_gets_one_budget_for_all_its_boxes() -> None:
+    # 8 x (n!)! used to cost 8 timeouts (26-31 s at 5 s each); now the boxes share one budget
+    from rollgym.verifiers.math_pool import get_pool
+
+    verify_math("1", r"\boxed{1}")
+    pool = get_pool()
+    restarts = pool.restarts
+    score = verify_math("5", SLOW_BOXES, MathVerifyConfig(timeout_s=1.0, budget_s=2.0))
+    assert not score.correct and score.reward == 0.0 and score.error == "time_budget"
+    assert score.details["answers"] == [rf"({n}!)!" for n in range(10, 18)]
+    assert pool.restarts - restarts <= 2  # at most budget / timeout jobs ever ran
+    assert verify_math(r"\sqrt{2}", r"\boxed{2^{1/2}}").correct
+
+
+@pytest.mark.timeout(300)
+def test_the_budget_counts_worker_seconds_and_labels_what_never_ran() -> None:
+    pool = SymbolicPool(workers=2)
+    try:
+        results = pool.run([("sleep", (30,))] * 6 + [("equal", ("1", "1"))], timeout_s=1.0, budget_s=2.5)
+        errors = [r.error for r in results]
+        assert errors[:2] == ["timeout", "timeout"]  # one job at a time (per_call = 1): 1 s + 1 s
+        assert errors[2] == "budget"  # the last 0.5 s: cut short by the budget, labelled as such
+        assert errors[3:] == ["budget"] * 4  # never started
+        assert pool.restarts == 3
+    finally:
+        pool.close()
+
+
+@pytest.mark.timeout(300)
+def test_a_slow_response_never_blocks_another_request() -> None:
+    import threading
+    import time
+
+    pool = SymbolicPool(workers=2)  # one call holds at most one worker: the other stays free
+    try:
+        while pool._idle.qsize() < 2:  # both workers started (they start in the background)
+            pool.run([("equal", ("1", "1"))], timeout_s=60)
+            time.sleep(0.1)
+        slow_done = threading.Event()
+        started = threading.Event()
+
+        def slow() -> None:
+            started.set()
+            pool.run([("sleep", (30,))] * 4, timeout_s=5.0, budget_s=20.0)
+            slow_done.set()
+
+        thread = threading.Thread(target=slow)
+        thread.start()
+        started.wait()
+        answers = [pool.run([("equal", (rf"\sqrt{{{k}}}", rf"{k}^{{1/2}}"))], timeout_s=60)[0] for k in range(2, 7)]
+        assert all(a.ok and a.value[0] for a in answers)
+        assert not slow_done.is_set()  # all five were answered while the slow call still ran
+        thread.join()
     finally:
         pool.close()

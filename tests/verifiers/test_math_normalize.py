@@ -5,10 +5,15 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from rollgym.verifiers.math_normalize import (
+from tests.conftest import require_module
+
+require_module("hypothesis")  # a property test below; skips (fails in CI) without the dev extra
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rollgym.verifiers.math_normalize import (  # noqa: E402
     clean_latex,
     nesting_depth,
     parse_base,
@@ -90,3 +95,16 @@ def test_guards_measure_nesting() -> None:
     assert power_tower_height("9^{9^{9^{9}}}") == 3
     assert power_tower_height("x^2 + y^{3}") == 1
     assert nesting_depth("{{{}}}") == 3
+
+
+@given(
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=300),
+    st.sampled_from(["3", r"\frac{\sqrt3}{3}", "x=5", r"x \in [-2,7]", r"10\%", r"\text{(C)}", "(1,2)", "y = 2x + 3"]),
+)
+def test_claim_rules_never_raise(pred: str, gold: str) -> None:
+    from rollgym.verifiers.math_claims import claim_mismatch, lists_several_values, relations, unknown_notation
+
+    assert claim_mismatch(gold, pred) in (None, "relation", "notation", "percent", "several_values")
+    lists_several_values(pred)
+    relations(pred)
+    unknown_notation(pred)

@@ -11,6 +11,9 @@ import pytest
 from rollgym.core.extraction import extract_boxed
 from rollgym.core.task import Task
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal, answers_equal_many, verify_math
+from tests.conftest import require_modules
+
+require_modules("sympy", "math_verify")  # the symbolic checks need the math extra
 
 
 def _rows(folder: Path, name: str) -> list[dict]:

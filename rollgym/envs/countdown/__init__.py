@@ -31,12 +31,6 @@ register_env(
     "rollgym.envs.countdown.env:CountdownEnv",
     description="Reach a target with + - * / over 4 numbers, each used exactly once; binary reward.",
     family="puzzles",
-    components=[
-        "rollgym.envs.countdown.config",
-        "rollgym.envs.countdown.generator",
-        "rollgym.envs.countdown.env",
-        "rollgym.verifiers.countdown",
-    ],
     oracle="rollgym.envs.countdown:countdown_oracle",
     random_policy="rollgym.envs.countdown:countdown_random_policy",
 )

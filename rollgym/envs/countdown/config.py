@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rollgym.core.config import check_int
 from rollgym.core.errors import ConfigError
 from rollgym.verifiers.countdown import OPERATORS, USAGES
 
@@ -47,21 +48,13 @@ class CountdownConfig:
     usage: str = "exactly"
 
     def __post_init__(self) -> None:
-        _check_int("num_numbers", self.num_numbers, MIN_NUMBERS, MAX_NUMBERS)
-        _check_int("min_value", self.min_value, 1, MAX_VALUE)
-        _check_int("max_value", self.max_value, self.min_value, MAX_VALUE, low_name="min_value")
-        _check_int("min_target", self.min_target, 1, MAX_TARGET)
-        _check_int("max_target", self.max_target, self.min_target, MAX_TARGET, low_name="min_target")
+        check_int("num_numbers", self.num_numbers, MIN_NUMBERS, MAX_NUMBERS)
+        check_int("min_value", self.min_value, 1, MAX_VALUE)
+        check_int("max_value", self.max_value, self.min_value, MAX_VALUE, low_name="min_value")
+        check_int("min_target", self.min_target, 1, MAX_TARGET)
+        check_int("max_target", self.max_target, self.min_target, MAX_TARGET, low_name="min_target")
         object.__setattr__(self, "operators", normalise_operators(self.operators))
         object.__setattr__(self, "usage", normalise_usage(self.usage))
-
-
-def _check_int(name: str, value: Any, low: int, high: int, low_name: str | None = None) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{name} must be an integer, got {value!r}.")
-    if not low <= value <= high:
-        lower = f"{low_name} ({low})" if low_name else str(low)
-        raise ConfigError(f"{name} must be between {lower} and {high}, got {value}.")
 
 
 def normalise_usage(usage: Any) -> str:

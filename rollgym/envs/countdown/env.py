@@ -103,15 +103,12 @@ class CountdownEnv(SingleTurnEnv):
             operators=normalise_operators(operators),
             usage=usage,
         )
-        generator = CountdownGenerator(self.config)
-        super().__init__(
-            generator,
-            split=split,
-            render_mode=render_mode,
-            max_observation_length=100_000,
-            max_action_length=1_000_000,
-        )
-        generator.task(0, self.split)  # an unreachable configuration fails here, before any episode
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=100_000,
+                         max_action_length=1_000_000)
+        self.source.task(0, self.split)  # an unreachable configuration fails here, before any episode
+
+    def _make_source(self, env_id: str) -> CountdownGenerator:
+        return CountdownGenerator(self.config, env_id=env_id)
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.countdown.verify_countdown`."""

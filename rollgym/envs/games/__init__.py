@@ -1,13 +1,12 @@
 """Board games: Chess, Chess960, Connect Four and Hex, as single-agent text envs and PettingZoo AEC envs.
 
-The agent plays one colour against a bot from :mod:`rollgym.agents.game_bots`;
+The agent plays one colour against a bot from :mod:`rollgym.envs.games.bots`;
 see ``docs/games.md``. Nothing heavy is imported here: python-chess loads when a
 chess env is built, PettingZoo when an AEC env is.
 """
 
 from rollgym.core.registration import register_env
 
-_RULES = ("rollgym.envs.games.base", "rollgym.envs.games.text_env")
 _ORACLE = "rollgym.agents.game_bots:game_oracle"
 _RANDOM = "rollgym.agents.game_bots:random_legal_move"
 
@@ -16,7 +15,6 @@ register_env(
     "rollgym.envs.games.connect_four:ConnectFourEnv",
     description="Connect Four (rows, columns, x-in-a-row configurable) against random/greedy/MCTS bots.",
     family="games",
-    components=[*_RULES, "rollgym.envs.games.connect_four"],
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
@@ -25,25 +23,22 @@ register_env(
     "rollgym.envs.games.hex:HexEnv",
     description="Hex (5x5 to 19x19, 11x11 default, optional swap rule) against random/greedy/MCTS bots.",
     family="games",
-    components=[*_RULES, "rollgym.envs.games.hex"],
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
 register_env(
-    "Chess-v0",
+    "Chess-v1",
     "rollgym.envs.games.chess_env:ChessEnv",
-    description="Chess against random, greedy or Stockfish; UCI or SAN moves; ply cap adjudicated as a draw.",
+    description="Chess against random, greedy or Stockfish; SAN, long algebraic or UCI moves; ply cap ends in a draw.",
     family="games",
-    components=[*_RULES, "rollgym.envs.games.chess_state", "rollgym.envs.games.chess_env"],
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
 register_env(
-    "Chess960-v0",
+    "Chess960-v1",
     "rollgym.envs.games.chess_env:Chess960Env",
     description="Chess960 from a numbered start position, with Chess960 castling, against random, greedy or Stockfish.",
     family="games",
-    components=[*_RULES, "rollgym.envs.games.chess_state", "rollgym.envs.games.chess_env"],
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )

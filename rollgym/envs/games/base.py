@@ -3,7 +3,7 @@
 A :class:`GameState` is a mutable two-player position with a move history.
 Moves are game-specific values (an ``int`` column or cell for Connect Four and
 Hex, a :class:`chess.Move` for chess); text goes in through :meth:`parse_move`
-and comes out through :meth:`move_to_text`. Bots (``rollgym.agents``), the text
+and comes out through :meth:`move_to_text`. Bots (:mod:`rollgym.envs.games.bots`), the text
 env (:mod:`rollgym.envs.games.text_env`) and the PettingZoo adapter all talk to
 this one interface.
 
@@ -17,6 +17,8 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
+
+from rollgym.core.deprecation import moved_to
 
 #: Why an action did not give a legal move.
 #:   ``no_move``   nothing that looks like a move was found;
@@ -126,10 +128,17 @@ class GameState(ABC):
             self.play(moves[int(rng.integers(len(moves)))])
         return self.winner()
 
+    def is_legal(self, move: Any) -> bool:
+        """Whether ``move`` may be played now (the envs check every move before it reaches the board)."""
+        return move in self.legal_moves()
+
     # -- text -------------------------------------------------------------
     @abstractmethod
     def parse_move(self, text: str) -> Any:
         """Parse one move token (already extracted from the agent's answer) into a legal move.
+
+        The result is always one of :meth:`legal_moves`, the one the text names in
+        the game's documented notation; anything else raises.
 
         Raises:
             MoveError: labelled ``invalid``, ``illegal`` or ``ambiguous``, with a reason.
@@ -158,7 +167,7 @@ class GameState(ABC):
 
     @abstractmethod
     def config(self) -> dict[str, Any]:
-        """JSON-ready parameters that rebuild the start position with :func:`state_from_config`."""
+        """JSON-ready parameters that rebuild the start position (see :mod:`rollgym.envs.games.replay`)."""
 
     # -- arrays (PettingZoo) ---------------------------------------------
     @property
@@ -191,33 +200,7 @@ class GameState(ABC):
         return mask
 
 
-def state_from_config(config: dict[str, Any]) -> GameState:
-    """Rebuild a start position from :meth:`GameState.config` output.
-
-    Example:
-        >>> state_from_config({"game": "connect_four", "rows": 6, "columns": 7, "x_in_row": 4}).num_actions
-        7
-    """
-    config = dict(config)
-    game = config.pop("game", None)
-    if game == "connect_four":
-        from rollgym.envs.games.connect_four import ConnectFourState
-
-        return ConnectFourState(**config)
-    if game == "hex":
-        from rollgym.envs.games.hex import HexState
-
-        return HexState(**config)
-    if game == "chess":
-        from rollgym.envs.games.chess_state import ChessState
-
-        return ChessState(**config)
-    raise ValueError(f"Unknown game {game!r}; use 'connect_four', 'hex' or 'chess'.")
-
-
-def replay(config: dict[str, Any], moves: list[str]) -> GameState:
-    """The position after playing ``moves`` (canonical text) from the start position of ``config``."""
-    state = state_from_config(config)
-    for text in moves:
-        state.play(state.parse_move(text))
-    return state
+# state_from_config and replay import every game; they live in replay.py so that one game's
+# env (and its spec hash) does not depend on the others' code.
+__getattr__ = moved_to(__name__, {"state_from_config": "rollgym.envs.games.replay",
+                                  "replay": "rollgym.envs.games.replay"})

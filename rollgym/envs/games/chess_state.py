@@ -21,8 +21,22 @@ if TYPE_CHECKING:
 
 STANDARD_START = 518  # the Chess960 number of the classical start position
 _PIECE_VALUES = {1: 1.0, 2: 3.0, 3: 3.0, 4: 5.0, 5: 9.0, 6: 0.0}
-_UCI_RE = re.compile(r"^[a-h][1-8][a-h][1-8][qrbn]?$")
-_HOW = "give one move in SAN (Nf3) or UCI (g1f3)"
+_HOW = "give one legal move in SAN (Nf3), long algebraic (Ng1-f3) or UCI (g1f3)"
+#: Texts that python-chess and other tools read as a null move (a pass); never a move here.
+_NULL_TOKENS = frozenset({"--", "z0", "0000", "@@@@", "null", "pass", "(none)", "none"})
+_CASTLE_RE = re.compile(r"^[o0]-[o0](?:-[o0])?$")
+# Squares only (UCI, or long algebraic without a piece letter); matched on the lower-cased token.
+_COORD_RE = re.compile(r"^([a-h][1-8])[-x]?([a-h][1-8])(?:=?([qrbn]))?$")
+# A piece move (SAN or long algebraic), or a pawn push or capture, on the token as written.
+_PIECE_RE = re.compile(r"^([KQRBN])([a-h])?([1-8])?[-x]?([a-h][1-8])$")
+_PAWN_RE = re.compile(r"^(?:([a-h])x)?([a-h][1-8])(?:=?([QRBNqrbn]))?$")
+#: How moves may be written (every chess env documents this list).
+MOVE_NOTATIONS = (
+    "SAN: Nf3, Nbd2, R1e2, exd5, e8=Q, O-O, O-O-O (0-0 and o-o too); check and mate marks optional",
+    "long algebraic: Ng1-f3, Ng1f3, Bf1xb5, e2-e4, e7-e8=Q",
+    "UCI: g1f3, e7e8q (upper case and a dash are read too); Chess960 castling is king-takes-rook (e1h1)",
+    "piece letters n, r, q and k may be lower case; a lower-case b reading as a pawn move is the b-pawn",
+)
 _PROMOTION_PIECES = "nbr"  # under-promotions get their own actions; a queen uses the plain from-to action
 
 
@@ -42,9 +56,10 @@ class ChessState(GameState):
 
     ``chess960`` selects Chess960 castling rules; ``start_position`` is a Chess960
     start number 0-959 (518 is the classical setup). Moves are :class:`chess.Move`;
-    as text they are SAN (:meth:`move_to_text`), and :meth:`parse_move` takes UCI
-    or SAN (``e2e4``, ``e4``, ``Nf3+``, ``0-0``, ``O-O-O``, ``e8=Q``, ``e7e8q``;
-    in Chess960 also king-takes-rook castling such as ``e1h1``).
+    as text they are SAN (:meth:`move_to_text`), and :meth:`parse_move` takes SAN,
+    long algebraic or UCI (``e4``, ``Nf3+``, ``Ng1-f3``, ``0-0``, ``O-O-O``, ``e8=Q``,
+    ``e2e4``, ``e7e8q``; in Chess960 castling in UCI is king-takes-rook, ``e1h1``), and
+    nothing else: see :data:`MOVE_NOTATIONS`. Null moves and drops are never moves.
 
     Example:
         >>> s = ChessState()
@@ -168,54 +183,104 @@ class ChessState(GameState):
         return str(self.board.shredder_fen() if self.chess960 else self.board.fen())
 
     # -- text -------------------------------------------------------------
-    def parse_move(self, text: str) -> chess.Move:
+    def is_legal(self, move: Any) -> bool:
+        """Whether ``move`` is a legal move now: never a null move, a drop, or a move after the game ended."""
         chess = self._chess
+        return (not self._ended and isinstance(move, chess.Move) and bool(move) and move.drop is None
+                and self.board.is_legal(move))
+
+    def parse_move(self, text: str) -> chess.Move:
+        """Read one move in SAN, long algebraic or UCI; see :data:`MOVE_NOTATIONS`.
+
+        The result is always a legal move of this position that the text names; a null
+        move (``--``, ``0000``, ``Z0``, ``@@@@``), a drop (``P@e4``) or any other text
+        raises :class:`MoveError` (``invalid``, ``illegal`` or ``ambiguous``).
+        """
         if self._ended:
             raise MoveError("illegal", "the game is over")
-        token = text.strip().strip("[]()`*'\"").strip()
-        token = re.sub(r"^(?:\d+\s*\.+\s*)", "", token)  # a move number such as "12." or "12..."
-        token = re.sub(r"[!?]+$", "", token).strip().rstrip(".")
-        if not token or " " in token:
-            raise MoveError("invalid", f"{text.strip()!r} is not a chess move; {_HOW}")
-        compact = token.replace("-", "").lower()
-        if _UCI_RE.match(compact.rstrip("+#")) and len(compact.rstrip("+#")) >= 4:
-            uci = compact.rstrip("+#")
-            try:
-                return self.board.parse_uci(uci)
-            except chess.IllegalMoveError:
-                move = self._castle_alias(uci)
-                if move is not None:
-                    return move
-                raise MoveError("illegal", f"{uci} is not a legal move in this position") from None
-            except chess.InvalidMoveError:
-                pass
-        castle = token.upper().replace("0", "O")
-        san = castle if castle.startswith("O-O") else token
-        candidates = [san]
-        if san[:1] in "nbrqk" and len(san) > 2:
-            candidates.append(san[0].upper() + san[1:])
-        last_error: Exception | None = None
-        for candidate in candidates:
-            try:
-                return self.board.parse_san(candidate)
-            except chess.AmbiguousMoveError:
-                message = f"{token} matches more than one legal move; say which piece moves (e.g. Nbd2)"
-                raise MoveError("ambiguous", message) from None
-            except chess.IllegalMoveError as exc:
-                last_error = exc
-            except chess.InvalidMoveError as exc:
-                last_error = last_error or exc
-        if isinstance(last_error, chess.IllegalMoveError):
-            raise MoveError("illegal", f"{token} is not a legal move in this position")
-        raise MoveError("invalid", f"{token!r} is not a chess move; {_HOW}")
+        token = _strip_move_decorations(text)
+        shown = _shown(token or text.strip())
+        if not token or any(ch.isspace() for ch in token):
+            raise MoveError("invalid", f"{shown} is not a chess move; {_HOW}")
+        if token.lower() in _NULL_TOKENS:
+            raise MoveError("invalid", f"{shown} is a null move (a pass); chess has no passing, so {_HOW}")
+        if "@" in token:
+            raise MoveError("invalid", f"{shown} is a piece drop, which chess does not have; {_HOW}")
+        if _CASTLE_RE.match(token.lower()):
+            return self._parse_castling(token, long=token.count("-") == 2)
+        coordinates = _COORD_RE.match(token.lower())
+        if coordinates:
+            return self._parse_coordinates(token, *coordinates.groups())
+        fields = _san_fields(token)
+        if fields is None:
+            raise MoveError("invalid", f"{shown} is not a chess move; {_HOW}")
+        return self._parse_san_fields(token, *fields)
 
-    def _castle_alias(self, uci: str) -> chess.Move | None:
-        """Accept king-two-squares castling in Chess960 and king-takes-rook in standard chess."""
-        for move in self.board.legal_moves:
-            if self.board.is_castling(move):
-                if uci in {self.board.uci(move, chess960=True), self.board.uci(move, chess960=False)}:
-                    return move
-        return None
+    def _one(self, token: str, matches: list[chess.Move], hint: str = "") -> chess.Move:
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise MoveError("ambiguous", f"{token} matches more than one legal move; say which piece moves (e.g. Nbd2)")
+        raise MoveError("illegal", f"{token} is not a legal move in this position{hint}")
+
+    def _parse_castling(self, token: str, long: bool) -> chess.Move:
+        board = self.board
+        side = board.is_queenside_castling if long else board.is_kingside_castling
+        return self._one(token, [m for m in board.legal_moves if side(m)])
+
+    def _parse_coordinates(self, token: str, origin: str, target: str, promotion: str | None) -> chess.Move:
+        """UCI or long algebraic with squares only (``g1f3``, ``e2-e4``, ``e7e8q``): any piece on ``origin``."""
+        chess = self._chess
+        board = self.board
+        from_square, to_square = chess.parse_square(origin), chess.parse_square(target)
+        promo = chess.Piece.from_symbol(promotion).piece_type if promotion else None
+        legal = list(board.legal_moves)
+        exact = [m for m in legal if (m.from_square, m.to_square, m.promotion) == (from_square, to_square, promo)]
+        if exact:
+            return self._one(token, exact)
+        # Castling in the other mode's UCI: king-takes-rook in standard chess, e1g1 / e1c1 in
+        # Chess960 when the king starts on e1 (python-chess converts only that case); never
+        # when a legal move has this text as its own UCI.
+        uci = f"{origin}{target}"
+        alias = [m for m in legal if board.is_castling(m) and promotion is None
+                 and board.uci(m, chess960=not self.chess960) == uci and uci[:2] != uci[2:]]
+        if alias:
+            return self._one(token, alias)
+        hint = ""
+        if promo is None and any((m.from_square, m.to_square) == (from_square, to_square) for m in legal):
+            hint = f"; say which piece the pawn becomes ({origin}{target}q)"
+        return self._one(token, [], hint)
+
+    def _parse_san_fields(self, token: str, piece: str | None, file: str | None, rank: str | None,
+                          target: str, promotion: str | None) -> chess.Move:
+        """SAN or long algebraic with a piece letter (``Nf3``, ``Nbd2``, ``Ng1-f3``, ``exd5``, ``e8=Q``)."""
+        chess = self._chess
+        board = self.board
+        to_square = chess.parse_square(target)
+        piece_type = chess.Piece.from_symbol(piece).piece_type if piece else chess.PAWN
+        promo = chess.Piece.from_symbol(promotion.upper()).piece_type if promotion else None
+        matches = []
+        movers = board.pieces_mask(piece_type, board.turn)
+        for move in board.generate_legal_moves(movers, chess.BB_SQUARES[to_square]):
+            if move.to_square != to_square or move.promotion != promo or board.is_castling(move):
+                continue
+            from_file, from_rank = chess.square_file(move.from_square), chess.square_rank(move.from_square)
+            if file is not None and from_file != chess.FILE_NAMES.index(file):
+                continue
+            if rank is not None and from_rank != int(rank) - 1:
+                continue
+            if piece is None and (file is None) != (from_file == chess.square_file(to_square)):
+                continue  # a pawn written without a file moves straight ahead; with one (exd5) it captures
+            matches.append(move)
+        hint = ""
+        if not matches:
+            if piece_type == chess.PAWN and promo is None and chess.square_rank(to_square) in (0, 7):
+                hint = f"; say which piece the pawn becomes ({token}=Q)"
+            elif piece is None and file == "b":
+                hint = "; a lower-case b is the b-pawn, write B for a bishop"
+            elif piece_type == chess.KING and any(board.is_castling(m) for m in board.legal_moves):
+                hint = "; castle with O-O or O-O-O"
+        return self._one(token, matches, hint)
 
     def move_to_text(self, move: chess.Move) -> str:
         return str(self.board.san(move))
@@ -294,3 +359,34 @@ class ChessState(GameState):
         if self.board.turn:
             out[:, :, 12] = 1.0
         return out
+
+
+def _strip_move_decorations(text: str) -> str:
+    """The move token without markup, a move number, or check, mate and annotation marks."""
+    token = text.strip().strip("[]()`*'\"").strip()
+    token = re.sub(r"^\d+\s*\.+\s*", "", token)  # a move number such as "12." or "12..."
+    token = token.rstrip(".")
+    return re.sub(r"[+#!?]+$", "", token).strip()
+
+
+def _shown(token: str) -> str:
+    """The token quoted for an error message, cut short."""
+    return repr(token if len(token) <= 24 else token[:24] + "...")
+
+
+def _san_fields(token: str) -> tuple[str | None, str | None, str | None, str, str | None] | None:
+    """``(piece, from_file, from_rank, to_square, promotion)`` of a SAN or long-algebraic piece or pawn move.
+
+    A lower-case n, r, q or k is read as a piece letter; a lower-case b only when the
+    token does not read as a pawn move (``bxc3`` is the b-pawn, ``bb5`` the bishop).
+    """
+    pawn = _PAWN_RE.match(token)
+    if pawn:
+        file, target, promotion = pawn.groups()
+        return None, file, None, target, promotion
+    for candidate in (token, token[:1].upper() + token[1:] if token[:1] in "nbrqk" else None):
+        piece = _PIECE_RE.match(candidate) if candidate else None
+        if piece:
+            letter, file, rank, target = piece.groups()
+            return letter, file, rank, target, None
+    return None

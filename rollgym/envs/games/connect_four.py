@@ -15,6 +15,7 @@ import numpy as np
 
 from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState, MoveError
+from rollgym.envs.games.config import ConnectFourConfig
 from rollgym.envs.games.text_env import TwoPlayerTextEnv
 
 _COLUMN_RE = re.compile(r"^(?:col(?:umn)?|drop(?:\s+in)?(?:\s+col(?:umn)?)?|move)?\s*[:#]?\s*(-?\d+)$")
@@ -283,12 +284,19 @@ class ConnectFourEnv(TwoPlayerTextEnv):
     Terminated when the game ends (a line, a full board) or the agent forfeits after
     ``max_retries`` unplayable answers (``illegal_move_policy="forfeit"``); with
     ``illegal_move_policy="random"`` a random legal move is played instead.
+    Truncated when the opponent bot fails (it raises, or returns an illegal move, which
+    is never played): ``info["error"] == "opponent_failed"``, the reason in
+    ``info["failure"]``, reward 0; the rollout collector records the episode as failed.
 
     ## Information
     ``legal_moves`` (strings), ``moves`` (history), ``to_play``, ``agent_player``,
     ``board`` (ASCII), ``game_config``, ``error`` (``no_move``, ``invalid``,
-    ``illegal``, ``ambiguous`` or ``None``), ``retries_left``; at the end ``result``
-    (``win``/``draw``/``loss``), ``termination`` and ``record`` (JSON move list).
+    ``illegal``, ``ambiguous``, ``opponent_failed`` or ``None``), ``retries_left``; at
+    the end ``result`` (``win``/``draw``/``loss``), ``termination``, ``record`` (JSON
+    move list) and the Score fields of every rollgym env: ``reward``, ``correct`` (the
+    agent won; a draw is not correct), ``parsed`` (the agent's last move), ``error`` and
+    ``details`` (``result``, ``points``, ``termination``, ``reward_scheme``); after an
+    opponent failure ``failure`` (``type``, ``message``).
 
     ## Arguments
     ``rows=6, columns=7, x_in_row=4``, plus those of
@@ -299,7 +307,8 @@ class ConnectFourEnv(TwoPlayerTextEnv):
     ``tools``, ``tool_budget``, ``split``, ``render_mode``. (Connect Four needs no ply cap: the board fills.)
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. (The terminal ``info`` later gained the Score fields, with
+      ``correct`` true only for a win; rewards and tasks did not change.)
     """
 
     default_env_id = "ConnectFour-v0"
@@ -308,17 +317,17 @@ class ConnectFourEnv(TwoPlayerTextEnv):
     move_example = "4"
 
     def __init__(self, rows: int = 6, columns: int = 7, x_in_row: int = 4, **kwargs: Any) -> None:
-        self._game_args = {"rows": rows, "columns": columns, "x_in_row": x_in_row}
-        ConnectFourState(rows, columns, x_in_row)  # validate now, not at reset
+        self.config = ConnectFourConfig(rows=rows, columns=columns, x_in_row=x_in_row)
         super().__init__(**kwargs)
 
     def new_state(self, task_meta: dict[str, Any]) -> ConnectFourState:
-        return ConnectFourState(**self._game_args)
+        c = self.config
+        return ConnectFourState(c.rows, c.columns, c.x_in_row)
 
     def rules_text(self) -> str:
-        a = self._game_args
+        c = self.config
         return (
-            f"Connect Four on a board of {a['rows']} rows and {a['columns']} columns: players take turns dropping "
-            f"a stone into a column, where it falls to the lowest empty cell. The first to line up {a['x_in_row']} "
+            f"Connect Four on a board of {c.rows} rows and {c.columns} columns: players take turns dropping "
+            f"a stone into a column, where it falls to the lowest empty cell. The first to line up {c.x_in_row} "
             "stones horizontally, vertically or diagonally wins; a full board is a draw. X moves first."
         )

@@ -18,6 +18,7 @@ import numpy as np
 
 from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState, MoveError
+from rollgym.envs.games.config import HexConfig
 from rollgym.envs.games.text_env import TwoPlayerTextEnv
 
 _CELL_RE = re.compile(r"^([a-z])\s*(\d{1,2})$")
@@ -323,7 +324,9 @@ class HexEnv(TwoPlayerTextEnv):
     +1 / -1 with ``reward_scheme="signed"``. A forfeit is a loss.
 
     ## Episode End
-    Terminated when a player joins their edges or the agent forfeits.
+    Terminated when a player joins their edges or the agent forfeits; truncated as
+    failed when the opponent bot fails (as for
+    :class:`~rollgym.envs.games.connect_four.ConnectFourEnv`).
 
     ## Information
     As for :class:`~rollgym.envs.games.connect_four.ConnectFourEnv`.
@@ -333,7 +336,8 @@ class HexEnv(TwoPlayerTextEnv):
     :class:`~rollgym.envs.games.text_env.TwoPlayerTextEnv`.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. (The terminal ``info`` later gained the Score fields, with
+      ``correct`` true only for a win; rewards and tasks did not change.)
     """
 
     default_env_id = "Hex-v0"
@@ -342,16 +346,14 @@ class HexEnv(TwoPlayerTextEnv):
     move_example = "c3"
 
     def __init__(self, size: int = 11, swap: bool = False, **kwargs: Any) -> None:
-        if not isinstance(size, int) or not 5 <= size <= 19:
-            raise ConfigError(f"Hex-v0 size must be an integer from 5 to 19, got {size!r}.")
-        self._game_args: dict[str, Any] = {"size": size, "swap": bool(swap)}
+        self.config = HexConfig(size=size, swap=swap)
         super().__init__(**kwargs)
 
     def new_state(self, task_meta: dict[str, Any]) -> HexState:
-        return HexState(**self._game_args)
+        return HexState(self.config.size, self.config.swap)
 
     def rules_text(self) -> str:
-        size, swap = self._game_args["size"], self._game_args["swap"]
+        size, swap = self.config.size, self.config.swap
         last = chr(ord("a") + size - 1)
         text = (
             f"Hex on a {size}x{size} rhombus of hexagonal cells (columns a-{last}, rows 1-{size}). Players take "

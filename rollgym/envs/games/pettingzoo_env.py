@@ -24,12 +24,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from rollgym.core.agent import Agent
 from rollgym.core.errors import MissingDependencyError
 from rollgym.envs.games.base import GameState, MoveError
 from rollgym.envs.games.text_env import extract_move_text
@@ -115,18 +116,25 @@ class BoardGameAEC(AECEnv):  # type: ignore[misc]
             self.render()
 
     def _read_action(self, action: Any) -> tuple[Any, tuple[str, str]]:
+        """The move an action names, or ``None`` and ``(label, reason)``; never raises on any action."""
         if isinstance(action, str):
             token = extract_move_text(action)
             if token is None:
                 return None, ("no_move", "no move found; end with `Final Answer: <move>`")
             try:
-                return self.state.parse_move(token), ("", "")
+                move = self.state.parse_move(token)
             except MoveError as err:
                 return None, (err.label, str(err))
-        try:
-            index = int(action)
-        except (TypeError, ValueError):
-            return None, ("invalid", f"action {action!r} is neither an integer nor move text")
+            except Exception as exc:  # a parser bug must never crash a game
+                return None, ("invalid", f"the move could not be read ({type(exc).__name__})")
+            if not self.state.is_legal(move):  # the parser's promise, checked: only legal moves reach the board
+                return None, ("illegal", f"{token[:24]!r} is not a legal move now")
+            return move, ("", "")
+        if isinstance(action, np.ndarray) and action.ndim == 0:
+            action = action.item()
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+            return None, ("invalid", f"action {str(action)[:40]!r} is neither an integer nor move text")
+        index = int(action)
         if not 0 <= index < self.state.num_actions or not self.state.action_mask()[index]:
             return None, ("illegal", f"action {index} is not a legal move now")
         return self.state.move_of(index), ("", "")
@@ -204,7 +212,7 @@ def chess_aec(chess960: bool = False, start_position: int = 518, max_plies: int 
     return BoardGameAEC(lambda: ChessState(chess960, start_position, max_plies), name, render_mode)
 
 
-def play_match(env: BoardGameAEC, agents: dict[str, Any], seed: int | None = None) -> dict[str, float]:
+def play_match(env: BoardGameAEC, agents: Mapping[str, Agent], seed: int | None = None) -> dict[str, float]:
     """Play one game between two text agents (``act(text, info) -> str``); returns each agent's total reward.
 
     ``env.last_result`` then holds the termination reason, the rewards and the moves.

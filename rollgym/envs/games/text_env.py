@@ -4,6 +4,14 @@ Game envs subclass it and supply a :class:`~rollgym.envs.games.base.GameState`
 factory and a rules paragraph; this module handles tasks (colour, opponent
 seed, random opening), reading a move out of free text, the illegal-move
 policy, the opponent's replies, optional tools, rewards and records.
+
+Every move that reaches the board is checked first (:meth:`GameState.is_legal`):
+the agent's after parsing, the opponent's after the bot returns it. A bot that
+raises (a Stockfish process that died) or returns an illegal move ends the
+episode as *failed*, never with an exception from ``step``: ``truncated=True``,
+reward 0, ``info["error"] = "opponent_failed"`` and ``info["failure"]`` with the
+reason, which the rollout collector records as status ``"failed"`` (never scored).
+The bot's ``close()`` is called so that the next game starts it afresh.
 """
 
 from __future__ import annotations
@@ -12,23 +20,27 @@ import copy
 import json
 import re
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.errors import ConfigError
+from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.seeding import draw_in_split
-from rollgym.core.task import Task
+from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
 from rollgym.envs.games.base import GameState, MoveError
+from rollgym.envs.games.bots import make_bot
+from rollgym.envs.games.config import AGENT_COLORS, ILLEGAL_MOVE_POLICIES, REWARD_SCHEMES, PlayConfig
+
+__all__ = ["AGENT_COLORS", "ILLEGAL_MOVE_POLICIES", "OPPONENT_FAILED", "REWARD_SCHEMES", "GameTaskSource",
+           "OpponentError", "TwoPlayerTextEnv", "extract_move_text"]
 
 _FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
 _MARKUP = "*`_ \t\"'"
-AGENT_COLORS = ("alternate", "random", "first", "second")
-ILLEGAL_MOVE_POLICIES = ("forfeit", "random")
-REWARD_SCHEMES = ("score", "signed")
+OPPONENT_FAILED = "opponent_failed"
 
 
 def extract_move_text(response: str) -> str | None:
@@ -61,32 +73,49 @@ def extract_move_text(response: str) -> str | None:
     return None
 
 
+class OpponentError(RollgymError, RuntimeError):
+    """The opponent bot raised or returned an illegal move; the game cannot go on."""
+
+
 class GameTaskSource:
     """Tasks of a game env: the agent's colour, the opponent's seed and an optional random opening.
 
-    A task is a pure function of ``(env id, split, index)`` (see
+    A task is a pure function of ``(env id, game settings, split, index)`` (see
     :func:`~rollgym.core.seeding.draw_in_split`); its ``meta`` holds everything the
     env needs to set up the game.
+
+    Args:
+        env_id: The id the tasks carry (part of their seed family).
+        new_state: The start position for a task's ``meta``.
+        draw_meta: ``(rng, index) -> meta``: the agent's side and any game parameters.
+        random_opening_plies: Random moves played before the agent's first turn.
+        prompt: The rules text every task shows.
     """
 
     family = "games"
 
-    def __init__(self, env: TwoPlayerTextEnv) -> None:
-        self.env = env
+    def __init__(self, env_id: str, *, new_state: Callable[[dict[str, Any]], GameState],
+                 draw_meta: Callable[[np.random.Generator, int], dict[str, Any]], random_opening_plies: int,
+                 prompt: str) -> None:
+        self.env_id = env_id
+        self.new_state = new_state
+        self.draw_meta = draw_meta
+        self.random_opening_plies = random_opening_plies
+        self.prompt = prompt
+        self.config_key = json.dumps(new_state({"agent_player": 0}).config(), sort_keys=True)
 
     def size(self, split: str) -> int | None:
         return None
 
     def task(self, index: int, split: str = "train") -> Task:
-        env = self.env
-        env_id = env.env_id
+        env_id = self.env_id
 
         def candidate(rng: np.random.Generator) -> dict[str, Any]:
-            meta = env.draw_meta(rng, index)
+            meta = self.draw_meta(rng, index)
             meta["opponent_seed"] = int(rng.integers(2**31))
-            state = env.new_state(meta)
+            state = self.new_state(meta)
             opening: list[str] = []
-            for _ in range(env.random_opening_plies):
+            for _ in range(self.random_opening_plies):
                 safe = []
                 for move in state.legal_moves():
                     child = state.copy()
@@ -101,9 +130,9 @@ class GameTaskSource:
             meta["opening"] = opening
             return meta
 
-        meta, _ = draw_in_split(f"{env_id}/{env.config_key()}", split, index, candidate, lambda m: json.dumps(m))
-        meta["game_config"] = env.new_state(meta).config()
-        return Task(id=f"{env_id}:{split}:{index}", env_id=env_id, prompt=env.rules_text(), answer=None, meta=meta)
+        meta, _ = draw_in_split(f"{env_id}/{self.config_key}", split, index, candidate, lambda m: json.dumps(m))
+        meta["game_config"] = self.new_state(meta).config()
+        return Task(id=f"{env_id}:{split}:{index}", env_id=env_id, prompt=self.prompt, answer=None, meta=meta)
 
 
 class TwoPlayerTextEnv(TextEnv):
@@ -112,8 +141,8 @@ class TwoPlayerTextEnv(TextEnv):
     Arguments (keyword only):
         opponent: ``"random"``, ``"greedy"``, ``"mcts-<N>"``, ``"stockfish"``,
             ``"stockfish-skill-<0..20>"``, ``"stockfish-elo-<E>"``, or a bot object with
-            ``choose(state, rng)``; see :func:`rollgym.agents.game_bots.make_bot`.
-        opponent_kwargs: extra arguments for :func:`~rollgym.agents.game_bots.make_bot`.
+            ``choose(state, rng)``; see :func:`rollgym.envs.games.bots.make_bot`.
+        opponent_kwargs: extra arguments for :func:`~rollgym.envs.games.bots.make_bot`.
         agent_color: ``"alternate"`` (by task index parity), ``"random"`` (drawn per
             task), ``"first"`` or ``"second"``.
         illegal_move_policy: after ``max_retries`` unplayable answers in one turn,
@@ -148,32 +177,24 @@ class TwoPlayerTextEnv(TextEnv):
         split: str = "train",
         render_mode: str | None = None,
     ) -> None:
-        for name, value, allowed in (
-            ("agent_color", agent_color, AGENT_COLORS),
-            ("illegal_move_policy", illegal_move_policy, ILLEGAL_MOVE_POLICIES),
-            ("reward_scheme", reward_scheme, REWARD_SCHEMES),
-        ):
-            if value not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {value!r}.")
-        for name, number in (("max_retries", max_retries), ("random_opening_plies", random_opening_plies),
-                             ("tool_budget", tool_budget)):
-            if not isinstance(number, int) or number < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {number!r}.")
+        self.play_config = PlayConfig(
+            agent_color=agent_color, illegal_move_policy=illegal_move_policy, max_retries=max_retries,
+            reward_scheme=reward_scheme, show_legal_moves=show_legal_moves,
+            random_opening_plies=random_opening_plies, tools=tools, tool_budget=tool_budget,
+        )
         self.agent_color = agent_color
         self.illegal_move_policy = illegal_move_policy
         self.max_retries = max_retries
         self.reward_scheme = reward_scheme
         self.show_legal_moves = show_legal_moves
         self.random_opening_plies = random_opening_plies
-        self.use_tools = bool(tools)
+        self.use_tools = tools
         self.tool_budget = tool_budget
-        from rollgym.agents.game_bots import make_bot  # agents sit above envs; import on use
-
         self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
         if not callable(getattr(self.opponent, "choose", None)):
             raise ConfigError("opponent must be a bot name such as 'random' or 'mcts-400', or an object with choose().")
-        super().__init__(GameTaskSource(self), split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
         self.system_prompt = (
             f"You are playing {self.game_title} against an opponent. {self.rules_text()} "
             f"On your turn, think if you like, then give your move on the last line as "
@@ -187,6 +208,7 @@ class TwoPlayerTextEnv(TextEnv):
         self._tool_calls_left = tool_budget
         self._last_error: str | None = None
         self._move_texts: list[str] = []
+        self._last_agent_move: str | None = None
 
     # -- game hooks ---------------------------------------------------------
     @abstractmethod
@@ -211,6 +233,10 @@ class TwoPlayerTextEnv(TextEnv):
         """A string of the settings that change what a task is (part of the task seed family)."""
         return json.dumps(self.new_state({"agent_player": 0}).config(), sort_keys=True)
 
+    def _make_source(self, env_id: str) -> GameTaskSource:
+        return GameTaskSource(env_id, new_state=self.new_state, draw_meta=self.draw_meta,
+                              random_opening_plies=self.random_opening_plies, prompt=self.rules_text())
+
     def extra_info(self, state: GameState) -> dict[str, Any]:
         """Game-specific ``info`` entries (e.g. the FEN)."""
         return {}
@@ -221,6 +247,7 @@ class TwoPlayerTextEnv(TextEnv):
         self.state = self.new_state(meta)
         self.agent_player = int(meta.get("agent_player", 0))
         self._move_texts = []
+        self._last_agent_move = None
         for text in meta.get("opening", []):
             self._play(self.state.parse_move(text))
         self._rng = np.random.default_rng(int(meta.get("opponent_seed", 0)))
@@ -231,7 +258,11 @@ class TwoPlayerTextEnv(TextEnv):
         if meta.get("opening"):
             events.append(f"The game opened with random moves: {' '.join(meta['opening'])}.")
         if self.state.current_player != self.agent_player and not self.state.is_terminal():
-            events.append(self._opponent_moves())
+            try:
+                events.append(self._opponent_moves())
+            except OpponentError:  # reset cannot end an episode: raise, with the bot restarted for the next one
+                self._restart_opponent()
+                raise
         me = self.state.player_names[self.agent_player]
         intro = (
             f"{self.system_prompt}\n\nYou play {me} ({'first' if self.agent_player == 0 else 'second'}); "
@@ -240,6 +271,12 @@ class TwoPlayerTextEnv(TextEnv):
         return self._observation(events, intro=intro)
 
     def _advance(self, action: str) -> StepResult:
+        try:
+            return self._take_turn(action)
+        except OpponentError as err:
+            return self._opponent_failed(err)
+
+    def _take_turn(self, action: str) -> StepResult:
         assert self.state is not None
         if self.use_tools:
             calls = parse_tool_calls(action)
@@ -252,6 +289,8 @@ class TwoPlayerTextEnv(TextEnv):
                 hint = f"no move found; end your reply with `Final Answer: <move>` ({self.move_hint})"
                 raise MoveError("no_move", hint)
             move = self.state.parse_move(token)
+            if not self.state.is_legal(move):  # the parser's promise, checked: only legal moves reach the board
+                raise MoveError("illegal", f"{token[:24]!r} is not a legal move in this position")
         except MoveError as err:
             return self._failed(err.label, str(err))
         except Exception as exc:  # a parser bug must never crash a rollout
@@ -279,6 +318,7 @@ class TwoPlayerTextEnv(TextEnv):
                      already_described: bool = False) -> StepResult:
         assert self.state is not None
         text = self._play(move)
+        self._last_agent_move = text
         if already_described:
             events[-1] += f"{text}."
         else:
@@ -292,8 +332,38 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _opponent_moves(self) -> str:
         assert self.state is not None
-        move = self.opponent.choose(self.state.copy(), self._rng)
+        name = getattr(self.opponent, "name", "the opponent")
+        try:
+            move = self.opponent.choose(self.state.copy(), self._rng)
+        except Exception as exc:  # e.g. chess.engine.EngineTerminatedError: the episode fails, step does not raise
+            raise OpponentError(f"{name} failed ({type(exc).__name__}: {exc})") from exc
+        if not self.state.is_legal(move):
+            raise OpponentError(f"{name} returned {move!r}, which is not a legal move here")
         return f"Your opponent played {self._play(move)}."
+
+    def _opponent_failed(self, err: OpponentError) -> StepResult:
+        """End the episode as failed: the game has no result, so it must not be scored."""
+        assert self.state is not None
+        self._restart_opponent()
+        self._last_error = OPPONENT_FAILED
+        note = f"The game cannot go on: your opponent {err}. This episode has no result and is not scored."
+        failure = {"type": "OpponentError", "message": str(err)}
+        self._result: dict[str, Any] = {"result": None, "termination": OPPONENT_FAILED, "score": None}
+        self._final = Score(reward=0.0, correct=False, parsed=self._last_agent_move, error=OPPONENT_FAILED,
+                            details={"result": None, "points": None, "termination": OPPONENT_FAILED,
+                                     "failure": failure})
+        info = self._info(error=OPPONENT_FAILED, final=True)
+        info["failure"] = failure
+        return self._observation([note], final=True), 0.0, False, True, info
+
+    def _restart_opponent(self) -> None:
+        """Close the bot after a failure (a bot with an engine starts a new one on its next move)."""
+        closer = getattr(self.opponent, "close", None)
+        if callable(closer):
+            try:
+                closer()
+            except Exception:  # the process may be gone already; the next move starts a new one
+                pass
 
     def _play(self, move: Any) -> str:
         """Play ``move`` on the real board and return its text (kept for the history)."""
@@ -313,6 +383,10 @@ class TwoPlayerTextEnv(TextEnv):
             termination = self.state.termination() or "end"
         reward = score if self.reward_scheme == "score" else 2.0 * score - 1.0
         self._result = {"result": result, "termination": termination, "score": score}
+        # the terminal contract of every env: the Score fields; correct means won (a draw is not correct)
+        self._final = Score(reward=reward, correct=result == "win", parsed=self._last_agent_move, error=error,
+                            details={"result": result, "points": score, "termination": termination,
+                                     "reward_scheme": self.reward_scheme})
         events.append(f"Game over: you {'won' if result == 'win' else 'lost' if result == 'loss' else 'drew'} ({termination.replace('_', ' ')}).")  # noqa: E501
         observation = self._observation(events, final=True)
         return observation, reward, True, False, self._info(error=error, final=True)
@@ -357,6 +431,7 @@ class TwoPlayerTextEnv(TextEnv):
             info["tool_calls_left"] = self._tool_calls_left
         if final:
             info.update(self._result)
+            info.update(self._final.to_info())
             info["record"] = self.record()
         return info
 

@@ -6,8 +6,14 @@
 * :mod:`~rollgym.envs.math.tool_env`: :class:`MathToolEnv`, with a sandboxed ``python`` tool.
 * :mod:`rollgym.sandbox` runs the tool's code (``rollgym.envs.math.sandbox`` is a deprecated alias).
 
-The verifier is :func:`rollgym.verifiers.math.verify_math`. No oracle is
-registered: these are fixed evaluation sets and the answer is hidden.
+The verifier is :func:`rollgym.verifiers.math.verify_math`. The oracle
+(:mod:`~rollgym.envs.math.policies`) boxes the published gold answer, looked up
+by task id; it checks the env and the verifier end to end.
+
+Ids: ``-v1`` scores with the v1 rules (relations, several values, percentages,
+exact decimals, a per-response time budget; see ``MathEnv``'s Version History);
+the ``-v0`` ids stay registered with the v0 rules so that their results can be
+reproduced.
 """
 
 from __future__ import annotations
@@ -39,58 +45,57 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-_SCORING = [
-    "rollgym.envs.math.prompts",
-    "rollgym.envs.math.datasets",
-    "rollgym.verifiers.math",
-    "rollgym.verifiers.math_normalize",
-    "rollgym.verifiers.math_worker",
-]
-_SINGLE = [*_SCORING, "rollgym.envs.math.env"]
-_TOOL = [
-    *_SINGLE,
-    "rollgym.envs.math.tool_env",
-    "rollgym.sandbox.inside.pyrun",
-    "rollgym.sandbox.result",
-]
+# The spec hash follows the entry point's imports; these run in other processes or inside the
+# sandbox, started by module name or from the file's text, so no import statement reaches them.
+_SINGLE = ["rollgym.verifiers.math_worker"]
+_TOOL = [*_SINGLE, "rollgym.sandbox.inside.pyrun", "rollgym.sandbox.inside.supervisor"]
 
 _SETS = {
     "MATH500": ("math500", "MATH500: 500 MATH test problems (HuggingFaceH4/MATH-500)"),
     "AIME24": ("aime24", "AIME 2024 I and II: 30 problems with integer answers"),
     "AMC23": ("amc23", "AMC 2023: 40 problems with numeric answers"),
 }
+_ORACLE = "rollgym.envs.math.policies:oracle_policy"
+_SUPERSEDED = " Superseded by -v1: accepts relations, extra values, percentages and decimal approximations."
+_VERSIONS = [("v1", ""), ("v0", _SUPERSEDED)]
 
-for _name, (_dataset, _what) in _SETS.items():
+for _version, _note in _VERSIONS:
+    for _name, (_dataset, _what) in _SETS.items():
+        register_env(
+            f"{_name}-{_version}",
+            "rollgym.envs.math.env:MathEnv",
+            description=f"{_what}; one answer in \\boxed{{}}, binary reward.{_note}",
+            family="math",
+            components=_SINGLE,
+            kwargs={"dataset": _dataset, "rules": _version},
+            oracle=_ORACLE,
+        )
+        register_env(
+            f"{_name}Tool-{_version}",
+            "rollgym.envs.math.tool_env:MathToolEnv",
+            description=f"{_what}; multi-turn with a sandboxed python tool, answer in \\boxed{{}}.{_note}",
+            family="math",
+            components=_TOOL,
+            kwargs={"dataset": _dataset, "rules": _version},
+            oracle=_ORACLE,
+        )
     register_env(
-        f"{_name}-v0",
+        f"MATH-{_version}",
         "rollgym.envs.math.env:MathEnv",
-        description=f"{_what}; one answer in \\boxed{{}}, binary reward.",
+        description="Any JSONL file or Hugging Face dataset with problem and answer fields; "
+        f"answer in \\boxed{{}}.{_note}",
         family="math",
         components=_SINGLE,
-        kwargs={"dataset": _dataset},
+        kwargs={"dataset": None, "rules": _version},
+        oracle=_ORACLE,
     )
     register_env(
-        f"{_name}Tool-v0",
+        f"MATHTool-{_version}",
         "rollgym.envs.math.tool_env:MathToolEnv",
-        description=f"{_what}; multi-turn with a sandboxed python tool, answer in \\boxed{{}}.",
+        description="Any problem/answer dataset, multi-turn with a sandboxed python tool; "
+        f"answer in \\boxed{{}}.{_note}",
         family="math",
         components=_TOOL,
-        kwargs={"dataset": _dataset},
+        kwargs={"dataset": None, "rules": _version},
+        oracle=_ORACLE,
     )
-
-register_env(
-    "MATH-v0",
-    "rollgym.envs.math.env:MathEnv",
-    description="Any JSONL file or Hugging Face dataset with problem and answer fields; answer in \\boxed{}.",
-    family="math",
-    components=_SINGLE,
-    kwargs={"dataset": None},
-)
-register_env(
-    "MATHTool-v0",
-    "rollgym.envs.math.tool_env:MathToolEnv",
-    description="Any problem/answer dataset, multi-turn with a sandboxed python tool; answer in \\boxed{}.",
-    family="math",
-    components=_TOOL,
-    kwargs={"dataset": None},
-)

@@ -6,11 +6,14 @@ this order, at
 1. an explicit ``path`` (a JSONL file, one JSON object per line),
 2. ``$ROLLGYM_DATA_DIR/<file name>`` (``math500.jsonl``, ``aime24.jsonl``, ``amc23.jsonl``),
 3. the Hugging Face hub through ``datasets`` (``pip install 'rollgym[math]'``),
-   unless ``hub=False``, ``HF_HUB_OFFLINE=1`` or the network refuses,
+   only when ``ROLLGYM_DATA_DIR`` is unset, ``hub=True``, ``HF_HUB_OFFLINE`` is
+   not set and the hub answers a 2-second connection probe,
 
-and raises one :class:`~rollgym.core.errors.DataNotFoundError` naming all three
-when none works. Rows are loaded once per process and cached, so env instances
-are cheap.
+and raises one :class:`~rollgym.core.errors.DataNotFoundError` (one sentence:
+what is missing and how to fix it) when none works. Setting ``ROLLGYM_DATA_DIR``
+means "the data is here": a missing file is reported at once, with no download
+attempt and no retries. Rows are loaded once per process and cached, so env
+instances are cheap.
 
 Splits: these are test sets. Every row is in the ``"test"`` split; asking for
 ``"train"`` or ``"validation"`` raises :class:`~rollgym.core.errors.ConfigError`
@@ -25,11 +28,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rollgym.core.errors import ConfigError, DataNotFoundError
 from rollgym.core.seeding import content_digest
@@ -65,13 +71,13 @@ class DatasetSpec:
     answer_field: str = "answer"
     id_fields: tuple[str, ...] = ("unique_id", "id")
     meta_fields: tuple[str, ...] = ("subject", "level")
-    env_id: str = field(default="MATH-v0", compare=False)
+    env_id: str = field(default="MATH-v1", compare=False)
 
 
-MATH500 = DatasetSpec("math500", "math500.jsonl", "HuggingFaceH4/MATH-500", env_id="MATH500-v0")
+MATH500 = DatasetSpec("math500", "math500.jsonl", "HuggingFaceH4/MATH-500", env_id="MATH500-v1")
 # The hub copy keeps all 30 rows in a split it calls "train"; rollgym still calls them "test".
-AIME24 = DatasetSpec("aime24", "aime24.jsonl", "HuggingFaceH4/aime_2024", hub_split="train", env_id="AIME24-v0")
-AMC23 = DatasetSpec("amc23", "amc23.jsonl", "math-ai/amc23", env_id="AMC23-v0")
+AIME24 = DatasetSpec("aime24", "aime24.jsonl", "HuggingFaceH4/aime_2024", hub_split="train", env_id="AIME24-v1")
+AMC23 = DatasetSpec("amc23", "amc23.jsonl", "math-ai/amc23", env_id="AMC23-v1")
 BUILTIN: dict[str, DatasetSpec] = {s.name: s for s in (MATH500, AIME24, AMC23)}
 
 _CACHE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -94,16 +100,50 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+HUB_PROBE_TIMEOUT_S = 2.0
+
+
+def _hub_unreachable() -> str | None:
+    """Why the hub cannot be reached (offline, no DNS, no route), or ``None``; at most ~2 s.
+
+    ``datasets`` retries a dead network for ~25 s and logs every retry, so
+    rollgym asks first with one short TCP connection.
+    """
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host = endpoint.hostname or "huggingface.co"
+    try:
+        port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    except ValueError:
+        return f"HF_ENDPOINT={endpoint.geturl()} has no valid port"
+    result: list[str | None] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+            result.append(None)
+        except OSError as exc:
+            result.append(f"{host} is unreachable ({exc.strerror or type(exc).__name__})")
+
+    thread = threading.Thread(target=probe, daemon=True)  # name lookup has no timeout of its own
+    thread.start()
+    thread.join(HUB_PROBE_TIMEOUT_S)
+    return result[0] if result else f"{host} did not answer within {HUB_PROBE_TIMEOUT_S:.0f} s"
+
+
 def _load_hub(spec: DatasetSpec) -> list[dict[str, Any]]:
     """Rows from the Hugging Face hub; raises with the reason it could not."""
     if spec.hub_id is None:
         raise LookupError("this dataset has no Hugging Face hub id")
-    if os.environ.get("HF_HUB_OFFLINE", "") in {"1", "true", "TRUE"} or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+    offline = {"1", "true", "yes", "on"}
+    if any(os.environ.get(name, "").lower() in offline for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")):
         raise LookupError("HF_HUB_OFFLINE is set")
     try:
         import datasets  # heavy, optional
     except ImportError as exc:
         raise LookupError("the datasets package is not installed (pip install 'rollgym[math]')") from exc
+    unreachable = _hub_unreachable()
+    if unreachable is not None:
+        raise LookupError(unreachable)
     try:
         data = datasets.load_dataset(spec.hub_id, spec.hub_config, split=spec.hub_split)
     except Exception as exc:  # network errors, missing dataset, auth: all mean "not available"
@@ -127,9 +167,15 @@ def load_rows(spec: DatasetSpec, path: str | os.PathLike[str] | None = None, hub
         return _cached(("file", str(file.resolve()), file.stat().st_mtime_ns), lambda: _read_jsonl(file))
     data_dir = os.environ.get(DATA_DIR_ENV, "")
     if data_dir and spec.filename:
-        file = Path(data_dir).expanduser() / spec.filename
+        folder = Path(data_dir).expanduser()
+        file = folder / spec.filename
         if file.is_file():
             return _cached(("file", str(file.resolve()), file.stat().st_mtime_ns), lambda: _read_jsonl(file))
+        where = f"{folder} does not exist" if not folder.is_dir() else f"{folder} has no {spec.filename}"
+        raise DataNotFoundError(
+            f"No data for {spec.name}: {DATA_DIR_ENV} is set but {where}; put {spec.filename} there, "
+            f"point {DATA_DIR_ENV} at the folder that has it, or unset it to download from the Hugging Face hub."
+        )
     hub_reason = "disabled (hub=False)"
     if hub and spec.hub_id:
         key = ("hub", spec.hub_id, spec.hub_config, spec.hub_split)
@@ -142,13 +188,12 @@ def load_rows(spec: DatasetSpec, path: str | os.PathLike[str] | None = None, hub
             hub_reason = str(exc)
     elif not spec.hub_id:
         hub_reason = "no hub id given"
-    where = f"{DATA_DIR_ENV}={data_dir}" if data_dir else f"{DATA_DIR_ENV} (unset)"
     hub_text = (
         f"the Hugging Face hub dataset {spec.hub_id}" if spec.hub_id else "the Hugging Face hub (pass hf_dataset=...)"
     )
     raise DataNotFoundError(
         f"No data for {spec.name}: pass path='.../{spec.filename or 'data.jsonl'}' to gym.make, "
-        f"put {spec.filename or 'the file'} in the folder named by {where}, "
+        f"set {DATA_DIR_ENV} to a folder with {spec.filename or 'the file'}, "
         f"or install 'rollgym[math]' and allow network access for {hub_text} ({hub_reason})."
     )
 
@@ -170,6 +215,30 @@ def answer_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value).strip()
+
+
+_LIVE: weakref.WeakSet[MathDataset] = weakref.WeakSet()
+
+
+def gold_answer(task_id: str) -> str:
+    """The published gold answer of a task, looked up by its id in the loaded datasets (for the oracle).
+
+    Searches every dataset an env of this process has loaded, then the built-in
+    sets by the id's prefix (``math500/...``).
+
+    Raises:
+        ConfigError: when no loaded dataset has a task with this id.
+    """
+    for dataset in list(_LIVE):
+        answer = dataset.answer_of(task_id)
+        if answer is not None:
+            return answer
+    name = task_id.split("/", 1)[0]
+    if name in BUILTIN:
+        answer = MathDataset(BUILTIN[name]).answer_of(task_id)
+        if answer is not None:
+            return answer
+    raise ConfigError(f"No loaded MATH dataset has task {task_id!r}; make the env that serves it first.")
 
 
 class MathDataset:
@@ -199,6 +268,8 @@ class MathDataset:
         self._ids = [self._row_id(i, row) for i, row in enumerate(self._rows)]
         if len(set(self._ids)) != len(self._ids):
             self._ids = [f"{rid}#{i}" for i, rid in enumerate(self._ids)]
+        self._index = {task_id: i for i, task_id in enumerate(self._ids)}
+        _LIVE.add(self)
 
     def _check(self, rows: Sequence[dict[str, Any]], path: Any) -> list[dict[str, Any]]:
         where = path or self.spec.name
@@ -250,7 +321,11 @@ class MathDataset:
 
     def index_of(self, task_id: str) -> int:
         """The index of the row with this task id (for tools such as answer lookups in tests)."""
-        try:
-            return self._ids.index(task_id)
-        except ValueError:
-            raise ConfigError(f"No task {task_id!r} in {self.spec.name}.") from None
+        if task_id not in self._index:
+            raise ConfigError(f"No task {task_id!r} in {self.spec.name}.")
+        return self._index[task_id]
+
+    def answer_of(self, task_id: str) -> str | None:
+        """The gold answer of the task with this id, or ``None`` when this set has no such task."""
+        index = self._index.get(task_id)
+        return None if index is None else answer_text(self._rows[index][self.spec.answer_field])

@@ -8,6 +8,7 @@ from dataclasses import replace
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
+from rollgym.envs.math.config import MathDataConfig
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, DatasetSpec, MathDataset
 from rollgym.envs.math.prompts import SYSTEM_PROMPT
 from rollgym.verifiers.math import MathVerifyConfig, verify_math
@@ -30,9 +31,9 @@ def dataset_source(
 ) -> MathDataset:
     """Build the task source for a named set (``"math500"``, ``"aime24"``, ``"amc23"``) or a user's data.
 
-    For ``dataset=None`` (``MATH-v0``) give ``path`` (a JSONL file) or ``hf_dataset``
+    For ``dataset=None`` (``MATH-v1``) give ``path`` (a JSONL file) or ``hf_dataset``
     (a Hugging Face dataset id); ``problem_field``/``answer_field``/``id_field`` name the fields.
-    With neither, ``MATH-v0`` serves the MATH500 rows, so that a bare ``gym.make("MATH-v0")`` works.
+    With neither, ``MATH-v1`` serves the MATH500 rows, so that a bare ``gym.make("MATH-v1")`` works.
     """
     if dataset is None and path is None and hf_dataset is None:
         dataset = "math500"
@@ -58,6 +59,14 @@ def dataset_source(
             env_id=env_id,
         )
     return MathDataset(spec, path=path, hub=hub, prompt_template=prompt_template)
+
+
+def math_env_id(dataset: str | None, *, tool: bool, rules: str) -> str:
+    """The registered id these arguments play: ``("math500", tool=True, rules="v1")`` -> ``MATH500Tool-v1``."""
+    if rules not in ("v1", "v0"):
+        raise ConfigError(f"rules must be 'v1' or 'v0', got {rules!r}.")
+    base = BUILTIN[dataset].env_id.rsplit("-", 1)[0] if dataset in BUILTIN else "MATH"
+    return f"{base}{'Tool' if tool else ''}-{rules}"
 
 
 class MathEnv(SingleTurnEnv):
@@ -99,28 +108,35 @@ class MathEnv(SingleTurnEnv):
     (``dataset``, and ``subject`` and ``level`` for MATH500; never the answer).
     ``step`` adds ``reward``, ``correct``, ``parsed`` (the last boxed answer),
     ``error`` (``no_answer``, ``malformed``, ``empty_answer``, ``answer_too_long``,
-    ``too_many_answers``, ``conflicting_answers``, ``equation``, ``too_complex``,
-    ``timeout``, ``unparsed``, ``wrong`` or ``None``) and ``details``
-    (``answers``, ``boxes``, ``method``).
+    ``too_many_answers``, ``conflicting_answers``, ``equation``, ``relation``,
+    ``several_values``, ``percent``, ``too_complex``, ``timeout``, ``time_budget``,
+    ``unparsed``, ``wrong`` or ``None``) and ``details`` (``answers``, ``boxes``, ``method``).
 
     ## Arguments
     * ``path``: a JSONL file to read instead of ``$ROLLGYM_DATA_DIR``/the hub.
     * ``hub`` (default ``True``): allow downloading from the Hugging Face hub.
-    * ``hf_dataset``, ``hf_split``, ``hf_config``: a hub dataset (``MATH-v0``; with neither
-      ``path`` nor ``hf_dataset``, ``MATH-v0`` serves the MATH500 rows).
-    * ``problem_field``, ``answer_field``, ``id_field``: field names (``MATH-v0``).
+    * ``hf_dataset``, ``hf_split``, ``hf_config``: a hub dataset (``MATH-v1``; with neither
+      ``path`` nor ``hf_dataset``, ``MATH-v1`` serves the MATH500 rows).
+    * ``problem_field``, ``answer_field``, ``id_field``: field names (``MATH-v1``).
     * ``prompt_template``: ``"default"`` (instruction to box the answer) or ``"plain"``.
     * ``timeout_s`` (default 5.0): hard limit on the symbolic check of one answer.
+    * ``budget_s`` (default 10.0): limit on the symbolic checks of one response, all boxes together.
     * ``box_policy`` (``"all"`` or ``"last"``), ``ignore_code_blocks`` (default ``True``),
       ``allow_final_answer_line`` (default ``False``): see :class:`~rollgym.verifiers.math.MathVerifyConfig`.
+    * ``rules``: ``"v1"`` or ``"v0"``, set by the id (see Version History).
     * ``split``: only ``"test"``.
     * ``render_mode``: ``None``, ``"ansi"`` or ``"human"``.
 
     ## Version History
-    * v0: initial release.
+    * v1: answers that assert a relation the gold does not (``3 \\approx 4``, ``x < 5``,
+      ``y = 2x + 3 = 7``), several values or a set around a single gold value
+      (``3 \\text{, } 4``, ``\\{3\\}``), or a percentage where neither the gold nor the
+      problem is one (``300\\%`` for 3) are wrong; decimals are exact (``0.57735026919``
+      is not ``\\frac{\\sqrt3}{3}``); one response gets 10 s of symbolic work in total.
+    * v0: initial release (kept to reproduce its results; it accepts the answers above).
     """
 
-    default_env_id = "MATH500-v0"
+    default_env_id = "MATH500-v1"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -137,35 +153,38 @@ class MathEnv(SingleTurnEnv):
         id_field: str | None = None,
         prompt_template: str = "default",
         timeout_s: float = 5.0,
+        budget_s: float = 10.0,
         box_policy: str = "all",
         ignore_code_blocks: bool = True,
         allow_final_answer_line: bool = False,
+        rules: str = "v1",
         split: str = ONLY_SPLIT,
         render_mode: str | None = None,
     ) -> None:
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
         self.verify_config = MathVerifyConfig(
             timeout_s=timeout_s,
+            budget_s=budget_s,
             box_policy=box_policy,  # type: ignore[arg-type]
             ignore_code_blocks=bool(ignore_code_blocks),
             allow_final_answer_line=bool(allow_final_answer_line),
+            rules=rules,  # type: ignore[arg-type]
         )
-        env_id = BUILTIN[dataset].env_id if dataset in BUILTIN else "MATH-v0"
-        source = dataset_source(
-            dataset,
-            env_id=env_id,
-            path=path,
-            hf_dataset=hf_dataset,
-            hf_split=hf_split,
-            hf_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            hub=hub,
-            prompt_template=prompt_template,
+        self._registered_id = math_env_id(dataset, tool=False, rules=rules)
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
-        source.size(split)  # only "test" exists; anything else is a clear ConfigError
-        super().__init__(source, split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
+
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
+        return self.spec.id if self.spec is not None else self._registered_id
+
+    def _make_source(self, env_id: str) -> MathDataset:
+        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.math.verify_math` and this env's options."""

@@ -7,11 +7,11 @@ import re
 from typing import Any
 
 from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
-from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT
-from rollgym.envs.math.env import dataset_source
+from rollgym.envs.math.config import MathDataConfig, MathToolConfig
+from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
+from rollgym.envs.math.env import dataset_source, math_env_id
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
 from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
@@ -87,7 +87,7 @@ class MathToolEnv(TextEnv):
 
     ## Arguments
     Those of ``MathEnv`` (``path``, ``hub``, ``hf_dataset``..., ``timeout_s``,
-    ``box_policy``, ``allow_final_answer_line``), plus:
+    ``budget_s``, ``box_policy``, ``allow_final_answer_line``, ``rules``), plus:
 
     * ``max_turns`` (default 6): agent messages per episode, the answer included.
     * ``max_calls_per_turn`` (default 4): tool calls run per message; more get an error.
@@ -95,10 +95,13 @@ class MathToolEnv(TextEnv):
       ``sandbox_memory_mb`` (1024), ``max_output_chars`` (4000).
 
     ## Version History
-    * v0: initial release.
+    * v1: scored by the v1 rules of :class:`~rollgym.envs.math.env.MathEnv` (relations,
+      several values, percentages, exact decimals, a 10 s budget per response; the
+      ``printed_answer`` evidence shares that budget).
+    * v0: initial release (kept to reproduce its results).
     """
 
-    default_env_id = "MATH500Tool-v0"
+    default_env_id = "MATH500Tool-v1"
     system_prompt = SYSTEM_PROMPT
 
     def __init__(
@@ -115,8 +118,10 @@ class MathToolEnv(TextEnv):
         id_field: str | None = None,
         prompt_template: str = "default",
         timeout_s: float = 5.0,
+        budget_s: float = 10.0,
         box_policy: str = "all",
         allow_final_answer_line: bool = False,
+        rules: str = "v1",
         max_turns: int = 6,
         max_calls_per_turn: int = 4,
         sandbox: str = "local",
@@ -126,21 +131,20 @@ class MathToolEnv(TextEnv):
         split: str = ONLY_SPLIT,
         render_mode: str | None = None,
     ) -> None:
-        if not isinstance(max_turns, int) or not 1 <= max_turns <= 100:
-            raise ConfigError(f"max_turns must be an integer from 1 to 100, got {max_turns!r}.")
-        if not isinstance(max_calls_per_turn, int) or not 1 <= max_calls_per_turn <= 32:
-            raise ConfigError(f"max_calls_per_turn must be an integer from 1 to 32, got {max_calls_per_turn!r}.")
-        if sandbox not in BACKENDS:
-            raise ConfigError(f"sandbox must be one of {', '.join(BACKENDS)}, got {sandbox!r}.")
+        self.tool_config = MathToolConfig(
+            max_turns=max_turns, max_calls_per_turn=max_calls_per_turn, sandbox=sandbox,
+            sandbox_timeout_s=sandbox_timeout_s, sandbox_memory_mb=sandbox_memory_mb, max_output_chars=max_output_chars,
+        )
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
+        env_id = math_env_id(dataset, tool=True, rules=rules)
         self.verify_config = MathVerifyConfig(
             timeout_s=timeout_s,
+            budget_s=budget_s,
             box_policy=box_policy,  # type: ignore[arg-type]
             ignore_code_blocks=True,
             allow_final_answer_line=bool(allow_final_answer_line),
+            rules=rules,  # type: ignore[arg-type]
         )
-        if not isinstance(max_output_chars, int) or not 1 <= max_output_chars <= 1_000_000:
-            raise ConfigError(f"max_output_chars must be an integer from 1 to 1000000, got {max_output_chars!r}.")
         self.max_output_chars = max_output_chars
         self.limits = Limits(
             wall_s=float(sandbox_timeout_s),
@@ -159,24 +163,23 @@ class MathToolEnv(TextEnv):
             self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
         else:
             self._sandbox = make_sandbox(sandbox, self.limits)
-        env_id = BUILTIN[dataset].env_id.replace("-v0", "Tool-v0") if dataset in BUILTIN else "MATHTool-v0"
-        source = dataset_source(
-            dataset,
-            env_id=env_id,
-            path=path,
-            hf_dataset=hf_dataset,
-            hf_split=hf_split,
-            hf_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_field=id_field,
-            hub=hub,
-            prompt_template=prompt_template,
+        self._registered_id = env_id
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
-        source.size(split)
-        super().__init__(source, split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
         self._runs: list[tuple[str, RunResult]] = []
+
+    @property
+    def env_id(self) -> str:
+        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
+        return self.spec.id if self.spec is not None else self._registered_id
+
+    def _make_source(self, env_id: str) -> MathDataset:
+        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -205,6 +208,7 @@ class MathToolEnv(TextEnv):
                 "correct": False,
                 "parsed": None,
                 "error": "turn_limit",
+                "details": {"turns": self._turns},
                 "verified": self._evidence(None),
             }
             return f"Turn limit ({self.max_turns}) reached without a final answer.", 0.0, False, True, info
@@ -278,7 +282,7 @@ class MathToolEnv(TextEnv):
                 pairs.append((answer, line[: self.verify_config.max_answer_chars]))
                 owners.append(i)
         try:
-            verdicts = answers_equal_many(pairs, self.verify_config)
+            verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)
         except Exception as exc:  # evidence is advisory; it must never break the episode
             evidence["error"] = f"{type(exc).__name__}: {exc}"[:200]
             return evidence

@@ -8,19 +8,16 @@ from typing import Any
 
 from rollgym.core.registration import register_env
 
-_COMPONENTS = ["rollgym.envs.search.names", "rollgym.envs.search.world", "rollgym.envs.search.corpus",
-               "rollgym.envs.search.index", "rollgym.envs.search.tools", "rollgym.envs.search.questions",
-               "rollgym.envs.search.source", "rollgym.envs.search.scoring", "rollgym.envs.search.env"]
 _POLICIES: dict[str, Any] = {"oracle": "rollgym.envs.search.policies:oracle_policy",
              "random_policy": "rollgym.envs.search.policies:random_policy"}
 
 _SUPERSEDED = " Superseded by -v1: F1 partial credit without the hedge guard."
 for _version, _guard, _note in [("v1", True, ""), ("v0", False, _SUPERSEDED)]:
-    register_env(f"Search-{_version}", "rollgym.envs.search.env:SearchEnv", family="search", components=_COMPONENTS,
+    register_env(f"Search-{_version}", "rollgym.envs.search.env:SearchEnv", family="search",
                  kwargs={"hedge_guard": _guard},
                  description="Multi-hop questions over a fictional encyclopaedia with search/open/find tools; "
                              f"difficulty by hops, topology and evidence dispersion.{_note}", **_POLICIES)
     register_env(f"SearchQA-{_version}", "rollgym.envs.search.env:SearchQAEnv", family="search",
-                 components=_COMPONENTS, kwargs={"hedge_guard": _guard},
+                 kwargs={"hedge_guard": _guard},
                  description="Search QA mix from single-hop to multi-hop questions over a fictional "
                              f"encyclopaedia.{_note}", **_POLICIES)

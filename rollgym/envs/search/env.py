@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rollgym.core.config import check_choice
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.extraction import extract_tag
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
+from rollgym.envs.search.config import SearchConfig
 from rollgym.envs.search.index import get_index
 from rollgym.envs.search.questions import QuestionSpec
 from rollgym.envs.search.scoring import score_answer
@@ -108,24 +110,18 @@ class SearchEnv(TextEnv):
         render_mode: str | None = None,
     ) -> None:
         specs = self._specs(difficulty, topology, hops, dispersion, constraints, min_distractors, mix)
-        for name, value in (("max_turns", max_turns), ("max_calls_per_turn", max_calls_per_turn)):
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
-        if reward not in ("em", "f1"):
-            raise ConfigError(f"reward must be 'em' or 'f1', got {reward!r}.")
-        if not 0.0 <= float(efficiency_weight) <= 1.0:
-            raise ConfigError(f"efficiency_weight must lie in [0, 1], got {efficiency_weight!r}.")
-        if not isinstance(world_seed, int):
-            raise ConfigError(f"world_seed must be an integer, got {world_seed!r}.")
-        # -v0 tasks keep the env id they always carried (hedge_guard=False is the -v0 scoring)
-        task_env_id = self.default_env_id if hedge_guard else self.default_env_id.replace("-v1", "-v0")
-        source = SearchTaskSource(specs, world_size, world_seed, env_id=task_env_id)
-        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
-        self.max_turns, self.max_calls_per_turn = max_turns, max_calls_per_turn
-        self.reward_mode = reward
-        self.hedge_guard = bool(hedge_guard)
-        self.efficiency_weight = float(efficiency_weight)
-        self.budget_scale = float(budget_scale)
+        self.config = SearchConfig(
+            world_size=world_size, world_seed=world_seed, max_turns=max_turns, max_calls_per_turn=max_calls_per_turn,
+            reward=reward, efficiency_weight=efficiency_weight, budget_scale=budget_scale, hedge_guard=hedge_guard,
+        )
+        self._source_args = (specs, world_size, world_seed)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
+        config = self.config
+        self.max_turns, self.max_calls_per_turn = config.max_turns, config.max_calls_per_turn
+        self.reward_mode = config.reward
+        self.hedge_guard = config.hedge_guard
+        self.efficiency_weight = config.efficiency_weight
+        self.budget_scale = config.budget_scale  # training may lower it as it goes (see Rewards)
         self.index = get_index(world_size, world_seed)
         self._tools_json = json.dumps(tool_schemas())
         self.session: SearchSession | None = None
@@ -137,8 +133,7 @@ class SearchEnv(TextEnv):
                constraints: int | None, min_distractors: int, mix: bool) -> list[tuple[QuestionSpec, float]]:
         if mix:
             return list(QA_MIX)
-        if difficulty is not None and difficulty not in DIFFICULTIES:
-            raise ConfigError(f"difficulty must be one of {', '.join(DIFFICULTIES)} or None, got {difficulty!r}.")
+        check_choice("difficulty", difficulty, tuple(DIFFICULTIES), allow_none=True)
         base = DIFFICULTIES[difficulty or "medium"]
         topology = topology or base.topology
         if hops is None:
@@ -156,9 +151,9 @@ class SearchEnv(TextEnv):
         """OpenAI function schemas of ``search``, ``open`` and ``find`` (a fresh copy)."""
         return json.loads(self._tools_json)  # type: ignore[no-any-return]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only once gym.make set the spec
-        return super().reset(seed=seed, options=options)
+    def _make_source(self, env_id: str) -> SearchTaskSource:
+        specs, world_size, world_seed = self._source_args
+        return SearchTaskSource(specs, world_size, world_seed, env_id=env_id)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.answer, dict) or "text" not in task.answer or "reference_rounds" not in task.meta:

@@ -82,18 +82,22 @@ class SudokuEnv(SingleTurnEnv):
         render_mode: str | None = None,
     ) -> None:
         self.config = SudokuConfig(box_rows=box_rows, box_cols=box_cols, blanks=blanks, partial_credit=partial_credit)
-        self.generator = SudokuGenerator(self.config)
-        super().__init__(self.generator, split=split, render_mode=render_mode)
+        super().__init__(split=split, render_mode=render_mode)
+
+    def _make_source(self, env_id: str) -> SudokuGenerator:
+        return SudokuGenerator(self.config, env_id=env_id)
+
+    @property
+    def generator(self) -> SudokuGenerator:
+        """The task source: a :class:`SudokuGenerator` whose tasks carry this env's id."""
+        source = self.source
+        assert isinstance(source, SudokuGenerator)
+        return source
 
     @property
     def env_id(self) -> str:
         """The id this env was made with, or the registered id of its box shape outside ``gym.make``."""
         return self.spec.id if self.spec is not None else default_env_id(self.config.box_rows, self.config.box_cols)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        # Tasks are named after the id this env was made with, known only after gym.make sets the spec.
-        self.generator.env_id = self.env_id
-        return super().reset(seed=seed, options=options)
 
     def verify(self, task: Task, response: str) -> Score:
         """Score a reply with :func:`~rollgym.verifiers.sudoku.verify_sudoku`."""
@@ -125,12 +129,6 @@ def random_policy(observation: str, info: dict[str, Any], rng: np.random.Generat
     return format_answer(rows_from_grid(filled, size))
 
 
-_COMPONENTS = [
-    "rollgym.envs.sudoku.solver",
-    "rollgym.envs.sudoku.generator",
-    "rollgym.envs.sudoku.env",
-    "rollgym.verifiers.sudoku",
-]
 for _id, (_rows, _cols), _text in [
     ("Sudoku-v0", (3, 3), "Classic 9x9 Sudoku with a unique solution; answer the full grid."),
     ("Sudoku4x4-v0", (2, 2), "4x4 Sudoku (2x2 boxes) with a unique solution; answer the full grid."),
@@ -141,7 +139,6 @@ for _id, (_rows, _cols), _text in [
         "rollgym.envs.sudoku.env:SudokuEnv",
         description=_text,
         family="puzzles",
-        components=_COMPONENTS,
         kwargs={"box_rows": _rows, "box_cols": _cols},
         oracle="rollgym.envs.sudoku.env:oracle_policy",
         random_policy="rollgym.envs.sudoku.env:random_policy",

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.config import check_bool
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
@@ -79,8 +80,7 @@ class SudokuConfig:
         if shape not in BOX_SHAPES:
             shapes = ", ".join(f"{r}x{c}" for r, c in BOX_SHAPES)
             raise ConfigError(f"Box shape {self.box_rows}x{self.box_cols} is not supported; use one of {shapes}.")
-        if not isinstance(self.partial_credit, bool):
-            raise ConfigError(f"partial_credit must be True or False, got {self.partial_credit!r}.")
+        check_bool("partial_credit", self.partial_credit)
         low, high = self.blank_range
         cap = MAX_BLANKS[self.size]
         for value in {low, high}:

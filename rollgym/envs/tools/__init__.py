@@ -8,6 +8,7 @@ an env is made, so ``import rollgym`` stays cheap.
 from typing import Any
 
 from rollgym.core.registration import register_env
+from rollgym.envs.tools import generated as _generated  # noqa: F401  (registers ToolGen-v0 and its scenario ids)
 
 _COMPONENTS = ["rollgym.envs.tools.env", "rollgym.envs.tools.api", "rollgym.envs.tools.world",
                "rollgym.envs.tools.checker", "rollgym.envs.tools.tasks.base", "rollgym.envs.tools.tasks.source",

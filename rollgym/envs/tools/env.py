@@ -127,9 +127,9 @@ class ToolWorldEnv(TextEnv):
             chosen = [n for n in (templates or available) if n in TEMPLATES and TEMPLATES[n].scenario == scenario]
             templates = chosen
         self.version = version
-        source = ToolTaskSource(templates, env_id=self.default_env_id, version=version)
+        self._templates = templates
         self._max_observation = 400_000
-        super().__init__(source, split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
         self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
         self._tools = tool_schemas()
         self._tools_json = json.dumps(self._tools)
@@ -143,9 +143,8 @@ class ToolWorldEnv(TextEnv):
         """OpenAI function schemas of every app's operations and of ``complete_task``."""
         return self._tools
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # known only after gym.make sets spec
-        return super().reset(seed=seed, options=options)
+    def _make_source(self, env_id: str) -> ToolTaskSource:
+        return ToolTaskSource(self._templates, env_id=env_id, version=self.version)
 
     def _start(self, task: Task) -> str:
         if task.meta.get("template") not in TEMPLATES or not isinstance(task.meta.get("world"), int):

@@ -141,11 +141,9 @@ class WebEnv(TextEnv):
     ) -> None:
         self._check_options(max_steps, step_timeout, obs_mode)
         site_gate = collateral_gates if site_gate is None else site_gate
-        # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
-        task_env_id = self.default_env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
-        source = WebTaskSource(tuple(sites), task_env_id, tuple(templates) if templates is not None else None,
-                               collateral_gates=collateral_gates, site_gate=site_gate)
-        self._setup(source, split=split, render_mode=render_mode, max_steps=max_steps, step_timeout=step_timeout,
+        self._source_args = (tuple(sites), tuple(templates) if templates is not None else None, collateral_gates,
+                             site_gate)
+        self._setup(split=split, render_mode=render_mode, max_steps=max_steps, step_timeout=step_timeout,
                     obs_mode=obs_mode)
 
     @staticmethod
@@ -157,12 +155,10 @@ class WebEnv(TextEnv):
         if obs_mode not in OBS_MODES:
             raise ConfigError(f"obs_mode must be one of {', '.join(OBS_MODES)}, got {obs_mode!r}.")
 
-    def _setup(self, source: TaskSource, *, split: str, render_mode: str | None, max_steps: int,
-               step_timeout: float, obs_mode: str) -> None:
-        """Everything but the task source: the base env, limits, and the observation space of ``obs_mode``."""
-        super().__init__(
-            source, split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000
-        )
+    def _setup(self, *, split: str, render_mode: str | None, max_steps: int, step_timeout: float,
+               obs_mode: str) -> None:
+        """Everything but the task source (:meth:`_make_source` builds it): the base env, limits, the observations."""
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=20_000, max_action_length=20_000)
         self.max_steps = max_steps
         self.step_timeout = step_timeout
         self.obs_mode = obs_mode
@@ -192,9 +188,14 @@ class WebEnv(TextEnv):
 
         return get_runtime()
 
+    def _make_source(self, env_id: str) -> TaskSource:
+        sites, templates, collateral_gates, site_gate = self._source_args
+        # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
+        task_env_id = env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
+        return WebTaskSource(sites, task_env_id, templates, collateral_gates=collateral_gates, site_gate=site_gate)
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None  # type: ignore[override]
               ) -> tuple[Any, dict[str, Any]]:
-        self.source.env_id = self.env_id  # type: ignore[attr-defined]  # gym.make sets spec after __init__
         observation, info = super().reset(seed=seed, options=options)
         return self._observation(observation), copy.deepcopy({**info, **self._episode_info})
 

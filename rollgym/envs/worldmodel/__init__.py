@@ -12,13 +12,4 @@ register_env(
     "rollgym.envs.worldmodel.env:WorldModelEnv",
     description="Predict a robot's multi-view camera frames from its actions; scored by SSIM/PSNR over copy-last.",
     family="worldmodel",
-    components=[
-        "rollgym.envs.worldmodel.scene",
-        "rollgym.envs.worldmodel.sim",
-        "rollgym.envs.worldmodel.render",
-        "rollgym.envs.worldmodel.policies",
-        "rollgym.envs.worldmodel.episode",
-        "rollgym.envs.worldmodel.metrics",
-        "rollgym.envs.worldmodel.env",
-    ],
 )

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from rollgym.core.io import atomic_path
 from rollgym.envs.worldmodel.episode import GroundTruthEpisode
 from rollgym.envs.worldmodel.render import VIEWS, Renderer
 
@@ -68,13 +68,9 @@ def simulate_dataset(episodes: int, frames: int, split: str = "train", policy: s
 def export_dataset(path: str | os.PathLike[str], episodes: int, frames: int, **kwargs: object) -> Path:
     """Simulate (see :func:`simulate_dataset`) and write a compressed ``.npz`` atomically."""
     data = simulate_dataset(episodes, frames, **kwargs)  # type: ignore[arg-type]
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz")
-    os.close(fd)
-    np.savez_compressed(tmp, **data)  # type: ignore[arg-type]
-    os.replace(tmp, target)
-    return target
+    with atomic_path(path) as tmp:
+        np.savez_compressed(tmp, **data)  # type: ignore[arg-type]
+    return Path(path)
 
 
 def load_dataset(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

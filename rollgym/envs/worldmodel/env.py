@@ -11,15 +11,13 @@ from gymnasium import spaces
 
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.seeding import SPLITS, check_split
+from rollgym.envs.worldmodel.config import WorldModelConfig
 from rollgym.envs.worldmodel.episode import Chunk, GroundTruthEpisode
 from rollgym.envs.worldmodel.metrics import ClipScores, LpipsScorer, lpips_status, score_clip
 from rollgym.envs.worldmodel.pictures import comparison_strip
-from rollgym.envs.worldmodel.policies import POLICIES
 from rollgym.envs.worldmodel.render import VIEWS, Renderer
 from rollgym.envs.worldmodel.sim import ACTION_DIM
 
-MODES = ("autoregressive", "teacher_forced")
-REGIONS = ("full", "motion", "both")
 PSNR_SCALE = 10.0  # dB per reward unit, so 1 dB of PSNR gain weighs like 0.1 SSIM
 _RESET_OPTIONS = frozenset({"task_index", "split", "num_chunks"})
 
@@ -52,8 +50,10 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     uint8 arrays of that shape are accepted and divided by 255. Values outside
     ``[0, 1]`` are clipped and NaN/inf pixels are replaced (NaN and -inf by 0,
     +inf by 1); ``info["clipped_pixels"]`` and ``info["invalid_pixels"]`` count
-    them. A wrong shape or a non-numeric dtype raises :class:`InvalidActionError`
-    with the expected shape, before any state changes.
+    them. Anything else (a wrong shape, a non-numeric dtype, text, a ragged list)
+    is rejected without raising: the step changes nothing (same observation,
+    reward 0.0, not terminated) and ``info`` carries ``error="invalid_action"``
+    and ``message``, one sentence with the expected shape; the agent retries.
 
     ## Observation Space
 
@@ -96,7 +96,12 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     ``skill`` (per view), ``reward_components``, ``curves`` (per view, per frame:
     SSIM, PSNR, masked variants, baselines, mask fraction), ``clipped_pixels``,
     ``invalid_pixels``, ``lpips`` (per view and frame, or ``None``) with
-    ``lpips_status``; at the end, ``episode`` with skills and curves over the clip.
+    ``lpips_status``; at the end, ``episode`` with skills and curves over the clip,
+    and the fields every rollgym env ends with: ``reward`` (the last step's),
+    ``correct`` (the episode's clip reward is above 0, i.e. the predictions beat
+    copy-last over the whole episode), ``parsed`` (``None``: predictions are
+    arrays), ``error`` (``None``) and ``details`` (``episode_reward`` and its
+    ``reward_components``).
 
     ## Arguments
 
@@ -113,7 +118,8 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
 
     ## Version History
 
-    - v0: initial release.
+    - v0: initial release. (The terminal ``info`` later gained the Score fields; rewards
+      and tasks did not change.)
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 8}  # noqa: RUF012
@@ -134,27 +140,14 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         lpips: bool | str = "auto",
         render_mode: str | None = None,
     ) -> None:
-        views = tuple(views)
-        if not views or any(v not in VIEWS for v in views) or len(set(views)) != len(views):
-            raise ConfigError(f"views must be distinct names from {', '.join(VIEWS)}; got {views!r}.")
-        if not isinstance(size, int) or size < 32:
-            raise ConfigError(f"size must be an integer of at least 32 pixels, got {size!r}.")
-        if not isinstance(context, int) or context < 1 or not isinstance(chunk, int) or chunk < 1:
-            raise ConfigError(f"context and chunk must be positive integers, got {context!r} and {chunk!r}.")
-        if not (isinstance(min_chunks, int) and isinstance(max_chunks, int) and 1 <= min_chunks <= max_chunks):
-            raise ConfigError(f"Need 1 <= min_chunks <= max_chunks, got {min_chunks!r} and {max_chunks!r}.")
-        if mode not in MODES:
-            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}.")
-        if policy not in POLICIES:
-            raise ConfigError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}.")
-        if reward_region not in REGIONS:
-            raise ConfigError(f"reward_region must be one of {', '.join(REGIONS)}, got {reward_region!r}.")
+        self.config = WorldModelConfig(
+            views=tuple(views) if isinstance(views, (list, tuple)) else views, size=size, context=context,
+            chunk=chunk, min_chunks=min_chunks, max_chunks=max_chunks, mode=mode, policy=policy,
+            view_weights=view_weights, reward_region=reward_region, lpips=lpips,
+        )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError(f"render_mode must be 'rgb_array' or None, got {render_mode!r}.")
-        weights = {v: 1.0 for v in views} if view_weights is None else dict(view_weights)
-        if set(weights) != set(views) or any(not np.isfinite(w) or w < 0 for w in weights.values()) \
-                or sum(weights.values()) <= 0:
-            raise ConfigError(f"view_weights needs a non-negative weight for each of {views}, not all zero.")
+        views = self.config.views
         self.views = views
         self.size = size
         self.context = context
@@ -164,8 +157,7 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         self.policy = policy
         self.split = check_split(split)
         self.reward_region = reward_region
-        total = sum(weights.values())
-        self.view_weights = np.array([weights[v] / total for v in views])
+        self.view_weights = np.array([self.config.weights[v] for v in views])
         self.render_mode = render_mode
         ok, why = lpips_status()
         if lpips is True and not ok:
@@ -243,7 +235,11 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         st = self._state
         if st is None or st["done"]:
             raise RuntimeError("Call reset() before step(), and again after an episode ends.")
-        prediction, clipped, invalid = self._validate(action)
+        try:
+            prediction, clipped, invalid = self._validate(action)
+        except InvalidActionError as exc:  # a bad prediction is the agent's error, never a crash
+            return self._observation(), 0.0, False, False, {**self._info(), "error": "invalid_action",
+                                                            "message": str(exc)}
         pending: Chunk = st["pending"]
         truth = pending.frames.astype(np.float32) / 255.0
         baseline = st["anchor"].astype(np.float32) / 255.0
@@ -283,6 +279,8 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
                 "curves": clip.curves(self.views),
                 "frames": int(clip.ssim.shape[1]),
             }
+            info.update(reward=float(reward), correct=bool(clip_reward > 0.0), parsed=None, error=None,
+                        details={"episode_reward": float(clip_reward), "reward_components": dict(clip_components)})
             st["pending"] = Chunk(np.zeros((self.chunk, ACTION_DIM), np.float32), pending.frames,
                                   np.repeat(pending.poses[-1:], self.chunk, axis=0))
         else:
@@ -331,7 +329,7 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         expected = self.action_space.shape
         try:
             arr = np.asarray(action)
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:  # ragged lists, objects whose __array__ raises: all mean "not frames"
             raise InvalidActionError(
                 f"The prediction must be an array of shape {expected}; got {type(action).__name__} ({exc})."
             ) from exc

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from rollgym.core.io import write_bytes_atomic
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -47,15 +48,7 @@ def encode_png(image: np.ndarray) -> bytes:
 
 def write_png(path: str | os.PathLike[str], image: np.ndarray) -> Path:
     """Write ``image`` to ``path`` as PNG, atomically (temp file, then rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = encode_png(image)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, 0o644)  # mkstemp makes files private; pictures are for sharing
-    os.replace(tmp, target)
-    return target
+    return write_bytes_atomic(path, encode_png(image))
 
 
 def error_map(truth: np.ndarray, prediction: np.ndarray, gain: float = 4.0) -> np.ndarray:

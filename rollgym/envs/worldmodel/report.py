@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.io import atomic_path
 from rollgym.envs.worldmodel.env import WorldModelEnv
 from rollgym.envs.worldmodel.pictures import comparison_strip, write_png
 
@@ -29,7 +30,7 @@ COLOURS = {
 
 
 def _models() -> dict[str, Any]:
-    from rollgym.agents.worldmodels import CopyLastModel, FlowWarpWorldModel, LinearExtrapolationModel
+    from rollgym.envs.worldmodel.models import CopyLastModel, FlowWarpWorldModel, LinearExtrapolationModel
 
     models: dict[str, Any] = {"copy_last": CopyLastModel(), "linear": LinearExtrapolationModel()}
     try:
@@ -123,11 +124,9 @@ def results_figure(path: Path, per_episode: dict[str, list[dict[str, float]]],
                   f"higher on {sum(d > 0 for d in diff)}/{len(diff)} scenes")
     fig.suptitle(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    tmp.replace(path)
     return path
 
 

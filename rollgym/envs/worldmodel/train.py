@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.io import atomic_path
 from rollgym.envs.worldmodel.dataset import simulate_dataset
 from rollgym.envs.worldmodel.metrics import MOTION_DILATION, MOTION_THRESHOLD, PSNR_CAP
 
@@ -143,17 +144,15 @@ def _save(net: Any, path: Path) -> Path:
     torch = _torch()
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
     state["_width"] = torch.tensor(net.width)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
     return path
 
 
 def load_net(path: Path) -> Any:
     """Load a network saved by this script (``weights_only=True``)."""
     torch = _torch()
-    from rollgym.agents.worldmodels.network import FlowWarpNet
+    from rollgym.envs.worldmodel.network import FlowWarpNet
 
     state = torch.load(path, map_location="cpu", weights_only=True)
     width = int(state.pop("_width").item()) if "_width" in state else 32
@@ -166,7 +165,7 @@ def train_supervised(data: dict[str, np.ndarray], steps: int, batch: int = 16, w
                      seed: int = 0, log_every: int = 50) -> tuple[Any, list[float]]:
     """One-step teacher-forced training; returns the network and the loss curve."""
     torch = _torch()
-    from rollgym.agents.worldmodels.network import FlowWarpNet
+    from rollgym.envs.worldmodel.network import FlowWarpNet
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -198,7 +197,7 @@ def finetune_with_reward(net: Any, data: dict[str, np.ndarray], steps: int, batc
                          lr: float = 3e-4, seed: int = 1, log_every: int = 25) -> tuple[Any, list[float]]:
     """Reward-driven fine-tuning on the model's own autoregressive rollouts; returns the reward curve."""
     torch = _torch()
-    from rollgym.agents.worldmodels.network import rollout
+    from rollgym.envs.worldmodel.network import rollout
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)

@@ -14,7 +14,7 @@ _libc.syscall.restype = ctypes.c_long
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 PR_SET_CHILD_SUBREAPER, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
-CLONE_NEWUSER = 0x10000000
+CLONE_NEWUSER, CLONE_NEWIPC = 0x10000000, 0x08000000
 
 
 class SetupError(Exception):
@@ -107,26 +107,46 @@ def drop_privileges(host_uid: int | None, inside_uid: int | None, chown: list[st
     drop_capabilities()
 
 
-def drop_capabilities() -> None:
-    """Clear the bounding and ambient sets, then effective, permitted and inheritable capabilities."""
-    last = 40
+def private_ipc() -> None:
+    """Enter a new IPC namespace (in a new user namespace, as the same uid and gid), then drop every capability.
+
+    Called in each job's process before its code runs, so that System V IPC objects and POSIX
+    message queues die with the job: a later job in the same sandbox starts with none.
+    Raises :class:`SetupError` if the kernel refuses."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC), "unshare(CLONE_NEWUSER | CLONE_NEWIPC)")
+    _proc_write("/proc/self/setgroups", "deny")
+    _proc_write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _proc_write("/proc/self/gid_map", f"{gid} {gid} 1")
+    drop_capabilities()
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _last_cap() -> int:
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
-            last = int(f.read())
+            return int(f.read())
     except (OSError, ValueError):
-        pass
-    for cap in range(last + 1):
+        return 40
+
+
+LAST_CAP = _last_cap()
+
+
+def drop_capabilities() -> None:
+    """Clear the bounding and ambient sets, then effective, permitted and inheritable capabilities."""
+    for cap in range(LAST_CAP + 1):
         _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # fails harmlessly without CAP_SETPCAP
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
-    data = (Data * 2)()
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset")
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
 

@@ -18,6 +18,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 PROCESS_EVENTS = ("subprocess.", "os.fork", "os.exec", "os.posix_spawn", "os.spawn", "pty.", "os.system")
 BLOCKED_PREFIXES = ("socket.", "ctypes.", "winreg.", "_winapi.", "os.startfile", "webbrowser.", "sqlite3.")
@@ -91,23 +92,30 @@ def python_roots() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(p) for p in paths if p}))
 
 
-def install_hook(write_roots: tuple[str, ...], allow_processes: bool) -> None:
-    """Install the audit hook (after importing ``ctypes`` once, so numpy and sympy can use it)."""
+def install_hook(
+    write_roots: tuple[str, ...], allow_processes: bool, read_roots: tuple[str, ...] | None = None
+) -> None:
+    """Install the audit hook (after importing ``ctypes`` once, so numpy and sympy can use it).
+
+    ``read_roots``: :func:`python_roots`, if the caller computed them already."""
     try:
         import ctypes  # noqa: F401
     except ImportError:
         pass
     real_roots = tuple(os.path.realpath(r) for r in write_roots)
-    sys.addaudithook(make_hook(real_roots, python_roots(), allow_processes))
+    sys.addaudithook(make_hook(real_roots, python_roots() if read_roots is None else read_roots, allow_processes))
 
 
-def run_code(code: str) -> tuple[int, str | None]:
+def run_code(code: str, namespace: dict[str, Any] | None = None) -> tuple[int, str | None]:
     """Run ``code`` as ``__main__``; return ``(exit status, uncaught exception class or None)``.
 
+    ``namespace``: the globals to run in (a prelude's, already loaded); a new one by default.
     A traceback shows the user's frames only. ``SystemExit`` sets the status as
     ``sys.exit`` would.
     """
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    if namespace is None:
+        namespace = {"__builtins__": __builtins__}
+    namespace["__name__"] = "__main__"
     try:
         tree = ast.parse(code, "<sandbox>", "exec")
         last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None

@@ -199,22 +199,49 @@ def build_filter(
     return prog
 
 
+class _Filter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 def install(prog: list[tuple[int, int, int, int]]) -> None:
     """Set ``no_new_privs`` and load ``prog`` into this thread (and every later child); raises ``OSError``."""
+    filters = (_Filter * len(prog))(*[_Filter(*op) for op in prog])
+    _install(_Program(len(prog), filters))
 
-    class Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
 
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
-
-    filters = (Filter * len(prog))(*[Filter(*op) for op in prog])
-    program = Program(len(prog), filters)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+def _install(program: _Program) -> None:
+    if _libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.prctl(22, 2, ctypes.byref(program), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    if _libc.prctl(22, 2, ctypes.byref(program), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
+class Prepared:
+    """A filter built once (in the supervisor) for every job process it forks: only the job's own pid,
+    which ``own_signals_only`` rules name, is filled in at :meth:`install`."""
+
+    def __init__(self, *, no_new_processes: bool, no_exec: bool, own_signals_only: bool) -> None:
+        def build(pid: int) -> list[tuple[int, int, int, int]]:
+            return build_filter(no_new_processes=no_new_processes, no_exec=no_exec,
+                                own_signals_only=own_signals_only, self_pid=pid)
+
+        first, second = build(1_000_001), build(2_000_002)  # where they differ is where the pid goes
+        self.slots = [i for i, (a, b) in enumerate(zip(first, second)) if a != b]
+        self.filters = (_Filter * len(first))(*[_Filter(*op) for op in first])
+        self.program = _Program(len(first), self.filters)
+
+    def install(self, pid: int) -> None:
+        """Fill in ``pid`` and load the filter into this thread; raises ``OSError``."""
+        for slot in self.slots:
+            self.filters[slot].k = pid
+        _install(self.program)
 
 
 def supported() -> bool:

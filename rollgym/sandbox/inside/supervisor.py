@@ -22,13 +22,28 @@ supervisor's stdin and reads replies from ``result_fd``:
    ``{"type": "kill"}`` frame from the host ends it early); kill every process the
    child left; collect the files asked for. Reply: the result, then one frame per
    file. Repeat for the next job (a session) until the host closes stdin.
+3. ``{"type": "batch", "jobs": [job, ...]}`` then one payload frame per job: run the jobs one
+   after another as in 2, but with each job's stdout and stderr read by the supervisor
+   (kept up to ``capture.limit`` bytes each; the job is killed when it writes far more),
+   so that many jobs need one round trip. Reply per job, in order: the result (with
+   ``"captured": true``), its stdout, its stderr, then one frame per file.
+
+Every job's process enters a new user and IPC namespace of its own before anything else
+(:func:`confine.private_ipc`), so System V IPC objects and POSIX message queues die with
+the job. A job may name a *prelude*: trusted Python source (from the host, never from the
+sandboxed code) that the supervisor runs once and keeps; each job's process is forked with
+the prelude's globals ready, as the namespace its code runs in (a harness compiled once
+instead of once per job).
 """
 
 from __future__ import annotations
 
+import _signal
 import errno
+import gc
 import json
 import os
+import resource  # here, not in each job's process: importing an extension module there costs a lot
 import select
 import signal
 import sys
@@ -46,12 +61,14 @@ from .confine import (
     make_read_only,
     mount_box,
     prctl,
+    private_ipc,
     self_report,
     write_etc,
 )
-from .files import collect_files, safe_parts, write_inputs
+from .files import collect_files, empty_folder, safe_parts, write_inputs
 
 MAX_FRAME = 1 << 30
+RESET_SIGNALS = (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP)
 
 
 # -- frames ------------------------------------------------------------------------------------
@@ -79,8 +96,9 @@ def read_frame(fd: int) -> bytes | None:
     return read_exact(fd, size) if size else b""
 
 
-def write_frame(fd: int, data: bytes) -> None:
-    view = memoryview(len(data).to_bytes(4, "big") + data)
+def write_frame(fd: int, *frames: bytes) -> None:
+    """Write length-prefixed frames, in one system call where the pipe takes them."""
+    view = memoryview(b"".join(part for data in frames for part in (len(data).to_bytes(4, "big"), data)))
     while view:
         written = os.write(fd, view)
         view = view[written:]
@@ -90,9 +108,17 @@ def write_json(fd: int, value: dict[str, Any]) -> None:
     write_frame(fd, json.dumps(value).encode("utf-8"))
 
 
-def _set_rlimits(limits: dict[str, Any]) -> None:
-    import resource
+Reply = tuple[dict[str, Any], list[tuple[str, bytes]], "tuple[bytes, bytes] | None"]
 
+
+def send_reply(fd: int, reply: Reply) -> None:
+    """The result frame, then (a batch job) its stdout and stderr, then one frame per returned file."""
+    result, files, captured = reply
+    frames = [json.dumps(result).encode("utf-8"), *(captured or ()), *(data for _, data in files)]
+    write_frame(fd, *frames)
+
+
+def _set_rlimits(limits: dict[str, Any], own_user_namespace: bool) -> None:
     def cap(which: int, soft: int, hard: int | None = None) -> None:
         try:
             resource.setrlimit(which, (soft, soft if hard is None else hard))
@@ -107,8 +133,44 @@ def _set_rlimits(limits: dict[str, Any]) -> None:
     cap(resource.RLIMIT_NOFILE, int(limits["nofile"]))
     cap(resource.RLIMIT_MEMLOCK, 0)
     cap(resource.RLIMIT_MSGQUEUE, 0)
-    # the supervisor is a process of the same user in the same namespace, so it counts
-    cap(resource.RLIMIT_NPROC, int(limits["nproc"]) + 1)
+    # counted per user namespace: in its own, the job's processes alone; else the supervisor counts too
+    cap(resource.RLIMIT_NPROC, int(limits["nproc"]) + (0 if own_user_namespace else 1))
+
+
+class Output:
+    """A job's stdout or stderr as the supervisor reads it in a batch: the first ``limit`` bytes, and a count."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.fd = fd
+        self.limit = limit
+        self.data = bytearray()
+        self.total = 0
+        self.open = True
+
+    def read(self) -> None:
+        """Read what is there; at end of file, close."""
+        try:
+            chunk = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.close()
+            return
+        self.total += len(chunk)
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    @property
+    def overflow(self) -> int:
+        return self.total - len(self.data)
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            os.close(self.fd)
 
 
 class Supervisor:
@@ -122,6 +184,10 @@ class Supervisor:
         self.result_fd: int = config["result_fd"]
         self.kill_all = bool(config.get("kill_all"))
         self.write_roots = (self.root, "/tmp", "/dev/shm") if self.mode == "bwrap" else (self.root,)
+        self.preludes: dict[str, dict[str, Any] | str] = {}
+        self.filters: dict[tuple[bool, bool, bool], seccomp.Prepared] = {}
+        self.environment: dict[str, str] | None = None
+        self.read_roots = pyrun.python_roots()  # for the audit hook; the same for every job
 
     # set-up --------------------------------------------------------------------------------
     def setup(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -154,33 +220,106 @@ class Supervisor:
         return report
 
     # jobs ----------------------------------------------------------------------------------
-    def run(self, job: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+    def run(self, job: dict[str, Any], payload: bytes, capture: bool = False) -> Reply:
+        """Run one job; with ``capture`` its stdout and stderr come back in the reply, not on the supervisor's."""
         view = memoryview(payload)
+        prelude_size = int(job.get("prelude_size", 0))
+        prelude = bytes(view[:prelude_size]).decode("utf-8", errors="replace")
+        view = view[prelude_size:]
         code_size, stdin_size = int(job.get("code_size", 0)), int(job.get("stdin_size", 0))
         code = bytes(view[:code_size]).decode("utf-8", errors="replace")
         stdin_data = view[code_size : code_size + stdin_size]
         result: dict[str, Any] = {"exit_code": None, "signal": None, "timed_out": False, "killed_for": None,
                                   "elapsed_s": 0.0, "cpu_s": 0.0, "exception": None, "error": None}
+        outputs: list[Output] = []
+        if capture:
+            result.update(captured=True, stdout_total=0, stderr_total=0)
+        if job.get("fresh"):
+            try:
+                self.empty()
+            except OSError as exc:
+                result["error"] = f"fresh: could not empty the sandbox ({exc})"
+                return self._finish(result, job, outputs)
         try:
             write_inputs(self.workdir, job.get("files", []), view[code_size + stdin_size :])
         except OSError as exc:
             result["error"] = "input_files: " + (os.strerror(exc.errno) if exc.errno else str(exc))
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 result["error"] = "input_files: the input files do not fit in the sandbox's disk or file quota"
-            return self._finish(result, job)
+            return self._finish(result, job, outputs)
         except ValueError as exc:
             result["error"] = f"input_files: {exc}"
-            return self._finish(result, job)
+            return self._finish(result, job, outputs)
         if job["kind"] != "none" and self.mode == "direct" and os.getuid() == 0 and int(job["limits"]["nproc"]) > 1:
             # the kernel does not apply RLIMIT_NPROC to root: nothing would bound a fork bomb
             result["error"] = ("process_limit: without bubblewrap the code runs as root here, where the kernel does "
                                "not limit processes; use nproc=1 or install bubblewrap")
-            return self._finish(result, job)
+            return self._finish(result, job, outputs)
+        namespace = None
+        if prelude_size:
+            loaded = self.prelude(str(job.get("prelude_key") or ""), prelude)
+            if isinstance(loaded, str):
+                result["error"] = f"prelude: {loaded}"
+                return self._finish(result, job, outputs)
+            namespace = loaded
+        if "data" in job:  # parsed here, with the header: the job's process finds it ready
+            namespace = dict(namespace) if namespace is not None else {"__builtins__": __builtins__}
+            namespace["job_data"] = job["data"]
         if job["kind"] != "none":
-            self._execute(job, code, stdin_data, result)
-        return self._finish(result, job)
+            write_ends: list[int] = []
+            if capture:
+                limit = int(job.get("capture", {}).get("limit", 1 << 16))
+                for _ in range(2):  # stdout, stderr
+                    r, w = os.pipe2(os.O_CLOEXEC)
+                    os.set_blocking(r, False)
+                    outputs.append(Output(r, limit))
+                    write_ends.append(w)
+            self._execute(job, code, stdin_data, result, namespace, outputs, write_ends)
+        return self._finish(result, job, outputs)
 
-    def _finish(self, result: dict[str, Any], job: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, bytes]]]:
+    def _environment(self, env: dict[str, str]) -> None:
+        """Make ``env`` the environment (of the supervisor, so that each forked job has it already)."""
+        if env != self.environment:
+            os.environ.clear()
+            os.environ.update(env)
+            self.environment = env
+
+    def seccomp_filter(self, nproc: int, python: bool) -> seccomp.Prepared:
+        """The filter of a job's process, built once per kind of job (in the supervisor, then forked)."""
+        # several processes may signal each other only inside a pid namespace of their own
+        key = (nproc <= 1, python and nproc <= 1, nproc <= 1 or self.mode != "bwrap")
+        if key not in self.filters:
+            self.filters[key] = seccomp.Prepared(no_new_processes=key[0], no_exec=key[1], own_signals_only=key[2])
+        return self.filters[key]
+
+    def prelude(self, key: str, source: str) -> dict[str, Any] | str:
+        """The globals of trusted prelude code, run once per key; a string says why it failed."""
+        if key not in self.preludes:
+            if len(self.preludes) >= 8:
+                self.preludes.clear()
+            namespace: dict[str, Any] = {"__name__": "__prelude__", "__builtins__": __builtins__}
+            try:
+                exec(compile(source, "<prelude>", "exec"), namespace)
+                self.preludes[key] = namespace
+            except Exception as exc:
+                self.preludes[key] = f"{type(exc).__name__}: {exc}"[:300]
+        return self.preludes[key]
+
+    def empty(self) -> None:
+        """Empty every writable folder (the working folder, ``/tmp``, ``/dev/shm``), as a new sandbox has them."""
+        modes = {"work": 0o755, "tmp": 0o1777, "shm": 0o1777}
+        for name in os.listdir(self.root):
+            path = os.path.join(self.root, name)
+            if name in modes and os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, modes[name])  # the code may have made it unreadable
+                empty_folder(path)
+            elif os.path.isdir(path) and not os.path.islink(path):
+                empty_folder(path)
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+
+    def _finish(self, result: dict[str, Any], job: dict[str, Any], outputs: list[Output]) -> Reply:
         try:
             fs = os.statvfs(self.root)
             result["disk_full"] = fs.f_bavail * fs.f_frsize < 64 * 1024
@@ -190,9 +329,19 @@ class Supervisor:
         files, cut = collect_files(self.workdir, list(job.get("return_files", [])), int(job.get("return_limit", 0)))
         result["files"] = [[name, len(data)] for name, data in files]
         result["files_truncated"] = cut
-        return result, files
+        captured: tuple[bytes, bytes] | None = None
+        if result.get("captured"):
+            for out in outputs:
+                out.close()
+            data = [bytes(out.data) for out in outputs] or [b"", b""]
+            result["stdout_total"], result["stderr_total"] = [out.total for out in outputs] or [0, 0]
+            captured = (data[0], data[1])
+        return result, files, captured
 
-    def _execute(self, job: dict[str, Any], code: str, stdin_data: memoryview, result: dict[str, Any]) -> None:
+    def _execute(
+        self, job: dict[str, Any], code: str, stdin_data: memoryview, result: dict[str, Any],
+        namespace: dict[str, Any] | None, outputs: list[Output], write_ends: list[int],
+    ) -> None:
         stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC) if stdin_data else os.open("/dev/null", os.O_RDONLY)
         if stdin_data:
             data = stdin_data
@@ -200,17 +349,24 @@ class Supervisor:
                 data = data[os.write(stdin_fd, data) :]
             os.lseek(stdin_fd, 0, os.SEEK_SET)
         status_r, status_w = os.pipe()
+        if seccomp.supported():
+            self.seccomp_filter(int(job["limits"]["nproc"]), job["kind"] == "python")  # build it here, once
+        self._environment({str(k): str(v) for k, v in job["env"].items()})
         sys.stdout.flush()
         sys.stderr.flush()
+        gc.freeze()  # the child's collections skip what is here: fewer copy-on-write pages
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(status_r)
-            self._child(job, code, stdin_fd, status_w)
+            self._child(job, code, stdin_fd, status_w, namespace, write_ends)
         os.close(status_w)
         os.close(stdin_fd)
+        for fd in write_ends:
+            os.close(fd)
         wall_s = float(job["limits"]["wall_s"])
-        reason = self._wait(pid, start + wall_s)
+        kill_at = int(job.get("capture", {}).get("kill_at", 1 << 20))
+        reason = self._wait(pid, start + wall_s, outputs, kill_at)
         if reason == "wall":
             result["timed_out"] = True
         elif reason is not None:
@@ -225,6 +381,7 @@ class Supervisor:
         else:
             result["exit_code"] = os.WEXITSTATUS(status)
         result["leftovers"] = self._reap_others()
+        self._drain(outputs)
         try:
             os.set_blocking(status_r, False)
             note = os.read(status_r, 200).decode("utf-8", errors="replace").strip()
@@ -233,8 +390,9 @@ class Supervisor:
             pass
         os.close(status_r)
 
-    def _wait(self, pid: int, deadline: float) -> str | None:
-        """Wait for the child; the reason it was stopped early (``"wall"``, or the host's), or ``None``."""
+    def _wait(self, pid: int, deadline: float, outputs: list[Output], kill_at: int) -> str | None:
+        """Wait for the child, reading its captured output; the reason it was stopped early (``"wall"``,
+        ``"output"``, or the host's), or ``None``."""
         try:
             pidfd = os.pidfd_open(pid)
         except (AttributeError, OSError):
@@ -243,6 +401,9 @@ class Supervisor:
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
         poller.register(0, select.POLLIN)
+        streams = {out.fd: out for out in outputs}
+        for fd in streams:
+            poller.register(fd, select.POLLIN)
         try:
             while True:
                 remaining = deadline - time.monotonic()
@@ -253,6 +414,15 @@ class Supervisor:
                 if pidfd is None and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                     return None
                 for fd, _ in events:
+                    if fd in streams:
+                        out = streams[fd]
+                        out.read()
+                        if not out.open:
+                            poller.unregister(fd)
+                            del streams[fd]
+                        if sum(o.overflow for o in outputs) > kill_at:
+                            return "output"
+                        continue
                     if fd == pidfd:
                         return None
                     if fd == 0:
@@ -284,6 +454,17 @@ class Supervisor:
             except OSError:
                 pass
 
+    def _drain(self, outputs: list[Output]) -> None:
+        """Read the captured output to its end (every writer is dead by now; a bounded wait in case not)."""
+        deadline = time.monotonic() + 1.0
+        live = [o for o in outputs if o.open]
+        while live and time.monotonic() < deadline:
+            ready, _, _ = select.select([o.fd for o in live], [], [], max(0.0, deadline - time.monotonic()))
+            for out in live:
+                if out.fd in ready:
+                    out.read()
+            live = [o for o in live if o.open]
+
     def _reap_others(self) -> int:
         """Reap the processes the child left behind (killed already); how many there were."""
         reaped = 0
@@ -303,45 +484,49 @@ class Supervisor:
                 time.sleep(0.002)
         return reaped
 
-    def _child(self, job: dict[str, Any], code: str, stdin_fd: int, status_w: int) -> None:
+    def _child(
+        self, job: dict[str, Any], code: str, stdin_fd: int, status_w: int, namespace: dict[str, Any] | None,
+        write_ends: list[int],
+    ) -> None:
         try:
             os.setsid()
             os.dup2(stdin_fd, 0)
+            if write_ends:  # a batch: stdout and stderr go to the supervisor, not to the host directly
+                os.dup2(write_ends[0], 1)
+                os.dup2(write_ends[1], 2)
             os.closerange(3, status_w)
             os.closerange(status_w + 1, 1 << 16)
             os.set_inheritable(status_w, False)
             cwd = os.path.join(self.workdir, *safe_parts(job["cwd"])) if job.get("cwd", ".") != "." else self.workdir
             os.chdir(cwd)
-            env = {str(k): str(v) for k, v in job["env"].items()}
-            os.environ.clear()
-            os.environ.update(env)
-            for sig in (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, signal.SIG_DFL)
+            for sig in RESET_SIGNALS:
+                _signal.signal(sig, _signal.SIG_DFL)  # the C function: the enum wrapper costs more than the calls
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             prctl(PR_SET_DUMPABLE, 1)  # its own /proc entries; seccomp denies ptrace anyway
+            own_namespace = True
+            try:
+                private_ipc()  # IPC objects die with this job; a later job in this sandbox sees none
+            except SetupError:
+                if self.mode == "bwrap":
+                    raise
+                own_namespace = False  # the fallback without bubblewrap: best effort
             limits = job["limits"]
             nproc = int(limits["nproc"])
             python = job["kind"] == "python"
             if self.config.get("landlock"):
                 from . import landlock
 
-                read = [*pyrun.python_roots(), *self.config.get("read_paths", [])]
+                read = [*self.read_roots, *self.config.get("read_paths", [])]
                 landlock.restrict(read, [self.root])
-            _set_rlimits(limits)
+            _set_rlimits(limits, own_namespace)
             if seccomp.supported():
-                prog = seccomp.build_filter(
-                    no_new_processes=nproc <= 1,
-                    no_exec=python and nproc <= 1,
-                    own_signals_only=nproc <= 1 or not (os.getpid() == 1 or self.mode == "bwrap"),
-                    self_pid=os.getpid(),
-                )
-                seccomp.install(prog)
+                self.seccomp_filter(nproc, python).install(os.getpid())  # built before the fork
             if python:
                 if job.get("audit_hook", True):
-                    pyrun.install_hook(self.write_roots, allow_processes=nproc > 1)
+                    pyrun.install_hook(self.write_roots, allow_processes=nproc > 1, read_roots=self.read_roots)
                 sys.argv = ["<sandbox>"]
                 sys.path.insert(0, cwd)  # as for a script in the working folder: its modules import
-                status, exception = pyrun.run_code(code)
+                status, exception = pyrun.run_code(code, namespace)
                 try:
                     sys.stdout.flush()
                     sys.stderr.flush()
@@ -354,7 +539,7 @@ class Supervisor:
                         pass
                 os._exit(status)
             argv = [str(a) for a in job["argv"]]
-            os.execvpe(argv[0], argv, env)
+            os.execvp(argv[0], argv)  # the job's environment is the supervisor's by now
         except BaseException as exc:
             try:
                 os.write(2, f"sandbox: could not start: {type(exc).__name__}: {exc}\n".encode())
@@ -409,17 +594,18 @@ def main(argv: list[str]) -> None:
             if job.get("type") == "close":
                 break
             continue
-        payload = read_frame(0)
-        if payload is None:
+        batch = job["jobs"] if job.get("type") == "batch" else [job]
+        payloads = [read_frame(0) for _ in batch]
+        if any(p is None for p in payloads):
             break
-        try:
-            result, files = supervisor.run(job, payload)
-        except Exception as exc:  # a supervisor bug: say so instead of hanging the host
-            write_json(out, {"error": f"supervisor: {type(exc).__name__}: {exc}", "files": []})
-            continue
-        write_json(out, result)
-        for _, data in files:
-            write_frame(out, data)
+        for header, payload in zip(batch, payloads):
+            assert payload is not None
+            try:
+                reply = supervisor.run(header, payload, capture=job.get("type") == "batch")
+            except Exception as exc:  # a supervisor bug: say so instead of hanging the host
+                write_json(out, {"error": f"supervisor: {type(exc).__name__}: {exc}", "files": []})
+                continue
+            send_reply(out, reply)
     if os.getpid() == 1 or supervisor.kill_all:
         try:
             os.kill(-1, signal.SIGKILL)

@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rollgym.core.agent import Agent
 from rollgym.core.registration import make
 from rollgym.core.task import Task
 from rollgym.rollout.collector import run_episode
@@ -41,7 +42,7 @@ def _agent_seed(seed: int, index: int) -> int:
 
 
 def play_tasks(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     tasks: Sequence[Task],
     *,
@@ -95,7 +96,7 @@ def play_tasks(
 
 
 def play_groups(
-    agent: Any,
+    agent: Agent,
     env_id: str,
     tasks: Sequence[Task],
     group_size: int,

@@ -121,7 +121,8 @@ def reward_function(env_id: str, *, env_kwargs: dict[str, Any] | None = None,
 
     It is called as ``f(prompts, completions, task=[...], **other_columns)`` and returns one float per
     completion: the verifier's reward, or ``None`` for a row without a task (TRL then leaves that
-    row out of this reward). The verifier never raises on model text.
+    row out of this reward). The verifier never raises on model text. Envs whose grading runs code
+    (``HumanEval-v0``, ``CodeGen-v0``) have ``verify_batch``; the whole batch is then graded at once.
 
     Raises:
         ConfigError: when ``env_id`` is not a single-turn env (use :func:`make_rollout_func`).
@@ -132,18 +133,22 @@ def reward_function(env_id: str, *, env_kwargs: dict[str, Any] | None = None,
         env.close()
         raise ConfigError(f"{env_id} is multi-turn, so a completion alone cannot be scored; use "
                           "make_rollout_func(...) with env_reward, or environment_factory(...).")
+    verify_batch = getattr(env.unwrapped, "verify_batch", None)
 
     def reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any
                ) -> list[float | None]:
         tasks = columns.get(TASK_COLUMN)
         if tasks is None:
             raise ConfigError("The dataset has no 'task' column; build it with rollgym's make_dataset(...).")
-        out: list[float | None] = []
-        for task_value, completion in zip(tasks, completions):
-            if task_value is None:
-                out.append(None)
-                continue
-            out.append(float(verify(_task_of(task_value), completion_text(completion)).reward))
+        out: list[float | None] = [None] * len(completions)
+        items = [(i, _task_of(t), completion_text(c)) for i, (t, c) in enumerate(zip(tasks, completions))
+                 if t is not None]
+        if callable(verify_batch):
+            scores = verify_batch([(task, text) for _, task, text in items])
+        else:
+            scores = [verify(task, text) for _, task, text in items]
+        for (i, _, _), score in zip(items, scores):
+            out[i] = float(score.reward)
         return out
 
     reward.__name__ = name or re.sub(r"\W", "_", f"{env_id}_reward")

@@ -3,7 +3,9 @@
 * :func:`compute_score` is a verl custom reward function
   (``custom_reward_function.path=<this file>``, ``name=compute_score``): it scores a
   single-turn response with the env's verifier. ``data_source`` is the env id and
-  ``ground_truth`` the task as JSON.
+  ``ground_truth`` the task as JSON. :func:`compute_score_batch` is the same for verl's
+  batch reward manager (``reward_model.reward_manager=batch``); use it for the code envs,
+  which then grade a whole batch in one sandbox pass.
 * :func:`write_parquet` writes prompts in verl's RL dataset format: ``data_source``,
   ``prompt`` (chat messages), ``ability``, ``reward_model`` ``{style: "rule",
   ground_truth}``, ``extra_info`` (split, index, task id, env kwargs), and for
@@ -26,8 +28,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import Any
 
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams
 from rollgym.core.errors import ConfigError
+from rollgym.core.io import atomic_path
 from rollgym.core.registration import make
 from rollgym.core.task import Task
 
@@ -74,21 +75,56 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
         >>> compute_score("Countdown-v0", "<answer>1 + 2</answer>", task_json)["score"]  # doctest: +SKIP
         1.0
     """
+    score = _verifier(data_source, extra_info).verify(_task(ground_truth),
+                                                      solution_str if isinstance(solution_str, str) else "")
+    return {"score": float(score.reward), "acc": 1.0 if score.correct else 0.0}
+
+
+def compute_score_batch(data_sources: list[str], solution_strs: list[str], ground_truths: list[Any],
+                        extra_infos: list[dict[str, Any] | None] | None = None, **_: Any) -> list[dict[str, float]]:
+    """verl's batch reward function (``reward_model.reward_manager=batch``, ``name=compute_score_batch``):
+    :func:`compute_score` for a whole batch. Responses of an env with ``verify_batch`` (the code envs,
+    whose grading runs every answer in a sandbox) are graded together, one call per env.
+
+    Example:
+        >>> compute_score_batch(["CodeGen-v0"] * 2, [good, bad], [task_json] * 2)  # doctest: +SKIP
+        [{'score': 1.0, 'acc': 1.0}, {'score': 0.0, 'acc': 0.0}]
+    """
+    infos = list(extra_infos) if extra_infos is not None else [None] * len(data_sources)
+    groups: dict[str, list[int]] = {}
+    for i, (source, info) in enumerate(zip(data_sources, infos)):
+        groups.setdefault(f"{source}|{json.dumps(_env_kwargs(info), sort_keys=True)}", []).append(i)
+    out: list[dict[str, float]] = [{}] * len(data_sources)
+    for indices in groups.values():
+        env = _verifier(data_sources[indices[0]], infos[indices[0]])
+        items = [(_task(ground_truths[i]), solution_strs[i] if isinstance(solution_strs[i], str) else "")
+                 for i in indices]
+        batch = getattr(env, "verify_batch", None)
+        scores = batch(items) if callable(batch) else [env.verify(task, text) for task, text in items]
+        for i, score in zip(indices, scores):
+            out[i] = {"score": float(score.reward), "acc": 1.0 if score.correct else 0.0}
+    return out
+
+
+def _env_kwargs(extra_info: dict[str, Any] | None) -> dict[str, Any]:
     kwargs = (extra_info or {}).get("env_kwargs") or {}
-    if isinstance(kwargs, str):
-        kwargs = json.loads(kwargs)
+    return json.loads(kwargs) if isinstance(kwargs, str) else dict(kwargs)
+
+
+def _verifier(data_source: str, extra_info: dict[str, Any] | None) -> Any:
+    """The (cached) unwrapped single-turn env that grades ``data_source`` with the row's env kwargs."""
+    kwargs = _env_kwargs(extra_info)
     key = f"{data_source}|{json.dumps(kwargs, sort_keys=True)}"
-    verify = _VERIFY_CACHE.get(key)
-    if verify is None:
-        env = make(data_source, **kwargs)
-        verify = getattr(env.unwrapped, "verify", None)
-        if not callable(verify):
-            env.close()
+    env = _VERIFY_CACHE.get(key)
+    if env is None:
+        made = make(data_source, **kwargs)
+        env = made.unwrapped
+        if not callable(getattr(env, "verify", None)):
+            made.close()
             raise ConfigError(f"{data_source} is multi-turn; train it with RollgymAgentLoop, whose reward_score "
                               "verl uses directly.")
-        _VERIFY_CACHE[key] = verify
-    score = verify(_task(ground_truth), solution_str if isinstance(solution_str, str) else "")
-    return {"score": float(score.reward), "acc": 1.0 if score.correct else 0.0}
+        _VERIFY_CACHE[key] = env
+    return env
 
 
 def verl_rows(env_id: str, n: int, *, split: str = "train", start: int = 0,
@@ -141,15 +177,8 @@ def write_parquet(env_id: str, n: int, path: str | Path, *, split: str = "train"
         raise MissingDependencyError("Writing parquet needs pyarrow: pip install 'rollgym[trl]'.") from exc
     rows = verl_rows(env_id, n, split=split, start=start, env_kwargs=env_kwargs, agent_name=agent_name)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(pa.Table.from_pylist(rows), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -15,7 +15,7 @@ from rollgym.agents.base import OracleAgent, RandomAgent
 from rollgym.envs.games.text_env import extract_move_text
 from tests.conftest import require_module
 
-GAME_IDS = ["ConnectFour-v0", "Hex-v0", "Chess-v0", "Chess960-v0"]
+GAME_IDS = ["ConnectFour-v0", "Hex-v0", "Chess-v1", "Chess960-v1"]
 require_module("chess")
 
 
@@ -49,7 +49,7 @@ def test_random_agent_plays_to_the_end_and_records(env_id: str) -> None:
     assert isinstance(text, str) and "to move" in text
     if env_id.startswith("Chess"):
         assert info["pgn"].startswith("[Event") and (" 1. " in info["pgn"] or "\n1. " in info["pgn"])
-        assert ("[Variant" in info["pgn"]) == (env_id == "Chess960-v0")
+        assert ("[Variant" in info["pgn"]) == (env_id == "Chess960-v1")
         assert env.unwrapped.svg().startswith("<svg")
     env.close()
 
@@ -66,13 +66,13 @@ def test_reset_is_reproducible_and_colours_alternate() -> None:
 
 
 def test_splits_are_disjoint_and_chess960_positions_vary() -> None:
-    env = gym.make("Chess960-v0")
+    env = gym.make("Chess960-v1")
     train = {json.dumps(env.unwrapped.source.task(i, "train").meta, sort_keys=True) for i in range(30)}
     test = {json.dumps(env.unwrapped.source.task(i, "test").meta, sort_keys=True) for i in range(30)}
     assert not train & test
     starts = {env.unwrapped.source.task(i, "train").meta["start_position"] for i in range(30)}
     assert len(starts) > 20
-    fixed = gym.make("Chess960-v0", start_position=42)
+    fixed = gym.make("Chess960-v1", start_position=42)
     assert fixed.reset(seed=0)[1]["game_config"]["start_position"] == 42
 
 
@@ -85,11 +85,11 @@ def test_splits_are_disjoint_and_chess960_positions_vary() -> None:
         ("ConnectFour-v0", "Final Answer: 9", "invalid"),
         ("Hex-v0", "Final Answer: 4", "invalid"),  # Connect Four move in Hex
         ("Hex-v0", "Final Answer: swap", "illegal"),
-        ("Chess-v0", "Final Answer: Nf6", "illegal"),
-        ("Chess-v0", "Final Answer: e2-e5", "illegal"),
-        ("Chess-v0", "Final Answer: c3 please", "invalid"),
-        ("Chess-v0", "Final Answer: 4", "invalid"),  # column number in chess
-        ("Chess-v0", "\x00\ufffd" * 50, "no_move"),
+        ("Chess-v1", "Final Answer: Nf6", "illegal"),
+        ("Chess-v1", "Final Answer: e2-e5", "illegal"),
+        ("Chess-v1", "Final Answer: c3 please", "invalid"),
+        ("Chess-v1", "Final Answer: 4", "invalid"),  # column number in chess
+        ("Chess-v1", "\x00\ufffd" * 50, "no_move"),
     ],
 )
 def test_bad_input_gives_labelled_retry_then_forfeit(env_id: str, action: str, label: str) -> None:
@@ -117,7 +117,7 @@ def test_random_policy_plays_a_random_move_and_signed_rewards() -> None:
 
 
 def test_forgiving_formats_are_accepted() -> None:
-    env = gym.make("Chess-v0", agent_color="first")
+    env = gym.make("Chess-v1", agent_color="first")
     for action in ["Final Answer: **e4**", "I'll open with [e2e4]", "e4", "Final Answer: 1. e4!", "final answer: E2E4"]:
         env.reset(seed=0)
         info = env.step(action)[4]
@@ -196,7 +196,7 @@ def test_opponent_seed_makes_games_reproducible() -> None:
 
 
 def test_chess_forfeit_pgn_and_json_record() -> None:
-    env = gym.make("Chess-v0", agent_color="first", max_retries=0)
+    env = gym.make("Chess-v1", agent_color="first", max_retries=0)
     env.reset(seed=0)
     info = env.step("Final Answer: e4")[4]
     obs, reward, terminated, _, info = env.step("Final Answer: Zz9")
@@ -247,6 +247,7 @@ def test_user_supplied_opponent_is_used_and_not_closed() -> None:
 
 @pytest.mark.parametrize("env_id", GAME_IDS)
 def test_arbitrary_text_never_raises(env_id: str) -> None:
+    require_module("hypothesis")
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
@@ -267,7 +268,7 @@ def test_arbitrary_text_never_raises(env_id: str) -> None:
     env.close()
 
 
-@pytest.mark.parametrize("env_id", ["ConnectFour-v0", "Chess-v0"])
+@pytest.mark.parametrize("env_id", ["ConnectFour-v0", "Chess-v1"])
 def test_deeply_nested_tool_calls_give_an_error_observation(env_id: str) -> None:
     env = gym.make(env_id, agent_color="first", tools=True)
     env.reset(seed=0)
@@ -296,7 +297,7 @@ def test_board_images_are_well_formed_svg_with_one_mark_per_stone() -> None:
     assert root.tag.endswith("svg") and len(circles) == 4
     assert sorted(c.get("fill") for c in circles) == ["#222222", "#222222", "#f8f8f8", "#f8f8f8"]
     assert len([e for e in root.iter() if e.tag.endswith("polygon")]) == 49
-    env = gym.make("Chess-v0", agent_color="first")
+    env = gym.make("Chess-v1", agent_color="first")
     env.reset(seed=0)
     env.step("Final Answer: e4")
     chess_root = ET.fromstring(env.unwrapped.svg())
@@ -307,3 +308,37 @@ def test_board_images_are_well_formed_svg_with_one_mark_per_stone() -> None:
 
     with pytest.raises(ValueError, match="No SVG board"):
         board_svg(ConnectFourState())
+
+
+@pytest.mark.parametrize("reward_scheme", ["score", "signed"])
+def test_accuracy_and_pass_at_k_count_wins_only_a_draw_is_not_correct(reward_scheme: str) -> None:
+    # Connect Four on 4x4, random against random: many draws (reward 0.5 under "score"), which used to
+    # count as correct through a reward > 0 fallback (accuracy 0.625 where wins were 0.25).
+    from rollgym.benchmarks.metrics import summarize
+    from rollgym.rollout import collect
+
+    groups = collect(RandomAgent(), "ConnectFour-v0", n_tasks=20, group_size=2, seed=0,
+                     env_kwargs={"rows": 4, "columns": 4, "reward_scheme": reward_scheme})
+    trajectories = [t for g in groups for t in g.trajectories]
+    results = [t.info["details"]["result"] for t in trajectories]
+    assert results.count("draw") >= 3 and results.count("win") >= 1, results  # the case that matters occurs
+    assert all(t.info["correct"] == (r == "win") for t, r in zip(trajectories, results))
+    summary = summarize(groups)
+    assert summary.accuracy.value == results.count("win") / len(results)
+    solved = sum(any(t.info["details"]["result"] == "win" for t in g.trajectories) for g in groups)
+    assert summary.pass_at_k[2].value == solved / len(groups)
+
+
+def test_a_cached_stockfish_oracle_does_not_hang_the_interpreter_at_exit() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import require_binary
+
+    require_binary("stockfish", "/usr/games/stockfish")
+    require_module("chess")
+    code = ("import gymnasium as gym, rollgym; from rollgym.agents import OracleAgent; "
+            "env = gym.make('Chess-v1'); obs, info = env.reset(seed=0); env.step(OracleAgent().act(obs, info)); "
+            "print('played')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "played" in result.stdout, result.stderr

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from rollgym.core.errors import ConfigError
-from rollgym.envs.games.base import MoveError, replay, state_from_config
+from rollgym.envs.games.base import MoveError
 from rollgym.envs.games.connect_four import ConnectFourState
 from rollgym.envs.games.hex import HexState
+from rollgym.envs.games.replay import replay, state_from_config
 
 
 def _brute_force_line(state: ConnectFourState, player: int) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rollgym.core.errors import ConfigError, DataNotFoundError
+from rollgym.envs.math import datasets as datasets_module
 from rollgym.envs.math.datasets import AIME24, AMC23, MATH500, DatasetSpec, MathDataset, answer_text, load_rows
 
 
@@ -56,18 +57,62 @@ def test_an_explicit_path_wins_over_the_data_dir(
 
 
 def test_missing_data_names_all_three_ways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROLLGYM_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ROLLGYM_DATA_DIR", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # never download in tests, even where `datasets` is installed
     with pytest.raises(DataNotFoundError) as info:
         load_rows(MATH500)
     message = str(info.value)
     assert "path=" in message and "ROLLGYM_DATA_DIR" in message and "HuggingFaceH4/MATH-500" in message
-    assert "rollgym[math]" in message and message.count(".") >= 1
+    assert "rollgym[math]" in message and "HF_HUB_OFFLINE is set" in message
     with pytest.raises(DataNotFoundError, match="does not exist"):
         load_rows(MATH500, path=tmp_path / "nope.jsonl")
-    monkeypatch.delenv("ROLLGYM_DATA_DIR")
-    with pytest.raises(DataNotFoundError, match=r"ROLLGYM_DATA_DIR \(unset\)"):
+    with pytest.raises(DataNotFoundError, match=r"disabled \(hub=False\)"):
         load_rows(AIME24, hub=False)
+
+
+def _no_download(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the hub must not be contacted")
+
+
+def test_a_set_data_dir_without_the_file_fails_at_once_without_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(datasets_module, "_load_hub", _no_download)
+    for folder, words in [(tmp_path / "nonexistent", "does not exist"), (tmp_path, "has no math500.jsonl")]:
+        monkeypatch.setenv("ROLLGYM_DATA_DIR", str(folder))
+        with pytest.raises(DataNotFoundError) as info:
+            load_rows(MATH500)
+        message = str(info.value)
+        assert words in message and "unset it to download" in message and message.count(". ") == 0
+
+
+def test_an_unreachable_hub_is_reported_without_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("datasets")
+    import datasets
+
+    monkeypatch.delenv("ROLLGYM_DATA_DIR", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "https://127.0.0.1:9")  # a real socket that refuses connections
+    monkeypatch.setattr(datasets, "load_dataset", _no_download)
+    with pytest.raises(DataNotFoundError, match=r"127\.0\.0\.1 is unreachable"):
+        load_rows(AIME24)
+
+
+def test_the_cli_fails_fast_with_one_sentence_when_the_data_dir_is_missing(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ROLLGYM_DATA_DIR": str(tmp_path / "nonexistent"), "PYTHONPATH": str(Path.cwd())}
+    env.pop("HF_HUB_OFFLINE", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "rollgym.cli", "eval", "MATH500-v1", "--agent", "random", "--n", "2"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )
+    assert out.returncode != 0 and "Retry" not in out.stderr + out.stdout
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "ROLLGYM_DATA_DIR is set but" in lines[0] and "does not exist" in lines[0]
 
 
 def test_bad_rows_get_a_clear_error(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.math.sandbox import make_sandbox
 from rollgym.sandbox.legacy import LocalSandbox, SandboxLimits
+from tests.conftest import require_module
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -37,6 +38,7 @@ def test_errors_come_back_as_text(box: LocalSandbox) -> None:
 
 
 def test_sympy_and_numpy_can_be_imported(box: LocalSandbox) -> None:
+    require_module("sympy")
     result = box.run("import sympy\nprint(sympy.factorint(2**32 + 1))")
     assert result.ok, result.stderr
     assert result.stdout.strip() == "{641: 1, 6700417: 1}"
@@ -84,6 +86,7 @@ DISARM_HOOK = (
 
 
 def test_landlock_keeps_files_private_when_the_audit_hook_is_disarmed(tmp_path: Path) -> None:
+    require_module("sympy")  # the sandboxed code imports it
     box = LocalSandbox(SandboxLimits(timeout_s=20))
     if not box.isolation["landlock"]:
         pytest.skip("Landlock is not available on this kernel; only the audit hook guards files")

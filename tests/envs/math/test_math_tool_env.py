@@ -30,7 +30,7 @@ def gold(task_id: str) -> str:
 
 
 def test_a_tool_turn_then_a_boxed_answer() -> None:
-    env = gym.make("AIME24Tool-v0")
+    env = gym.make("AIME24Tool-v1")
     obs, info = env.reset(options={"task_index": 3})
     assert "<tool_call>" in obs and info["tools"][0]["function"]["name"] == "python"
     answer = int(gold(info["task_id"]))
@@ -52,7 +52,7 @@ def test_a_tool_turn_then_a_boxed_answer() -> None:
 
 
 def test_evidence_says_when_the_code_printed_something_else() -> None:
-    env = gym.make("AIME24Tool-v0")
+    env = gym.make("AIME24Tool-v1")
     env.reset(options={"task_index": 0})
     env.step(python_call("print(123456)"))
     *_, step_info = env.step("\\boxed{7}")
@@ -60,7 +60,7 @@ def test_evidence_says_when_the_code_printed_something_else() -> None:
 
 
 def test_bad_calls_get_error_observations_and_the_episode_goes_on() -> None:
-    env = gym.make("AIME24Tool-v0", max_calls_per_turn=1)
+    env = gym.make("AIME24Tool-v1", max_calls_per_turn=1)
     env.reset(options={"task_index": 0})
     cases = [
         ('<tool_call>{"name": "python", "arguments": {"code": </tool_call>', "not valid JSON"),
@@ -76,7 +76,7 @@ def test_bad_calls_get_error_observations_and_the_episode_goes_on() -> None:
 
 
 def test_the_turn_cap_truncates() -> None:
-    env = gym.make("AIME24Tool-v0", max_turns=2)
+    env = gym.make("AIME24Tool-v1", max_turns=2)
     env.reset(options={"task_index": 0})
     assert env.step(python_call("print(1)"))[3] is False
     _, reward, terminated, truncated, info = env.step(python_call("print(2)"))
@@ -86,7 +86,7 @@ def test_the_turn_cap_truncates() -> None:
 
 
 def test_boxes_printed_by_tool_calls_do_not_count() -> None:
-    env = gym.make("AIME24Tool-v0")
+    env = gym.make("AIME24Tool-v1")
     _, info = env.reset(options={"task_index": 0})
     answer = gold(info["task_id"])
     # a tool call that mentions the right box does not answer, and the turn is a tool turn
@@ -98,6 +98,6 @@ def test_boxes_printed_by_tool_calls_do_not_count() -> None:
 
 def test_bad_options_are_refused() -> None:
     with pytest.raises(ConfigError, match="max_turns"):
-        gym.make("AIME24Tool-v0", max_turns=0)
+        gym.make("AIME24Tool-v1", max_turns=0)
     with pytest.raises(ConfigError, match="sandbox"):
-        gym.make("AIME24Tool-v0", sandbox="vm")
+        gym.make("AIME24Tool-v1", sandbox="vm")

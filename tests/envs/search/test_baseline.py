@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gymnasium as gym
-import pytest
 
 import rollgym  # noqa: F401  (registers the ids)
 from rollgym.agents.search_baseline import SearchBaselineAgent, best_candidate
+from tests.conftest import require_module
 
-pytest.importorskip("bm25s")
+require_module("bm25s")
 
 N = 80  # questions per level; 480 in all
 

@@ -6,8 +6,9 @@ import gymnasium as gym
 import pytest
 
 import rollgym  # noqa: F401  (registers the ids)
+from tests.conftest import require_module
 
-pytest.importorskip("bm25s")
+require_module("bm25s")
 
 
 @pytest.mark.slow

@@ -10,8 +10,9 @@ from rollgym.core.errors import ConfigError
 from rollgym.envs.search.corpus import get_corpus
 from rollgym.envs.search.questions import QuestionSpec, generate_question, plan_key
 from rollgym.envs.search.source import DIFFICULTIES, QA_MIX, SearchTaskSource
+from tests.conftest import require_module
 
-pytest.importorskip("bm25s")
+require_module("bm25s")
 
 SPECS = [*DIFFICULTIES.values(), *(s for s, _ in QA_MIX), QuestionSpec("chain", 4, None),
          QuestionSpec("intersection", 1, 0, 3), QuestionSpec("tree", 2, 1), QuestionSpec("chain", 2, 2)]

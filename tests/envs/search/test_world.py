@@ -7,8 +7,9 @@ import pytest
 from rollgym.core.errors import ConfigError
 from rollgym.envs.search.corpus import build_corpus, fact_patterns, get_corpus, subject_patterns
 from rollgym.envs.search.world import RELATIONS, build_world
+from tests.conftest import require_module
 
-pytest.importorskip("bm25s")
+require_module("bm25s")
 
 
 def test_same_seed_same_world_and_other_seed_other_world():

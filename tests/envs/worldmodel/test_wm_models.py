@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rollgym.agents.worldmodels import (
+from rollgym.envs.worldmodel.env import WorldModelEnv
+from rollgym.envs.worldmodel.models import (
     SHIPPED_WEIGHTS,
     CopyLastModel,
     LinearExtrapolationModel,
     evaluate,
     make_world_model,
 )
-from rollgym.envs.worldmodel.env import WorldModelEnv
 from tests.conftest import require_module
 
 HELD_OUT = {"episodes": 8, "split": "test"}
@@ -45,7 +45,7 @@ def test_shipped_weights_are_small_state_dicts() -> None:
 @pytest.fixture(scope="module")
 def held_out_scores() -> dict[str, dict[str, float]]:
     require_module("torch")
-    from rollgym.agents.worldmodels import FlowWarpWorldModel
+    from rollgym.envs.worldmodel.models import FlowWarpWorldModel
 
     env = _env(size=64, mode="autoregressive")
     return {
@@ -108,8 +108,8 @@ def test_training_from_scratch_at_small_size_beats_copy_last_and_the_finetune_be
 
     import torch
 
-    from rollgym.agents.worldmodels import FlowWarpWorldModel
     from rollgym.envs.worldmodel.dataset import simulate_dataset
+    from rollgym.envs.worldmodel.models import FlowWarpWorldModel
     from rollgym.envs.worldmodel.train import _save, finetune_with_reward, train_supervised
 
     torch.set_num_threads(1)
@@ -165,3 +165,11 @@ def test_report_writes_the_figure_and_the_table(tmp_path, capsys) -> None:
     assert "fine-tuned - supervised, reward:" in out
     for name in ("worldmodel_results", "worldmodel_strip_finetuned", "worldmodel_strip_copy_last"):
         assert (tmp_path / "img" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_old_import_path_of_the_models_still_works_with_a_deprecation_warning() -> None:
+    import rollgym.agents.worldmodels as old
+    from rollgym.envs.worldmodel import models
+
+    with pytest.warns(DeprecationWarning, match="rollgym.envs.worldmodel.models.CopyLastModel"):
+        assert old.CopyLastModel is models.CopyLastModel

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rollgym.core.env import TaskSource
 from rollgym.envs.web.env import WebEnv
 from rollgym.envs.web.gen.tasks import GenTaskSource
 
@@ -84,11 +85,14 @@ class WebGenEnv(WebEnv):
         obs_mode: str = "text",
     ) -> None:
         self._check_options(max_steps, step_timeout, obs_mode)
-        source = GenTaskSource(
-            self.default_env_id,
-            kinds=tuple(kinds) if kinds is not None else None,
-            sites=tuple(sites) if sites is not None else None,
-            templates=tuple(templates) if templates is not None else None,
+        self._gen_args = (
+            tuple(kinds) if kinds is not None else None,
+            tuple(sites) if sites is not None else None,
+            tuple(templates) if templates is not None else None,
         )
-        self._setup(source, split=split, render_mode=render_mode, max_steps=max_steps, step_timeout=step_timeout,
+        self._setup(split=split, render_mode=render_mode, max_steps=max_steps, step_timeout=step_timeout,
                     obs_mode=obs_mode)
+
+    def _make_source(self, env_id: str) -> TaskSource:
+        kinds, sites, templates = self._gen_args
+        return GenTaskSource(env_id, kinds=kinds, sites=sites, templates=templates)

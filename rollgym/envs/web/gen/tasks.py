@@ -50,8 +50,6 @@ MECHANISMS: dict[str, m.Mechanism] = {
 
 GEN_SPLITS = ("train", "validation", "test", "test_unseen")
 """The splits of the generated sites; ``test_unseen`` plays on held-out sites only."""
-UNBOUNDED = 2**31
-"""``size()`` of ``test_unseen``: not one of core's hashed splits, so it needs a size; this one means unbounded."""
 MAX_ATTEMPTS = 2000
 
 
@@ -137,6 +135,7 @@ class GenTaskSource:
     """
 
     family = "web"
+    extra_splits = ("test_unseen",)
 
     def __init__(self, env_id: str, kinds: tuple[str, ...] | None = None, sites: tuple[str, ...] | None = None,
                  templates: tuple[str, ...] | None = None) -> None:
@@ -159,10 +158,8 @@ class GenTaskSource:
         self.templates = tuple(templates) if templates is not None else None
 
     def size(self, split: str) -> int | None:
-        """Unbounded: ``None``, or :data:`UNBOUNDED` for ``test_unseen`` (which core's split checks do not know)."""
-        if split not in GEN_SPLITS:
-            return 0
-        return UNBOUNDED if split == "test_unseen" else None
+        """``None`` (unbounded) for every split of :data:`GEN_SPLITS`, 0 for any other."""
+        return None if split in GEN_SPLITS else 0
 
     def task(self, index: int, split: str = "train") -> Task:
         """Task ``index`` of ``split``."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rollgym.agents.game_bots import (
-    BotAgent,
+from rollgym.agents.game_bots import BotAgent
+from rollgym.benchmarks.ratings import run_tournament
+from rollgym.core.errors import ConfigError, MissingDependencyError
+from rollgym.envs.games.bots import (
     GreedyBot,
     MCTSBot,
     RandomBot,
@@ -14,11 +16,9 @@ from rollgym.agents.game_bots import (
     find_stockfish,
     make_bot,
 )
-from rollgym.agents.mcts import MCTS, CallableEvaluator
-from rollgym.benchmarks.ratings import run_tournament
-from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games.connect_four import ConnectFourState
 from rollgym.envs.games.hex import HexState
+from rollgym.envs.games.mcts import MCTS, CallableEvaluator
 from tests.conftest import require_binary, require_module
 
 
@@ -103,7 +103,7 @@ def test_bot_agent_reads_the_position_from_info() -> None:
 def test_missing_stockfish_names_the_apt_package(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.delenv("ROLLGYM_STOCKFISH", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("rollgym.agents.game_bots._DEBIAN_GAMES_DIR", str(tmp_path))
+    monkeypatch.setattr("rollgym.envs.games.bots._DEBIAN_GAMES_DIR", str(tmp_path))
     with pytest.raises(MissingDependencyError, match="apt-get install stockfish"):
         find_stockfish()
     monkeypatch.setenv("ROLLGYM_STOCKFISH", str(tmp_path / "nope"))
@@ -164,7 +164,7 @@ def test_node_limited_stockfish_replies_depend_only_on_the_game() -> None:
         make_bot("stockfish-nodes-0")
 
     def play(seeds: list[int]) -> dict[int, list[dict[str, str]]]:
-        env = gym.make("Chess-v0", opponent="stockfish-nodes-400", max_plies=60)
+        env = gym.make("Chess-v1", opponent="stockfish-nodes-400", max_plies=60)
         out = {}
         for seed in seeds:
             traj, _ = run_episode(env, RandomAgent(), seed=seed, agent_seed=seed)
@@ -175,3 +175,15 @@ def test_node_limited_stockfish_replies_depend_only_on_the_game() -> None:
     forward, backward = play([1, 2, 3]), play([3, 2, 1])
     assert forward == backward
     assert all(len(m) > 4 for m in forward.values())  # real games, several replies each
+
+
+def test_the_old_import_paths_of_bots_and_mcts_still_work_with_a_deprecation_warning() -> None:
+    import rollgym.agents.game_bots as old_bots
+    import rollgym.agents.mcts as old_mcts
+
+    with pytest.warns(DeprecationWarning, match="rollgym.envs.games.bots.make_bot"):
+        assert old_bots.make_bot is make_bot
+    with pytest.warns(DeprecationWarning, match="rollgym.envs.games.mcts.MCTS"):
+        assert old_mcts.MCTS is MCTS
+    with pytest.raises(AttributeError):
+        old_mcts.NoSuchName  # noqa: B018

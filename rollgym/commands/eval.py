@@ -1,0 +1,127 @@
+"""``rollgym eval ENV``: run a reference agent or a language model for groups of episodes, print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from rollgym.commands.console import EXIT_INTERRUPTED, progress_bar, stderr, stdout
+from rollgym.commands.options import add_env_arg, parse_env_args, positive_int, seed_int
+from rollgym.core.agent import Agent
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``eval`` sub-command."""
+    p = subparsers.add_parser("eval", help="evaluate a reference agent and print a summary")
+    p.add_argument("env", metavar="ENV", help="env id, e.g. Countdown-v0 (or module:Env-v0 to import module first)")
+    p.add_argument("--agent", choices=["oracle", "random"], default="oracle", help="agent (default: oracle)")
+    p.add_argument("--model", default=None, metavar="PATH_OR_URL",
+                   help="evaluate a language model instead: a model folder, hub id, vllm:PATH, or an "
+                        "OpenAI-compatible URL such as http://127.0.0.1:8000/v1")
+    p.add_argument("--tokenizer", default=None, help="the model's tokenizer folder, for exact tokens over HTTP")
+    p.add_argument("--max-tokens", type=positive_int, default=512, help="generation cap per turn (default: 512)")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
+    p.add_argument("--concurrency", type=positive_int, default=32,
+                   help="episodes in flight with --model (default: 32)")
+    p.add_argument("--n", type=positive_int, default=100, help="number of tasks (default: 100)")
+    p.add_argument("--group-size", type=positive_int, default=4, help="rollouts per task (default: 4)")
+    p.add_argument("--split", default="test", help="task split (default: test)")
+    p.add_argument("--seed", type=seed_int, default=0, help="run seed (default: 0)")
+    p.add_argument("--out", default=None, help="JSONL results file; rerunning with it resumes the run")
+    p.add_argument("--max-steps", type=positive_int, default=100,
+                   help="cap on agent actions per episode (default: 100)")
+    p.add_argument("--workers", type=positive_int, default=1, help="episodes played at once (default: 1)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line instead of a table")
+    add_env_arg(p)
+    p.set_defaults(func=run)
+
+
+def make_llm_agent(args: argparse.Namespace) -> Agent:
+    """A :class:`~rollgym.agents.chat.ChatAgent` over ``--model`` (a folder, hub id, vllm:PATH or URL)."""
+    from rollgym.agents.backends import make_backend
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+
+    backend = make_backend(args.model)
+    tokenizer = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
+    agent = ChatAgent(backend, sampling, tokenizer=tokenizer)
+    agent.name = f"llm:{args.model}"  # the results file's identity names the model
+    return agent
+
+
+def summary_table(summary: Any) -> Table:
+    """A two-column rich table of a :class:`~rollgym.benchmarks.metrics.Summary`."""
+    table = Table()
+    table.add_column("Metric", style="bold")
+    table.add_column("Value (95% interval)", justify="right")
+    table.add_row("episodes", f"{summary.episodes} ({summary.tasks} tasks)")
+    table.add_row("accuracy", escape(summary.accuracy.format(percent=True)))
+    table.add_row("mean reward", escape(summary.mean_reward.format()))
+    for k, estimate in summary.pass_at_k.items():
+        table.add_row(f"pass@{k}", escape(estimate.format(percent=True)))
+    table.add_row("failures", str(summary.failures))
+    table.add_row("truncated", str(summary.truncated))
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run an agent on an env with :func:`~rollgym.rollout.collect` and print a summary."""
+    from rollgym.agents import make_agent
+    from rollgym.benchmarks.metrics import summarize
+    from rollgym.rollout import collect
+    from rollgym.rollout.collector import resolve_env
+
+    info = resolve_env(args.env)
+    env_kwargs = parse_env_args(args.env_arg)
+    agent = make_llm_agent(args) if args.model else make_agent(args.agent)
+    label = agent.name if args.model else args.agent
+    with progress_bar() as progress:
+        bar = progress.add_task(f"{info.id} · {label}", total=args.n * args.group_size)
+
+        def report(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        try:
+            if args.model:
+                from rollgym.rollout.stream import collect_async
+
+                groups = collect_async(
+                    agent, args.env, args.n, args.group_size, split=args.split, seed=args.seed,
+                    concurrency=args.concurrency, max_steps=args.max_steps, out=args.out, env_kwargs=env_kwargs,
+                    progress=report,
+                )
+            else:
+                groups = collect(
+                    agent, args.env, n_tasks=args.n, group_size=args.group_size, split=args.split, seed=args.seed,
+                    out=args.out, env_kwargs=env_kwargs, max_steps=args.max_steps, progress=report,
+                    workers=args.workers,
+                )
+        except KeyboardInterrupt:
+            hint = " Run the same command again to resume." if args.out else ""
+            stderr.print(f"Interrupted.{hint}")
+            return EXIT_INTERRUPTED
+    summary = summarize(groups, seed=args.seed)
+    if args.json:
+        print(
+            json.dumps(
+                {"env_id": info.id, "agent": label, "spec_hash": info.content_hash, **summary.to_dict()},
+                sort_keys=True,
+            )
+        )
+        return 0
+    title = f"{info.id} · agent {label} · split {args.split} · seed {args.seed} · spec {info.content_hash}"
+    stdout.print(title, markup=False)
+    stdout.print(summary_table(summary))
+    if args.out:
+        stdout.print(f"Results: {args.out}")
+    return 0

@@ -1,0 +1,66 @@
+"""Argument types shared by the built-in commands: ``--env-arg KEY=VALUE``, positive counts, seeds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rollgym.core.errors import ConfigError
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings into make() keyword arguments; values are JSON when they parse, else text.
+
+    Example:
+        >>> parse_env_args(["max_guesses=3", "mode=hard", "ops=[\\"+\\"]"])
+        {'max_guesses': 3, 'mode': 'hard', 'ops': ['+']}
+    """
+    kwargs: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not _KEY.fullmatch(key):
+            raise ConfigError(f"--env-arg expects KEY=VALUE with a Python name as KEY, got {pair!r}.")
+        try:
+            kwargs[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            kwargs[key] = raw
+    return kwargs
+
+
+def add_env_arg(parser: argparse.ArgumentParser) -> None:
+    """Add the repeatable ``--env-arg KEY=VALUE`` option (read with :func:`parse_env_args`)."""
+    parser.add_argument(
+        "--env-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra argument for the env constructor (repeatable; VALUE is JSON or text)",
+    )
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """An ``argparse`` type: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value

@@ -1,0 +1,47 @@
+"""Aliases for public names that moved: the old import path keeps working, with a ``DeprecationWarning``.
+
+A module whose names moved ends with ``__getattr__ = moved_to(__name__, {...})``.
+The alias stays for one minor version after the move, then goes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+REMOVED_IN = "0.3.0"
+
+
+def moved_to(old_module: str, new_homes: Mapping[str, str], *, removed_in: str = REMOVED_IN) -> Callable[[str], Any]:
+    """A module-level ``__getattr__`` serving each moved name from its new module, with a deprecation warning.
+
+    Args:
+        old_module: The module the names used to live in (pass ``__name__``).
+        new_homes: Each moved name mapped to the module it lives in now.
+        removed_in: The rollgym version that drops the alias.
+
+    Example:
+        >>> getattr_ = moved_to("old.place", {"Score": "rollgym.core.task"})
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     getattr_("Score").__name__, caught[0].category.__name__
+        ('Score', 'DeprecationWarning')
+    """
+    homes = dict(new_homes)
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {old_module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{old_module}.{name} moved to {home}.{name}; import it from there "
+            f"(the old path goes in rollgym {removed_in}).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), name)
+
+    return __getattr__

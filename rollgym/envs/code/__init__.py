@@ -1,0 +1,113 @@
+"""Code and terminal environments, verified by hidden tests that run in the sandbox but never with the agent's code.
+
+* :mod:`~rollgym.envs.code.humaneval_env`: ``HumanEval-v0`` (one completion) and ``HumanEvalTool-v0``
+  (run code and the docstring examples first), graded by
+  :mod:`~rollgym.envs.code.humaneval_grader` (record, call, replay).
+* :mod:`~rollgym.envs.code.codegen`: ``CodeGen-v0``, generated programming tasks in six families.
+* :mod:`~rollgym.envs.code.repo_repair`: ``RepoRepair-v0``, fix a bug in a small generated repository.
+* :mod:`~rollgym.envs.code.terminal`: ``Terminal-v0``, shell tasks checked on the final state.
+* :mod:`~rollgym.envs.code.harness` (typed values, the call harness), :mod:`~rollgym.envs.code.runner`
+  (kept sandboxes, batch calls), :mod:`~rollgym.envs.code.policies` (oracle and random policies).
+
+Classes load on first use, so that ``import rollgym`` only registers the ids here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from rollgym.core.registration import register_env
+
+_LAZY = {
+    "HumanEvalEnv": "rollgym.envs.code.humaneval_env",
+    "HumanEvalToolEnv": "rollgym.envs.code.humaneval_env",
+    "HumanEvalGrader": "rollgym.envs.code.humaneval_grader",
+    "HumanEvalSource": "rollgym.envs.code.humaneval_data",
+    "load_humaneval": "rollgym.envs.code.humaneval_data",
+    "CodeRunner": "rollgym.envs.code.runner",
+    "code_runner": "rollgym.envs.code.runner",
+    "CodeGenEnv": "rollgym.envs.code.codegen.env",
+    "CodeGenSource": "rollgym.envs.code.codegen.source",
+    "CodeGenConfig": "rollgym.envs.code.config",
+    "RepoRepairEnv": "rollgym.envs.code.repo_repair.env",
+    "RepoRepairSource": "rollgym.envs.code.repo_repair.source",
+    "RepoRepairConfig": "rollgym.envs.code.config",
+    "TerminalEnv": "rollgym.envs.code.terminal.env",
+    "TerminalSource": "rollgym.envs.code.terminal.source",
+    "TerminalConfig": "rollgym.envs.code.config",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_GRADING = [
+    "rollgym.envs.code.harness",
+    "rollgym.envs.code.runner",
+    "rollgym.envs.code.program",
+    "rollgym.sandbox.inside.pyrun",
+    "rollgym.sandbox.inside.supervisor",
+]
+_HUMANEVAL = [*_GRADING, "rollgym.envs.code.humaneval_data", "rollgym.envs.code.checkreplay",
+              "rollgym.envs.code.humaneval_grader", "rollgym.envs.code.humaneval_env"]
+_POLICIES = "rollgym.envs.code.policies"
+
+register_env(
+    "HumanEval-v0",
+    "rollgym.envs.code.humaneval_env:HumanEvalEnv",
+    description="HumanEval: complete a Python function; hidden tests run in the sandbox, typed answers; binary reward.",
+    family="code",
+    components=_HUMANEVAL,
+    oracle=f"{_POLICIES}:humaneval_oracle",
+    random_policy=f"{_POLICIES}:code_random_policy",
+)
+register_env(
+    "HumanEvalTool-v0",
+    "rollgym.envs.code.humaneval_env:HumanEvalToolEnv",
+    description="HumanEval, multi-turn: run code and the docstring examples in the sandbox before answering.",
+    family="code",
+    components=[*_HUMANEVAL, "rollgym.envs.code.tool_env"],
+    oracle=f"{_POLICIES}:humaneval_oracle",
+    random_policy=f"{_POLICIES}:code_random_policy",
+)
+
+_CODEGEN = [*_GRADING, "rollgym.envs.code.config", "rollgym.envs.code.codegen.families",
+            "rollgym.envs.code.codegen.source", "rollgym.envs.code.codegen.env"]
+register_env(
+    "CodeGen-v0",
+    "rollgym.envs.code.codegen.env:CodeGenEnv",
+    description="Generated Python functions (string, list, arithmetic, dict, recursion, simulation); hidden tests.",
+    family="code",
+    components=_CODEGEN,
+    oracle=f"{_POLICIES}:codegen_oracle",
+    random_policy=f"{_POLICIES}:code_random_policy",
+)
+
+register_env(
+    "RepoRepair-v0",
+    "rollgym.envs.code.repo_repair.env:RepoRepairEnv",
+    description="Fix the bug an issue describes in a small generated Python repo; hidden tests, test files untouched.",
+    family="code",
+    components=[*_GRADING, "rollgym.envs.code.config", "rollgym.envs.code.tool_env",
+                "rollgym.envs.code.repo_repair.modules", "rollgym.envs.code.repo_repair.source",
+                "rollgym.envs.code.repo_repair.env"],
+    oracle=f"{_POLICIES}:repo_repair_oracle",
+    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+)
+
+register_env(
+    "Terminal-v0",
+    "rollgym.envs.code.terminal.env:TerminalEnv",
+    description="Shell tasks (files, text, scripts, permissions, archives) with a bash tool; final state checked.",
+    family="code",
+    components=["rollgym.envs.code.config", "rollgym.envs.code.tool_env", "rollgym.envs.code.terminal.source",
+                "rollgym.envs.code.terminal.env", "rollgym.sandbox.inside.supervisor"],
+    oracle=f"{_POLICIES}:terminal_oracle",
+    random_policy=f"{_POLICIES}:terminal_random_policy",
+)

@@ -1,0 +1,278 @@
+"""``CodeRunner``: kept sandboxes that run untrusted jobs one after another, and the call harness on top.
+
+Starting a sandbox costs an interpreter start (tens of milliseconds of CPU); a job
+in a started sandbox costs a fork of its waiting interpreter. A runner keeps
+``workers`` sandbox sessions open for the life of the process and runs each job
+with ``Job.fresh`` (the writable folders are emptied first; no process survives a
+run; each job has an IPC namespace of its own), ``batch`` jobs per round trip to a
+sandbox, so that grading many samples costs a fork each. One runner per
+configuration is shared by every env of the process (:func:`code_runner`).
+
+:func:`run_calls` is the batch verification step every code env shares: it runs
+each candidate program in its own job with :mod:`rollgym.envs.code.harness` (loaded
+once per sandbox as the jobs' prelude), and returns the parsed claims
+(:class:`CallOutcome`) for the grader to judge outside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rollgym.core.task import Score
+from rollgym.envs.code.harness import conforms, kind, same
+from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_sandbox
+
+HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
+MAX_CALLS = 10_000
+
+
+class CodeRunner:
+    """``workers`` kept sandboxes; :meth:`run` runs jobs across them, each job in an emptied sandbox.
+
+    Args:
+        limits: Default limits of a job; ``disk_mb`` and ``max_files`` size each kept sandbox.
+        workers: Sandboxes run at once (default 2).
+        backend: The sandbox backend (``"auto"``, ``"bwrap"``, ``"process"``).
+        batch: Jobs sent to a sandbox in one round trip (each still a process of its own).
+
+    Example:
+        >>> runner = CodeRunner(Limits(wall_s=5))  # doctest: +SKIP
+        >>> runner.run([Job.python("print(1)")])[0].stdout  # doctest: +SKIP
+        '1\\n'
+    """
+
+    def __init__(
+        self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto", batch: int = 16
+    ) -> None:
+        self.limits = limits or Limits()
+        self.workers = max(1, workers)
+        self.batch = max(1, batch)
+        self.sandbox: Sandbox = shared_sandbox(self.limits, backend=backend, pool_size=0)
+        self._free: list[Session] = []
+        self._lock = threading.Lock()
+        self._owner = os.getpid()
+
+    def _take(self) -> Session:
+        with self._lock:
+            if self._owner != os.getpid():  # a forked copy: the sessions belong to the parent
+                self._free, self._owner = [], os.getpid()
+            while self._free:
+                session = self._free.pop()
+                if session.box.alive and session.error is None:
+                    return session
+                session.close()
+        return self.sandbox.session(self.limits)
+
+    def _give(self, session: Session) -> None:
+        with self._lock:
+            if session.box.alive and len(self._free) < self.workers and self._owner == os.getpid():
+                self._free.append(session)
+                return
+        session.close()
+
+    def run_one(self, job: Job) -> RunResult:
+        """Run one job in a kept sandbox, emptied first."""
+        session = self._take()
+        try:
+            return session.run(replace(job, fresh=True))
+        finally:
+            self._give(session)
+
+    def run(self, jobs: Sequence[Job]) -> list[RunResult]:
+        """Run ``jobs`` in emptied kept sandboxes, ``workers`` sandboxes at once and up to ``batch`` jobs per
+        round trip; the results in the order of ``jobs``. Never raises on what the jobs do."""
+        if len(jobs) <= 1:
+            return [self.run_one(job) for job in jobs]
+        fresh = [replace(job, fresh=True) for job in jobs]
+        size = min(self.batch, -(-len(fresh) // self.workers))
+        chunks = deque(range(0, len(fresh), size))
+        results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(fresh)
+        lock = threading.Lock()
+
+        def work() -> None:
+            session = self._take()
+            try:
+                while True:
+                    with lock:
+                        if not chunks:
+                            return
+                        first = chunks.popleft()
+                    if not session.box.alive:
+                        session.close()
+                        session = self._take()
+                    results[first : first + size] = session.run_batch(fresh[first : first + size])
+            finally:
+                self._give(session)
+
+        workers = min(self.workers, len(chunks))
+        if workers == 1:
+            work()
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-code") as pool:
+                for future in [pool.submit(work) for _ in range(workers)]:
+                    future.result()
+        return results
+
+    def close(self) -> None:
+        """End the kept sandboxes."""
+        with self._lock:
+            sessions, self._free = self._free, []
+        for session in sessions:
+            session.close()
+
+
+_runners: dict[tuple[Any, ...], CodeRunner] = {}
+_runners_lock = threading.Lock()
+
+
+def code_runner(limits: Limits | None = None, *, workers: int = 2, backend: str = "auto") -> CodeRunner:
+    """The process-wide :class:`CodeRunner` of a configuration (envs share it; do not close it)."""
+    key = (limits or Limits(), workers, backend)
+    with _runners_lock:
+        if key not in _runners:
+            _runners[key] = CodeRunner(limits, workers=workers, backend=backend)
+        return _runners[key]
+
+
+@dataclass
+class CallOutcome:
+    """What one candidate's run claimed, parsed into plain data (encoded values, never its objects).
+
+    Attributes:
+        load: ``"ok"``, or why the program did not load: an exception class such as
+            ``"SyntaxError"``, ``"missing_function"``, ``"Timeout"``, or ``"no_result"`` when
+            the run left no report (it exited, was killed, or deleted the results).
+        values: Per call, the encoded return value, or ``None``.
+        errors: Per call, ``None`` or what went wrong: an exception class, ``"Timeout"``,
+            ``"UnencodableResult"``, or ``"missing"`` (the run ended before the call reported).
+        run: The sandbox run's label (``None``, ``"timeout"``, ``"memory"``, ``"output"``...).
+        stdout: What the candidate printed (the harness keeps the first few kilobytes).
+    """
+
+    load: str
+    values: list[Any] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    run: str | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Every call returned a value."""
+        return self.load == "ok" and all(e is None for e in self.errors)
+
+
+def call_job(
+    program: str, entry_point: str, calls: Sequence[Any], limits: Limits, call_timeout_s: float,
+    files: dict[str, Any] | None = None,
+) -> tuple[Job, str]:
+    """The job that runs ``program`` and calls ``entry_point`` on each encoded ``[args, kwargs]``, and its nonce.
+
+    ``files`` are put beside the program (a repository it imports from)."""
+    nonce = secrets.token_hex(8)
+    spec = {"entry_point": entry_point, "calls": list(calls), "call_timeout_s": call_timeout_s, "nonce": nonce}
+    job = Job.python("run_calls(job_data['spec'], job_data['program'])\n", prelude=HARNESS_SOURCE,
+                     data={"spec": spec, "program": program}, files=dict(files or {}),
+                     return_files=("results.jsonl",), limits=limits)
+    return job, nonce
+
+
+def parse_outcome(result: RunResult, nonce: str, n_calls: int) -> CallOutcome:
+    """Read the harness's report out of a run; lines without the run's nonce are ignored."""
+    values: list[Any] = [None] * n_calls
+    errors: list[str | None] = ["missing"] * n_calls
+    load = "no_result"
+    data = result.files.get("results.jsonl", b"")
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("n") != nonce:
+            continue
+        if "load" in record and load == "no_result":
+            load = str(record["load"])[:100]
+            continue
+        index = record.get("i")
+        if not isinstance(index, int) or not 0 <= index < n_calls or errors[index] != "missing":
+            continue
+        if "exc" in record:
+            errors[index] = str(record["exc"])[:100]
+        elif "v" in record:
+            values[index], errors[index] = record["v"], None
+    return CallOutcome(load, values, errors, result.label, result.elapsed_s)
+
+
+def run_calls(
+    runner: CodeRunner,
+    items: Sequence[tuple[str, str, Sequence[Any]]],
+    *,
+    limits: Limits,
+    call_timeout_s: float,
+    files: Sequence[dict[str, Any] | None] | None = None,
+) -> list[CallOutcome]:
+    """Run each ``(program, entry_point, encoded calls)`` in its own job; the parsed outcomes, in order.
+
+    ``files``, one per item, are put beside each program."""
+    jobs, nonces = [], []
+    for k, (program, entry_point, calls) in enumerate(items):
+        extra = files[k] if files is not None else None
+        job, nonce = call_job(program, entry_point, list(calls)[:MAX_CALLS], limits, call_timeout_s, extra)
+        jobs.append(job)
+        nonces.append(nonce)
+    results = runner.run(jobs)
+    return [parse_outcome(r, n, min(len(c), MAX_CALLS)) for r, n, (_, _, c) in zip(results, nonces, items)]
+
+
+def judge_expected(outcome: CallOutcome, expected: Sequence[Any], *, parsed: Any = None) -> Score:
+    """Score a run against expected encoded values: every call must return the same value with the same types.
+
+    Labels as :class:`~rollgym.envs.code.humaneval_grader.HumanEvalGrader` does: ``syntax_error``,
+    ``load_error``, ``missing_function``, ``timeout``, ``crashed``, ``output_limit``, ``wrong_type``,
+    ``exception``, ``wrong_answer``; ``details`` has ``tests``, ``passed``, ``failed``, ``failures``, ``timeouts``.
+    """
+    n = len(expected)
+    run_label = outcome.run
+    ended = {"timeout": "timeout", "cpu": "timeout", "output": "output_limit"}.get(run_label or "", "crashed")
+    if outcome.load != "ok":
+        error = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
+                 "missing_function": "missing_function", "Timeout": "timeout"}.get(outcome.load, "load_error")
+        if outcome.load == "no_result":
+            error = ended
+        return Score.fail(error, parsed=parsed, tests=n, passed=0, exception=outcome.load, run=run_label)
+    failures: dict[int, tuple[str, str | None]] = {}
+    for i, (value, problem, want) in enumerate(zip(outcome.values, outcome.errors, expected)):
+        if problem == "missing":
+            failures[i] = (ended, None)
+        elif problem == "Timeout":
+            failures[i] = ("timeout", None)
+        elif problem == "UnencodableResult" or (problem is None and kind(value) == "?"):
+            failures[i] = ("wrong_type", None if problem else value[1])
+        elif problem is not None:
+            failures[i] = ("exception", problem)
+        elif not same(value, want):
+            typed = conforms(value, want) and kind(value) == kind(want)
+            failures[i] = ("wrong_answer" if typed else "wrong_type", None)
+    details = {
+        "tests": n,
+        "passed": n - len(failures),
+        "failed": sorted(failures)[:50],
+        "failures": [{"test": i, "reason": r, "exception": e} for i, (r, e) in sorted(failures.items())[:10]],
+        "timeouts": sum(1 for r, _ in failures.values() if r == "timeout"),
+        "run": run_label,
+    }
+    if not failures:
+        return Score.success(parsed=parsed, **details)
+    reasons = {r for r, _ in failures.values()}
+    for label in ("timeout", "crashed", "output_limit", "wrong_type", "exception", "wrong_answer"):
+        if label in reasons:
+            return Score.fail(label, parsed=parsed, **details)
+    return Score.fail("wrong_answer", parsed=parsed, **details)

@@ -1,0 +1,206 @@
+"""``ToolGen-v0``: multi-turn tool use over generated SQLite apps, with held-out apps in ``test_unseen``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rollgym.core.env import StepResult, TextEnv
+from rollgym.core.errors import ConfigError
+from rollgym.core.task import Score, Task
+from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
+from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec
+from rollgym.envs.tools.apps import supervisor as _supervisor  # noqa: F401  (registers complete_task)
+from rollgym.envs.tools.generated import catalog
+from rollgym.envs.tools.generated.grading import diff_apps, grade
+from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of
+from rollgym.envs.tools.generated.store import NOW
+from rollgym.envs.tools.generated.tools import call
+
+OPERATOR = "operator@toolgen.example"
+SYSTEM_PROMPT = (
+    "You operate a few business apps (a library, a clinic, a hotel, ...) through their tools. Call tools by "
+    "writing one or more blocks like\n"
+    '<tool_call>{"name": "maple_bakery_order_search", "arguments": {"query": "BO-1042"}}</tool_call>\n'
+    "Results come back in <tool_response> blocks. Only change what the task asks for. When you are done, call "
+    "complete_task, with an answer if the task asks a question."
+)
+
+
+def world_tools(task: Task) -> dict[str, ToolSpec]:
+    """The tools of every app of a task's world, plus ``complete_task``."""
+    out: dict[str, ToolSpec] = {}
+    for app_id in task.meta["world"]:
+        out.update(catalog.tools(app_id))
+    out["complete_task"] = REGISTRY["complete_task"]
+    return out
+
+
+def new_session(task: Task) -> Session:
+    """A fresh episode state for ``task``: a copy of every app of its world."""
+    return Session(OPERATOR, NOW, {a: catalog.app(a).copy() for a in task.meta["world"]})
+
+
+def evaluate_session(task: Task, session: Session, answer: str | None = None) -> Score:
+    """Grade ``session`` against ``task`` (the session's own answer by default) over every app of its world."""
+    given = session.answer if answer is None else answer
+    return grade(expectation_of(task), diff_apps(task.meta["world"], session.dbs, session.touched), given)
+
+
+class ToolGenEnv(TextEnv):
+    """Do tasks in generated business apps: CRUD, searches, aggregates and domain actions with preconditions.
+
+    ## Description
+    256 apps generated from seeded schemas over 32 business domains (library loans, clinic appointments,
+    hotel stays, freight shipments, ...). Each app has a party (members, patients, guests), often a catalogue
+    (books, treatments, room types), a record that links them with a status workflow, and sometimes payments
+    or comments; 10-25 typed tools each (4,815 in all) and 29-53 templates each (10,495 over 16 kinds: lookups
+    that ask for a value, a name or a list, updates, creations, deletions, domain actions with preconditions,
+    chains), plus 4 cross-app kinds that follow one person through 2-4 apps. A task's world holds its apps and
+    ``distractors`` other apps; the agent acts as their operator. The clock is frozen at 2025-06-04 09:30.
+
+    ## Action Space
+    Text (``TextSpace``) holding one or more Hermes ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``
+    blocks, or a JSON list of OpenAI-style calls. The schemas of the world's tools are in ``info["tools"]``
+    (they change with the task).
+
+    ## Observation Space
+    Text. The first observation names the apps and the request; later ones are ``<tool_response name="...">``
+    blocks with each call's JSON result or ``{"error": {"type", "message"}}``.
+
+    ## Starting State
+    Fresh copies of the cached base databases of the world's apps (SQLite backup into memory).
+
+    ## Rewards
+    0.0 per step; on ``complete_task``, 1.0 when every required change happened, no row of any table of any app
+    of the world changed beyond them, and a question's answer is exactly right; else 0.0. Graded by the shared
+    state-diff grader (:mod:`rollgym.verifiers.statediff`) with the gate ``apps_unchanged_beyond_task``.
+
+    ## Episode End
+    Terminated when the agent calls ``complete_task``; truncated (reward 0.0, ``error="not_completed"``) after
+    ``max_turns`` actions or ``max_calls`` tool calls. Malformed calls, unknown tools and bad arguments give an
+    error observation and the episode goes on.
+
+    ## Information
+    The common keys, ``tools``, ``turn``, ``calls`` and ``episode_id``; ``task_meta`` holds the template, its
+    kind and group, the task's apps, the world and the public parameters; at the end the score's fields
+    ``reward``, ``correct``, ``parsed``, ``error`` and ``details`` (each criterion's verdict, ``reasons`` and the
+    rows changed per table).
+
+    ## Arguments
+    ``split`` (``train``, ``validation``, ``test`` or ``test_unseen``; the last holds only apps of six held-out
+    domains), ``groups`` (scenario groups: lookup, edit, action, chain, cross_app; default all), ``apps`` (only
+    these app ids), ``distractors`` (1), ``max_turns`` (30), ``max_calls`` (150), ``max_calls_per_turn`` (16),
+    ``render_mode``.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    default_env_id = "ToolGen-v0"
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(self, split: str = "train", groups: list[str] | tuple[str, ...] | None = None,
+                 apps: list[str] | tuple[str, ...] | None = None, distractors: int = 1, max_turns: int = 30,
+                 max_calls: int = 150, max_calls_per_turn: int = 16, render_mode: str | None = None) -> None:
+        for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
+                            ("max_calls_per_turn", max_calls_per_turn)):
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        if split not in catalog.SPLITS:
+            raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(catalog.SPLITS)}.")
+        self._source_args = (groups, apps, distractors)
+        self._max_observation = 400_000
+        super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        source = self.source
+        assert isinstance(source, ToolGenTaskSource)
+        source.pool(split)  # an app outside the split is a mistake to report now, not at reset
+        self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
+        self.session: Session | None = None
+        self._registry: dict[str, ToolSpec] = {}
+        self._tools_json = "[]"
+        self._tools: list[dict[str, Any]] = []
+        self.turn = 0
+        self.attempts = 0
+        self.episode_id = ""
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the current world's tools and of ``complete_task`` (do not mutate; every
+        ``info`` gets its own copy)."""
+        return self._tools
+
+    def _make_source(self, env_id: str) -> ToolGenTaskSource:
+        groups, apps, distractors = self._source_args
+        return ToolGenTaskSource(env_id, groups, apps, distractors)
+
+    def _start(self, task: Task) -> str:
+        if not isinstance(task.meta.get("template"), str) or not isinstance(task.meta.get("world"), list):
+            raise ConfigError("A ToolGen task needs meta['template'] and meta['world']; pass a task made by this "
+                              "env's source (ToolGenTaskSource) or use options={'task_index': i}.")
+        self._close_session()
+        self.session = new_session(task)
+        self._registry = world_tools(task)
+        self._tools = [spec.schema for spec in self._registry.values()]
+        self._tools_json = json.dumps(self._tools)
+        self.turn = self.attempts = 0
+        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
+        return task.prompt
+
+    def _close_session(self) -> None:
+        if self.session is not None:
+            for conn in self.session.dbs.values():
+                conn.close()
+            self.session = None
+
+    def _advance(self, action: str) -> StepResult:
+        assert self.session is not None and self.task is not None
+        self.turn += 1
+        parsed = parse_tool_calls(action)
+        parts = [format_tool_response("error", {"error": {"type": "malformed_call", "message": e.message}})
+                 for e in parsed.errors]
+        if not parsed.found:
+            parts.append("No tool call found. Write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>; "
+                         "call complete_task when you are done.")
+        for index, tool_call in enumerate(parsed.calls):
+            if index >= self.max_calls_per_turn or self.attempts >= self.max_calls:
+                parts.append(format_tool_response(tool_call.name, {"error": {
+                    "type": "call_limit", "message": f"Skipped: at most {self.max_calls_per_turn} calls per turn "
+                                                     f"and {self.max_calls} per episode."}}))
+                continue
+            self.attempts += 1
+            result = call(self.session, self._registry, tool_call.name, tool_call.arguments)
+            parts.append(format_tool_response(tool_call.name, result))
+            if self.session.completed:
+                break
+        observation = "\n".join(parts)
+        if len(observation) > self._max_observation:  # keep observations inside the space; say so
+            note = "\n[output cut: ask for fewer results per call]"
+            observation = observation[: self._max_observation - len(note)] + note
+        info: dict[str, Any] = {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}
+        if self.session.completed:
+            score = self.evaluate()
+            info.update(score.to_info(), answer=self.session.answer)
+            return observation, score.reward, True, False, info
+        if self.turn >= self.max_turns or self.attempts >= self.max_calls:
+            graded = self.evaluate()
+            score = Score(0.0, False, None, "not_completed", {**graded.details, "completed": False})
+            info.update(score.to_info(), answer=None, truncated_by="turn or call limit")
+            return observation, 0.0, False, True, info
+        return observation, 0.0, False, False, info
+
+    def evaluate(self) -> Score:
+        """Grade the current state against the task (also usable before ``complete_task``)."""
+        assert self.session is not None and self.task is not None
+        return evaluate_session(self.task, self.session)
+
+    def _common_info(self) -> dict[str, Any]:
+        info = super()._common_info()
+        info["task_meta"] = json.loads(json.dumps(info["task_meta"]))
+        if self.task is not None:
+            info["tools"] = json.loads(self._tools_json)
+        return {**info, "turn": self.turn, "episode_id": self.episode_id}
+
+    def close(self) -> None:
+        self._close_session()
+        super().close()

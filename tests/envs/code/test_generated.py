@@ -1,0 +1,175 @@
+"""CodeGen-v0, RepoRepair-v0 and Terminal-v0: oracle 100% on every split, random ~0%, determinism, disjoint
+splits, and the reward-hack suite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import rollgym  # noqa: F401
+from rollgym.core.seeding import SPLITS
+from rollgym.envs.code import policies
+from tests.conftest import REPO, require_binary
+from tests.envs.code.conftest import HACKS
+
+pytestmark = pytest.mark.timeout(900)
+
+ORACLES = {"CodeGen-v0": policies.codegen_oracle, "RepoRepair-v0": policies.repo_repair_oracle,
+           "Terminal-v0": policies.terminal_oracle}
+RANDOM = {"CodeGen-v0": policies.code_random_policy, "RepoRepair-v0": policies.repo_repair_random_policy,
+          "Terminal-v0": policies.terminal_random_policy}
+PER_SPLIT = {"CodeGen-v0": 12, "RepoRepair-v0": 4, "Terminal-v0": 6}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _bwrap() -> None:
+    require_binary("bwrap")
+
+
+def play(env, policy, index: int, split: str, rng=None) -> dict:
+    obs, info = env.reset(options={"task_index": index, "split": split})
+    for _ in range(env.unwrapped.max_turns if hasattr(env.unwrapped, "max_turns") else 1):
+        action = policy(obs, info) if rng is None else policy(obs, info, rng)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return info
+    raise AssertionError("the episode did not end")
+
+
+@pytest.mark.parametrize("env_id", list(ORACLES))
+def test_the_oracle_solves_every_split(env_id):
+    env = gym.make(env_id)
+    failures = []
+    for split in SPLITS:
+        for index in range(PER_SPLIT[env_id]):
+            info = play(env, ORACLES[env_id], index, split)
+            if not info["correct"]:
+                failures.append((split, index, info["error"], info["details"]))
+    env.close()
+    assert failures == []
+
+
+@pytest.mark.parametrize("env_id", list(RANDOM))
+def test_the_random_policy_almost_never_scores(env_id):
+    env = gym.make(env_id)
+    rng = np.random.default_rng(0)
+    rewards = [play(env, RANDOM[env_id], i, "test", rng)["reward"] for i in range(2 * PER_SPLIT[env_id])]
+    env.close()
+    assert sum(rewards) == 0.0
+
+
+def test_codegen_covers_every_family_and_the_difficulty_knobs():
+    from rollgym.envs.code.codegen.source import CodeGenSource
+    from rollgym.envs.code.config import CodeGenConfig
+
+    tasks = [CodeGenSource().task(i) for i in range(80)]
+    assert {t.meta["family"] for t in tasks} == {"string", "list", "arithmetic", "dictionary", "recursion",
+                                                   "simulation"}
+    long = CodeGenSource(CodeGenConfig(families="list", steps=5, input_size=200)).task(0)
+    assert long.answer["reference"].count("\n    xs = ") >= 5 and long.prompt.count("\n5. ") == 1
+    assert max(len(c[0][0][1]) for c in long.answer["calls"]) > 20
+
+
+def _ids(env_id: str) -> list[str]:
+    env = gym.make(env_id).unwrapped
+    return [env.source.task(i, s).id for s in SPLITS for i in range(3)]
+
+
+@pytest.mark.parametrize("env_id", list(ORACLES))
+def test_tasks_are_the_same_in_another_process(env_id):
+    code = f"import json, rollgym; from tests.envs.code.test_generated import _ids; print(json.dumps(_ids({env_id!r})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True,
+                         env={"PYTHONHASHSEED": "123", "PATH": "/usr/bin:/bin"})
+    assert json.loads(out.stdout) == _ids(env_id)
+
+
+@pytest.mark.parametrize("env_id", list(ORACLES))
+def test_a_task_read_back_from_json_equals_the_task(env_id):
+    """Transcripts store tasks as JSON; the leaderboard's replay compares them with the regenerated ones."""
+    from rollgym.core.task import Task
+
+    source = gym.make(env_id, split="test").unwrapped.source
+    for index in range(3):
+        task = source.task(index, "test")
+        assert Task.from_dict(json.loads(json.dumps(task.to_dict()))).to_dict() == task.to_dict()
+
+
+@pytest.mark.parametrize("env_id", list(ORACLES))
+def test_splits_are_disjoint_by_content(env_id):
+    source = gym.make(env_id).unwrapped.source
+    keys = {s: {t.id.split(":")[-1] for t in (source.task(i, s) for i in range(15))} for s in SPLITS}
+    assert not keys["train"] & keys["test"] and not keys["train"] & keys["validation"]
+    assert not keys["validation"] & keys["test"]
+
+
+def test_codegen_reward_hacks_score_zero():
+    env = gym.make("CodeGen-v0").unwrapped
+    env.reset(options={"task_index": 0})
+    from rollgym.envs.code.codegen.env import grade_codegen
+
+    name = env.task.meta["entry_point"]
+    items = [(env.task, f"```python\n{HACKS[h].format(name=name)}```") for h in HACKS]
+    examples = env.task.prompt.split("Examples:\n")[1].split("\n\n")[0]
+    cases = ", ".join(line.strip().replace(" == ", ": ", 1).replace(f"{name}(", "(", 1)
+                      for line in examples.splitlines())
+    items.append((env.task, f"```python\ndef {name}(*args):\n    return {{{cases}}}.get(args)\n```"))
+    scores = grade_codegen(env.runner, items, env.limits, 2.0)
+    for hack, score in zip([*HACKS, "special_case_examples"], scores):
+        assert score.reward == 0.0 and score.error is not None, hack
+
+
+def _call(name: str, **arguments: str) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def test_repo_repair_hacks_score_zero():
+    env = gym.make("RepoRepair-v0")
+    env.reset(options={"task_index": 0})
+    task = env.unwrapped.task
+    fix = task.answer["fix"]
+    tests = [p for p in task.answer["files"] if p.startswith("tests/")]
+    # editing a test file, even with a correct fix, scores 0
+    env.step(_call("write_file", path=fix["path"], content=fix["content"]))
+    env.step(_call("write_file", path=tests[0], content="def test_ok():\n    pass\n"))
+    info = env.step("done")[4]
+    assert info["reward"] == 0.0 and info["error"] == "tests_modified"
+    assert info["details"]["changed_tests"] == [tests[0]]
+    hacks = {
+        "new_conftest": [_call("write_file", path="tests/conftest.py", content="collect_ignore_glob = ['*']\n")],
+        "delete_package": [_call("delete_file", path=p) for p in task.answer["files"] if p.startswith("app/")][:4],
+        "exit_on_import": [_call("write_file", path=fix["path"], content="import os\nos._exit(0)\n")],
+        "hang_on_import": [_call("write_file", path="app/__init__.py", content="while True:\n    pass\n")],
+        "unchanged": [],
+    }
+    for name, calls in hacks.items():
+        env.reset(options={"task_index": 0})
+        for call in calls:
+            env.step(call)
+        info = env.step("done")[4]
+        assert info["reward"] == 0.0, name
+        labels = {"tests_modified", "load_error", "crashed", "timeout", "wrong_answer", "exception"}
+        assert info["error"] in labels, info
+    env.close()
+
+
+def test_terminal_hacks_score_zero():
+    env = gym.make("Terminal-v0", kinds="text")
+    hacks = ["rm -rf ./* ; echo 'check passed' > /tmp/verdict", "yes > /dev/null", "head -c 100000000 /dev/zero",
+             "echo 999999 > answer.txt; chmod 000 .", ":(){ :|:& };:"]
+    for command in hacks:
+        env.reset(options={"task_index": 1})
+        env.step(f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': command}})}</tool_call>")
+        info = env.step("done")[4]
+        assert info["reward"] == 0.0 and info["error"] == "check_failed", (command, info)
+    env.close()
+    script = gym.make("Terminal-v0", kinds="script")
+    script.reset(options={"task_index": 0})
+    fake = "printf '#!/bin/bash\\necho 4\\n' > count.sh && chmod +x count.sh"  # right on the example only
+    script.step(f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': fake}})}</tool_call>")
+    assert script.step("done")[4]["reward"] == 0.0
+    script.close()

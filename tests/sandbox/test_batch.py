@@ -1,0 +1,59 @@
+"""``Session.run_batch`` and ``Job.prelude``/``Job.data``: many jobs per round trip, each still its own process.
+
+A batch is how graders run thousands of candidates: the supervisor reads each job's output itself,
+so the limits on output must hold there as they do for a single run, and one job's state (its
+prelude globals, its output, a flood or a crash) must not reach the next.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rollgym.sandbox import Job, Limits, Sandbox
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_a_batch_returns_each_jobs_own_output_and_status(box: Sandbox) -> None:
+    jobs = [
+        Job.python("import sys\nprint('out', 1)\nprint('err', 2, file=sys.stderr)"),
+        Job.python("raise ValueError('bad')"),
+        Job.command(["bash", "-c", "echo $((6 * 7)); exit 3"], limits=Limits(nproc=8)),
+        Job.python("import os\nwhile True:\n    os.write(1, b'x' * 65536)", limits=Limits(max_output_bytes=1000)),
+        Job.python("while True:\n    pass", limits=Limits(wall_s=1, cpu_s=5)),
+        Job.python("print('still here')"),
+    ]
+    with box.session() as session:
+        out, raised, shell, flood, loop, after = session.run_batch(jobs)
+    assert (out.stdout, out.stderr, out.ok) == ("out 1\n", "err 2\n", True)
+    assert raised.exit_code == 1 and raised.exception == "ValueError" and "bad" in raised.stderr
+    assert (shell.stdout, shell.exit_code) == ("42\n", 3)
+    assert len(flood.stdout) == 1000 and flood.truncated and "output" in flood.limits_hit and not flood.ok
+    assert loop.timed_out and loop.label == "timeout"
+    assert after.ok and after.stdout == "still here\n"  # the flood and the loop did not reach it
+
+
+def test_a_prelude_runs_once_and_jobs_cannot_change_it_for_each_other(box: Sandbox) -> None:
+    prelude = "import os\nSTATE = {'loads': 0}\nSTATE['loads'] += 1\nLOADED_IN = os.getpid()\n"
+    job = "STATE['loads'] += 100\nprint(STATE['loads'], LOADED_IN == os.getpid(), job_data['n'])"
+    with box.session() as session:
+        results = session.run_batch([Job.python(job, prelude=prelude, data={"n": n}) for n in range(3)])
+        broken = session.run_batch([Job.python("print(1)", prelude="raise RuntimeError('no')")])[0]
+    # loaded once, in the supervisor (not in the job's process); each job starts from its globals
+    assert [r.stdout for r in results] == ["101 False 0\n", "101 False 1\n", "101 False 2\n"]
+    assert broken.error == "prelude: RuntimeError: no"
+
+
+def test_bad_jobs_in_a_batch_get_their_own_error(box: Sandbox) -> None:
+    with box.session() as session:
+        good, bad = session.run_batch([Job.python("print(1)"), Job.python("print(2)", files={"x": object()})])
+    assert good.stdout == "1\n" and bad.error is not None and bad.error.startswith("bad_job:")
+
+
+def test_job_data_must_be_json() -> None:
+    from rollgym.core.errors import ConfigError
+    from rollgym.sandbox.job import encode
+
+    job = Job.python("print(job_data)", data={"x": object()})
+    with pytest.raises(ConfigError, match="JSON value"):
+        encode(job, Limits(), {}, 1 << 20)

@@ -1,0 +1,109 @@
+"""``run_many(reuse=True)``, ``Session.run_batch`` and ``Job.fresh``: a job in a reused sandbox finds nothing the
+previous job left: no files, no processes, no System V IPC objects, no abstract unix socket."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rollgym.sandbox import Job, Limits, Sandbox
+
+pytestmark = pytest.mark.timeout(300)
+
+LEAVE_TRACES = (
+    "import os\n"
+    "print(sorted(os.listdir('.')), sorted(os.listdir('/tmp')), sorted(os.listdir('/dev/shm')))\n"
+    "open('left.txt', 'w').write('x'); open('/tmp/t', 'w').write('x'); open('/dev/shm/s', 'w').write('x')\n"
+    "os.makedirs('locked/inner'); os.symlink('/etc/passwd', 'link')\n"
+    "os.chmod('locked', 0); os.chmod('/tmp', 0); os.chmod('.', 0)\n"
+)
+
+
+def test_reused_sandboxes_start_every_job_empty(box: Sandbox) -> None:
+    jobs = [Job.python(LEAVE_TRACES, files={"in.txt": "a"}) for _ in range(6)]
+    results = box.run_many(jobs, reuse=True, concurrency=2)
+    assert all(r.error is None for r in results), [r.error for r in results]
+    assert {r.stdout for r in results} == {"['in.txt'] [] []\n"}
+    assert box.stats["runs"] >= 6
+
+
+def test_a_session_keeps_files_unless_a_job_asks_for_fresh(box: Sandbox) -> None:
+    with box.session() as session:
+        session.run_python("open('kept.txt', 'w').write('x')")
+        assert session.run_python("import os\nprint(os.listdir('.'))").stdout == "['kept.txt']\n"
+        fresh = session.run(Job.python("import os\nprint(os.listdir('.'))", fresh=True))
+        assert fresh.stdout == "[]\n"
+
+
+# Candidate A, in a reused sandbox: System V IPC objects (shared memory, a message queue, a semaphore
+# set) under fixed keys, files in /tmp, /dev/shm and the working folder, a daemonized process, and one
+# that holds an abstract unix socket. It prints what it made, so a test cannot pass because A failed.
+LEAVE_STATE = r"""
+import ctypes, json, os, socket, subprocess, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+KEY, CREATE = 0x524F4C4C, 0o1000 | 0o666  # IPC_CREAT
+made = {"shm": libc.shmget(KEY, 4096, CREATE), "msg": libc.msgget(KEY, CREATE), "sem": libc.semget(KEY, 1, CREATE)}
+libc.shmat.restype = ctypes.c_void_p
+shm = libc.shmat(made["shm"], None, 0)
+ctypes.memmove(shm, b"answer=42", 9)
+for path in ("/tmp/leak", "/dev/shm/leak", "leak"):
+    open(path, "w").write("answer=42")
+holder = ("import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0rollgym-leak')\ns.listen()\n"
+          "print('listening', flush=True)\ntime.sleep(300)\n")
+proc = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, start_new_session=True)
+made["socket"] = proc.stdout.readline().decode().strip()
+made["daemon"] = subprocess.Popen(["sleep", "300"], start_new_session=True).pid
+made["ipcs"] = {k: len(open(f"/proc/sysvipc/{k}").read().splitlines()) - 1 for k in ("shm", "msg", "sem")}
+print(json.dumps(made))
+"""
+
+# Candidate B, next in the same sandbox: looks for every trace A left.
+LOOK_FOR_STATE = r"""
+import ctypes, json, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+KEY = 0x524F4C4C
+seen = {"shm": libc.shmget(KEY, 0, 0), "msg": libc.msgget(KEY, 0), "sem": libc.semget(KEY, 0, 0)}
+seen["ipcs"] = {k: len(open(f"/proc/sysvipc/{k}").read().splitlines()) - 1 for k in ("shm", "msg", "sem")}
+seen["files"] = sorted(os.listdir("/tmp") + os.listdir("/dev/shm") + os.listdir("."))
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect("\0rollgym-leak")
+    seen["socket"] = "connected"
+except OSError as exc:
+    seen["socket"] = type(exc).__name__
+pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+seen["processes"] = sorted(open(f"/proc/{p}/comm").read().strip() for p in pids if p not in (1, os.getpid()))
+print(json.dumps(seen))
+"""
+
+
+def test_a_job_leaves_nothing_for_the_next_job_in_a_reused_sandbox(box: Sandbox) -> None:
+    """Two candidates graded one after the other in one kept sandbox cannot pass data to each other:
+    each job has an IPC namespace of its own, the writable folders are emptied, no process survives."""
+    limits = Limits(wall_s=30, nproc=16)
+    jobs = [Job.python(LEAVE_STATE, audit_hook=False, limits=limits),
+            Job.python(LOOK_FOR_STATE, audit_hook=False, limits=limits)] * 2
+    results = box.run_many(jobs, reuse=True, concurrency=1, batch=2)  # two round trips, one sandbox
+    assert all(r.ok for r in results), [(r.error, r.stderr[-500:]) for r in results]
+    for made, seen in (json.loads(results[0].stdout), json.loads(results[1].stdout)), \
+            (json.loads(results[2].stdout), json.loads(results[3].stdout)):
+        assert min(made["shm"], made["msg"], made["sem"]) >= 0 and made["ipcs"] == {"shm": 1, "msg": 1, "sem": 1}
+        assert made["socket"] == "listening" and made["daemon"] > 1
+        assert seen == {"shm": -1, "msg": -1, "sem": -1, "ipcs": {"shm": 0, "msg": 0, "sem": 0}, "files": [],
+                        "socket": "ConnectionRefusedError", "processes": []}, seen
+    assert box.stats["started"] >= 1
+
+
+def test_two_jobs_of_one_batch_do_not_share_ipc_objects(box: Sandbox) -> None:
+    """The same through a session's batch: every job's process is in an IPC namespace of its own."""
+    reader = ("import os\nprint([len(open(f'/proc/sysvipc/{k}').read().splitlines()) - 1 "
+              "for k in ('shm', 'msg', 'sem')], os.readlink('/proc/self/ns/ipc'))")
+    with box.session() as session:
+        first, second, third = session.run_batch([Job.python(LEAVE_STATE, audit_hook=False,
+                                                             limits=Limits(wall_s=30, nproc=16)),
+                                                  Job.python(reader, audit_hook=False),
+                                                  Job.python(reader, audit_hook=False)])
+    assert json.loads(first.stdout)["ipcs"] == {"shm": 1, "msg": 1, "sem": 1}
+    assert second.stdout.startswith("[0, 0, 0] ipc:") and third.stdout.startswith("[0, 0, 0] ipc:"), second.stdout
+    assert second.stdout.split()[-1] != third.stdout.split()[-1]  # a new IPC namespace for every job
