@@ -166,7 +166,7 @@ class FormHandlers(Site):
             return
         have = int(item[consumes[0]])
         if amount > have:
-            raise HttpError(400, f"Only {have} left for {item['name']}.")
+            raise HttpError(400, f"Only {have} left of this {self.words['singular']}.")
         conn.execute(f"UPDATE items SET {consumes[0]} = {consumes[0]} - ? WHERE id = ?", (amount, item["id"]))
 
     def _total(self, item: sqlite3.Row, values: dict[str, Any]) -> int | None:
@@ -180,7 +180,7 @@ class FormHandlers(Site):
         if request.user is None:
             return self.must_sign_in(request, f"Please sign in to {self.kind.record.verb.lower()}.")
         if item["archived"]:
-            raise HttpError(400, f"{item['name']} is archived.")
+            raise HttpError(400, f"This {self.words['singular']} is archived.")
         spec = self.kind.record
         values = {f.key: parse_field(self, conn, f, request.form.get(f.key, ""), record=True) for f in spec.fields}
         self._take(conn, item, self._amount(values))
@@ -189,7 +189,7 @@ class FormHandlers(Site):
         conn.execute(f"INSERT INTO records ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                      (rid, f"{self.kind.code_prefix[:2]}-N{rid}", request.user["id"], item["id"], spec.initial,
                       TODAY.isoformat(), self._total(item, values), *values.values()))
-        return redirect(self.path("record", rid), flash=f"Done: your {self.words['record']} for {item['name']}.")
+        return redirect(self.path("record", rid), flash=f"Done: your {self.words['record']} was made.")
 
     def do_cancel(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         rec = self.own_record(conn, request, match[1])
@@ -234,7 +234,7 @@ class FormHandlers(Site):
         item = self.item_row(conn, match[1])
         user = self.require_user(request)
         conn.execute("DELETE FROM favorites WHERE user_id = ? AND item_id = ?", (user["id"], item["id"]))
-        return redirect(self.path("saved"), flash=f"Removed {item['name']} from your {self.kind.favorites[0]}.")
+        return redirect(self.path("saved"), flash=f"Removed from your {self.kind.favorites[0]}.")
 
     # -- editors --------------------------------------------------------------------------------------------------
     def require_editor(self, request: Request, what: str) -> None:
@@ -260,29 +260,29 @@ class FormHandlers(Site):
         item = self.item_row(conn, match[1])
         self.require_editor(request, "edit")
         if item["archived"]:
-            raise HttpError(400, f"{item['name']} is archived.")
+            raise HttpError(400, f"This {self.words['singular']} is archived.")
         changes = {f.key: parse_field(self, conn, f, request.form[f.key], record=False)
                    for f in self.kind.fields if f.editable and f.key in request.form}
         if not changes:
             raise HttpError(400, "Nothing to change.")
         sets = ", ".join(f"{k} = ?" for k in changes)
         conn.execute(f"UPDATE items SET {sets} WHERE id = ?", (*changes.values(), item["id"]))
-        return redirect(self.path("item", item["id"]), flash=f"{item['name']} was updated.")
+        return redirect(self.path("item", item["id"]), flash=f"The {self.words['singular']} was updated.")
 
     def do_archive(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         item = self.item_row(conn, match[1])
         self.require_editor(request, "archive")
         if item["archived"]:
-            raise HttpError(400, f"{item['name']} is already archived.")
+            raise HttpError(400, f"This {self.words['singular']} is already archived.")
         conn.execute("UPDATE items SET archived = 1 WHERE id = ?", (item["id"],))
-        return redirect(self.path("list"), flash=f"{item['name']} was archived.")
+        return redirect(self.path("list"), flash=f"The {self.words['singular']} was archived.")
 
     def new_item_submit(self, conn: sqlite3.Connection, request: Request,
                         match: re.Match[str]) -> Response:
         self.require_creator(request)
         name = clean_text(request.form.get("name", ""), self.label("name_field"), MAX_NAME)
         if conn.execute("SELECT 1 FROM items WHERE name = ?", (name,)).fetchone():
-            raise HttpError(400, f"A {self.words['singular']} called {name} already exists.")
+            raise HttpError(400, f"A {self.words['singular']} with that name already exists; choose another name.")
         cat = conn.execute("SELECT id FROM categories WHERE slug = ?", (request.form.get("category", ""),)).fetchone()
         if cat is None:
             raise HttpError(400, f"Choose a {self.kind.category_label.lower()} from the list.")
@@ -298,4 +298,4 @@ class FormHandlers(Site):
         cols = ["id", "code", "name", "category_id", "archived", *values]
         conn.execute(f"INSERT INTO items ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                      (iid, f"{self.kind.code_prefix}-N{iid}", name, cat["id"], 0, *values.values()))
-        return redirect(self.path("item", iid), flash=f"{name} was created.")
+        return redirect(self.path("item", iid), flash=f"Your new {self.words['singular']} was created.")

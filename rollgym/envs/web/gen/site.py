@@ -338,7 +338,8 @@ class GeneratedSite(FormHandlers):
                 (self.kind.category_label, r.link(r.query_href(self.path("list"), {}, category=it["category_slug"]),
                                                    it["category"]))]
         rows += [(f.label, self.fmt(f, it[f.key])) for f in self.kind.fields]
-        parts = [f"<h1>{esc(it['name'])}</h1>"]
+        made_by_user = it["code"] == f"{self.kind.code_prefix}-N{it['id']}"  # see new_item_submit
+        parts = [f"<h1>{user_text(it['name']) if made_by_user else esc(it['name'])}</h1>"]
         if it["archived"]:
             parts.append(f'<p class="flash error">This {esc(self.words["singular"])} is archived.</p>')
         parts.append(f'<div class="card">{r.details(self.theme, rows)}</div>')

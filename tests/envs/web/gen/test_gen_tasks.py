@@ -130,4 +130,5 @@ def test_bad_arguments_get_one_clear_sentence() -> None:
         GenTaskSource("WebGen-v0", sites=("gen-shop-h0",)).task(0, "train")
     with pytest.raises(ConfigError, match="not a generated site"):
         GenTaskSource("WebGen-v0", sites=("gen-shop-77",))
-    assert SOURCE.size("test_unseen") and SOURCE.size("train") is None
+    assert SOURCE.size("test_unseen") is None and SOURCE.size("train") is None and SOURCE.size("holdout") == 0
+    assert SOURCE.extra_splits == ("test_unseen",)
