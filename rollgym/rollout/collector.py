@@ -26,8 +26,8 @@ import importlib
 import queue
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, run_episode
 from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups
 from rollgym.rollout.types import RolloutGroup, to_jsonable
+
+if TYPE_CHECKING:
+    from rollgym.rollout.curriculum import TaskChooser
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -109,6 +112,7 @@ def collect(
     max_steps: int = DEFAULT_MAX_STEPS,
     progress: ProgressCallback | None = None,
     workers: int = 1,
+    task_chooser: TaskChooser | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
 
@@ -129,6 +133,10 @@ def collect(
         workers: Episodes played at once, each worker thread with its own env and its own
             agent (``agent.spawn()`` when the agent has it, else a deep copy). Worth it when
             the agent waits on I/O (an HTTP model server). Results do not depend on it.
+        task_chooser: Chooses each group's reset options (a
+            :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level), sees the
+            finished groups, and closes its step when the call ends. Not with ``out``: its choices
+            depend on the run so far, so a results file could not be resumed.
 
     Returns:
         Groups in task order, each with its trajectories in ``sample_idx`` order.
@@ -147,7 +155,9 @@ def collect(
     _validate(n_tasks, group_size, seed, max_steps)
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps)
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps,
+                           task_chooser=task_chooser)
+    plan.choose_all()
     env, writer, records = plan.env, plan.writer, plan.records
     jobs = plan.jobs()
     total = n_tasks * group_size
@@ -170,7 +180,9 @@ def collect(
             worker.env.close()
         if writer is not None:
             writer.close()
-    return assemble_groups(list(records.values()), group_size, n_tasks)
+    groups = assemble_groups(list(records.values()), group_size, n_tasks)
+    plan.end_step(groups)
+    return groups
 
 
 @dataclass
@@ -192,15 +204,21 @@ class RunPlan:
     prefix: str
     writer: ResultsWriter | None
     records: dict[tuple[int, int], EpisodeRecord]
+    chooser: TaskChooser | None = None
+    options: dict[int, dict[str, Any] | None] = field(default_factory=dict)
 
     @classmethod
     def prepare(cls, agent: Agent, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
-                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int) -> RunPlan:
+                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int,
+                task_chooser: TaskChooser | None = None) -> RunPlan:
         """Resolve the env, check the agent, open (and resume) the results file."""
         info = resolve_env(env_id)
         kwargs = dict(env_kwargs or {})
         if "split" in kwargs:
             raise ConfigError("Pass the split as collect(split=...), not inside env_kwargs.")
+        if task_chooser is not None and out is not None:
+            raise ConfigError("A task_chooser's choices depend on the run so far, so its run cannot resume from a "
+                              "results file; pass out=None (a Curriculum logs its own schedule).")
         check = getattr(agent, "check_env", None)
         if callable(check):
             check(info.id)
@@ -232,7 +250,8 @@ class RunPlan:
         except BaseException:
             env.close()
             raise
-        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records)
+        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records,
+                   task_chooser)
 
     def new_env(self) -> Any:
         """Another instance of the run's env."""
@@ -246,6 +265,7 @@ class RunPlan:
         """The seeds and ids of episode ``j`` of task ``i``."""
         group_id = f"{self.prefix}-{i:05d}"
         return {
+            "options": self.group_options(i),
             "seed": episode_seed(self.seed, i),
             "agent_seed": agent_seed(self.seed, i, j),
             "traj_id": f"{group_id}-{j}",
@@ -254,6 +274,32 @@ class RunPlan:
             "env_id": self.info.id,
             "max_steps": self.max_steps,
         }
+
+    def group_options(self, i: int) -> dict[str, Any] | None:
+        """The reset options of group ``i``: the task chooser's, asked once per group; ``None`` without one."""
+        if self.chooser is None:
+            return None
+        if i not in self.options:
+            self.options[i] = self.chooser.reset_options(self.env, self.info.id, i)
+        return self.options[i]
+
+    def choose_all(self) -> None:
+        """Ask the task chooser for every group's options now, before any episode (no thread asks it later)."""
+        try:
+            for i in range(self.n_tasks):
+                self.group_options(i)
+        except BaseException:
+            self.env.close()
+            if self.writer is not None:
+                self.writer.close()
+            raise
+
+    def end_step(self, groups: list[RolloutGroup]) -> None:
+        """Show the task chooser the finished groups and close its step."""
+        if self.chooser is not None:
+            for group in groups:
+                self.chooser.observe(group)
+            self.chooser.end_step()
 
     def record(self, i: int, record: EpisodeRecord) -> None:
         """Append a finished episode to the results file and keep it (normalised through JSON)."""

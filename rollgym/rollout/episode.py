@@ -262,6 +262,11 @@ class _Episode:
         )
 
 
+def _reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{"options": ...}`` for ``env.reset`` when there are options (envs without options never see the key)."""
+    return {"options": dict(options)} if options else {}
+
+
 def run_episode(
     env: Any,
     agent: Agent,
@@ -275,8 +280,11 @@ def run_episode(
     max_steps: int = DEFAULT_MAX_STEPS,
     source: str = "policy",
     limits: EpisodeLimits | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
+
+    ``options`` go to ``env.reset`` (e.g. ``{"difficulty": 2}``, as a curriculum chooses them).
 
     Never raises for an exception in the agent or the env: the trajectory then has
     status ``"failed"``, ``reward=None`` and ``info["failure"]`` with the stage
@@ -295,7 +303,7 @@ def run_episode(
     ep = _Episode(agent, limits)
     started = time.perf_counter()
     try:
-        ep.begin(env, *env.reset(seed=seed))
+        ep.begin(env, *env.reset(seed=seed, **_reset_kwargs(options)))
     except Exception as exc:
         ep.fail("reset", exc)
     ep.env_s += time.perf_counter() - started
@@ -358,6 +366,7 @@ async def arun_episode(
     source: str = "policy",
     limits: EpisodeLimits | None = None,
     pause: Callable[[], Awaitable[None]] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
@@ -377,10 +386,11 @@ async def arun_episode(
         try:
             remote = getattr(env, "unwrapped", env)  # remote envs (rollgym.remote) are awaited, not blocked on
             areset = getattr(remote, "areset", None)
+            extra = _reset_kwargs(options)
             if callable(areset):
-                reset = await _await(areset(seed=seed), limits.step_timeout_s)
+                reset = await _await(areset(seed=seed, **extra), limits.step_timeout_s)
             else:
-                reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
+                reset = await _call(lambda: env.reset(seed=seed, **extra), timeout=limits.step_timeout_s)
             ep.begin(env, *reset)
         except Exception as exc:
             ep.fail("reset", exc)

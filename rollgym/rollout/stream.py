@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
@@ -34,6 +34,9 @@ from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.types import RolloutGroup, Trajectory
+
+if TYPE_CHECKING:
+    from rollgym.rollout.curriculum import TaskChooser
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -66,6 +69,7 @@ async def stream(
     policy_version: Callable[[], int] | None = None,
     max_staleness: int | None = None,
     progress: ProgressCallback | None = None,
+    task_chooser: TaskChooser | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
@@ -79,6 +83,9 @@ async def stream(
         retries: How many times a failed, timed-out or stale rollout is played again.
         policy_version, max_staleness: Refuse rollouts from weights too far behind.
         progress: Called as ``progress(done, total)`` in episodes.
+        task_chooser: Chooses each group's reset options before any episode runs (a
+            :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level); it sees
+            each group as it is yielded, and the stream's end closes its step. Not with ``out``.
     """
     limits = limits or EpisodeLimits()
     _validate(n_tasks, group_size, seed, limits.max_steps)
@@ -88,7 +95,9 @@ async def stream(
         raise ConfigError(f"retries must be >= 0, got {retries!r}.")
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps)
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps,
+                           task_chooser=task_chooser)
+    plan.choose_all()
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
@@ -153,7 +162,12 @@ async def stream(
                     progress(done, total)
                 remaining[i] -= 1
                 if remaining[i] == 0:
-                    yield _group(plan, i)
+                    group = _group(plan, i)
+                    if task_chooser is not None:
+                        task_chooser.observe(group)
+                    yield group
+        if task_chooser is not None:
+            task_chooser.end_step()
     finally:
         for fut in pending:
             fut.cancel()

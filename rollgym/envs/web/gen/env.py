@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import TaskSource
 from rollgym.envs.web.env import WebEnv
-from rollgym.envs.web.gen.tasks import GenTaskSource
+from rollgym.envs.web.gen.tasks import TEMPLATES, GenTaskSource, gen_difficulty
 
 
 class WebGenEnv(WebEnv):
@@ -43,6 +44,9 @@ class WebGenEnv(WebEnv):
 
     ## Starting State
     A fresh browser context on the site's home page, signed out, with the seeded data.
+
+    ``reset(options={"difficulty": k})`` draws from one level of templates, easiest first: ``lookup``,
+    ``short-change``, ``long-change`` (by the reference solution's browser actions: 3-7, 7-9, 9-16).
 
     ## Rewards
     0.0 on every step except the last. The last step gets 1.0 when the answer is right (read
@@ -96,3 +100,15 @@ class WebGenEnv(WebEnv):
     def _make_source(self, env_id: str) -> TaskSource:
         kinds, sites, templates = self._gen_args
         return GenTaskSource(env_id, kinds=kinds, sites=sites, templates=templates)
+
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """Levels by template: ``lookup``, ``short-change``, ``long-change`` (those the env's templates fill)."""
+        source = self.source
+        assert isinstance(source, GenTaskSource)
+        names = source.templates or tuple(n for n, t in TEMPLATES.items() if t.kind.key in source.kinds)
+        return gen_difficulty(names)
+
+    def _level_source(self, env_id: str, level: Level) -> TaskSource:
+        kinds, sites, _ = self._gen_args
+        return GenTaskSource(env_id, kinds=kinds, sites=sites, templates=tuple(level.knobs["templates"]))

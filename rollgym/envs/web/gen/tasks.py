@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, split_of_key, stable_int
 from rollgym.core.task import Score, Task
@@ -244,6 +245,40 @@ def grade_answer(task: Task, answer: str | None, db: Query) -> Score:
     return rubric_of(task).grade(ctx)
 
 
+#: Difficulty tier of each mechanism, by the reference solution's browser actions (measured on two train tasks
+#: each): 0 finds and reports a fact (3-7 actions), 1 makes one short change (7-9: cancel or change a record,
+#: save or unsave an item, edit one's account), 2 fills forms or repeats changes (9-16: a new record, an
+#: editor's change, archive or new item, cancelling several records).
+MECHANISM_TIERS: dict[str, int] = {
+    "extreme": 0, "kth": 0, "lookup": 0, "find_by_code": 0, "chain_code": 0, "my_record_value": 0,
+    "cancel_record": 1, "update_record": 1, "favorite_add": 1, "favorite_remove": 1, "profile_update": 1,
+    "create_record": 2, "create_record_extreme": 2, "bulk_cancel": 2, "edit_item": 2, "archive_item": 2,
+    "create_item": 2,
+}
+_TIERS = (("lookup", "find and report a fact"), ("short-change", "one short change of the site's state"),
+          ("long-change", "forms filled or changes repeated over several pages"))
+
+
+def gen_difficulty(templates: tuple[str, ...]) -> Difficulty | None:
+    """Levels over ``templates`` by their mechanism's :data:`MECHANISM_TIERS` (empty tiers left out).
+
+    A level's knob is ``templates``: the templates of its tier. ``None`` when one tier remains.
+
+    Example:
+        >>> ladder = gen_difficulty(tuple(TEMPLATES))
+        >>> ladder.names, "shop.cheapest_in_department" in ladder.levels[0].knobs["templates"]
+        (('lookup', 'short-change', 'long-change'), True)
+    """
+    tiers: dict[int, list[str]] = {}
+    for name in templates:
+        tiers.setdefault(MECHANISM_TIERS[TEMPLATES[name].spec.mechanism], []).append(name)
+    if len(tiers) < 2:
+        return None
+    levels = tuple(Level(_TIERS[t][0], {"templates": tiers[t]}, f"{_TIERS[t][1]} ({len(tiers[t])} templates)")
+                   for t in sorted(tiers))
+    return Difficulty(levels, default=None, grows="the reference solution's browser actions")
+
+
 def count_templates() -> dict[str, int]:
     """How many templates there are: in all, of each task kind, and mechanisms."""
     kinds = [t.task_kind for t in TEMPLATES.values()]
@@ -251,5 +286,5 @@ def count_templates() -> dict[str, int]:
             "mechanisms": len(MECHANISMS)}
 
 
-__all__ = ["GEN_SPLITS", "MECHANISMS", "TEMPLATES", "GenTaskSource", "GenTemplate", "count_templates", "grade_answer",
-           "rubric_of", "rules_of", "split_sites", "template_of"]
+__all__ = ["GEN_SPLITS", "MECHANISMS", "MECHANISM_TIERS", "TEMPLATES", "GenTaskSource", "GenTemplate",
+           "count_templates", "gen_difficulty", "grade_answer", "rubric_of", "rules_of", "split_sites", "template_of"]

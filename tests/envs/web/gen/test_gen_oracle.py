@@ -15,7 +15,7 @@ import pytest
 from rollgym.core.task import Task
 from rollgym.envs.web.actions import parse_action
 from rollgym.envs.web.gen.reference import reference_policy
-from rollgym.envs.web.gen.tasks import GenTaskSource, context, grade_answer
+from rollgym.envs.web.gen.tasks import TEMPLATES, GenTaskSource, context, grade_answer
 from rollgym.envs.web.gen.themes import THEMES
 from rollgym.envs.web.reference import random_action
 from rollgym.envs.web.runner import collect_web_episodes
@@ -23,6 +23,7 @@ from rollgym.envs.web.runner import collect_web_episodes
 pytestmark = pytest.mark.slow
 
 SOURCE = GenTaskSource("WebGen-v0")
+SOURCE_TEMPLATES = tuple(TEMPLATES)
 
 
 def sample(split: str, n: int) -> list[Task]:
@@ -106,3 +107,20 @@ def test_a_side_effect_made_in_the_browser_zeroes_the_reward(web_runtime: Any, n
         assert score.reward == 0.0 and "site_unchanged_beyond_task" in score.details["failed_gates"], score.details
     finally:
         web_runtime.call(episode.close(), timeout=60)
+
+
+def test_each_difficulty_level_takes_the_reference_solution_more_actions(web_runtime: Any) -> None:
+    """Levels by template (lookup < short-change < long-change): drawn from their templates, solved, and longer."""
+    import rollgym
+
+    env = rollgym.make("WebGen-v0").unwrapped
+    ladder = env.difficulty
+    assert ladder.names == ("lookup", "short-change", "long-change")
+    assert sorted(n for level in ladder.levels for n in level.knobs["templates"]) == sorted(SOURCE_TEMPLATES)
+    tasks = [env.level_source(k).task(i, "train") for k in range(len(ladder)) for i in range(2)]
+    for k, task in enumerate(tasks):
+        assert task.meta["template"] in ladder.levels[k // 2].knobs["templates"]
+    results = collect_web_episodes(reference_policy, tasks, concurrency=3, max_steps=45)
+    assert all(r.reward == 1.0 for r in results), [(r.task.id, r.error) for r in results if r.reward != 1.0]
+    actions = [(results[2 * k].steps + results[2 * k + 1].steps) / 2 for k in range(len(ladder))]
+    assert actions[0] < actions[1] < actions[2], actions
