@@ -162,6 +162,16 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(figures, fh, indent=2)
+    from publish import save_results
+
+    peer = "BrowserGym {:.1f} s (defaults, measured earlier on this machine)"
+    step, reset = figures["text_step_median_ms"], figures["text_reset_median_ms"]
+    save_results("websites", figures, [
+        {"what": "WebGen step: click + observation, text (median)", "rollgym": f"{step:.0f} ms",
+         "peer": peer.format(args.browsergym_step_s), "ratio": f"{args.browsergym_step_s * 1000 / step:.1f}x"},
+        {"what": "WebGen reset (median)", "rollgym": f"{reset:.0f} ms",
+         "peer": peer.format(args.browsergym_reset_s), "ratio": f"{args.browsergym_reset_s * 1000 / reset:.1f}x"},
+    ], command="python bench/bench_websites.py")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def sample(split: str, n: int) -> list[Task]:
     return tasks
 
 
-@pytest.mark.parametrize(("split", "n"), [("train", 8), ("test", 6), ("test_unseen", 8)])
+@pytest.mark.parametrize(("split", "n"), [("train", 6), ("test", 3), ("test_unseen", 4)])
 def test_the_reference_solution_solves_every_split(web_runtime: Any, split: str, n: int) -> None:
     tasks = sample(split, n)
     results = collect_web_episodes(reference_policy, tasks, concurrency=3, max_steps=45)
@@ -56,7 +56,7 @@ def test_the_reference_solution_solves_every_split(web_runtime: Any, split: str,
 
 def test_random_play_scores_nothing(web_runtime: Any) -> None:
     rng = np.random.default_rng(0)
-    tasks = sample("test", 4) + sample("test_unseen", 2)
+    tasks = sample("test", 2) + sample("test_unseen", 1)
 
     def agent(observation: str, info: dict[str, Any]) -> str:
         return random_action(observation, info, rng)
