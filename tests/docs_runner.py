@@ -1,0 +1,145 @@
+"""Run one Python block from the docs as a script, checking the values its comments show.
+
+``python tests/docs_runner.py BLOCK.py DOC.md LINE`` is what ``tests/test_docs.py`` starts,
+once per block, in a fresh folder (``LINE`` is the Markdown line of the block's first line, so
+tracebacks and messages point into the Markdown file). The block runs as ``__main__``, as if a
+reader had pasted it into a file, with two additions:
+
+* A statement that is an expression (a bare value, as a REPL shows it, or a ``print(...)``
+  call) and ends with a comment ``# -> EXPECTED`` is checked: the value's ``repr`` (or, for
+  ``print``, what it printed) must match ``EXPECTED``. Whitespace runs count as one space and
+  ``...`` stands for any text, as in doctest's ELLIPSIS. A mismatch stops the block with
+  ``line N: expected ..., got ...``.
+* A bare expression or ``print`` whose comment looks like a value (``# 1.0``, ``# ('a', 1)``)
+  without the arrow is refused, so that no example shows a value the test does not check.
+
+Only the standard library is used: the runner must start as fast as a plain script.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import os
+import re
+import sys
+import tokenize
+from collections.abc import Callable
+from typing import Any
+
+ARROW = re.compile(r"#\s*->\s?(.*)$")
+CHECK = "__rollgym_docs_check__"
+
+
+class DocsExampleError(AssertionError):
+    """A shown value that the block does not produce, or a shown value without the arrow."""
+
+
+def comments(source: str) -> dict[int, str]:
+    """Line number -> the text of the comment on that line (without ``#``)."""
+    found: dict[int, str] = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            found[token.start[0]] = token.string
+    return found
+
+
+def matches(expected: str, got: str) -> bool:
+    """Whitespace-insensitive comparison where ``...`` in ``expected`` matches any text."""
+    norm_expected = " ".join(expected.split())
+    norm_got = " ".join(got.split())
+    pattern = ".*?".join(re.escape(part) for part in norm_expected.split("..."))
+    return re.fullmatch(pattern, norm_got, flags=re.DOTALL) is not None
+
+
+def _looks_like_a_value(comment: str) -> bool:
+    text = comment.lstrip("#").strip()
+    if not text or text.startswith("->"):
+        return False
+    try:
+        ast.literal_eval(text.replace("...", "None"))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _is_print(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+
+
+class _Checks(ast.NodeTransformer):
+    """Replace every checked expression statement by a call of the check function."""
+
+    def __init__(self, expected: dict[int, str], notes: dict[int, str]) -> None:
+        self.expected, self.notes, self.used = expected, notes, set[int]()
+        self.errors: list[str] = []
+
+    def visit_Expr(self, node: ast.Expr) -> Any:
+        line = node.end_lineno or node.lineno
+        if line in self.expected:
+            self.used.add(line)
+            call = ast.Call(
+                func=ast.Name(id=CHECK, ctx=ast.Load()),
+                args=[ast.Constant(line), ast.Lambda(args=_no_args(), body=node.value), ast.Constant(_is_print(node.value))],
+                keywords=[],
+            )
+            return ast.copy_location(ast.Expr(value=call), node)
+        if line in self.notes and _looks_like_a_value(self.notes[line]):
+            shown = self.notes[line].lstrip("#").strip()
+            self.errors.append(f"line {line} shows the value {shown!r} without the arrow; write `# -> {shown}` "
+                               "so that the docs test checks it")
+        return node
+
+
+def _no_args() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def make_checker(expected: dict[int, str]) -> Callable[[int, Callable[[], Any], bool], Any]:
+    """The function the rewritten block calls for each checked statement."""
+
+    def check(line: int, thunk: Callable[[], Any], is_print: bool) -> Any:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            value = thunk()
+        printed = buffer.getvalue()
+        sys.stdout.write(printed)
+        got = printed if is_print else repr(value)
+        if not is_print:
+            print(got)
+        if not matches(expected[line], got):
+            raise DocsExampleError(f"line {line}: expected {expected[line]!r}, got {got.strip()!r}")
+        return None
+
+    return check
+
+
+def run(source: str, doc: str, first_line: int = 1) -> None:
+    """Check the block's comments, then run it as ``__main__``; line numbers are ``doc``'s."""
+    offset = first_line - 1
+    notes = {line + offset: text for line, text in comments(source).items()}
+    expected = {line: m.group(1).strip() for line, text in notes.items() if (m := ARROW.match(text))}
+    tree = ast.parse(source, filename=doc)
+    ast.increment_lineno(tree, offset)
+    checks = _Checks(expected, notes)
+    tree = ast.fix_missing_locations(checks.visit(tree))
+    stray = sorted(set(expected) - checks.used)
+    errors = checks.errors + [f"line {line}: `# -> ...` belongs on an expression statement (a value or a print)"
+                              for line in stray]
+    if errors:
+        raise DocsExampleError("; ".join(errors))
+    namespace: dict[str, Any] = {"__name__": "__main__", CHECK: make_checker(expected)}
+    exec(compile(tree, doc, "exec"), namespace)
+
+
+if __name__ == "__main__":
+    path, doc, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    sys.path[0] = os.getcwd()  # as for `python block.py` run where the block was saved, not tests/
+    with open(path, encoding="utf-8") as handle:
+        block = handle.read()
+    try:
+        run(block, doc, first)
+    except DocsExampleError as exc:
+        print(f"{doc}: {exc}", file=sys.stderr)
+        sys.exit(3)
