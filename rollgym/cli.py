@@ -17,8 +17,11 @@ with the same arguments.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -27,11 +30,52 @@ from rollgym.core.deprecation import moved_to
 from rollgym.core.errors import MissingDependencyError, RollgymError
 
 
+_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one sentence on stderr and exit status 2."""
+    """An argument parser whose errors are one sentence on stderr and exit status 2, with "did you mean"."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; run `{self.prog} --help` for usage.\n")
+        match = _CHOICE.search(message)
+        if match:
+            choices = [c.strip().strip("'") for c in match.group("choices").split(",")]
+            message += _did_you_mean(match.group("value"), choices)
+        usage = f"un `{self.prog} --help` for usage."
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{' R' if message.endswith('?') else '; r'}{usage}\n")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        """Parse all arguments; an unknown flag is one sentence with the closest flag of its command."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(parsed)
+            flags = [s for action in command._actions for s in action.option_strings if s.startswith("--")]
+            unknown = [e for e in extras if e.startswith("-")]
+            if unknown:
+                flag = unknown[0].split("=", 1)[0]
+                hint = _did_you_mean(flag, flags)
+                command.error(f"unrecognized argument {flag}{hint}" if hint else
+                              f"unrecognized argument {flag}; the options are {', '.join(sorted(flags))}")
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The innermost sub-command's parser (for its flags and its ``prog``), else this one."""
+        parser: argparse.ArgumentParser = self
+        while True:
+            sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+            name = getattr(parsed, sub.dest, None) if sub is not None and sub.dest != argparse.SUPPRESS else None
+            if sub is None or name not in sub.choices:
+                return parser
+            parser = sub.choices[name]
+
+
+def _did_you_mean(value: str, options: Sequence[str]) -> str:
+    """``"; did you mean X?"`` for the closest option, or ``""``."""
+    close = difflib.get_close_matches(value, list(options), n=1, cutoff=0.6)
+    if not close and value.startswith("--"):  # a prefix of a longer flag, e.g. --group for --group-size
+        close = [o for o in options if o.startswith(value)][:1]
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _register_commands(subparsers: Any, module_names: Sequence[str]) -> None:
@@ -63,6 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_old_version_warnings() -> None:
+    """Hide gymnasium's two-line "out of date" warning: older ids stay registered on purpose.
+
+    ``rollgym list`` shows every id and its version; an error about an old id must be its one sentence.
+    """
+    import gymnasium  # noqa: F401  (its logger installs a filter that shows DeprecationWarning; ours goes first)
+
+    warnings.filterwarnings("ignore", message=r".*is out of date\. You should consider upgrading",
+                            category=DeprecationWarning)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``rollgym`` command; return its exit status.
 
@@ -70,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["--version"])  # doctest: +SKIP
         rollgym 0.1.0
     """
+    _quiet_old_version_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -72,7 +72,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.start()
     except OSError as exc:
         raise ConfigError(f"Cannot listen on port {args.port} ({exc.strerror}); pick another with --port.") from exc
-    print(f"Serving the {args.site} site at {server.base_url}/  (every user's password is <username>123; Ctrl-C stops)")
+    print(f"Serving the {args.site} site at {server.base_url}/  (every user's password is <username>123; "
+          "Ctrl-C stops)", flush=True)
     try:
         if server._thread is not None:
             server._thread.join()

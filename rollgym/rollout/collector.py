@@ -36,7 +36,7 @@ from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, run_episode
 from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups
-from rollgym.rollout.types import RolloutGroup, to_jsonable
+from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -109,6 +109,7 @@ def collect(
     max_steps: int = DEFAULT_MAX_STEPS,
     progress: ProgressCallback | None = None,
     workers: int = 1,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
 
@@ -129,6 +130,8 @@ def collect(
         workers: Episodes played at once, each worker thread with its own env and its own
             agent (``agent.spawn()`` when the agent has it, else a deep copy). Worth it when
             the agent waits on I/O (an HTTP model server). Results do not depend on it.
+        on_episode: Called with every finished :class:`Trajectory` (first those found in
+            ``out``), e.g. for a running accuracy.
 
     Returns:
         Groups in task order, each with its trajectories in ``sample_idx`` order.
@@ -152,6 +155,9 @@ def collect(
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
+    if on_episode is not None:
+        for resumed in records.values():
+            on_episode(resumed.trajectory)
     if progress is not None:
         progress(done, total)
     new_env, job_args = plan.new_env, plan.job_args
@@ -163,6 +169,8 @@ def collect(
         for i, record in _play(jobs, pool, job_args):
             plan.record(i, record)
             done += 1
+            if on_episode is not None:
+                on_episode(record.trajectory)
             if progress is not None:
                 progress(done, total)
     finally:

@@ -66,6 +66,7 @@ async def stream(
     policy_version: Callable[[], int] | None = None,
     max_staleness: int | None = None,
     progress: ProgressCallback | None = None,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
@@ -79,6 +80,7 @@ async def stream(
         retries: How many times a failed, timed-out or stale rollout is played again.
         policy_version, max_staleness: Refuse rollouts from weights too far behind.
         progress: Called as ``progress(done, total)`` in episodes.
+        on_episode: Called with every finished :class:`Trajectory` (first those found in ``out``).
     """
     limits = limits or EpisodeLimits()
     _validate(n_tasks, group_size, seed, limits.max_steps)
@@ -92,6 +94,9 @@ async def stream(
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
+    if on_episode is not None:
+        for resumed in plan.records.values():
+            on_episode(resumed.trajectory)
     if progress is not None:
         progress(done, total)
     remaining = {i: sum(1 for (ti, _) in jobs if ti == i) for i in range(n_tasks)}
@@ -149,6 +154,8 @@ async def stream(
                 i, record = fut.result()
                 plan.record(i, record)
                 done += 1
+                if on_episode is not None:
+                    on_episode(record.trajectory)
                 if progress is not None:
                     progress(done, total)
                 remaining[i] -= 1
