@@ -29,7 +29,6 @@ from rollgym.commands.console import EXIT_INTERRUPTED, EXIT_USAGE, stderr
 from rollgym.core.deprecation import moved_to
 from rollgym.core.errors import MissingDependencyError, RollgymError
 
-
 _CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
 
 
@@ -41,23 +40,41 @@ class _Parser(argparse.ArgumentParser):
         if match:
             choices = [c.strip().strip("'") for c in match.group("choices").split(",")]
             message += _did_you_mean(match.group("value"), choices)
+        elif "required" in message:
+            # A missing required flag is often a mistyped one: name the unknown flag first (--agnet for --agent).
+            unknown = self._unknown_flag(getattr(self, "_seen", []))
+            if unknown is not None:
+                message = unknown
         usage = f"un `{self.prog} --help` for usage."
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{' R' if message.endswith('?') else '; r'}{usage}\n")
 
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """Remember this parser's arguments, for :meth:`error` (sub-command parsers get only theirs)."""
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
         """Parse all arguments; an unknown flag is one sentence with the closest flag of its command."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             command = self._command_parser(parsed)
-            flags = [s for action in command._actions for s in action.option_strings if s.startswith("--")]
-            unknown = [e for e in extras if e.startswith("-")]
-            if unknown:
-                flag = unknown[0].split("=", 1)[0]
-                hint = _did_you_mean(flag, flags)
-                command.error(f"unrecognized argument {flag}{hint}" if hint else
-                              f"unrecognized argument {flag}; the options are {', '.join(sorted(flags))}")
-            command.error(f"unrecognized arguments: {' '.join(extras)}")
+            unknown = command._unknown_flag(extras) if isinstance(command, _Parser) else None
+            command.error(unknown or f"unrecognized arguments: {' '.join(extras)}")
         return parsed
+
+    def _unknown_flag(self, words: Sequence[str]) -> str | None:
+        """The first word that looks like a flag this parser does not have, as a sentence with the closest one."""
+        flags = [s for action in self._actions for s in action.option_strings if s.startswith("--")]
+        for word in words:
+            flag = word.split("=", 1)[0]
+            if word == "--" or not flag.startswith("--"):
+                continue
+            if flag in flags or sum(f.startswith(flag) for f in flags) == 1:  # exact, or an abbreviation argparse takes
+                continue
+            hint = _did_you_mean(flag, flags)
+            return (f"unrecognized argument {flag}{hint}" if hint else
+                    f"unrecognized argument {flag}; the options are {', '.join(sorted(flags))}")
+        return None
 
     def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
         """The innermost sub-command's parser (for its flags and its ``prog``), else this one."""

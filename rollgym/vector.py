@@ -24,6 +24,14 @@ ignores the action of the following step and resets instead. Pass the previous
 step's ``terminated | truncated`` as ``done=`` and :meth:`VectorAgent.act` resets
 that sub-env's agent and sends it an empty action; with ``SAME_STEP`` the new
 episode's observation arrives at once, so the agent is reset and acts on it.
+
+``AsyncVectorEnv`` passes observations through shared memory by default, and
+gymnasium's own handling of text spaces there does not work for rollgym's
+observations (it reads the shared buffer once, when the vector env is built, and
+writes only characters of a fixed charset), so every observation would arrive as
+``"aaaa..."``. This module (imported by ``import rollgym``) registers shared-memory
+functions for :class:`~rollgym.core.spaces.TextSpace`: any Unicode text, read from the
+buffer at every step.
 """
 
 from __future__ import annotations
@@ -31,13 +39,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import multiprocessing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import ModuleType
+from typing import Any, overload
 
 import numpy as np
+from gymnasium.vector.utils import shared_memory as _shared
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
+from rollgym.core.spaces import TextSpace
 
 __all__ = ["VectorAgent", "split_infos"]
 
@@ -224,3 +236,73 @@ def _make(agent: Agent | Callable[[], Agent], *, first: bool) -> Agent:
             raise ConfigError(f"The agent factory returned {type(built).__name__}, which has no act() method.")
         return built  # type: ignore[no-any-return]
     raise ConfigError(f"VectorAgent needs an agent with act() or a factory, got {type(agent).__name__}.")
+
+
+# -- TextSpace in AsyncVectorEnv's shared memory ------------------------------------------------------------
+# Each sub-env's slot holds the text's length in code points, then the code points (UTF-32).
+
+
+class SharedTexts(Sequence[str]):
+    """The texts in a shared buffer, decoded when read: what ``AsyncVectorEnv`` keeps as its observations.
+
+    ``envs.step`` returns a tuple copy of it (``copy=True``, gymnasium's default); with
+    ``copy=False`` this live view itself, as for arrays.
+    """
+
+    def __init__(self, buffer: Any, n: int, slot: int) -> None:
+        self._buffer, self._n, self._slot = buffer, n, slot
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(self._n)))
+        if not -self._n <= index < self._n:
+            raise IndexError(index)
+        data = np.frombuffer(self._buffer.get_obj(), dtype=np.int32)
+        start = (index % self._n) * self._slot
+        length = int(data[start])
+        return data[start + 1:start + 1 + length].tobytes().decode("utf-32-le", errors="surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(self._n))
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, SharedTexts) else other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+@_shared.create_shared_memory.register(TextSpace)
+def _create_text_memory(space: TextSpace, n: int = 1, ctx: ModuleType = multiprocessing) -> Any:
+    return ctx.Array(np.dtype(np.int32).char, n * (space.max_length + 1))  # type: ignore[attr-defined]
+
+
+@_shared.read_from_shared_memory.register(TextSpace)
+def _read_text_memory(space: TextSpace, shared_memory: Any, n: int = 1) -> SharedTexts:
+    return SharedTexts(shared_memory, n, space.max_length + 1)
+
+
+@_shared.write_to_shared_memory.register(TextSpace)
+def _write_text_memory(space: TextSpace, index: int, value: str, shared_memory: Any) -> None:
+    slot = space.max_length + 1
+    codes = np.frombuffer(str(value).encode("utf-32-le", errors="surrogatepass"), dtype=np.int32)
+    if len(codes) > space.max_length:
+        raise ConfigError(f"An observation of {len(codes)} characters does not fit the space's {space.max_length}.")
+    data = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)
+    data[index * slot] = len(codes)
+    data[index * slot + 1:index * slot + 1 + len(codes)] = codes

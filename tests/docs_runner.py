@@ -6,7 +6,8 @@ tracebacks and messages point into the Markdown file). The block runs as ``__mai
 reader had pasted it into a file, with two additions:
 
 * A statement that is an expression (a bare value, as a REPL shows it, or a ``print(...)``
-  call) and ends with a comment ``# -> EXPECTED`` is checked: the value's ``repr`` (or, for
+  call) and ends with a comment ``# -> EXPECTED`` (or is followed by a line holding only that
+  comment, for long lines) is checked: the value's ``repr`` (or, for
   ``print``, what it printed) must match ``EXPECTED``. Whitespace runs count as one space and
   ``...`` stands for any text, as in doctest's ELLIPSIS. A mismatch stops the block with
   ``line N: expected ..., got ...``.
@@ -81,7 +82,8 @@ class _Checks(ast.NodeTransformer):
             self.used.add(line)
             call = ast.Call(
                 func=ast.Name(id=CHECK, ctx=ast.Load()),
-                args=[ast.Constant(line), ast.Lambda(args=_no_args(), body=node.value), ast.Constant(_is_print(node.value))],
+                args=[ast.Constant(line), ast.Lambda(args=_no_args(), body=node.value),
+                      ast.Constant(_is_print(node.value))],
                 keywords=[],
             )
             return ast.copy_location(ast.Expr(value=call), node)
@@ -118,7 +120,12 @@ def make_checker(expected: dict[int, str]) -> Callable[[int, Callable[[], Any], 
 def run(source: str, doc: str, first_line: int = 1) -> None:
     """Check the block's comments, then run it as ``__main__``; line numbers are ``doc``'s."""
     offset = first_line - 1
-    notes = {line + offset: text for line, text in comments(source).items()}
+    lines = source.splitlines()
+    notes: dict[int, str] = {}
+    for line, text in comments(source).items():
+        if lines[line - 1].lstrip().startswith("#") and ARROW.match(text):
+            line -= 1  # an arrow on a line of its own belongs to the statement just above (a long line)
+        notes[line + offset] = text
     expected = {line: m.group(1).strip() for line, text in notes.items() if (m := ARROW.match(text))}
     tree = ast.parse(source, filename=doc)
     ast.increment_lineno(tree, offset)

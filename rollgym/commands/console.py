@@ -63,7 +63,7 @@ class EpisodeStats:
             self.scored += 1
             self.correct += bool(getattr(trajectory, "correct", False))
 
-    def fields(self) -> dict[str, str]:
+    def fields(self) -> dict[str, Any]:
         """The ``speed`` and ``accuracy`` task fields."""
         elapsed = time.perf_counter() - self.started
         speed = f"{self.played / elapsed:.1f} episodes/s" if self.played and elapsed > 0 else "- episodes/s"

@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         f"Reward: {trajectory.reward:g}{suffix}  ({trajectory.status}, {len(trajectory.turns)} turn(s))", markup=False
     )
     if not verdict:
-        hint = format_hint(trajectory.info, " ".join(m["content"] for m in trajectory.messages if m["role"] != "assistant"))
+        shown_text = " ".join(m["content"] for m in trajectory.messages if m["role"] != "assistant")
+        hint = format_hint(trajectory.info, shown_text)
         if hint:
             stdout.print(f"Hint: {hint}", markup=False)
     return 0
@@ -86,7 +87,7 @@ def format_hint(info: dict[str, Any], prompt: str) -> str | None:
     """What to change when an answer could not be read: the env's own reason, else the format the task asks for.
 
     Example:
-        >>> format_hint({"error": "no_answer", "details": {}}, "Answer inside <answer></answer>, e.g. <answer>7</answer>.")
+        >>> format_hint({"error": "no_answer"}, "Answer inside <answer></answer>, e.g. <answer>7</answer>.")
         'no answer was found: put your final answer inside <answer>...</answer> tags, as in <answer>7</answer>.'
     """
     error = info.get("error")
