@@ -15,16 +15,30 @@ reader had pasted it into a file, with two additions:
   without the arrow is refused, so that no example shows a value the test does not check.
 
 Only the standard library is used: the runner must start as fast as a plain script.
+
+``python tests/docs_runner.py --serve MODULE,MODULE`` is the fork server that the docs test
+uses to keep its run short: it imports the listed modules once (torch, transformers and TRL
+take seconds to import, and a dozen blocks need them), then forks one child per block. Each
+child is a fresh copy of that process (no rollgym import, no registered env ids, no state
+from another block), runs the block in its own folder with its output in a file, and exits
+as a script does, waiting for its threads and running ``atexit`` handlers, so a block that
+would hang at exit still hangs. The protocol is JSON lines: a request on stdin
+``{"script", "doc", "line", "cwd", "out"}``, then ``{"pid": N}`` when the child starts and
+``{"pid": N, "status": S, "cpu": SECONDS}`` when it ends (``S`` as :func:`os.waitstatus_to_exitcode`
+gives; ``cpu``: the block's own user and system time, without what it started).
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import io
+import json
 import os
 import re
 import sys
+import threading
 import tokenize
 from collections.abc import Callable
 from typing import Any
@@ -140,8 +154,50 @@ def run(source: str, doc: str, first_line: int = 1) -> None:
     exec(compile(tree, doc, "exec"), namespace)
 
 
-if __name__ == "__main__":
-    path, doc, first = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def serve(preload: str) -> dict[str, Any] | None:
+    """Import ``preload`` (comma-separated modules), then fork a child per request read from stdin.
+
+    Returns only in a child, with its request (the caller runs the block and exits); the server
+    itself returns ``None`` when stdin closes.
+    """
+    for name in filter(None, preload.split(",")):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    if threading.active_count() > 1:  # a fork copies only the calling thread: a library's worker would be lost
+        print(f"docs_runner: preloading {preload} started threads; fork may be unsafe", file=sys.stderr)
+    protocol = sys.stdout
+    while text := sys.stdin.readline():
+        request = json.loads(text)
+        protocol.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become_child(request)
+            return request  # type: ignore[no-any-return]
+        protocol.write(json.dumps({"pid": pid}) + "\n")
+        protocol.flush()
+        _, status, usage = os.wait4(pid, 0)
+        cpu = round(usage.ru_utime + usage.ru_stime, 2)
+        protocol.write(json.dumps({"pid": pid, "status": os.waitstatus_to_exitcode(status), "cpu": cpu}) + "\n")
+        protocol.flush()
+    return None
+
+
+def _become_child(request: dict[str, Any]) -> None:
+    """Set up a forked child as a fresh script run: own session, folder, output file, no stdin."""
+    os.setsid()  # a process group of its own, so that a timeout kills the block and what it started
+    os.chdir(request["cwd"])
+    out = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for source, target in ((null, 0), (out, 1), (out, 2)):
+        os.dup2(source, target)
+    os.close(out)
+    os.close(null)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # the block reads /dev/null, not the requests
+    sys.argv = [request["script"]]
+
+
+def main(path: str, doc: str, first: int) -> None:
+    """Run the block saved at ``path`` as a script would run; exit 3 when a shown value does not match."""
     sys.path[0] = os.getcwd()  # as for `python block.py` run where the block was saved, not tests/
     with open(path, encoding="utf-8") as handle:
         block = handle.read()
@@ -150,3 +206,13 @@ if __name__ == "__main__":
     except DocsExampleError as exc:
         print(f"{doc}: {exc}", file=sys.stderr)
         sys.exit(3)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        child = serve(sys.argv[2] if len(sys.argv) > 2 else "")
+        if child is None:
+            sys.exit(0)
+        main(child["script"], child["doc"], int(child["line"]))
+    else:
+        main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -1,7 +1,10 @@
 """Every ```python block in README.md and docs/*.md runs, offline, as written.
 
-Each block runs in a subprocess of its own (``tests/docs_runner.py``), in a fresh
-temporary folder, with the Hugging Face hub switched off. Values shown in comments
+Each block runs in a process of its own (``tests/docs_runner.py``), in a fresh
+temporary folder, with the Hugging Face hub switched off. To keep the test short, the
+processes are forked from one server that has imported torch, transformers and TRL once
+(seconds each, and a dozen blocks need them); nothing of rollgym is imported there, so a
+block still starts as a fresh script does (see the runner's docstring). Values shown in comments
 as ``# -> VALUE`` are checked (see the runner's docstring); a value shown without the
 arrow fails the block, so no example shows a value that is not checked.
 
@@ -22,13 +25,20 @@ on GitHub)::
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +47,8 @@ from tests.conftest import REPO, SHARED_DATA, _missing, require_binary, require_
 RUNNER = Path(__file__).resolve().parent / "docs_runner.py"
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 DEFAULT_TIMEOUT = 180
+PRELOAD = "numpy,gymnasium,torch,transformers,trl"  # imported once in the fork server, never rollgym
+PRELOAD_TIMEOUT = 300
 BINARIES = {"chromium": ("/usr/lib/chromium/chromium", "/usr/bin/chromium"), "stockfish": ("/usr/games/stockfish",),
             "bwrap": ()}
 DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(.*?)\s*-->")
@@ -132,9 +144,77 @@ def test_the_docs_have_python_blocks_and_every_skip_has_a_reason() -> None:
         assert block.skip is None or len(block.skip) > 10, f"{block.id}: say why the block cannot run"
 
 
+class ForkServer:
+    """``docs_runner.py --serve``: imports :data:`PRELOAD` once, then forks a fresh process per block."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.home = Path(tempfile.mkdtemp(prefix="rollgym-docs-"))
+        self.buffer = b""
+        self.cpu: dict[str, float] = {}  # CPU seconds per block, to see where the time goes (-s shows it)
+
+    def run(self, script: Path, doc: Path, line: int, cwd: Path, out: Path, timeout: float) -> int | None:
+        """Run one block; its exit status, or ``None`` when it ran past ``timeout`` (then it is killed)."""
+        if self.process is None or self.process.poll() is not None:
+            self.process = subprocess.Popen([sys.executable, str(RUNNER), "--serve", PRELOAD], cwd=self.home,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_environment())
+            self.buffer = b""
+        assert self.process.stdin is not None
+        request = {"script": str(script), "doc": str(doc), "line": line, "cwd": str(cwd), "out": str(out)}
+        self.process.stdin.write((json.dumps(request) + "\n").encode())
+        self.process.stdin.flush()
+        started = self._message(PRELOAD_TIMEOUT)  # the first block waits for the preload
+        if started is None:
+            self.close()
+            raise RuntimeError(f"the docs fork server did not start a block within {PRELOAD_TIMEOUT} s")
+        ended = self._message(timeout)
+        if ended is None:
+            os.killpg(started["pid"], signal.SIGKILL)  # the block and everything in its process group
+            self._message(60)  # the server reaps it and says so
+            return None
+        self.cpu[f"{Path(doc).relative_to(REPO)}:{line - 1}"] = float(ended.get("cpu", 0.0))
+        return int(ended["status"])
+
+    def _message(self, timeout: float) -> dict[str, Any] | None:
+        assert self.process is not None and self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.process.stdout], [], [], left)[0]:
+                return None
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            if not chunk:
+                raise RuntimeError(f"the docs fork server exited ({self.process.wait()})")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self.process is not None:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def fork_server() -> Iterator[ForkServer]:
+    server = ForkServer()
+    yield server
+    server.close()
+    if server.cpu:
+        print(f"\ndocs test: {sum(server.cpu.values()):.1f} s of CPU in {len(server.cpu)} blocks; the most: "
+              + ", ".join(f"{block} {seconds:.1f} s" for block, seconds in sorted(server.cpu.items(),
+                                                                                  key=lambda item: -item[1])[:8]))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_doc_block_runs_as_written(block: Block, tmp_path: Path) -> None:
+def test_doc_block_runs_as_written(block: Block, tmp_path: Path, fork_server: ForkServer) -> None:
     if block.skip:
         pytest.skip(f"{block.id}: {block.skip}")
     for name in block.requires:
@@ -143,23 +223,20 @@ def test_doc_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     script.write_text(block.source, encoding="utf-8")
     work = tmp_path / "work"
     work.mkdir()
+    out = tmp_path / "output.txt"
     try:
-        result = subprocess.run(
-            [sys.executable, str(RUNNER), str(script), str(block.doc), str(block.line)],
-            cwd=work, env=_environment(), capture_output=True, text=True, timeout=block.timeout,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        pytest.fail(f"{block.id} ran past {block.timeout} s (mark it timeout=N if it needs longer):\n{out[-3000:]}")
+        status = fork_server.run(script, block.doc, block.line, work, out, block.timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if result.returncode == 0:
+    output = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+    if status is None:
+        pytest.fail(f"{block.id} ran past {block.timeout} s (mark it timeout=N if it needs longer):\n{output[-3000:]}")
+    if status == 0:
         return
-    output = result.stdout[-3000:] + result.stderr[-6000:]
-    missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", result.stderr)
+    missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", output)
     if missing:
         require_module(missing.group(1))
-    dependency = re.search(r"MissingDependencyError: (.*)", result.stderr)
+    dependency = re.search(r"MissingDependencyError: (.*)", output)
     if dependency:
         _missing(f"{block.id}: {dependency.group(1)}")
-    pytest.fail(f"{block.id} failed (exit {result.returncode}):\n{output}", pytrace=False)
+    pytest.fail(f"{block.id} failed (exit {status}):\n{output[-8000:]}", pytrace=False)

@@ -4,7 +4,7 @@ Examples::
 
     rollgym web serve shop --port 8000      # then open http://127.0.0.1:8000/
     rollgym web tasks travel -n 5           # print five travel tasks
-    rollgym web screenshot forum --out docs/img
+    rollgym web screenshot forum            # PNGs in ./screenshots (--out docs/img regenerates the docs' pictures)
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ def register(subparsers: Any) -> None:
 
     shot = sub.add_parser("screenshot", help="save PNG screenshots of a site's main pages (needs Chromium)")
     shot.add_argument("site", choices=(*SITE_CHOICES, "all"))
-    shot.add_argument("--out", default="docs/img", help="folder for web_<site>_<page>.png (default docs/img)")
+    shot.add_argument("--out", default="screenshots",
+                      help="folder for web_<site>_<page>.png (default screenshots; "
+                           "--out docs/img regenerates the docs' pictures)")
     shot.set_defaults(func=cmd_screenshot)
 
 
