@@ -240,3 +240,25 @@ def test_doc_block_runs_as_written(block: Block, tmp_path: Path, fork_server: Fo
     if dependency:
         _missing(f"{block.id}: {dependency.group(1)}")
     pytest.fail(f"{block.id} failed (exit {status}):\n{output[-8000:]}", pytrace=False)
+
+
+def _run_text(server: ForkServer, source: str, tmp_path: Path, timeout: float = 60) -> tuple[int | None, str]:
+    script, work, out = tmp_path / "block.py", tmp_path / "work", tmp_path / "output.txt"
+    work.mkdir(parents=True)
+    script.write_text(source, encoding="utf-8")
+    status = server.run(script, REPO / "README.md", 1, work, out, timeout)
+    return status, out.read_text(encoding="utf-8", errors="replace")
+
+
+def test_the_fork_server_gives_each_block_a_fresh_script_run(tmp_path: Path, fork_server: ForkServer) -> None:
+    """What one block does is invisible to the next; a wrong shown value, a crash and a hang at exit all fail."""
+    fresh = "import sys\nprint([m for m in sys.modules if m.startswith('rollgym')])  # -> []\n"
+    assert _run_text(fork_server, "import rollgym\nprint(rollgym.__name__)\n", tmp_path / "a") == (0, "rollgym\n")
+    assert _run_text(fork_server, fresh, tmp_path / "b") == (0, "[]\n")
+    status, output = _run_text(fork_server, "import gymnasium as gym\ngym.make('Countdown-v0')\n", tmp_path / "c")
+    assert status == 1 and "Environment `Countdown` doesn't exist" in output  # no ids registered by an earlier block
+    status, output = _run_text(fork_server, "1 + 1  # -> 3\n", tmp_path / "d")
+    assert status == 3 and "expected '3', got '2'" in output
+    hang = "import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\n"
+    assert _run_text(fork_server, hang, tmp_path / "e", timeout=5) == (None, "")  # a script that never exits
+    assert _run_text(fork_server, "print('still serving')\n", tmp_path / "f") == (0, "still serving\n")
