@@ -25,8 +25,10 @@ lint: $(VENV)/.installed
 test: lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
+# Every bench writes bench/results/<name>.json; publish.py renders the README's table from them.
 bench: $(VENV)/.installed
 	$(PY) bench/run_all.py
+	$(PY) bench/publish.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

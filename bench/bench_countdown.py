@@ -287,6 +287,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     mean_len = statistics.mean(len(r) for _, _, r in shared)
     print(f"\n(mean response length {mean_len:.0f} chars; Python {sys.version.split()[0]})")
+    if not args.quick:
+        from publish import save_results
+
+        figures = {"generation_train_per_s": gen_ours, "generation_test_per_s": gen_ours_test,
+                   "reasoning_gym_generation_per_s": gen_rg, "verification_per_s": ver_ours,
+                   "reasoning_gym_verification_per_s": ver_rg, "reward_differences": disagreements,
+                   "reasoning_gym_ran_code": ran_code, "memory_peak_kib": peak / 1024,
+                   "memory_retained_kib": retained / 1024}
+        save_results("countdown", figures, [
+            {"what": "Countdown generation (tasks/s)", "rollgym": f"{gen_ours:,.0f}",
+             "peer": f"reasoning-gym {gen_rg:,.0f}", "ratio": f"{gen_ours / gen_rg:,.0f}x"},
+            {"what": "Countdown verification (verdicts/s)", "rollgym": f"{ver_ours:,.0f}",
+             "peer": f"reasoning-gym {ver_rg:,.0f}", "ratio": f"{ver_ours / ver_rg:,.0f}x"},
+        ], command="python bench/bench_countdown.py")
 
 
 if __name__ == "__main__":

@@ -119,6 +119,16 @@ def main() -> None:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump([{"measure": n, "rollgym": o, "openspiel": t} for n, o, t in rows + chess_rows], f, indent=2)
+    if not args.quick and rows[0][2] and rows[2][2]:
+        from publish import save_results
+
+        measured = [{"measure": n, "rollgym": o, "openspiel": t} for n, o, t in rows + chess_rows]
+        readme = [{"what": label, "rollgym": f"{ours:,.0f}", "peer": f"OpenSpiel {theirs:,.0f}",
+                   "ratio": f"{ours / theirs:.1f}x"}
+                  for label, (_, ours, theirs) in (("Connect Four random playouts (/s)", rows[0]),
+                                                    ("Hex 11x11 random playouts (/s)", rows[2])) if theirs]
+        save_results("games", {"rows": measured, "seconds_per_measurement": secs}, readme,
+                     command="python bench/bench_games.py")
 
 
 def bench_stockfish() -> list[tuple[str, float, float | None]]:

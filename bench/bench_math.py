@@ -152,6 +152,15 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2), encoding="utf-8")
     shutdown_pool()
+    if args.pairs == parser.get_default("pairs"):
+        from publish import save_results
+
+        save_results("math", figures, [
+            {"what": f"MATH verification on {len(pairs):,} answer pairs (pairs/s)",
+             "rollgym": f"{figures['rollgym_pairs_per_s']:,.0f} ({figures['workers']} workers)",
+             "peer": f"math-verify alone {figures['math_verify_pairs_per_s']:,.0f}",
+             "ratio": f"{figures['speed_ratio']:.1f}x"},
+        ], command="python bench/bench_math.py")
 
 
 if __name__ == "__main__":

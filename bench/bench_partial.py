@@ -101,6 +101,19 @@ def main(quick: bool = False) -> None:
     print(f"{'synchronous (collect_async)':<28}{steps / sync_s:>10.2f}{1.0:>8.2f}{'-':>18}")
     for over, seconds, mixed in rows:
         print(f"{f'APRIL, over-provision {over}':<28}{steps / seconds:>10.2f}{sync_s / seconds:>8.2f}{mixed:>18}")
+    if not quick:
+        from publish import save_results
+
+        figures = {"steps": steps, "groups": groups, "group_size": group_size, "max_tokens": max_tokens,
+                   "sync_steps_per_s": steps / sync_s,
+                   "april": [{"over_provision": over, "steps_per_s": steps / seconds, "ratio": sync_s / seconds,
+                              "carried": mixed} for over, seconds, mixed in rows]}
+        overs = " / ".join(f"{over:g}" for over, _, _ in rows)
+        row = {"what": f"APRIL partial rollouts vs synchronous steps (long-tailed lengths, over-provision {overs})",
+               "rollgym": " / ".join(f"{steps / seconds:.2f}" for _, seconds, _ in rows) + " steps/s",
+               "peer": f"{steps / sync_s:.2f} steps/s",
+               "ratio": " / ".join(f"{sync_s / seconds:.2f}x" for _, seconds, _ in rows)}
+        save_results("partial", figures, [row], command="python bench/bench_partial.py")
 
 
 if __name__ == "__main__":

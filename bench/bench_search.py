@@ -120,6 +120,15 @@ def main() -> None:
         print(f"peer rank_bm25.BM25Okapi: index CPU {_ms(peer_build)} vs bm25s {_ms(ours_build)} on the same "
               f"tokens ({peer_build / ours_build:.1f}x); query p50 {_ms(peer_p50)} p95 {_ms(peer_p95)} "
               f"({n_peer} queries) -> bm25s ranking is {peer_p50 / raw_p50:.0f}x faster at p50")
+        if not args.quick:
+            from publish import save_results
+
+            save_results("search", {"articles": len(corpus.docs), "ranking_p50_s": raw_p50, "ranking_p95_s": raw_p95,
+                                    "tool_p50_s": tool_p50, "peer_p50_s": peer_p50, "peer_build_cpu_s": peer_build,
+                                    "build_cpu_s": ours_build}, [
+                {"what": f"Search latency over {len(corpus.docs):,} articles (p50)", "rollgym": _ms(raw_p50),
+                 "peer": f"rank-bm25 {_ms(peer_p50)}", "ratio": f"{peer_p50 / raw_p50:.0f}x"},
+            ], command="python bench/bench_search.py")
 
     for env_id, kwargs in (("Search-v1", {}), ("Search-v1", {"difficulty": "expert"}), ("SearchQA-v1", {})):
         env = gym.make(env_id, **kwargs)

@@ -292,6 +292,25 @@ def main() -> None:
         if ours and theirs and ours.latencies and theirs.latencies and theirs.steps:
             ratio = (ours.steps / ours.seconds) / (theirs.steps / theirs.seconds)
             print(f"echo, {sessions} sessions: rollgym serve-env steps/s = {ratio:.2f} x OpenEnv's server")
+    shown = [s for s in (2048, 4096) if s in args.sessions]
+    pairs = [(by.get(("echo", "rollgym", s)), by.get(("echo", "openenv", s))) for s in shown]
+    if (args.steps, args.repeat) == (parser.get_default("steps"), parser.get_default("repeat")) and shown and all(
+            ours and theirs and ours.steps and theirs.steps for ours, theirs in pairs):
+        from publish import save_results
+
+        def rate(r: Result) -> float:
+            return r.steps / r.seconds
+
+        ok = min(100 * ours.ok / ours.sessions for ours, _ in pairs if ours)
+        save_results("server", {"steps": args.steps, "repeat": args.repeat, "rows": [
+            {"workload": r.name, "server": r.server, "sessions": r.sessions, "ok": r.ok, "steps": r.steps,
+             "seconds": r.seconds, "note": r.note} for r in results]}, [
+            {"what": f"Env server, {' / '.join(f'{s:,}' for s in shown)} concurrent sessions, trivial env "
+                     f"(steps/s, {ok:.0f}% success or more)",
+             "rollgym": " / ".join(f"{rate(o):,.0f}" for o, _ in pairs if o),
+             "peer": "OpenEnv's server " + " / ".join(f"{rate(t):,.0f}" for _, t in pairs if t),
+             "ratio": " / ".join(f"{rate(o) / rate(t):.1f}x" for o, t in pairs if o and t)},
+        ], command="python bench/bench_server.py")
 
 
 if __name__ == "__main__":

@@ -289,11 +289,8 @@ def main() -> None:
         "puzzles/s",
         "mean-time ratio",
     ]
-    print_table(
-        "Generation (one puzzle with its uniqueness proof)",
-        columns,
-        generation_rows(9, nine) + generation_rows(4, four),
-    )
+    generated = generation_rows(9, nine) + generation_rows(4, four)
+    print_table("Generation (one puzzle with its uniqueness proof)", columns, generated)
 
     speed9, disagree9 = verification(9, 10 if q else 100, 1 if q else 3)
     speed4, disagree4 = verification(4, 10 if q else 100, 1 if q else 3)
@@ -313,6 +310,16 @@ def main() -> None:
         f"One Sudoku-v0 instance (make + reset + step): peak {peak / 1024:.0f} KiB, "
         f"retained {current / 1024:.0f} KiB beyond shared module data."
     )
+    if not q:
+        from publish import save_results
+
+        ours = next(r for r in generated if r[:3] == ["9x9", "50", "rollgym"])
+        save_results("sudoku", {"generation": [dict(zip(columns, r)) for r in generated],
+                                "verification": speed9 + speed4, "memory_peak_kib": peak / 1024}, [
+            {"what": "9x9 Sudoku generation with uniqueness proof, 50 blanks",
+             "rollgym": f"p50 {float(ours[5]):.1f} ms, p99 {float(ours[6]):.1f} ms", "peer": "reasoning-gym",
+             "ratio": ours[-1].replace(" faster", "")},
+        ], command="python bench/bench_sudoku.py")
 
 
 if __name__ == "__main__":

@@ -219,6 +219,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"sweep: {json.dumps(report['sweep'])}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+    if not args.quick:
+        from publish import save_results
+
+        rebuild = report["rebuild_from_schema"]["p50_ms"]
+        save_results("toolgen", report, [
+            {"what": f"ToolGen reset (p50, {report['world_apps']}-app world)", "rollgym": f"{p50:.1f} ms",
+             "peer": f"apps rebuilt from their schemas {rebuild:.1f} ms", "ratio": f"{rebuild / p50:.0f}x"},
+        ], command="python bench/bench_toolgen.py")
     return report
 
 

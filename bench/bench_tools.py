@@ -148,6 +148,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"tool calls/s: {report['calls_per_s_direct']:.0f} direct, {report['calls_per_s_env_step']:.0f} via env.step")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+    if not args.quick:
+        from publish import save_results
+
+        rebuild = report["rebuild_from_seed"]["p50_ms"]
+        save_results("tools", report, [
+            {"what": "ToolWorld reset (p50)", "rollgym": f"{p50:.1f} ms",
+             "peer": f"world rebuilt from scratch {rebuild:.0f} ms", "ratio": f"{rebuild / p50:.0f}x"},
+        ], command="python bench/bench_tools.py")
     return report
 
 

@@ -275,6 +275,14 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(figures, fh, indent=2)
+    if args.browsergym_python:  # the README row needs the peer measured in the same run
+        from publish import save_results
+
+        peer_s = figures["browsergym_defaults_step_s"]
+        save_results("web", figures, [
+            {"what": "Web step: click + observation (median)", "rollgym": f"{figures['step_median_ms']:.0f} ms",
+             "peer": f"BrowserGym {peer_s:.1f} s", "ratio": f"{peer_s * 1000 / figures['step_median_ms']:.1f}x"},
+        ], command="python bench/bench_web.py --browsergym-python PATH")
 
 
 if __name__ == "__main__":

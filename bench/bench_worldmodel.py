@@ -104,6 +104,19 @@ def main() -> None:
               f"(rollgym is {peer / ours:.1f}x faster while computing twice as many metrics)")
     print(f"WorldModel-v0 step (simulate 4 frames x 3 views + score): {env_step * 1e3:7.1f} ms CPU")
     print("(CPU time is reported because the wall clock on a shared machine measures the other tenants)")
+    if (args.steps, args.size) == (parser.get_default("steps"), parser.get_default("size")):
+        from publish import save_results
+
+        rows = [{"what": f"World-model simulator, three {args.size}x{args.size} views", "rollgym":
+                 f"{sps:.0f} steps/s ({sps_cpu:.0f} per CPU s)", "peer": "target 150", "ratio": ""}]
+        if peer is not None:
+            rows.append({"what": "World-model reward per clip (3 views x 4 frames, full + masked)",
+                         "rollgym": f"{ours * 1e3:.0f} ms",
+                         "peer": f"scikit-image {peer * 1e3:.0f} ms (half the metrics)",
+                         "ratio": f"{peer / ours:.1f}x"})
+        save_results("worldmodel", {"steps_per_s": sps, "steps_per_cpu_s": sps_cpu, "reward_s": ours,
+                                    "peer_reward_s": peer, "env_step_s": env_step}, rows,
+                     command="python bench/bench_worldmodel.py")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,19 @@ sampled, so a trainer sees the very ids the policy produced (``loss_mask`` 1)
 and the env's ids between them (mask 0, logprob 0.0).
 
 That is only sound when the template renders earlier turns unchanged (it is
-*prefix-preserving*). Templates that rewrite history, such as ones that strip
-earlier ``<think>`` blocks, are detected turn by turn; the agent then re-renders
-the whole history for the next turn and marks the episode ``per_turn_rows``:
-each turn becomes its own training row (its full prompt, its sampled tokens).
+*prefix-preserving*). Each turn the agent renders the whole conversation once and
+checks that it starts with the text of the context so far plus the reply; the
+new text after it becomes the turn's env tokens. Templates that rewrite history,
+such as ones that strip earlier ``<think>`` blocks, fail that check; the agent
+then re-renders the whole history for the next turn and marks the episode
+``per_turn_rows``: each turn becomes its own training row (its full prompt, its
+sampled tokens).
+
+Rendering and tokenizing cost little per episode: agents spawned from one agent
+share the first prompts they rendered (the G rollouts of a group render theirs
+once) and a :class:`~rollgym.agents.backends.encoding.PromptEncoder`, which
+tokenizes each piece of text between special tokens once (the system prompt and
+tool list once per run), with exactly the ids a whole-text tokenization gives.
 
 Without a tokenizer (a chat API) the agent sends messages and records text and
 whatever token ids the server returns; such episodes are marked
@@ -21,12 +30,18 @@ whatever token ids the server returns; such episodes are marked
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from rollgym.agents.backends.base import Backend, Generation, SamplingParams
+from rollgym.agents.backends.encoding import PromptEncoder
 from rollgym.agents.backends.hf import render_chat_text
+
+#: Most distinct first prompts remembered by a family of spawned agents before the memory is emptied.
+MAX_CACHED_PROMPTS = 4096
 
 
 @dataclass
@@ -63,6 +78,39 @@ class TokenRecord:
                      "loss_mask": self.loss_mask, "logprobs": self.logprobs}]
         return [{"prompt_ids": t.prompt_ids, "completion_ids": t.output_ids, "loss_mask": [1] * len(t.output_ids),
                  "logprobs": t.output_logprobs} for t in self.turns]
+
+
+class PromptCache:
+    """What agents spawned from one :class:`ChatAgent` share: an encoder and the first prompts rendered so far.
+
+    The first prompt of an episode depends only on its messages and tools, so the G
+    rollouts of a group (and every retry) render and tokenize it once.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.encoder = PromptEncoder(tokenizer)
+        self._first: dict[tuple[tuple[str, str], ...], list[tuple[Any, str, list[int]]]] = {}
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+        """The conversation rendered with the chat template, ending with the generation prompt."""
+        return render_chat_text(self.tokenizer, messages, tools)
+
+    def first_prompt(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+                     ) -> tuple[str, list[int]]:
+        """The text and ids of an episode's first prompt (do not modify the returned list)."""
+        key = tuple((str(m["role"]), str(m["content"])) for m in messages)
+        entries = self._first.get(key)
+        for cached_tools, text, ids in entries or ():
+            if cached_tools == tools:
+                return text, ids
+        text = self.render(messages, tools)
+        ids = self.encoder.encode(text)
+        if len(self._first) >= MAX_CACHED_PROMPTS:
+            self._first.clear()
+        # a copy of the tools, so that an env that edits its tool list in place cannot make a stale hit
+        self._first.setdefault(key, []).append((copy.deepcopy(tools), text, ids))
+        return text, ids
 
 
 def template_preserves_prefix(tokenizer: Any) -> bool:
@@ -105,12 +153,26 @@ class ChatAgent:
         self.tokenizer: Any = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
         self.system_prompt = system_prompt
         self.observation_role = observation_role
+        self._prompt_cache: PromptCache | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.reset()
 
     def spawn(self) -> ChatAgent:
-        """A fresh agent on the same backend, for another episode running at the same time."""
-        return ChatAgent(self.backend, self.sampling, tokenizer=self.tokenizer, system_prompt=self.system_prompt,
-                         observation_role=self.observation_role)
+        """A fresh agent on the same backend, for another episode running at the same time.
+
+        It shares this agent's prompt cache (rendered first prompts, tokenized pieces).
+        """
+        agent = ChatAgent(self.backend, self.sampling, tokenizer=self.tokenizer, system_prompt=self.system_prompt,
+                          observation_role=self.observation_role)
+        agent._prompt_cache = self.prompts if self.tokenizer is not None else None
+        return agent
+
+    @property
+    def prompts(self) -> PromptCache:
+        """The prompt cache this agent (and every agent spawned from it) uses; needs a tokenizer."""
+        if self._prompt_cache is None or self._prompt_cache.tokenizer is not self.tokenizer:
+            self._prompt_cache = PromptCache(self.tokenizer)
+        return self._prompt_cache
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the episode; ``seed`` seeds this episode's sampling."""
@@ -118,14 +180,19 @@ class ChatAgent:
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] | None = None
         self.context_ids: list[int] = []
+        self._context_text = ""
         self.turns: list[TurnRecord] = []
         self.per_turn_rows = False
         self.last_generation: Generation | None = None
 
     # -- acting ---------------------------------------------------------------
     def act(self, observation: str, info: dict[str, Any]) -> str:
-        """Synchronous :meth:`aact`, for loops that are not async."""
-        return asyncio.run(self.aact(observation, info))
+        """Synchronous :meth:`aact`, for loops that are not async (on an event loop the agent keeps)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():  # one loop per agent: asyncio.run would build one per turn
+            loop = self._loop = asyncio.new_event_loop()
+            weakref.finalize(self, loop.close)  # closed with the agent, or at exit
+        return loop.run_until_complete(self.aact(observation, info))
 
     async def aact(self, observation: str, info: dict[str, Any]) -> str:
         """Add the observation to the conversation, sample one reply, and return its text."""
@@ -136,7 +203,7 @@ class ChatAgent:
             self.tools = info.get("tools") or None
             self.messages.append({"role": "user", "content": observation})
             if self.tokenizer is not None:
-                self.context_ids = self._render_ids(self.messages)
+                self._context_text, self.context_ids = self.prompts.first_prompt(self.messages, self.tools)
         else:
             self.messages.append({"role": self.observation_role, "content": observation})
             if self.tokenizer is not None:
@@ -171,37 +238,28 @@ class ChatAgent:
             self.turns[-1].reward = float(reward)
 
     # -- token bookkeeping ------------------------------------------------------
-    def _render_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        assert self.tokenizer is not None
-        text = render_chat_text(self.tokenizer, messages, self.tools)
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
     def _append_observation(self) -> None:
+        """Extend the context with the env's tokens after the last reply (one render of the conversation)."""
         assert self.tokenizer is not None
+        prompts = self.prompts
         last = self.turns[-1]
-        history, new = self.messages[:-1], self.messages
-        before_reply = render_chat_text(self.tokenizer, history[:-1], self.tools)
-        with_reply = render_chat_text(self.tokenizer, history, self.tools, add_generation_prompt=False)
-        with_obs = render_chat_text(self.tokenizer, new, self.tools)
-        reply = history[-1]["content"]
-        preserved = (
-            not self.per_turn_rows
-            and with_obs.startswith(with_reply)
-            and with_reply.startswith(before_reply + reply)
-        )
-        if not preserved:
+        reply = self.messages[-2]["content"]
+        rendered = prompts.render(self.messages, self.tools)
+        head = self._context_text + reply
+        if self.per_turn_rows or not rendered.startswith(head):
+            # The template rewrote history (or did on an earlier turn): the next turn is its own row.
             self.per_turn_rows = True
-            self.context_ids = self._render_ids(new)
+            self._context_text, self.context_ids = rendered, prompts.encoder.encode(rendered)
             return
-        # The template closes the reply with a tail (e.g. "<|im_end|>\n"); the model may have sampled part of it.
-        tail = with_reply[len(before_reply) + len(reply):]
+        # After the reply the template closes it (e.g. "<|im_end|>\n"); the model may have sampled part of that.
+        delta = rendered[len(head):]
         sampled = self.tokenizer.decode(last.output_ids, skip_special_tokens=False)
         sampled_tail = sampled[len(reply):] if sampled.startswith(reply) else ""
-        rest = tail[len(sampled_tail):] if sampled_tail and tail.startswith(sampled_tail) else tail
-        suffix = rest + with_obs[len(with_reply):]
-        obs_ids = list(self.tokenizer(suffix, add_special_tokens=False)["input_ids"])
+        suffix = delta[len(sampled_tail):] if sampled_tail and delta.startswith(sampled_tail) else delta
+        obs_ids = prompts.encoder.encode(suffix)
         last.obs_ids = obs_ids
         self.context_ids = self.context_ids + obs_ids
+        self._context_text = rendered
 
     def token_record(self) -> TokenRecord:
         """The episode's tokens: prompt, completion (model and env tokens), loss mask and logprobs."""

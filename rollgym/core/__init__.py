@@ -4,6 +4,7 @@
 """
 
 from rollgym.core.agent import Agent
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import SingleTurnEnv, StepResult, TaskSource, TextEnv
 from rollgym.core.errors import (
     ConfigError,
@@ -30,7 +31,9 @@ __all__ = [
     "Agent",
     "ConfigError",
     "DataNotFoundError",
+    "Difficulty",
     "EnvInfo",
+    "Level",
     "MissingDependencyError",
     "ParsedToolCalls",
     "RollgymError",

@@ -12,6 +12,12 @@ itself: it implements ``_make_source(env_id)``. The base class calls it in
 ``__init__`` (so that a bad configuration fails at construction, with the
 class's default id) and again, once, when the env's id has changed since (after
 ``gym.make`` set the spec). Nothing sets attributes on a source after it is built.
+
+Envs with graded difficulty declare it in the ``difficulty`` property (a
+:class:`~rollgym.core.difficulty.Difficulty`) and build a level's source in
+``_level_source(env_id, level)``; ``reset(options={"difficulty": k})`` then draws
+from level ``k`` (see :mod:`rollgym.core.difficulty`). The default draw never
+touches them.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import gymnasium as gym
 
+from rollgym.core.difficulty import DIFFICULTY_OPTION, Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import SPLITS, check_split
 from rollgym.core.spaces import TextSpace
@@ -29,7 +36,7 @@ from rollgym.core.task import Score, Task
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
-_RESET_OPTIONS = frozenset({"task", "task_index", "split"})
+_RESET_OPTIONS = frozenset({"task", "task_index", "split", DIFFICULTY_OPTION})
 
 
 @runtime_checkable
@@ -55,14 +62,17 @@ class TextEnv(gym.Env[str, str], ABC):
     """A Gymnasium env whose observations and actions are strings.
 
     Reset options: ``{"task_index": i, "split": "test"}`` picks task ``i`` of a split;
-    ``{"task": Task(...)}`` plays a given task. Without them the task index is drawn
-    from the env's own RNG over its split, so ``reset(seed=s)`` gives the same task
-    every time and later seedless resets continue that stream.
+    ``{"task": Task(...)}`` plays a given task; ``{"difficulty": k}`` (a level index or
+    name of :attr:`difficulty`) draws from that level instead of the env's default
+    distribution. Without a task index the index is drawn from the env's own RNG over
+    its split, so ``reset(seed=s)`` gives the same task every time and later seedless
+    resets continue that stream.
 
     Every ``info`` carries ``task_id``, ``env_id``, ``spec_hash``, ``split``,
     ``task_index`` (``None`` for a given task), ``system_prompt`` and ``task_meta``
     (the task's public parameters; never the answer); envs with
-    tools add ``tools`` (OpenAI function schemas).
+    tools add ``tools`` (OpenAI function schemas); an episode drawn at a level adds
+    ``difficulty`` (the level's index).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012
@@ -92,6 +102,8 @@ class TextEnv(gym.Env[str, str], ABC):
         self.action_space = TextSpace(max_action_length)
         self.task: Task | None = None
         self.task_index: int | None = None
+        self._level_sources: dict[tuple[str, int], TaskSource] = {}
+        self._episode_difficulty: int | None = None
         self._done = True
         self._transcript: list[tuple[str, str]] = []
 
@@ -126,6 +138,37 @@ class TextEnv(gym.Env[str, str], ABC):
         raise NotImplementedError(
             f"{type(self).__name__} passes no source to TextEnv.__init__ and does not implement _make_source(env_id)."
         )
+
+    # -- difficulty ---------------------------------------------------------
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """This env's difficulty levels, easiest first; ``None`` when its difficulty is fixed."""
+        return None
+
+    def _level_source(self, env_id: str, level: Level) -> TaskSource:
+        """Build the task source of one difficulty level, whose tasks carry ``env_id``.
+
+        Envs that declare :attr:`difficulty` implement it, usually as their default source
+        built with the level's knobs in place of their own. A level's tasks must carry
+        everything their episode needs in ``meta`` (so that ``options={"task": task}``
+        replays them), and their ids must differ wherever their content does.
+        """
+        raise NotImplementedError(f"{type(self).__name__} declares difficulty levels but no _level_source().")
+
+    def level_source(self, level: int | str) -> TaskSource:
+        """The task source of difficulty level ``level`` (an index or a name), built once per env id.
+
+        Raises:
+            ConfigError: when the env has a fixed difficulty or ``level`` is not one of its levels.
+        """
+        ladder = self.difficulty
+        if ladder is None:
+            raise ConfigError(f"{self.env_id} has one fixed difficulty; it takes no 'difficulty' option.")
+        index = ladder.index(level)
+        key = (self.env_id, index)
+        if key not in self._level_sources:
+            self._level_sources[key] = self._level_source(self.env_id, ladder.levels[index])
+        return self._level_sources[key]
 
     # -- identity -----------------------------------------------------------
     @property
@@ -189,8 +232,16 @@ class TextEnv(gym.Env[str, str], ABC):
         unknown = set(options) - _RESET_OPTIONS
         if unknown:
             raise ConfigError(
-                f"Unknown reset option(s) {sorted(unknown)}; use 'task_index', 'split' or 'task'."
+                f"Unknown reset option(s) {sorted(unknown)}; use 'task_index', 'split', 'difficulty' or 'task'."
             )
+        self._episode_difficulty = None
+        source = self.source
+        if DIFFICULTY_OPTION in options:
+            if "task" in options:
+                raise ConfigError("options['task'] plays a given task; do not combine it with 'difficulty'.")
+            source = self.level_source(options[DIFFICULTY_OPTION])
+            assert self.difficulty is not None
+            self._episode_difficulty = self.difficulty.index(options[DIFFICULTY_OPTION])
         if "task" in options:
             task = options["task"]
             if isinstance(task, dict):
@@ -200,8 +251,8 @@ class TextEnv(gym.Env[str, str], ABC):
             self._episode_split: str | None = None  # a given task: its split is not known here
             return task, None
         split = options.get("split", self.split)
-        size = self.source.size(split)
-        if split not in SPLITS and split not in getattr(self.source, "extra_splits", ()) and not size:
+        size = source.size(split)
+        if split not in SPLITS and split not in getattr(source, "extra_splits", ()) and not size:
             raise ConfigError(f"Unknown or empty split {split!r}; use one of {', '.join(SPLITS)}.")
         if "task_index" in options:
             index = options["task_index"]
@@ -211,7 +262,7 @@ class TextEnv(gym.Env[str, str], ABC):
         else:
             index = int(self.np_random.integers(0, size if size else 2**31))
         self._episode_split = split
-        return self.source.task(index, split), index
+        return source.task(index, split), index
 
     def _common_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -226,6 +277,8 @@ class TextEnv(gym.Env[str, str], ABC):
         }
         if self.tools:
             info["tools"] = self.tools
+        if self._episode_difficulty is not None:
+            info[DIFFICULTY_OPTION] = self._episode_difficulty
         return info
 
 

@@ -7,12 +7,14 @@ episodes; :func:`load_results` reads a results file back.
 from rollgym.rollout.collector import agent_seed, collect, episode_seed
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode, run_episode
 from rollgym.rollout.partial import PartialRollouts
+from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, Results, ResultsWriter, load_results
 from rollgym.rollout.stream import collect_async, stream
 from rollgym.rollout.types import RolloutGroup, Trajectory, Turn, to_jsonable
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
+    "EnvPool",
     "EpisodeLimits",
     "EpisodeRecord",
     "PartialRollouts",

@@ -26,17 +26,22 @@ import importlib
 import queue
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, run_episode
-from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups
+from rollgym.core.task import Task
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, run_episode
+from rollgym.rollout.pool import EnvPool
+from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, loads_line, task_dict
 from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
+
+if TYPE_CHECKING:
+    from rollgym.rollout.curriculum import TaskChooser
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -109,6 +114,8 @@ def collect(
     max_steps: int = DEFAULT_MAX_STEPS,
     progress: ProgressCallback | None = None,
     workers: int = 1,
+    env_pool: EnvPool | None = None,
+    task_chooser: TaskChooser | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
@@ -130,6 +137,12 @@ def collect(
         workers: Episodes played at once, each worker thread with its own env and its own
             agent (``agent.spawn()`` when the agent has it, else a deep copy). Worth it when
             the agent waits on I/O (an HTTP model server). Results do not depend on it.
+        env_pool: Take envs from this :class:`~rollgym.rollout.pool.EnvPool` and give them back
+            at the end, instead of building and closing them (for loops that collect every step).
+        task_chooser: Chooses each group's reset options (a
+            :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level), sees the
+            finished groups, and closes its step when the call ends. Not with ``out``: its choices
+            depend on the run so far, so a results file could not be resumed.
         on_episode: Called with every finished :class:`Trajectory` (first those found in
             ``out``), e.g. for a running accuracy.
 
@@ -150,7 +163,9 @@ def collect(
     _validate(n_tasks, group_size, seed, max_steps)
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps)
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps,
+                           env_pool=env_pool, task_chooser=task_chooser)
+    plan.choose_all()
     env, writer, records = plan.env, plan.writer, plan.records
     jobs = plan.jobs()
     total = n_tasks * group_size
@@ -162,10 +177,12 @@ def collect(
         progress(done, total)
     new_env, job_args = plan.new_env, plan.job_args
 
-    pool = [_Worker(env, agent, new_env)]
+    limits = EpisodeLimits(max_steps=max_steps)
+    pool = [_Worker(env, agent, new_env, limits)]
     try:
         if workers > 1 and len(jobs) > 1:
-            pool += [_Worker(new_env(), _agent_copy(agent), new_env) for _ in range(min(workers, len(jobs)) - 1)]
+            pool += [_Worker(new_env(), _agent_copy(agent), new_env, limits)
+                     for _ in range(min(workers, len(jobs)) - 1)]
         for i, record in _play(jobs, pool, job_args):
             plan.record(i, record)
             done += 1
@@ -175,10 +192,12 @@ def collect(
                 progress(done, total)
     finally:
         for worker in pool:
-            worker.env.close()
+            plan.release(worker.env)
         if writer is not None:
             writer.close()
-    return assemble_groups(list(records.values()), group_size, n_tasks)
+    groups = assemble_groups(list(records.values()), group_size, n_tasks)
+    plan.end_step(groups)
+    return groups
 
 
 @dataclass
@@ -200,20 +219,33 @@ class RunPlan:
     prefix: str
     writer: ResultsWriter | None
     records: dict[tuple[int, int], EpisodeRecord]
+    env_pool: EnvPool | None = None
+    _last_seed: tuple[int, int] = (-1, 0)
+    _tasks: dict[str, tuple[Task, Task]] = field(default_factory=dict)
+    chooser: TaskChooser | None = None
+    options: dict[int, dict[str, Any] | None] = field(default_factory=dict)
 
     @classmethod
     def prepare(cls, agent: Agent, env_id: str, n_tasks: int, group_size: int, split: str, seed: int,
-                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int) -> RunPlan:
+                out: str | None, env_kwargs: dict[str, Any] | None, max_steps: int,
+                env_pool: EnvPool | None = None, task_chooser: TaskChooser | None = None) -> RunPlan:
         """Resolve the env, check the agent, open (and resume) the results file."""
         info = resolve_env(env_id)
         kwargs = dict(env_kwargs or {})
         if "split" in kwargs:
             raise ConfigError("Pass the split as collect(split=...), not inside env_kwargs.")
+        if task_chooser is not None and out is not None:
+            raise ConfigError("A task_chooser's choices depend on the run so far, so its run cannot resume from a "
+                              "results file; pass out=None (a Curriculum logs its own schedule).")
         check = getattr(agent, "check_env", None)
         if callable(check):
             check(info.id)
-        env = make(info.id, split=split, **kwargs)
-        _preflight(env, episode_seed(seed, 0))
+        key = EnvPool.key(info.id, split, kwargs)
+        if env_pool is not None and env_pool.has(key):  # checked by the run that built it
+            env = env_pool.take(key, lambda: make(info.id, split=split, **kwargs))
+        else:
+            env = make(info.id, split=split, **kwargs)
+            _preflight(env, episode_seed(seed, 0))
 
         from rollgym import __version__
 
@@ -240,11 +272,24 @@ class RunPlan:
         except BaseException:
             env.close()
             raise
-        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records)
+        return cls(info, env, split, seed, n_tasks, group_size, max_steps, kwargs, prefix, writer, records,
+                   env_pool=env_pool, chooser=task_chooser)
+
+    def _make(self) -> Any:
+        return make(self.info.id, split=self.split, **self.env_kwargs)
 
     def new_env(self) -> Any:
-        """Another instance of the run's env."""
-        return make(self.info.id, split=self.split, **self.env_kwargs)
+        """Another instance of the run's env (an idle one from the env pool, when the run has one)."""
+        if self.env_pool is None:
+            return self._make()
+        return self.env_pool.take(EnvPool.key(self.info.id, self.split, self.env_kwargs), self._make)
+
+    def release(self, env: Any) -> None:
+        """An env the run is done with: back to the env pool, else closed."""
+        if self.env_pool is None:
+            env.close()
+        else:
+            self.env_pool.give(EnvPool.key(self.info.id, self.split, self.env_kwargs), env)
 
     def jobs(self) -> list[tuple[int, int]]:
         """``(task_index, sample_idx)`` of every episode not yet in the results file."""
@@ -253,8 +298,11 @@ class RunPlan:
     def job_args(self, i: int, j: int) -> dict[str, Any]:
         """The seeds and ids of episode ``j`` of task ``i``."""
         group_id = f"{self.prefix}-{i:05d}"
+        if self._last_seed[0] != i:  # a group's episodes share the env seed; jobs come group by group
+            self._last_seed = (i, episode_seed(self.seed, i))
         return {
-            "seed": episode_seed(self.seed, i),
+            "options": self.group_options(i),
+            "seed": self._last_seed[1],
             "agent_seed": agent_seed(self.seed, i, j),
             "traj_id": f"{group_id}-{j}",
             "group_id": group_id,
@@ -263,24 +311,84 @@ class RunPlan:
             "max_steps": self.max_steps,
         }
 
+    def group_options(self, i: int) -> dict[str, Any] | None:
+        """The reset options of group ``i``: the task chooser's, asked once per group; ``None`` without one."""
+        if self.chooser is None:
+            return None
+        if i not in self.options:
+            self.options[i] = self.chooser.reset_options(self.env, self.info.id, i)
+        return self.options[i]
+
+    def choose_all(self) -> None:
+        """Ask the task chooser for every group's options now, before any episode (no thread asks it later)."""
+        try:
+            for i in range(self.n_tasks):
+                self.group_options(i)
+        except BaseException:
+            self.env.close()
+            if self.writer is not None:
+                self.writer.close()
+            raise
+
+    def end_step(self, groups: list[RolloutGroup]) -> None:
+        """Show the task chooser the finished groups and close its step."""
+        if self.chooser is not None:
+            for group in groups:
+                self.chooser.observe(group)
+            self.chooser.end_step()
+
     def record(self, i: int, record: EpisodeRecord) -> None:
-        """Append a finished episode to the results file and keep it (normalised through JSON)."""
+        """Append a finished episode to the results file and keep it."""
         if self.writer is not None:
             self.writer.append(record)
-        # Normalize through JSON so fresh and resumed results compare equal.
-        self.records[(i, record.trajectory.sample_idx)] = EpisodeRecord.from_json(_json_roundtrip(record))
+        self.keep(i, record)
+
+    def record_line(self, i: int, line: bytes) -> None:
+        """Append a finished episode that arrives as a results-file line (from a remote worker) and keep it."""
+        record = EpisodeRecord.from_json(loads_line(line))
+        if self.writer is not None:
+            self.writer.append_line(line)
+        self.keep(i, record)
+
+    def keep(self, i: int, record: EpisodeRecord) -> None:
+        """Keep a finished episode, as a resumed run would read it back from the results file.
+
+        An episode's trajectory holds only JSON values already (``run_episode`` builds it so,
+        and a test checks it), so only the env's task needs normalising (tuples to lists, numpy
+        values to Python numbers) for fresh and resumed results to compare equal.
+        """
+        if record.task is not None:
+            record.task = self._normal_task(record.task)
+        self.records[(i, record.trajectory.sample_idx)] = record
+
+    def _normal_task(self, task: Task) -> Task:
+        """``task`` through JSON; the G episodes of a group share one result (each resets to an equal task)."""
+        cached = self._tasks.get(task.id)
+        if cached is not None:
+            try:
+                if cached[0] == task:
+                    return cached[1]
+            except Exception:  # values without a plain truth value (numpy arrays): normalise afresh
+                pass
+        normal = Task.from_dict(task_dict(task))
+        if len(self._tasks) >= 1024:
+            self._tasks.clear()
+        self._tasks[task.id] = (task, normal)
+        return normal
 
 
 class _Worker:
     """One env and one agent that play episodes one at a time."""
 
-    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any]) -> None:
+    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any], limits: EpisodeLimits) -> None:
         self.env = env
         self.agent = agent
         self.new_env = new_env
+        self.limits = limits
 
     def play(self, task_index: int, args: dict[str, Any]) -> tuple[int, EpisodeRecord]:
-        trajectory, task = run_episode(self.env, self.agent, **args)
+        args.pop("max_steps")
+        trajectory, task = run_episode(self.env, self.agent, limits=self.limits, **args)
         if trajectory.status == "failed" and trajectory.info.get("failure", {}).get("stage") in {"reset", "step"}:
             self.env.close()  # a crashed env may be in any state; start a fresh one
             self.env = self.new_env()
@@ -331,8 +439,3 @@ def _preflight(env: Any, seed: int) -> None:
     except Exception:  # a genuine env bug: the rollouts record it as failures
         pass
 
-
-def _json_roundtrip(record: EpisodeRecord) -> dict[str, Any]:
-    import json
-
-    return json.loads(record.to_line())  # type: ignore[no-any-return]

@@ -6,7 +6,10 @@ move between a laptop and a cluster. Each :class:`EnvWorker` actor keeps a pool
 of envs and plays up to ``episodes_per_worker`` episodes concurrently on its
 own event loop; LLM agents inside it talk to inference servers over HTTP (an
 ``OpenAIBackend`` pointed at vLLM or ``rollgym serve-model``), so generation is
-batched by the servers, not the workers.
+batched by the servers, not the workers. Episodes travel in chunks (half a worker's
+share each, two chunks per worker in flight), so Ray's cost per remote call, about a
+millisecond, is paid per chunk rather than per episode; envs and agents are reused
+across the episodes of a worker.
 
 The driver writes every finished episode to the results file as soon as it
 arrives. When a worker dies, the episodes it was playing are given to a
@@ -19,7 +22,7 @@ Agents are built inside the workers by ``agent_factory``, a picklable callable
 
 from __future__ import annotations
 
-import json
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +30,7 @@ from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
-from rollgym.rollout.store import EpisodeRecord, assemble_groups
+from rollgym.rollout.store import assemble_groups
 from rollgym.rollout.types import RolloutGroup
 
 ProgressCallback = Callable[[int, int], None]
@@ -42,7 +45,7 @@ def _import_ray() -> Any:
 
 
 class EnvWorker:
-    """A Ray actor body: a pool of envs and an agent factory, playing episodes on request."""
+    """A Ray actor body: a pool of envs and of agents (built by ``agent_factory``), playing episodes on request."""
 
     def __init__(self, env_id: str, split: str, env_kwargs: dict[str, Any], agent_factory: Callable[[], Agent],
                  limits: EpisodeLimits) -> None:
@@ -52,17 +55,27 @@ class EnvWorker:
         self.agent_factory = agent_factory
         self.limits = limits
         self.envs: list[Any] = []
+        self.agents: list[Any] = []
 
-    async def play(self, task_index: int, args: dict[str, Any]) -> str:
-        """Play one episode and return its results-file line (JSON)."""
+    async def play(self, task_index: int, args: dict[str, Any]) -> bytes:
+        """Play one episode and return its results-file line."""
+        from rollgym.rollout.store import EpisodeRecord
+
         env = self.envs.pop() if self.envs else self.make()
-        agent = self.agent_factory()
-        trajectory, task = await arun_episode(env, agent, limits=self.limits, **args)
-        if trajectory.status == "failed" and trajectory.info.get("failure", {}).get("stage") in {"reset", "step"}:
-            env.close()
-            env = self.make()
-        self.envs.append(env)
-        return EpisodeRecord(task_index, task, trajectory).to_line().decode("utf-8")
+        agent = self.agents.pop() if self.agents else self.agent_factory()
+        try:
+            trajectory, task = await arun_episode(env, agent, limits=self.limits, **args)
+            if trajectory.status == "failed" and trajectory.info.get("failure", {}).get("stage") in {"reset", "step"}:
+                env.close()  # a crashed env may be in any state: start a fresh one
+                env = self.make()
+        finally:
+            self.envs.append(env)
+            self.agents.append(agent)
+        return EpisodeRecord(task_index, task, trajectory).to_line()
+
+    async def play_many(self, jobs: list[tuple[int, dict[str, Any]]]) -> list[bytes]:
+        """Play a chunk of episodes at once; return their results-file lines in order."""
+        return list(await asyncio.gather(*(self.play(i, args) for i, args in jobs)))
 
     def pid(self) -> int:
         """The worker's process id (tests kill it)."""
@@ -111,7 +124,7 @@ def collect_ray(
     plan.env.close()
     if not ray.is_initialized():
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    actor_class = ray.remote(max_concurrency=episodes_per_worker, num_cpus=0)(EnvWorker)
+    actor_class = ray.remote(max_concurrency=2, num_cpus=0)(EnvWorker)
 
     def new_worker() -> Any:
         return actor_class.remote(plan.info.id, split, plan.env_kwargs, agent_factory, limits)
@@ -123,42 +136,48 @@ def collect_ray(
     if progress is not None:
         progress(done, total)
     queue = list(jobs)
-    in_flight: dict[Any, tuple[int, int, int]] = {}
+    chunk = max(1, -(-episodes_per_worker // 2))  # two chunks per worker keep it busy while one drains
+    in_flight: dict[Any, tuple[list[tuple[int, int]], int, Any]] = {}
+    load = [0] * num_workers
     restarts = 0
-    capacity = num_workers * episodes_per_worker
 
-    def submit(i: int, j: int, slot: int) -> None:
-        args = plan.job_args(i, j)
-        args.pop("max_steps")
-        ref = workers[slot].play.remote(i, args)
-        in_flight[ref] = (i, j, slot)
+    def submit(batch: list[tuple[int, int]], slot: int) -> None:
+        calls = []
+        for i, j in batch:
+            args = plan.job_args(i, j)
+            args.pop("max_steps")
+            calls.append((i, args))
+        in_flight[workers[slot].play_many.remote(calls)] = (batch, slot, workers[slot])
+        load[slot] += 1
 
     try:
-        next_slot = 0
         while queue or in_flight:
-            while queue and len(in_flight) < capacity:
-                i, j = queue.pop(0)
-                submit(i, j, next_slot % len(workers))
-                next_slot += 1
+            while queue and len(in_flight) < 2 * num_workers:
+                slot = load.index(min(load))
+                batch, queue = queue[:chunk], queue[chunk:]
+                submit(batch, slot)
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             ref = ready[0]
-            i, j, slot = in_flight.pop(ref)
+            batch, slot, actor = in_flight.pop(ref)
+            load[slot] -= 1
             try:
-                line = ray.get(ref)
+                lines = ray.get(ref)
             except ray.exceptions.RayActorError:
-                # the worker died: replace it and give its episode (and every other it held) to the new one
-                restarts += 1
-                if restarts > max_worker_restarts:
-                    raise
-                workers[slot] = new_worker()
-                queue.insert(0, (i, j))
+                # the worker died: replace it (once) and give its episodes to the workers left
+                if workers[slot] is actor:
+                    restarts += 1
+                    if restarts > max_worker_restarts:
+                        raise
+                    workers[slot] = new_worker()
+                queue = batch + queue
                 continue
-            plan.record(i, EpisodeRecord.from_json(json.loads(line)))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-            if on_result is not None:
-                on_result(done, workers)
+            for (i, _), line in zip(batch, lines):
+                plan.record_line(i, line)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+                if on_result is not None:
+                    on_result(done, workers)
     finally:
         for worker in workers:
             ray.kill(worker)

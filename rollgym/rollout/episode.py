@@ -18,6 +18,7 @@ at stage ``step``.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
@@ -92,11 +93,23 @@ class EpisodeTimeout(TimeoutError):
 
 
 def _as_turn(value: Any) -> Turn:
-    if isinstance(value, Turn):
-        return value
+    """A :class:`Turn` of plain ints, floats and strings from a ``Turn``, a dict or an object with its fields."""
     if isinstance(value, Mapping):
-        return Turn.from_dict(dict(value))
-    return Turn.from_dict({name: getattr(value, name, None) for name in Turn.__dataclass_fields__})
+        get: Callable[[str], Any] = value.get
+    else:
+        def get(name: str) -> Any:
+            return getattr(value, name, None)
+    reward, version, finish = get("reward"), get("policy_version"), get("finish_reason")
+    return Turn(
+        prompt_ids=list(map(int, get("prompt_ids") or ())),
+        output_ids=list(map(int, get("output_ids") or ())),
+        output_logprobs=list(map(float, get("output_logprobs") or ())),
+        obs_ids=list(map(int, get("obs_ids") or ())),
+        reward=None if reward is None else float(reward),
+        policy_version=None if version is None else int(version),
+        finish_reason=None if finish is None else str(finish),
+        output_versions=list(map(int, get("output_versions") or ())),
+    )
 
 
 def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -111,10 +124,10 @@ def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, An
             if turn.reward is None:
                 turn.reward = reward
         fields: dict[str, Any] = {
-            "prompt_ids": [int(i) for i in record.prompt_ids],
-            "completion_ids": [int(i) for i in record.completion_ids],
-            "loss_mask": [int(m) for m in record.loss_mask],
-            "logprobs": [float(lp) for lp in record.logprobs],
+            "prompt_ids": list(map(int, record.prompt_ids)),
+            "completion_ids": list(map(int, record.completion_ids)),
+            "loss_mask": list(map(int, record.loss_mask)),
+            "logprobs": list(map(float, record.logprobs)),
             "turns": turns,
         }
         if not len(fields["completion_ids"]) == len(fields["loss_mask"]) == len(fields["logprobs"]):
@@ -186,6 +199,8 @@ class _Episode:
     def stepped(self, result: Any) -> None:
         observation, raw_reward, terminated, truncated, info = result
         reward = float(raw_reward)  # an env bug (a None or str reward) fails the rollout, not the run
+        if not math.isfinite(reward):
+            raise ValueError(f"env.step returned a non-finite reward {reward!r}")
         if not isinstance(info, dict):
             raise TypeError(f"env.step returned info of type {type(info).__name__}, not dict")
         self.observation, self.info = str(observation), info
@@ -252,6 +267,11 @@ class _Episode:
         )
 
 
+def _reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{"options": ...}`` for ``env.reset`` when there are options (envs without options never see the key)."""
+    return {"options": dict(options)} if options else {}
+
+
 def run_episode(
     env: Any,
     agent: Agent,
@@ -265,8 +285,11 @@ def run_episode(
     max_steps: int = DEFAULT_MAX_STEPS,
     source: str = "policy",
     limits: EpisodeLimits | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
+
+    ``options`` go to ``env.reset`` (e.g. ``{"difficulty": 2}``, as a curriculum chooses them).
 
     Never raises for an exception in the agent or the env: the trajectory then has
     status ``"failed"``, ``reward=None`` and ``info["failure"]`` with the stage
@@ -285,7 +308,7 @@ def run_episode(
     ep = _Episode(agent, limits)
     started = time.perf_counter()
     try:
-        ep.begin(env, *env.reset(seed=seed))
+        ep.begin(env, *env.reset(seed=seed, **_reset_kwargs(options)))
     except Exception as exc:
         ep.fail("reset", exc)
     ep.env_s += time.perf_counter() - started
@@ -348,6 +371,7 @@ async def arun_episode(
     source: str = "policy",
     limits: EpisodeLimits | None = None,
     pause: Callable[[], Awaitable[None]] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
@@ -361,16 +385,21 @@ async def arun_episode(
     """
     limits = limits or EpisodeLimits()
     ep = _Episode(agent, limits)
+    timeout = limits.step_timeout_s
+    remote = getattr(env, "unwrapped", env)
+    areset, astep = getattr(remote, "areset", None), getattr(remote, "astep", None)
 
     async def play() -> None:
+        # Without a step timeout, sync calls run inline (no coroutine or thread around each one).
         started = time.perf_counter()
         try:
-            remote = getattr(env, "unwrapped", env)  # remote envs (rollgym.remote) are awaited, not blocked on
-            areset = getattr(remote, "areset", None)
-            if callable(areset):
-                reset = await _await(areset(seed=seed), limits.step_timeout_s)
+            extra = _reset_kwargs(options)
+            if callable(areset):  # remote envs (rollgym.remote) are awaited, not blocked on
+                reset = await _await(areset(seed=seed, **extra), timeout)
+            elif timeout is None:
+                reset = env.reset(seed=seed, **extra)
             else:
-                reset = await _call(lambda: env.reset(seed=seed), timeout=limits.step_timeout_s)
+                reset = await _call(lambda: env.reset(seed=seed, **extra), timeout=timeout)
             ep.begin(env, *reset)
         except Exception as exc:
             ep.fail("reset", exc)
@@ -381,15 +410,20 @@ async def arun_episode(
             except Exception as exc:
                 ep.fail("agent_reset", exc)
         aact = getattr(agent, "aact", None)
+        if not callable(aact):
+            aact = None
         while not ep.done and not ep.check_caps():
             if pause is not None:
                 await pause()
             started = time.perf_counter()
             try:
-                if callable(aact):
-                    action = await _await(aact(ep.observation, ep.info), limits.step_timeout_s)
+                if aact is not None:
+                    action = await (aact(ep.observation, ep.info) if timeout is None else
+                                    _await(aact(ep.observation, ep.info), timeout))
+                elif timeout is None:
+                    action = agent.act(ep.observation, ep.info)
                 else:
-                    action = await _call(agent.act, ep.observation, ep.info, timeout=limits.step_timeout_s)
+                    action = await _call(agent.act, ep.observation, ep.info, timeout=timeout)
                 ep.acted(action)
             except Exception as exc:
                 ep.fail("act", exc)
@@ -398,11 +432,13 @@ async def arun_episode(
                 ep.agent_s += time.perf_counter() - started
             started = time.perf_counter()
             try:
-                astep = getattr(getattr(env, "unwrapped", env), "astep", None)
+                action = ep.messages[-1]["content"]
                 if callable(astep):
-                    ep.stepped(await _await(astep(ep.messages[-1]["content"]), limits.step_timeout_s))
+                    ep.stepped(await _await(astep(action), timeout))
+                elif timeout is None:
+                    ep.stepped(env.step(action))
                 else:
-                    ep.stepped(await _call(env.step, ep.messages[-1]["content"], timeout=limits.step_timeout_s))
+                    ep.stepped(await _call(env.step, action, timeout=timeout))
             except Exception as exc:
                 ep.fail("step", exc)
                 break
@@ -411,7 +447,7 @@ async def arun_episode(
             ep.give_reward()
 
     try:
-        await _await(play(), limits.episode_timeout_s)
+        await (play() if limits.episode_timeout_s is None else _await(play(), limits.episode_timeout_s))
     except StepTimeout:
         ep.fail("episode", EpisodeTimeout(f"the episode took longer than {limits.episode_timeout_s} s"))
     return ep.trajectory(traj_id=traj_id, group_id=group_id, sample_idx=sample_idx, env_id=env_id, seed=seed,

@@ -53,7 +53,7 @@ import dataclasses
 import math
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
@@ -62,6 +62,9 @@ from rollgym.rollout.episode import EpisodeLimits, arun_episode
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.stream import _spawn, _stale
 from rollgym.rollout.types import RolloutGroup
+
+if TYPE_CHECKING:
+    from rollgym.rollout.curriculum import TaskChooser
 
 T = TypeVar("T")
 
@@ -159,6 +162,9 @@ class PartialRollouts:
             ``agent.backend.policy_version``, else 0.
         max_restarts: Most replays of one rollout for staleness; after that it is kept,
             with status ``aborted``.
+        task_chooser: Chooses each group's reset options when the group is launched (a
+            :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level); it sees the
+            groups each :meth:`step` returns, and the step's end closes its step.
     """
 
     def __init__(
@@ -177,6 +183,7 @@ class PartialRollouts:
         max_staleness: int | None = None,
         policy_version: Callable[[], int] | None = None,
         max_restarts: int = 2,
+        task_chooser: TaskChooser | None = None,
     ) -> None:
         self.limits = limits or EpisodeLimits()
         for name, value in (("group_size", group_size), ("groups_per_step", groups_per_step)):
@@ -214,7 +221,7 @@ class PartialRollouts:
                 lambda: 0)
         self.policy_version = policy_version
         self.plan = RunPlan.prepare(agent, env_id, _MAX_TASKS, group_size, split, seed, None, env_kwargs,
-                                    self.limits.max_steps)
+                                    self.limits.max_steps, task_chooser=task_chooser)
         self._envs: list[Any] = [self.plan.env]
         self._agents: list[Agent] = [template]
         self._groups: dict[int, _GroupState] = {}
@@ -299,9 +306,12 @@ class PartialRollouts:
             raise self._error
         out, self._ready = self._ready[: self.groups_per_step], self._ready[self.groups_per_step :]
         self.steps += 1
-        return [assemble_groups(list(state.records.values()), self.group_size)[0] for _, state in out]
+        groups = [assemble_groups(list(state.records.values()), self.group_size)[0] for _, state in out]
+        self.plan.end_step(groups)
+        return groups
 
     def _launch(self, i: int) -> None:
+        self.plan.group_options(i)  # chosen at launch, under the chooser's state of this step
         self._groups[i] = _GroupState()
         for j in range(self.group_size):
             self._launch_episode(i, j)

@@ -25,15 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.types import RolloutGroup, Trajectory
+
+if TYPE_CHECKING:
+    from rollgym.rollout.curriculum import TaskChooser
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -66,6 +71,8 @@ async def stream(
     policy_version: Callable[[], int] | None = None,
     max_staleness: int | None = None,
     progress: ProgressCallback | None = None,
+    env_pool: EnvPool | None = None,
+    task_chooser: TaskChooser | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
@@ -80,6 +87,11 @@ async def stream(
         retries: How many times a failed, timed-out or stale rollout is played again.
         policy_version, max_staleness: Refuse rollouts from weights too far behind.
         progress: Called as ``progress(done, total)`` in episodes.
+        env_pool: Take envs from this :class:`~rollgym.rollout.pool.EnvPool` and give them back
+            at the end (for loops that collect every step).
+        task_chooser: Chooses each group's reset options before any episode runs (a
+            :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level); it sees
+            each group as it is yielded, and the stream's end closes its step. Not with ``out``.
         on_episode: Called with every finished :class:`Trajectory` (first those found in ``out``).
     """
     limits = limits or EpisodeLimits()
@@ -90,7 +102,9 @@ async def stream(
         raise ConfigError(f"retries must be >= 0, got {retries!r}.")
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps)
+    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps,
+                           env_pool=env_pool, task_chooser=task_chooser)
+    plan.choose_all()
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
@@ -99,81 +113,114 @@ async def stream(
             on_episode(resumed.trajectory)
     if progress is not None:
         progress(done, total)
-    remaining = {i: sum(1 for (ti, _) in jobs if ti == i) for i in range(n_tasks)}
-    envs: asyncio.Queue[Any] = asyncio.Queue()
-    envs.put_nowait(plan.env)
-    created = 1
-    agents: asyncio.Queue[Agent] = asyncio.Queue()
-    agents.put_nowait(_spawn(agent))
-    agents_made = 1
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def take(queue: asyncio.Queue[Any], make: Callable[[], Any], made: int) -> tuple[Any, int]:
-        if queue.empty() and made < concurrency:
-            return make(), made + 1
-        return await queue.get(), made
+    # Jobs start in task order and at most `concurrency` run at once, so groups finish roughly in order
+    # and a yielded group's records are dropped: memory stays flat however many tasks a run has.
+    remaining = Counter(i for i, _ in jobs)
+    envs: list[Any] = [plan.env]
+    players: list[Agent] = []
+    finished: asyncio.Queue[tuple[int, EpisodeRecord] | BaseException] = asyncio.Queue()
 
     async def play(i: int, j: int) -> tuple[int, EpisodeRecord]:
-        nonlocal created, agents_made
-        async with semaphore:
-            env, created = await take(envs, plan.new_env, created)
-            player, agents_made = await take(agents, lambda: _spawn(agent), agents_made)
-            args = plan.job_args(i, j)
-            args.pop("max_steps")
-            attempts = 0
-            try:
-                while True:
-                    attempts += 1
-                    traj, task = await arun_episode(env, player, limits=limits, **args)
-                    reason = None
-                    if policy_version is not None and max_staleness is not None:
-                        reason = _stale(traj, policy_version(), max_staleness)
-                    if reason is not None:
-                        traj.status, traj.reward = "aborted", None
-                        traj.info = {**traj.info, "aborted": reason}
-                    stage = traj.info.get("failure", {}).get("stage")
-                    if traj.status == "failed" and stage in {"reset", "step", "episode"}:
-                        env.close()  # a crashed or timed-out env may be in any state: start a fresh one
-                        env = plan.new_env()
-                    if traj.usable or attempts > retries:
-                        if attempts > 1:
-                            traj.metrics["attempts"] = attempts
-                        return i, EpisodeRecord(i, task, traj)
-            finally:
-                envs.put_nowait(env)
-                agents.put_nowait(player)
+        env = envs.pop() if envs else plan.new_env()
+        player = players.pop() if players else _spawn(agent)
+        args = plan.job_args(i, j)
+        args.pop("max_steps")
+        attempts = 0
+        try:
+            while True:
+                attempts += 1
+                traj, task = await arun_episode(env, player, limits=limits, **args)
+                reason = None
+                if policy_version is not None and max_staleness is not None:
+                    reason = _stale(traj, policy_version(), max_staleness)
+                if reason is not None:
+                    traj.status, traj.reward = "aborted", None
+                    traj.info = {**traj.info, "aborted": reason}
+                stage = traj.info.get("failure", {}).get("stage")
+                if traj.status == "failed" and stage in {"reset", "step", "episode"}:
+                    env.close()  # a crashed or timed-out env may be in any state: start a fresh one
+                    env = plan.new_env()
+                if traj.usable or attempts > retries:
+                    if attempts > 1:
+                        traj.metrics["attempts"] = attempts
+                    return i, EpisodeRecord(i, task, traj)
+        finally:
+            envs.append(env)
+            players.append(player)
 
-    complete_before = [i for i in range(n_tasks) if remaining[i] == 0]
-    pending = {asyncio.ensure_future(play(i, j)) for i, j in jobs}
+    def report(future: asyncio.Future[tuple[int, EpisodeRecord]]) -> None:
+        if not future.cancelled():
+            exc = future.exception()
+            finished.put_nowait(exc if exc is not None else future.result())
+
+    queued = iter(jobs)
+    running: set[asyncio.Future[tuple[int, EpisodeRecord]]] = set()
+    # A synchronous agent on an in-process env, without timeouts, never yields to the loop: its episodes
+    # would run one after another inside their tasks anyway, so they run here directly, without a task
+    # each. A remote env (rollgym.remote: areset/astep) awaits the network, so its episodes overlap.
+    remote = getattr(plan.env, "unwrapped", plan.env)
+    inline = (not callable(getattr(agent, "aact", None)) and limits.step_timeout_s is None
+              and limits.episode_timeout_s is None and not callable(getattr(remote, "astep", None)))
+
+    def launch() -> None:
+        while not inline and len(running) < concurrency:
+            job = next(queued, None)
+            if job is None:
+                return
+            future = asyncio.ensure_future(play(*job))
+            running.add(future)
+            future.add_done_callback(running.discard)
+            future.add_done_callback(report)
+
     try:
-        for i in complete_before:
-            yield _group(plan, i)
-        while pending:
-            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for fut in finished:
-                i, record = fut.result()
-                plan.record(i, record)
-                done += 1
-                if on_episode is not None:
-                    on_episode(record.trajectory)
-                if progress is not None:
-                    progress(done, total)
-                remaining[i] -= 1
-                if remaining[i] == 0:
-                    yield _group(plan, i)
+        for i in range(n_tasks):
+            if remaining[i] == 0:
+                yield _group(plan, i)
+        launch()
+        while True:
+            if inline:
+                job = next(queued, None)
+                if job is None:
+                    break
+                i, record = await play(*job)
+                await asyncio.sleep(0)  # let the loop's other tasks run between episodes
+            else:
+                if not running and finished.empty():
+                    break
+                result = await finished.get()
+                if isinstance(result, BaseException):
+                    raise result
+                i, record = result
+            plan.record(i, record)
+            done += 1
+            if on_episode is not None:
+                on_episode(record.trajectory)
+            if progress is not None:
+                progress(done, total)
+            remaining[i] -= 1
+            launch()
+            if remaining[i] == 0:
+                group = _group(plan, i)
+                if task_chooser is not None:
+                    task_chooser.observe(group)
+                yield group
+        if task_chooser is not None:
+            task_chooser.end_step()
     finally:
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-        while not envs.empty():
-            envs.get_nowait().close()
+        leftover = list(running)
+        for future in leftover:
+            future.cancel()
+        if leftover:
+            await asyncio.gather(*leftover, return_exceptions=True)
+        for env in envs:
+            plan.release(env)
         if plan.writer is not None:
             plan.writer.close()
 
 
 def _group(plan: RunPlan, i: int) -> RolloutGroup:
-    episodes = [r for (ti, _), r in plan.records.items() if ti == i]
+    """Group ``i`` from the plan's records, which it leaves (a streamed run keeps no finished group)."""
+    episodes = [plan.records.pop((i, j)) for j in range(plan.group_size) if (i, j) in plan.records]
     return assemble_groups(episodes, plan.group_size)[0]
 
 

@@ -22,6 +22,10 @@ STATUSES: tuple[str, ...] = ("completed", "truncated", "aborted", "failed")
 UNUSABLE_STATUSES: frozenset[str] = frozenset({"failed", "aborted"})
 
 
+#: Types that :func:`to_jsonable` returns unchanged (floats are checked for NaN and infinity).
+_PLAIN: frozenset[type] = frozenset({str, int, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert ``value`` into plain JSON types: dicts with string keys, lists, str, int, float, bool, None.
 
@@ -34,7 +38,18 @@ def to_jsonable(value: Any) -> Any:
         >>> to_jsonable({"n": np.int64(3), "xs": (1.5, np.float32(2.0)), 4: {5}})
         {'n': 3, 'xs': [1.5, 2.0], '4': [5]}
     """
-    if value is None or isinstance(value, (str, bool)):
+    kind = type(value)  # exact types first: infos are mostly plain dicts, lists, strings and numbers
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {k if type(k) is str else str(k): v if type(v) in _PLAIN else to_jsonable(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _PLAIN else to_jsonable(v) for v in value]
+    if isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
         return int(value)
@@ -62,11 +77,11 @@ def to_jsonable(value: Any) -> Any:
 
 
 def _ints(values: Any) -> list[int]:
-    return [int(v) for v in (values or [])]
+    return list(map(int, values or ()))
 
 
 def _floats(values: Any) -> list[float]:
-    return [float(v) for v in (values or [])]
+    return list(map(float, values or ()))
 
 
 def _optional_float(value: Any) -> float | None:

@@ -126,7 +126,7 @@ class ToyGuessEnv(TextEnv):
             guess = -1
         info = {"low": self.low, "high": self.high}
         if guess == self.task.answer:
-            return "", 1.0, True, False, {**info, "correct": True}
+            return "", 1.0, True, False, {**info, **Score.success(guess).to_info()}
         if guess < self.task.answer:
             self.low = max(self.low, guess + 1)
             hint = "higher"
@@ -134,7 +134,10 @@ class ToyGuessEnv(TextEnv):
             self.high = min(self.high, guess - 1)
             hint = "lower"
         info = {"low": self.low, "high": self.high, "correct": False}
-        return hint, 0.0, False, self.guesses >= self.max_guesses, info
+        truncated = self.guesses >= self.max_guesses
+        if truncated:  # the episode ends here, so it ends with the Score fields like every env
+            info.update(Score.fail("out_of_guesses", guess).to_info())
+        return hint, 0.0, False, truncated, info
 
 
 def guess_oracle(observation: str, info: dict[str, Any]) -> str:

@@ -36,6 +36,29 @@ def test_collect_and_collect_async_over_remote_match_in_process_oracle(server_ur
     assert _signature(sync) == _signature(local)
 
 
+def test_a_synchronous_agent_over_a_remote_env_keeps_several_episodes_in_flight(server_url, monkeypatch):
+    # A sync agent on an in-process env plays episodes one after another; over the network they must overlap.
+    from rollgym.serve.client import RemoteEnv
+
+    in_flight, peak = 0, 0
+    astep = RemoteEnv.astep
+
+    async def counted(self, action):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await astep(self, action)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(RemoteEnv, "astep", counted)
+    groups = collect_async(OracleAgent(), f"{server_url}/Countdown-v0", n_tasks=4, group_size=2, seed=2,
+                           concurrency=4)
+    assert all(t.reward == 1.0 for g in groups for t in g.trajectories)
+    assert peak > 1
+
+
 @pytest.mark.slow
 def test_tiny_model_tokens_over_remote_equal_in_process_and_grpo_trains_on_them(server_url, tiny_backend,
                                                                                  tiny_model_dir):

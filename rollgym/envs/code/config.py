@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 
 CODEGEN_FAMILIES = ("string", "list", "arithmetic", "dictionary", "recursion", "simulation")
@@ -123,3 +124,23 @@ class TerminalConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", check_choices("kinds", self.kinds, TERMINAL_KINDS))
         check_int("n_files", self.n_files, 2, 40)
+
+
+#: CodeGen's difficulty levels, easiest first: more chained operations, bigger hidden inputs, then edge cases.
+#: Level 2 is ``CodeGen-v0``'s default.
+CODEGEN_LEVELS: tuple[Level, ...] = tuple(
+    Level(f"steps-{steps}", {"steps": steps, "input_size": size, "tricky": tricky},
+          f"{steps} operation{'s' if steps > 1 else ''}, inputs up to {size}{', edge cases' if tricky else ''}")
+    for steps, size, tricky in ((1, 10, False), (2, 20, False), (3, 20, True), (4, 50, True), (6, 100, True))
+)
+
+#: RepoRepair's difficulty levels: more modules (and test files) to search for the one bug. Level 1 is the default.
+REPO_LEVELS: tuple[Level, ...] = tuple(
+    Level(f"modules-{n}", {"modules": n}, f"{n} modules, each with a test file") for n in (2, 3, 4, 5, 6))
+
+
+def ladder(levels: tuple[Level, ...], config: Any, grows: str) -> Difficulty:
+    """``levels`` as a :class:`Difficulty` whose default is the level matching ``config``'s knobs, if one."""
+    default = next((i for i, level in enumerate(levels)
+                    if all(getattr(config, k) == v for k, v in level.knobs.items())), None)
+    return Difficulty(levels, default=default, grows=grows)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rollgym.core.config import check_int
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.verifiers.countdown import OPERATORS, USAGES
 
@@ -76,3 +77,30 @@ def normalise_operators(operators: Any) -> tuple[str, ...]:
     if unknown or not chosen:
         raise ConfigError(f"operators must be a non-empty subset of + - * /, got {operators!r}.")
     return tuple(op for op in OPERATORS if op in chosen)
+
+
+def _level(name: str, n: int, values: tuple[int, int], targets: tuple[int, int]) -> Level:
+    knobs = {"num_numbers": n, "min_value": values[0], "max_value": values[1],
+             "min_target": targets[0], "max_target": targets[1]}
+    summary = f"{n} numbers from {values[0]}-{values[1]}, target {targets[0]}-{targets[1]}"
+    return Level(name, knobs, summary)
+
+
+#: Countdown's difficulty levels, easiest first: one more number (each used exactly once) per level, then a
+#: four-digit target. Level 2 is ``Countdown-v0``'s default configuration.
+LEVELS: tuple[Level, ...] = (
+    _level("n2", 2, (1, 20), (10, 99)),
+    _level("n3", 3, (1, 25), (10, 250)),
+    _level("n4", 4, (1, 100), (100, 999)),
+    _level("n5", 5, (1, 100), (100, 999)),
+    _level("n6", 6, (1, 100), (100, 999)),
+    _level("n6-big", 6, (1, 100), (1000, 9999)),
+)
+
+
+def countdown_difficulty(config: CountdownConfig) -> Difficulty:
+    """Countdown's ladder; ``default`` is the level whose knobs equal ``config``'s (level 2 for ``Countdown-v0``)."""
+    default = next((i for i, level in enumerate(LEVELS)
+                    if all(getattr(config, k) == v for k, v in level.knobs.items())), None)
+    return Difficulty(LEVELS, default=default,
+                      grows="the exact solver's search states to the first solution (more numbers, wider ranges)")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.task import Score, Task
-from rollgym.envs.countdown.config import CountdownConfig, normalise_operators
+from rollgym.envs.countdown.config import CountdownConfig, countdown_difficulty, normalise_operators
 from rollgym.envs.countdown.generator import DEFAULT_ENV_ID, CountdownGenerator
 from rollgym.verifiers.countdown import OPERATORS, verify_countdown
 
@@ -41,7 +43,10 @@ class CountdownEnv(SingleTurnEnv):
     ``reset(seed=s)`` draws a task index from the env's RNG over its split (``train``
     by default), so the same seed gives the same task. ``options={"task_index": i,
     "split": "test"}`` picks a task; ``options={"task": task}`` plays a given one
-    (see :func:`~rollgym.envs.countdown.countdown_task`).
+    (see :func:`~rollgym.envs.countdown.countdown_task`). ``options={"difficulty": k}``
+    draws from level ``k`` of :data:`~rollgym.envs.countdown.config.LEVELS` (0-5: 2 numbers
+    from 1-20 up to 6 numbers and a target of 1000-9999; level 2 is the default
+    configuration), keeping the env's operators and usage rule.
 
     ## Rewards
     1.0 if the expression is valid under the rule and equals the target, else 0.0.
@@ -109,6 +114,14 @@ class CountdownEnv(SingleTurnEnv):
 
     def _make_source(self, env_id: str) -> CountdownGenerator:
         return CountdownGenerator(self.config, env_id=env_id)
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """Six levels, from 2 numbers in 1-20 to 6 numbers with a 4-digit target."""
+        return countdown_difficulty(self.config)
+
+    def _level_source(self, env_id: str, level: Level) -> CountdownGenerator:
+        return CountdownGenerator(replace(self.config, **level.knobs), env_id=env_id)
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.countdown.verify_countdown`."""

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Level
 from rollgym.envs.games.base import GameState
 from rollgym.envs.games.chess_state import STANDARD_START, ChessState
 from rollgym.envs.games.config import ChessConfig
@@ -76,6 +77,14 @@ class ChessEnv(TwoPlayerTextEnv):
     """
 
     default_env_id = "Chess-v1"
+    levels = (
+        Level("random", {"opponent": "random"}, "a random opponent"),
+        Level("greedy", {"opponent": "greedy"},
+              "a greedy opponent (mate in one, no mate-in-one blunders, else the best capture)"),
+        *(Level(f"stockfish-nodes-{n}", {"opponent": f"stockfish-nodes-{n}"},
+                f"Stockfish searching {n:,} nodes a move (one thread: reproducible)")
+          for n in (32, 256, 2048, 16384)),
+    )
     game_title = "chess"
     move_hint = "one move in SAN (Nf3, O-O, e8=Q) or UCI (g1f3)"
     move_example = "e4"

@@ -9,10 +9,13 @@ with ``O(log k)`` shift-and-mask steps over the whole board.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Level
 from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState, MoveError
 from rollgym.envs.games.config import ConnectFourConfig
@@ -312,6 +315,13 @@ class ConnectFourEnv(TwoPlayerTextEnv):
     """
 
     default_env_id = "ConnectFour-v0"
+    levels = (
+        Level("random", {"opponent": "random"}, "a random opponent"),
+        Level("greedy", {"opponent": "greedy"}, "a greedy opponent (wins and blocks at once)"),
+        Level("mcts-50", {"opponent": "mcts-50"}, "MCTS with 50 simulations a move"),
+        Level("mcts-200", {"opponent": "mcts-200"}, "MCTS with 200 simulations a move"),
+        Level("mcts-1000", {"opponent": "mcts-1000"}, "MCTS with 1,000 simulations a move"),
+    )
     game_title = "Connect Four"
     move_hint = "a column number"
     move_example = "4"
@@ -321,11 +331,18 @@ class ConnectFourEnv(TwoPlayerTextEnv):
         super().__init__(**kwargs)
 
     def new_state(self, task_meta: dict[str, Any]) -> ConnectFourState:
-        c = self.config
+        c = replace(self.config, **task_meta.get("board", {}))  # a difficulty level may set the board
         return ConnectFourState(c.rows, c.columns, c.x_in_row)
 
-    def rules_text(self) -> str:
+    def board_options(self) -> dict[str, Any]:
         c = self.config
+        return {"rows": c.rows, "columns": c.columns, "x_in_row": c.x_in_row}
+
+    def rules_text(self) -> str:
+        return self.level_rules_text({})
+
+    def level_rules_text(self, board: Mapping[str, Any]) -> str:
+        c = replace(self.config, **board)
         return (
             f"Connect Four on a board of {c.rows} rows and {c.columns} columns: players take turns dropping "
             f"a stone into a column, where it falls to the lowest empty cell. The first to line up {c.x_in_row} "

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, insort
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Level
 from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState, MoveError
 from rollgym.envs.games.config import HexConfig
@@ -341,6 +344,14 @@ class HexEnv(TwoPlayerTextEnv):
     """
 
     default_env_id = "Hex-v0"
+    levels = (
+        Level("5-random", {"opponent": "random", "size": 5}, "5x5 board, a random opponent"),
+        Level("7-greedy", {"opponent": "greedy", "size": 7}, "7x7 board, a greedy opponent (wins and blocks at once)"),
+        Level("9-mcts-100", {"opponent": "mcts-100", "size": 9}, "9x9 board, MCTS with 100 simulations a move"),
+        Level("11-mcts-400", {"opponent": "mcts-400", "size": 11}, "11x11 board, MCTS with 400 simulations a move"),
+        Level("11-mcts-1600", {"opponent": "mcts-1600", "size": 11},
+              "11x11 board, MCTS with 1,600 simulations a move"),
+    )
     game_title = "Hex"
     move_hint = "a cell such as c3"
     move_example = "c3"
@@ -350,10 +361,18 @@ class HexEnv(TwoPlayerTextEnv):
         super().__init__(**kwargs)
 
     def new_state(self, task_meta: dict[str, Any]) -> HexState:
-        return HexState(self.config.size, self.config.swap)
+        config = replace(self.config, **task_meta.get("board", {}))  # a difficulty level may set the size
+        return HexState(config.size, config.swap)
+
+    def board_options(self) -> dict[str, Any]:
+        return {"size": self.config.size}
 
     def rules_text(self) -> str:
-        size, swap = self.config.size, self.config.swap
+        return self.level_rules_text({})
+
+    def level_rules_text(self, board: Mapping[str, Any]) -> str:
+        config = replace(self.config, **board)
+        size, swap = config.size, config.swap
         last = chr(ord("a") + size - 1)
         text = (
             f"Hex on a {size}x{size} rhombus of hexagonal cells (columns a-{last}, rows 1-{size}). Players take "

@@ -20,11 +20,12 @@ import copy
 import json
 import re
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.seeding import draw_in_split
@@ -90,14 +91,18 @@ class GameTaskSource:
         draw_meta: ``(rng, index) -> meta``: the agent's side and any game parameters.
         random_opening_plies: Random moves played before the agent's first turn.
         prompt: The rules text every task shows.
+        level: For a difficulty level's source, ``(name, knobs)``: the tasks' ``meta`` gets ``opponent`` and,
+            when the level changes the board, ``board`` (the game's board options), and their ids end in
+            ``@<name>``. ``None`` for the env's own tasks, which carry neither.
     """
 
     family = "games"
 
     def __init__(self, env_id: str, *, new_state: Callable[[dict[str, Any]], GameState],
                  draw_meta: Callable[[np.random.Generator, int], dict[str, Any]], random_opening_plies: int,
-                 prompt: str) -> None:
+                 prompt: str, level: tuple[str, Mapping[str, Any]] | None = None) -> None:
         self.env_id = env_id
+        self.level = level
         self.new_state = new_state
         self.draw_meta = draw_meta
         self.random_opening_plies = random_opening_plies
@@ -132,7 +137,15 @@ class GameTaskSource:
 
         meta, _ = draw_in_split(f"{env_id}/{self.config_key}", split, index, candidate, lambda m: json.dumps(m))
         meta["game_config"] = self.new_state(meta).config()
-        return Task(id=f"{env_id}:{split}:{index}", env_id=env_id, prompt=self.prompt, answer=None, meta=meta)
+        task_id = f"{env_id}:{split}:{index}"
+        if self.level is not None:  # what the episode needs to play this level, in the task itself
+            name, knobs = self.level
+            meta["opponent"] = knobs["opponent"]
+            board = {k: v for k, v in knobs.items() if k != "opponent"}
+            if board:
+                meta["board"] = board
+            task_id += f"@{name}"
+        return Task(id=task_id, env_id=env_id, prompt=self.prompt, answer=None, meta=meta)
 
 
 class TwoPlayerTextEnv(TextEnv):
@@ -157,6 +170,8 @@ class TwoPlayerTextEnv(TextEnv):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012
+    #: The game's difficulty levels, easiest first: knobs ``opponent`` (a bot name) and any board options.
+    levels: ClassVar[tuple[Level, ...]] = ()
     game_title: ClassVar[str] = ""
     move_hint: ClassVar[str] = "a move"
     move_example: ClassVar[str] = ""
@@ -194,13 +209,10 @@ class TwoPlayerTextEnv(TextEnv):
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
         if not callable(getattr(self.opponent, "choose", None)):
             raise ConfigError("opponent must be a bot name such as 'random' or 'mcts-400', or an object with choose().")
+        self._own_opponent = self.opponent
+        self._level_bots: dict[str, Any] = {}  # bots of difficulty levels, started on first use
         super().__init__(split=split, render_mode=render_mode)
-        self.system_prompt = (
-            f"You are playing {self.game_title} against an opponent. {self.rules_text()} "
-            f"On your turn, think if you like, then give your move on the last line as "
-            f"`Final Answer: <move>`, where <move> is {self.move_hint} "
-            f"(for example `Final Answer: {self.move_example}`)."
-        )
+        self._own_system_prompt = self.system_prompt = self._compose_system_prompt(self.rules_text())
         self.state: GameState | None = None
         self.agent_player = 0
         self._rng = np.random.default_rng(0)
@@ -218,6 +230,22 @@ class TwoPlayerTextEnv(TextEnv):
     @abstractmethod
     def rules_text(self) -> str:
         """One paragraph of rules for the prompt."""
+
+    def level_rules_text(self, board: Mapping[str, Any]) -> str:
+        """The rules paragraph on a difficulty level's board (games whose levels change the board override it)."""
+        return self.rules_text()
+
+    def board_options(self) -> dict[str, Any]:
+        """This env's values of the board options that difficulty levels set (none by default)."""
+        return {}
+
+    def _compose_system_prompt(self, rules: str) -> str:
+        return (
+            f"You are playing {self.game_title} against an opponent. {rules} "
+            f"On your turn, think if you like, then give your move on the last line as "
+            f"`Final Answer: <move>`, where <move> is {self.move_hint} "
+            f"(for example `Final Answer: {self.move_example}`)."
+        )
 
     def draw_meta(self, rng: np.random.Generator, index: int) -> dict[str, Any]:
         """The task's game parameters; subclasses add to it (e.g. a Chess960 start number)."""
@@ -237,6 +265,33 @@ class TwoPlayerTextEnv(TextEnv):
         return GameTaskSource(env_id, new_state=self.new_state, draw_meta=self.draw_meta,
                               random_opening_plies=self.random_opening_plies, prompt=self.rules_text())
 
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """The game's :attr:`levels` (opponent strength, and board size where a level sets it)."""
+        if not self.levels:
+            return None
+        own = {"opponent": getattr(self._own_opponent, "name", None), **self.board_options()}
+        default = next((i for i, level in enumerate(self.levels)
+                        if all(own.get(k) == v for k, v in level.knobs.items())), None)
+        return Difficulty(self.levels, default=default,
+                          grows="the opponent's search budget (random, greedy, then more MCTS simulations or "
+                                "Stockfish nodes a move), and the board where a level sets it")
+
+    def _level_source(self, env_id: str, level: Level) -> GameTaskSource:
+        board = {k: v for k, v in level.knobs.items() if k != "opponent"}
+        return GameTaskSource(env_id, new_state=lambda meta: self.new_state({**meta, "board": board}),
+                              draw_meta=self.draw_meta, random_opening_plies=self.random_opening_plies,
+                              prompt=self.level_rules_text(board), level=(level.name, dict(level.knobs)))
+
+    def _opponent_for(self, meta: Mapping[str, Any]) -> Any:
+        """The bot a task names (``meta["opponent"]``, a difficulty level's), else the env's own."""
+        name = meta.get("opponent")
+        if name is None:
+            return self._own_opponent
+        if name not in self._level_bots:
+            self._level_bots[str(name)] = make_bot(str(name))
+        return self._level_bots[str(name)]
+
     def extra_info(self, state: GameState) -> dict[str, Any]:
         """Game-specific ``info`` entries (e.g. the FEN)."""
         return {}
@@ -244,6 +299,10 @@ class TwoPlayerTextEnv(TextEnv):
     # -- episode ------------------------------------------------------------
     def _start(self, task: Task) -> str:
         meta = task.meta
+        self.opponent = self._opponent_for(meta)
+        board = meta.get("board")
+        self.system_prompt = (self._compose_system_prompt(self.level_rules_text(board)) if board
+                              else self._own_system_prompt)
         self.state = self.new_state(meta)
         self.agent_player = int(meta.get("agent_player", 0))
         self._move_texts = []
@@ -462,9 +521,11 @@ class TwoPlayerTextEnv(TextEnv):
         return game_record(self.state, players=names, result=getattr(self, "_result", None))
 
     def close(self) -> None:
-        closer = getattr(self.opponent, "close", None)
-        if self._owns_opponent and callable(closer):
-            closer()
+        bots = [*self._level_bots.values(), *([self._own_opponent] if self._owns_opponent else [])]
+        for bot in bots:
+            closer = getattr(bot, "close", None)
+            if callable(closer):
+                closer()
         super().close()
 
     # -- tools --------------------------------------------------------------

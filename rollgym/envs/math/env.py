@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.envs.math.config import MathDataConfig
 from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, DatasetSpec, MathDataset
+from rollgym.envs.math.levels import LevelSubset, math_difficulty
 from rollgym.envs.math.prompts import SYSTEM_PROMPT
 from rollgym.verifiers.math import MathVerifyConfig, verify_math
 from rollgym.verifiers.math_pool import require_symbolic_dependencies
@@ -185,6 +187,16 @@ class MathEnv(SingleTurnEnv):
 
     def _make_source(self, env_id: str) -> MathDataset:
         return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
+
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """One level per ``level`` label of the set (MATH500: 1-5); ``None`` for unlabelled sets (AIME24, AMC23)."""
+        if not hasattr(self, "_difficulty"):  # read from the data once
+            self._difficulty = math_difficulty(self.source, self.split)  # type: ignore[arg-type]
+        return self._difficulty
+
+    def _level_source(self, env_id: str, level: Level) -> LevelSubset:
+        return LevelSubset(self.source, self.split, int(level.knobs["level"]))  # type: ignore[arg-type]
 
     def verify(self, task: Task, response: str) -> Score:
         """Score ``response`` with :func:`~rollgym.verifiers.math.verify_math` and this env's options."""

@@ -6,12 +6,14 @@ import os
 import re
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
 from rollgym.envs.math.config import MathDataConfig, MathToolConfig
 from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
 from rollgym.envs.math.env import dataset_source, math_env_id
+from rollgym.envs.math.levels import LevelSubset, math_difficulty
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
 from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
 from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
@@ -180,6 +182,16 @@ class MathToolEnv(TextEnv):
 
     def _make_source(self, env_id: str) -> MathDataset:
         return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
+
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """One level per ``level`` label of the set (MATH500: 1-5); ``None`` for unlabelled sets (AIME24, AMC23)."""
+        if not hasattr(self, "_difficulty"):  # read from the data once
+            self._difficulty = math_difficulty(self.source, self.split)  # type: ignore[arg-type]
+        return self._difficulty
+
+    def _level_source(self, env_id: str, level: Level) -> LevelSubset:
+        return LevelSubset(self.source, self.split, int(level.knobs["level"]))  # type: ignore[arg-type]
 
     @property
     def tools(self) -> list[dict[str, Any]]:

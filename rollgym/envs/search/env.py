@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rollgym.core.config import check_choice
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.extraction import extract_tag
@@ -15,7 +16,7 @@ from rollgym.envs.search.config import SearchConfig
 from rollgym.envs.search.index import get_index
 from rollgym.envs.search.questions import QuestionSpec
 from rollgym.envs.search.scoring import score_answer
-from rollgym.envs.search.source import DIFFICULTIES, QA_MIX, SearchTaskSource
+from rollgym.envs.search.source import DIFFICULTIES, QA_MIX, SearchTaskSource, search_difficulty
 from rollgym.envs.search.tools import SearchSession, tool_schemas
 from rollgym.envs.search.world import DEFAULT_SIZE
 
@@ -53,6 +54,8 @@ class SearchEnv(TextEnv):
 
     ## Starting State
     The cached world ``(world_size, world_seed)`` (built once per process) and a question drawn by index.
+    ``reset(options={"difficulty": k})`` draws it from preset ``k`` instead (0 ``easy`` to 3 ``expert``, or
+    the name), keeping ``min_distractors``; SearchQA's mix is no level, so its default is none of them.
 
     ## Rewards
     0.0 per tool round. On the answer: exact match (1.0 or 0.0) against the normalised gold and its aliases;
@@ -154,6 +157,17 @@ class SearchEnv(TextEnv):
     def _make_source(self, env_id: str) -> SearchTaskSource:
         specs, world_size, world_seed = self._source_args
         return SearchTaskSource(specs, world_size, world_seed, env_id=env_id)
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """The presets ``easy``, ``medium``, ``hard`` and ``expert`` as levels 0-3 (the ``difficulty`` argument's)."""
+        return search_difficulty(self._source_args[0])
+
+    def _level_source(self, env_id: str, level: Level) -> SearchTaskSource:
+        specs, world_size, world_seed = self._source_args
+        distractors = specs[0][0].min_distractors if len(specs) == 1 else 0
+        spec = QuestionSpec(**level.knobs, min_distractors=distractors)
+        return SearchTaskSource([(spec, 1.0)], world_size, world_seed, env_id=env_id)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.answer, dict) or "text" not in task.answer or "reference_rounds" not in task.meta:

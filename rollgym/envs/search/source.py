@@ -6,6 +6,7 @@ import random
 from dataclasses import asdict
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
@@ -31,6 +32,20 @@ QA_MIX: tuple[tuple[QuestionSpec, float], ...] = (
     (QuestionSpec("chain", 3, None), 0.15),
     (QuestionSpec("tree", 3, None), 0.05),
 )
+
+
+def search_difficulty(specs: list[tuple[QuestionSpec, float]]) -> Difficulty:
+    """The presets of :data:`DIFFICULTIES` as levels, easiest first; ``default`` is the preset ``specs`` is, if one."""
+    levels = tuple(
+        Level(name, {"topology": s.topology, "hops": s.hops, "dispersion": s.dispersion, "constraints": s.constraints},
+              f"{s.topology} of {s.hops} hop{'s' if s.hops > 1 else ''}, dispersion {s.dispersion}")
+        for name, s in DIFFICULTIES.items())
+    only = specs[0][0] if len(specs) == 1 else None
+    default = next((i for i, level in enumerate(levels)
+                    if only is not None and QuestionSpec(**level.knobs, min_distractors=only.min_distractors) == only),
+                   None)
+    return Difficulty(levels, default=default, grows="evidence articles per question (hops), and how far the "
+                                                   "facts are spread (dispersion)")
 
 
 def reference_rounds(question: Question) -> int:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.registration import register_env
 from rollgym.core.task import Score, Task
-from rollgym.envs.sudoku.generator import SudokuConfig, SudokuGenerator, default_env_id
+from rollgym.envs.sudoku.generator import SudokuConfig, SudokuGenerator, default_env_id, sudoku_difficulty
 from rollgym.envs.sudoku.solver import solve
 from rollgym.verifiers.sudoku import grid_from_rows, puzzle_shape, rows_from_grid, verify_sudoku
 
@@ -38,7 +40,10 @@ class SudokuEnv(SingleTurnEnv):
 
     ## Starting State
     A task drawn from the split (``train`` by default) by the env's RNG, or
-    chosen with ``reset(options={"task_index": i, "split": s})``.
+    chosen with ``reset(options={"task_index": i, "split": s})``. With
+    ``options={"difficulty": k}`` it is drawn from level ``k`` (0-4) of the grid's
+    blank-cell ladder (9x9: 25, 35, 45, 52, 58 blanks; 6x6: 10, 15, 20, 23, 26; 4x4: 4, 7,
+    10, 11, 12); level 2 is each id's default.
 
     ## Rewards
     ``1.0`` when the grid keeps every given and each row, column and box is a
@@ -98,6 +103,14 @@ class SudokuEnv(SingleTurnEnv):
     def env_id(self) -> str:
         """The id this env was made with, or the registered id of its box shape outside ``gym.make``."""
         return self.spec.id if self.spec is not None else default_env_id(self.config.box_rows, self.config.box_cols)
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """Five levels of blank cells (9x9: 25 to 58; 6x6: 10 to 26; 4x4: 4 to 12); the middle one is the default."""
+        return sudoku_difficulty(self.config)
+
+    def _level_source(self, env_id: str, level: Level) -> SudokuGenerator:
+        return SudokuGenerator(replace(self.config, blanks=level.knobs["blanks"]), env_id=env_id)
 
     def verify(self, task: Task, response: str) -> Score:
         """Score a reply with :func:`~rollgym.verifiers.sudoku.verify_sudoku`."""

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.core.config import check_bool
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
@@ -38,6 +39,9 @@ BOX_SHAPES: tuple[tuple[int, int], ...] = ((2, 2), (2, 3), (3, 2), (2, 4), (4, 2
 MAX_BLANKS: dict[int, int] = {4: 12, 6: 26, 8: 44, 9: 58}
 DEFAULT_BLANKS: dict[int, int] = {4: 10, 6: 20, 8: 34, 9: 45}
 MAX_CARVE_ATTEMPTS = 64
+# Blanks per difficulty level and grid size, easiest first; the middle level is the size's default.
+LEVEL_BLANKS: dict[int, tuple[int, ...]] = {4: (4, 7, 10, 11, 12), 6: (10, 15, 20, 23, 26), 8: (16, 24, 34, 40, 44),
+                                            9: (25, 35, 45, 52, 58)}
 ENV_IDS: dict[tuple[int, int], str] = {(3, 3): "Sudoku-v0", (2, 2): "Sudoku4x4-v0", (2, 3): "Sudoku6x6-v0"}
 
 
@@ -114,6 +118,15 @@ class SudokuConfig:
         ):
             return int(blanks[0]), int(blanks[1])
         raise ConfigError(f"blanks must be an int or a (low, high) pair of ints, got {blanks!r}.")
+
+
+def sudoku_difficulty(config: SudokuConfig) -> Difficulty:
+    """The blank-cell ladder of ``config``'s grid size; ``default`` is the level of its own blanks, if one."""
+    levels = tuple(Level(f"b{b}", {"blanks": b}, f"{b} blank cells of {config.size * config.size}")
+                   for b in LEVEL_BLANKS[config.size])
+    low, high = config.blank_range
+    default = next((i for i, level in enumerate(levels) if low == high == level.knobs["blanks"]), None)
+    return Difficulty(levels, default=default, grows="blank cells, and the solver's search nodes with them")
 
 
 def format_grid(rows: list[str], box_rows: int, box_cols: int) -> str:

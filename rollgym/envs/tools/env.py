@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
@@ -14,6 +15,7 @@ from rollgym.envs.tools.api import Session, call_tool, tool_schemas
 from rollgym.envs.tools.checker import diff_world, grade, legacy_verdict
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import VERSIONS
+from rollgym.envs.tools.tasks.source import toolworld_difficulty
 
 SYSTEM_PROMPT = (
     "You are an assistant that acts for one user inside a world of apps (contacts, email, calendar, payments, "
@@ -61,6 +63,9 @@ class ToolWorldEnv(TextEnv):
 
     ## Starting State
     A fresh copy of one of a few cached base worlds (SQLite backup into memory, well under a millisecond).
+    ``reset(options={"difficulty": k})`` draws the task from the templates of level ``k`` only, by the
+    reference solution's tool calls: ``calls-2``, ``calls-3``, ``calls-4-5``, ``calls-6+`` (the levels the
+    env's templates fill; ``ToolWorld-CrossApp`` has none).
 
     ## Rewards
     0.0 per step; on ``complete_task``, 1.0 when every required change happened, no row of any table of the six
@@ -145,6 +150,16 @@ class ToolWorldEnv(TextEnv):
 
     def _make_source(self, env_id: str) -> ToolTaskSource:
         return ToolTaskSource(self._templates, env_id=env_id, version=self.version)
+
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """Levels by the reference solution's tool calls (2, 3, 4-5, 6+), over this env's templates."""
+        source = self.source
+        assert isinstance(source, ToolTaskSource)
+        return toolworld_difficulty(source.templates)
+
+    def _level_source(self, env_id: str, level: Level) -> ToolTaskSource:
+        return ToolTaskSource(level.knobs["templates"], env_id=env_id, version=self.version)
 
     def _start(self, task: Task) -> str:
         if task.meta.get("template") not in TEMPLATES or not isinstance(task.meta.get("world"), int):

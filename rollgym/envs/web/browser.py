@@ -12,11 +12,16 @@ The browser can reach the episode's site and nothing else, by three layers:
   sockets, fetch or open popups;
 * every context routes each request whose URL is not on the site (another
   host, another port of 127.0.0.1, another scheme) to an :class:`OffSiteGuard`
-  that aborts it before it is sent and records it for the episode's ``info``;
+  that stops it before it is sent and records it for the episode's ``info``
+  (a frame's navigation is answered with an empty ``204`` from inside the
+  browser, so the frame stays on its page; anything else is aborted);
 * the browser's proxy is the site server itself, loopback included, so a
   request that routing does not see (Playwright does not route the targets of
   redirects) still reaches only our server, which serves its own origin and
   refuses every other host and port without contacting it.
+
+Every new window (``target="_blank"``) is reported to the episode by :class:`NewWindows`,
+which the episode uses to wait for, label and close each one before a step returns.
 
 Synchronous callers (the Gymnasium env) submit coroutines to the runtime's
 loop with :meth:`WebRuntime.call`; async callers (the vectorised runner) run
@@ -32,16 +37,16 @@ import shutil
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from rollgym.core.errors import MissingDependencyError
 from rollgym.envs.web.server import EPISODE_COOKIE, WebServer
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, Frame, Page, Playwright, Route
+    from playwright.async_api import Browser, BrowserContext, CDPSession, Frame, Page, Playwright, Route
 
 T = TypeVar("T")
-OpenedEpisode = tuple[str, "BrowserContext", "Page", "OffSiteGuard"]
 
 LAUNCH_ARGS = [
     "--headless",
@@ -99,12 +104,28 @@ def require_playwright() -> None:
         ) from exc
 
 
+class Blocked(NamedTuple):
+    """What an :class:`OffSiteGuard` stopped since it was last asked."""
+
+    urls: list[str]
+    """The URLs, oldest first (at most :attr:`OffSiteGuard.MAX_KEPT`)."""
+    frames: list[Frame]
+    """The frames whose navigation was stopped (each stayed on its page)."""
+    window_navigations: int
+    """First navigations of new windows that were stopped (such a window has no frame yet)."""
+
+
 class OffSiteGuard:
-    """Aborts every request of one browser context that is not for the episode's site, before it is sent.
+    """Stops every request of one browser context that is not for the episode's site, before it is sent.
 
     Registered with ``context.route(guard.pattern, guard.handle)``: the pattern
     matches only URLs outside ``base_url``, so requests to the site itself are
     not slowed by a round trip to Python.
+
+    The request is recorded before the handler first awaits, so the record is in
+    place before the browser learns the request's fate: whatever waits for a
+    navigation to end (a click, a new window's first load) finds it in
+    :meth:`take` afterwards.
 
     Example:
         >>> guard = OffSiteGuard("http://127.0.0.1:8000")
@@ -116,29 +137,131 @@ class OffSiteGuard:
 
     def __init__(self, base_url: str) -> None:
         self.pattern = re.compile("^(?!" + re.escape(base_url + "/") + ")")
-        self._blocked: list[str] = []
+        self._urls: list[str] = []
         self._frames: list[Frame] = []
+        self._window_navigations = 0
 
     async def handle(self, route: Route) -> None:
-        """Abort the request and remember its URL (and its frame, when it was a navigation)."""
+        """Record the request, then stop it: a frame's navigation gets an empty 204, anything else is aborted.
+
+        A 204 ends a navigation without committing anything, so the frame keeps
+        its page and history gains no error page. A new window's first navigation
+        has no frame yet; it is aborted, so the window commits an error page,
+        which is when Playwright reports the window (see :class:`NewWindows`).
+        """
         request = route.request
-        if len(self._blocked) < self.MAX_KEPT:
-            self._blocked.append(request.url[:300])
+        if len(self._urls) < self.MAX_KEPT:
+            self._urls.append(request.url[:300])
+        frame: Frame | None = None
+        if request.is_navigation_request():
+            try:
+                frame = request.frame
+            except Exception:  # the first navigation of a new window: its frame does not exist yet
+                self._window_navigations += 1
+            else:
+                self._frames.append(frame)
         try:
-            if request.is_navigation_request():
-                self._frames.append(request.frame)
-        except Exception:  # a request without a frame (a worker's): nothing to follow
-            pass
-        try:
-            await route.abort("blockedbyclient")
+            if frame is not None:
+                await route.fulfill(status=204, body="")
+            else:
+                await route.abort("blockedbyclient")
         except Exception:  # the page or context closed meanwhile: nothing was sent either way
             pass
 
-    def take(self) -> tuple[list[str], list[Frame]]:
-        """The URLs blocked since the last call, oldest first, and the frames whose navigation was blocked."""
-        blocked, frames = self._blocked, self._frames
-        self._blocked, self._frames = [], []
-        return blocked, frames
+    def take(self) -> Blocked:
+        """What was stopped since the last call."""
+        blocked = Blocked(self._urls, self._frames, self._window_navigations)
+        self._urls, self._frames, self._window_navigations = [], [], 0
+        return blocked
+
+
+class NewWindows:
+    """The windows a browser context opens besides the episode's page, to be waited for, closed and named.
+
+    With page JavaScript off, a window opens only from a link or form with a
+    ``target`` (``target="_blank"``), activated by a click or a key. Chromium
+    creates the window while it handles that input, before the input action
+    returns, so the browser's list of targets, asked for after the action, holds
+    every window the action opened: that is the barrier. Playwright reports a
+    window as a page only once its first navigation has ended (committed, or
+    stopped by the :class:`OffSiteGuard`), so waiting for the report is waiting
+    for the window's outcome.
+
+    Call :meth:`attach` once before use.
+    """
+
+    def __init__(self, context: BrowserContext, page: Page) -> None:
+        self._context = context
+        self._page = page
+        self._reported = asyncio.Event()
+        self._session: CDPSession | None = None
+        self._target_id = ""
+        self._context_id = ""
+        context.on("page", lambda _page: self._reported.set())
+
+    async def attach(self) -> None:
+        """Open the DevTools session that lists the browser's targets and learn which one is the episode's page."""
+        self._session = await self._context.new_cdp_session(self._page)
+        info = (await self._session.send("Target.getTargetInfo"))["targetInfo"]
+        self._target_id, self._context_id = info["targetId"], info.get("browserContextId", "")
+
+    async def _listed(self) -> list[str]:
+        """Target ids of this context's pages other than the episode's page, as the browser lists them now."""
+        if self._session is None:
+            raise RuntimeError("NewWindows.attach() was not awaited.")
+        targets = (await self._session.send("Target.getTargets"))["targetInfos"]
+        mine = [t for t in targets if t["type"] == "page" and t.get("browserContextId") == self._context_id]
+        return [t["targetId"] for t in mine if t["targetId"] != self._target_id]
+
+    def _others(self) -> list[Page]:
+        return [p for p in self._context.pages if p is not self._page]
+
+    async def close_all(self, timeout_ms: float) -> list[str]:
+        """Wait until every window opened so far has been reported (at most ``timeout_ms``), close them all.
+
+        Returns:
+            The URL each window was on when it was closed; ``""`` for a window
+            that was still not reported at the deadline (it is closed all the same).
+        """
+        listed = await self._listed()
+        if not listed:
+            return []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            self._reported.clear()
+            if len(self._others()) >= len(listed) or loop.time() >= deadline:
+                break
+            try:
+                await asyncio.wait_for(self._reported.wait(), deadline - loop.time())
+            except asyncio.TimeoutError:
+                pass
+        urls = []
+        for window in self._others():
+            urls.append(window.url)
+            try:
+                await window.close()
+            except Exception:  # already closed
+                pass
+        assert self._session is not None
+        for target_id in await self._listed():  # never reported: close it in the browser
+            urls.append("")
+            try:
+                await self._session.send("Target.closeTarget", {"targetId": target_id})
+            except Exception:  # it closed meanwhile
+                pass
+        return urls
+
+
+@dataclass(frozen=True)
+class OpenedEpisode:
+    """A new episode's browser side: server token, context, page (home page loaded) and its watchers."""
+
+    token: str
+    context: BrowserContext
+    page: Page
+    guard: OffSiteGuard
+    windows: NewWindows
 
 
 class WebRuntime:
@@ -217,11 +340,13 @@ class WebRuntime:
             await context.route(guard.pattern, guard.handle)
             await context.add_cookies([{"name": EPISODE_COOKIE, "value": token, "url": base}])
             page = await context.new_page()
+            windows = NewWindows(context, page)
+            await windows.attach()
             await page.goto(base + "/", wait_until="load")
         except BaseException:
             self.server.close_episode(token)
             raise
-        return token, context, page, guard
+        return OpenedEpisode(token, context, page, guard, windows)
 
     async def open_episode(self, site_key: str) -> OpenedEpisode:
         """A new episode of ``site_key``: server state, a fresh context, and the home page loaded.
@@ -251,8 +376,7 @@ class WebRuntime:
                 spare.cancel()
             for spare in spares:
                 try:
-                    _, context, _, _ = await spare
-                    await context.close()
+                    await (await spare).context.close()
                 except BaseException:  # cancelled or failed spares hold nothing to close
                     pass
         self._spares.clear()

@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.envs.web.actions import ACTION_HELP, tool_schemas
-from rollgym.envs.web.tasks import SITE_KEYS, WebTaskSource
+from rollgym.envs.web.tasks import SITE_KEYS, WebTaskSource, web_difficulty
 
 SYSTEM_PROMPT = f"""You are operating a web browser to complete a task on a website.
 Each observation shows the task, the page's URL path, the page's text, and interactive elements
@@ -49,6 +50,8 @@ class WebEnv(TextEnv):
 
     ## Starting State
     A fresh browser context on the site's home page, signed out, with the seeded data.
+    ``reset(options={"difficulty": k})`` draws from the templates of level ``k``: ``lookup`` (6-7 reference
+    actions), ``short-change`` (8-10), ``long-change`` (11-15), among the env's templates.
 
     ## Rewards
     0.0 on every step except the last. The last step (an ``answer`` or the step cap)
@@ -132,10 +135,23 @@ class WebEnv(TextEnv):
         return get_runtime()
 
     def _make_source(self, env_id: str) -> WebTaskSource:
-        sites, templates, collateral_gates, site_gate = self._source_args
+        return self._web_source(env_id, self._source_args[1])
+
+    def _web_source(self, env_id: str, templates: tuple[str, ...] | None) -> WebTaskSource:
+        sites, _, collateral_gates, site_gate = self._source_args
         # older scorings' tasks keep the env id they always carried, so that they stay exactly as they were
         task_env_id = env_id if site_gate else ("WebGym-v1" if collateral_gates else "WebGym-v0")
         return WebTaskSource(sites, task_env_id, templates, collateral_gates=collateral_gates, site_gate=site_gate)
+
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """Levels by template: ``lookup``, ``short-change``, ``long-change`` (those the env's templates fill)."""
+        source = self.source
+        assert isinstance(source, WebTaskSource)
+        return web_difficulty(source.templates)
+
+    def _level_source(self, env_id: str, level: Level) -> WebTaskSource:
+        return self._web_source(env_id, tuple(level.knobs["templates"]))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         observation, info = super().reset(seed=seed, options=options)

@@ -17,17 +17,18 @@ import numpy as np
 
 from rollgym.core.task import Score, Task
 from rollgym.envs.web.actions import Action, ActionError, parse_action
-from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, OffSiteGuard, WebRuntime
+from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, OpenedEpisode, WebRuntime
 from rollgym.envs.web.observation import OBSERVE_JS, format_observation
 from rollgym.envs.web.tasks import grade_answer, template_of
 
 if TYPE_CHECKING:
-    from playwright.async_api import BrowserContext, Locator, Page
+    from playwright.async_api import Locator, Page
 
 StepOutcome = tuple[str, float, bool, bool, dict[str, Any]]
 _EPISODE_IDS = itertools.count(1)
 _NAVIGATING = frozenset({"click", "press", "goto", "go_back"})
 LEFT_SITE = "That navigation would leave the site and was blocked."
+NEW_WINDOW = "That opened a new window, which this environment does not use; it was closed and this page is unchanged."
 
 
 def _short(exc: BaseException) -> str:
@@ -56,9 +57,7 @@ class WebEpisode:
         self.done = False
         self.score: Score | None = None
         self.token: str | None = None
-        self._context: BrowserContext | None = None
-        self._page: Page | None = None
-        self._guard: OffSiteGuard | None = None
+        self._opened: OpenedEpisode | None = None
         self._blocked: list[str] = []
         self._last_good_url = "/"
         self.timings: dict[str, float] = {}
@@ -67,26 +66,27 @@ class WebEpisode:
     @property
     def page(self) -> Page:
         """The episode's browser page."""
-        if self._page is None:
+        if self._opened is None:
             raise RuntimeError("The episode has not started; await start() first.")
-        return self._page
+        return self._opened.page
 
     async def start(self) -> tuple[str, dict[str, Any]]:
         """Create the server-side state and the browser context, open the home page; returns ``(obs, info)``."""
         t0 = time.perf_counter()
-        self.token, self._context, self._page, self._guard = await self.runtime.open_episode(self.template.site)
+        self._opened = await self.runtime.open_episode(self.template.site)
+        self.token = self._opened.token
         observation = await self.observe(None)
         self.timings = {"reset_ms": (time.perf_counter() - t0) * 1000}
         return observation, self.info()
 
     async def close(self) -> None:
         """Close the browser context and drop the episode's database."""
-        if self._context is not None:
+        if self._opened is not None:
             try:
-                await self._context.close()
+                await self._opened.context.close()
             except Exception:  # the browser may already be gone at interpreter exit
                 pass
-            self._context = self._page = None
+            self._opened = None
         if self.token is not None:
             self.runtime.server.close_episode(self.token)
             self.token = None
@@ -204,39 +204,50 @@ class WebEpisode:
             index = partial[0]
         await loc.select_option(index=index)
 
+    def _on_site(self, url: str) -> bool:
+        return url.startswith(self.runtime.server.base_url + "/")
+
     async def _guard_site(self) -> str | None:
-        """Return to the last on-site page if the browser left the site; the error text, if it did.
+        """Close new windows, return to the last on-site page if the page left the site; the error text, if any.
 
         Requests off the site never leave the browser (see :mod:`.browser`); this
-        labels the attempt and puts the agent back where it was.
+        waits for what the step set off to end, labels the attempt and makes sure
+        the agent is back on the site. Every wait is for an event (a window
+        reported, a page loaded) with a bound, never a fixed sleep.
         """
-        base = self.runtime.server.base_url
-        self._blocked, frames = self._guard.take() if self._guard is not None else ([], [])
-
-        def on_site(url: str) -> bool:
-            return url.startswith(base + "/")
-
-        for other in self.page.context.pages:  # a popup (target=_blank) is not part of the episode
-            if other is not self.page:
-                await other.close()
-        navigation_blocked = self.page.main_frame in frames
-        if navigation_blocked:  # let the refused navigation's error page commit before leaving it
-            try:
-                await self.page.wait_for_url(lambda url: not on_site(url), wait_until="commit", timeout=2_000)
-            except Exception:  # it never committed: the page is still where it was
-                pass
-        if on_site(self.page.url):
-            self._last_good_url = self.path()
-            if navigation_blocked:
-                return LEFT_SITE
-            if self._blocked:
-                return f"The page asked for {self._blocked[0]}, which is off this site; it was blocked, not sent."
+        if self._opened is None:
             return None
-        await self.page.goto(base + self._last_good_url, wait_until="load")
-        return LEFT_SITE
+        try:
+            windows = await self._opened.windows.close_all(SETTLE_TIMEOUT_MS)
+        except Exception:  # the browser lost the page's DevTools session: the observation will say the page is gone
+            windows = []
+        # taken after the windows were reported: a window's stopped first navigation is recorded by then
+        blocked = self._opened.guard.take()
+        self._blocked += blocked.urls
+        if not self._on_site(self.page.url):  # a redirect off the site, answered by the site server as proxy
+            try:
+                await self.page.goto(self.runtime.server.base_url + self._last_good_url, wait_until="load")
+            except Exception:  # under heavy load; the step checks the page again before it returns
+                pass
+            return LEFT_SITE
+        self._last_good_url = self.path()
+        if self.page.main_frame in blocked.frames or blocked.window_navigations:
+            return LEFT_SITE
+        if any(url not in {"", "about:blank"} and not self._on_site(url) for url in windows):
+            return LEFT_SITE  # a window whose first page was off the site (its error page) or left it by a redirect
+        if windows:
+            return NEW_WINDOW
+        if blocked.urls:
+            return f"The page asked for {blocked.urls[0]}, which is off this site; it was blocked, not sent."
+        return None
 
     async def step(self, text: str) -> StepOutcome:
-        """Apply one action; returns ``(observation, reward, terminated, truncated, info)``."""
+        """Apply one action; returns ``(observation, reward, terminated, truncated, info)``.
+
+        When it returns, whatever the action set off has ended: navigations have
+        committed or been stopped, new windows have been reported, labelled and
+        closed, and the page is on the site.
+        """
         if self.done:
             raise RuntimeError("The episode is over; start a new one.")
         t0 = time.perf_counter()
@@ -259,10 +270,15 @@ class WebEpisode:
             except Exception as exc:  # Playwright errors become feedback, never crashes
                 error = f"{action.verb} failed: {_short(exc)}"
                 await self._settle()
-            guard = await self._guard_site()
-            error = guard or error
+        guard = await self._guard_site()  # also after a bad action: the page may have moved on its own
+        error = (guard or error) if action is not None else (error or guard)
         t1 = time.perf_counter()
         observation = await self.observe(error)
+        for _ in range(3):  # the page left the site while it was read (a timed refresh): back, and read again
+            if self._on_site(self.page.url):
+                break
+            error = await self._guard_site() or error
+            observation = await self.observe(error)
         self.timings = {"action_ms": (t1 - t0) * 1000, "observe_ms": (time.perf_counter() - t1) * 1000}
         if self.steps >= self.max_steps:
             return self._finish(

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from rollgym.core.difficulty import DIFFICULTY_OPTION, Difficulty, Level
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.seeding import SPLITS, check_split
 from rollgym.envs.worldmodel.config import WorldModelConfig
@@ -19,7 +20,10 @@ from rollgym.envs.worldmodel.render import VIEWS, Renderer
 from rollgym.envs.worldmodel.sim import ACTION_DIM
 
 PSNR_SCALE = 10.0  # dB per reward unit, so 1 dB of PSNR gain weighs like 0.1 SSIM
-_RESET_OPTIONS = frozenset({"task_index", "split", "num_chunks"})
+_RESET_OPTIONS = frozenset({"task_index", "split", "num_chunks", DIFFICULTY_OPTION})
+#: Difficulty levels: the horizon, in chunks predicted in a row (autoregressive errors compound over it).
+HORIZON_LEVELS: tuple[Level, ...] = tuple(
+    Level(f"h{n}", {"num_chunks": n}, f"{n} chunk{'s' if n > 1 else ''} in a row") for n in (1, 2, 3, 5, 8))
 
 
 class InvalidActionError(RollgymError, ValueError):
@@ -70,7 +74,9 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     ## Starting State
 
     Scene ``task_index`` of the split (drawn from the env's RNG unless given) and
-    the first ``context`` frames of its episode.
+    the first ``context`` frames of its episode. ``options={"num_chunks": n}`` fixes the
+    horizon; ``options={"difficulty": k}`` picks it from :data:`HORIZON_LEVELS` (1, 2, 3, 5
+    or 8 chunks; ``info["difficulty"]`` is ``k`` and the task id ends in ``@h<n>``).
 
     ## Rewards
 
@@ -191,6 +197,12 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         info = _REGISTRY.get(self.env_id)
         return info.content_hash if info is not None else None
 
+    @property
+    def difficulty(self) -> Difficulty:
+        """Five horizons, 1 to 8 chunks predicted in a row; the default draws 2-5 (``min_chunks``-``max_chunks``)."""
+        return Difficulty(HORIZON_LEVELS, default=None,
+                          grows="the frames predicted in a row, and how far the truth drifts from the last seen frame")
+
     # -- gymnasium API -------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -198,7 +210,14 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
         options = dict(options or {})
         unknown = set(options) - _RESET_OPTIONS
         if unknown:
-            raise ConfigError(f"Unknown reset option(s) {sorted(unknown)}; use 'task_index', 'split' or 'num_chunks'.")
+            raise ConfigError(f"Unknown reset option(s) {sorted(unknown)}; use 'task_index', 'split', 'num_chunks' "
+                              "or 'difficulty'.")
+        level: int | None = None
+        if DIFFICULTY_OPTION in options:
+            if "num_chunks" in options:
+                raise ConfigError("A difficulty level sets num_chunks; give 'difficulty' or 'num_chunks', not both.")
+            level = self.difficulty.index(options[DIFFICULTY_OPTION])
+            options["num_chunks"] = HORIZON_LEVELS[level].knobs["num_chunks"]
         split = options.get("split", self.split)
         if split not in SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(SPLITS)}.")
@@ -228,6 +247,7 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "last_prediction": None,
             "last_truth": None,
             "done": False,
+            "difficulty": level,
         }
         return self._observation(), self._info()
 
@@ -384,8 +404,10 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     def _info(self) -> dict[str, Any]:
         st = self._state
         assert st is not None
-        return {
-            "task_id": f"worldmodel/{st['split']}/{st['index']}",
+        level = st.get("difficulty")
+        suffix = f"@{HORIZON_LEVELS[level].name}" if level is not None else ""
+        info = {
+            "task_id": f"worldmodel/{st['split']}/{st['index']}{suffix}",
             "env_id": self.env_id,
             "spec_hash": self.spec_hash,
             "split": st["split"],
@@ -396,3 +418,6 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
             "num_chunks": st["num_chunks"],
             "chunk_index": st["chunk_index"],
         }
+        if level is not None:
+            info[DIFFICULTY_OPTION] = level
+        return info

@@ -1,15 +1,19 @@
 """Play many episodes of fixed tasks at once with a :class:`ChatAgent`, so that generation batches.
 
 The TRL and verl adapters and the CPU demonstration share this runner. Each
-episode runs :func:`~rollgym.rollout.collector.run_episode` (so failures,
-statuses and token fields are exactly the collector's) in its own thread, on an
-env reset to a given :class:`~rollgym.core.task.Task`. All episodes share one
-:class:`SamplingParams`, so the transformers backend merges their concurrent
-calls into one batch per turn.
+episode runs the collector's own episode loop (so failures, statuses and token
+fields are exactly the collector's) on an env reset to a given
+:class:`~rollgym.core.task.Task`. Agents with ``aact`` (LLM agents) play every
+episode on one event loop, so their model calls arrive together and the
+transformers backend merges them into one batch per turn; other agents play in
+threads. All episodes share one :class:`SamplingParams`. Envs come from a pool
+that a caller may keep across calls (a trainer calls once per step), so they are
+built once, not once per episode.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +25,7 @@ from rollgym.core.agent import Agent
 from rollgym.core.registration import make
 from rollgym.core.task import Task
 from rollgym.rollout.collector import run_episode
+from rollgym.rollout.episode import EpisodeLimits, arun_episode
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 
@@ -51,6 +56,7 @@ def play_tasks(
     seed: int = 0,
     group_ids: Sequence[str] | None = None,
     sample_idx: Sequence[int] | None = None,
+    envs: list[Any] | None = None,
 ) -> list[Trajectory]:
     """Play one episode per entry of ``tasks`` concurrently and return the trajectories in order.
 
@@ -64,6 +70,9 @@ def play_tasks(
         seed: Seeds each env's reset (episode ``i`` gets ``seed + i``; only env-side randomness such as a
             game bot depends on it, the task itself is fixed).
         group_ids, sample_idx: Recorded on each trajectory (default: the task id and the position).
+        envs: A pool of ``env_id`` envs (made with ``env_kwargs``) to play on and leave open, grown as
+            needed; pass the same list on every call to build envs once. Without it, envs are made
+            for this call and closed after it.
 
     Episode ``i``'s agent is reset with a seed derived from ``(seed, i)``, so the episodes of a
     group sample differently but reproducibly; the transformers backend still batches them,
@@ -73,26 +82,60 @@ def play_tasks(
 
     kwargs = dict(env_kwargs or {})
     n = len(tasks)
+    pool: list[Any] = envs if envs is not None else []
+    limits = EpisodeLimits(max_steps=max_turns)
+
+    def episode_args(i: int, player: Any) -> dict[str, Any]:
+        return {
+            "seed": seed + i, "agent_seed": _agent_seed(seed, i),
+            "traj_id": f"{group_ids[i] if group_ids else tasks[i].id}-{i}",
+            "group_id": group_ids[i] if group_ids else tasks[i].id,
+            "sample_idx": sample_idx[i] if sample_idx else i, "env_id": env_id, "limits": limits,
+            "source": "policy" if getattr(player, "name", "") == "llm" else f"external:{player.name}",
+        }
+
+    def spawn() -> Any:
+        return agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
+
+    def release(env: Any, traj: Trajectory) -> None:
+        if traj.status == "failed" and traj.info.get("failure", {}).get("stage") in {"reset", "step"}:
+            env.close()  # a crashed env may be in any state: the pool gets a fresh one
+            env = make(env_id, **kwargs)
+        pool.append(env)
 
     def one(i: int) -> Trajectory:
-        env = FixedTask(make(env_id, **kwargs), tasks[i])
-        player = agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
-        try:
-            traj, _ = run_episode(
-                env, player, seed=seed + i, agent_seed=_agent_seed(seed, i),
-                traj_id=f"{group_ids[i] if group_ids else tasks[i].id}-{i}",
-                group_id=group_ids[i] if group_ids else tasks[i].id,
-                sample_idx=sample_idx[i] if sample_idx else i, env_id=env_id, max_steps=max_turns,
-                source="policy" if getattr(player, "name", "") == "llm" else f"external:{player.name}",
-            )
-        finally:
-            env.close()
+        env = pool.pop() if pool else make(env_id, **kwargs)
+        player = spawn()
+        traj, _ = run_episode(FixedTask(env, tasks[i]), player, **episode_args(i, player))
+        release(env, traj)
         return traj
+
+    async def one_async(i: int) -> Trajectory:
+        env = pool.pop() if pool else make(env_id, **kwargs)
+        player = spawn()
+        traj, _ = await arun_episode(FixedTask(env, tasks[i]), player, **episode_args(i, player))
+        release(env, traj)
+        return traj
+
+    async def all_async() -> list[Trajectory]:
+        return list(await asyncio.gather(*(one_async(i) for i in range(n))))
 
     if n == 0:
         return []
-    with ThreadPoolExecutor(max_workers=min(n, 64), thread_name_prefix="rollgym-episodes") as pool:
-        return list(pool.map(one, range(n)))
+    try:
+        if callable(getattr(agent, "aact", None)):
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:  # no loop in this thread: the usual case (a trainer's rollout hook)
+                return asyncio.run(all_async())
+            with ThreadPoolExecutor(max_workers=1) as runner:  # called from inside a loop (a notebook)
+                return runner.submit(asyncio.run, all_async()).result()
+        with ThreadPoolExecutor(max_workers=min(n, 64), thread_name_prefix="rollgym-episodes") as threads:
+            return list(threads.map(one, range(n)))
+    finally:
+        if envs is None:
+            for env in pool:
+                env.close()
 
 
 def play_groups(

@@ -187,6 +187,12 @@ class RolloutFunc:
         self.calls = 0
         self._backend: Any = None
         self._model: Any = None
+        self._envs: list[Any] = []  # built on the first call, reused by every later one
+
+    def close(self) -> None:
+        """Close the envs kept between calls."""
+        while self._envs:
+            self._envs.pop().close()
 
     def backend_for(self, trainer: Any) -> Any:
         """A :class:`TransformersBackend` over the trainer's live (unwrapped) model, made once."""
@@ -195,7 +201,7 @@ class RolloutFunc:
         model = trainer.accelerator.unwrap_model(trainer.model) if hasattr(trainer, "accelerator") else trainer.model
         if self._backend is None or self._model is not model:
             was_training = model.training
-            self._backend = TransformersBackend(model, trainer.processing_class, max_batch=256, batch_window_s=0.02)
+            self._backend = TransformersBackend(model, trainer.processing_class, max_batch=256)
             model.train(was_training)  # the backend sets eval mode; the trainer must stay in its own mode
             self._model = model
         return self._backend
@@ -238,7 +244,7 @@ class RolloutFunc:
             agent = ChatAgent(backend, sampling, system_prompt=self.system_prompt)
             trajs = play_tasks(agent, self.env_id, tasks, env_kwargs=self.env_kwargs,
                                max_turns=self.max_turns, seed=self.seed + 10_007 * self.calls,
-                               group_ids=group_ids, sample_idx=sample_idx)
+                               group_ids=group_ids, sample_idx=sample_idx, envs=self._envs)
         finally:
             model.train(was_training)
         self.calls += 1

@@ -514,31 +514,54 @@ def test_goto_tricks_reach_nothing(web_env: Any, listener: Listener) -> None:
 
 
 def _inject(env: Any, html: str) -> None:
-    """Put markup into the page as a site bug would (page JavaScript is off; this is Playwright, not the page)."""
-    script = "(h) => { document.body.insertAdjacentHTML('afterbegin', h); }"
+    """Put markup into the page as a site bug would (page JavaScript is off; this is Playwright, not the page).
+
+    Returns once every image in the markup has loaded or failed, so a blocked image was blocked before the
+    next step starts and that step must report it.
+    """
+    script = """(h) => {
+        const t = document.createElement('template');
+        t.innerHTML = h;
+        const images = Array.from(t.content.querySelectorAll('img'));
+        document.body.prepend(t.content);
+        return Promise.all(images.map(i => i.decode().catch(() => null)));
+    }"""
     env._runtime().call(env._episode.page.evaluate(script, html))
+
+
+def _windows(env: Any) -> int:
+    return len(env._episode.page.context.pages)
 
 
 @pytest.mark.slow
 def test_injected_links_forms_and_subresources_reach_nothing(web_env: Any, listener: Listener) -> None:
+    """Each blocked navigation is labelled in the step that made it, and the step ends on the site, one window open."""
     web_env.reset(options={"task": task_of("shop_purchase")})
     away = f"http://127.0.0.1:{listener.port}/x"
     clicks = [
-        f'<a data-rg-id="901" href="{away}">away</a>',
-        f'<a data-rg-id="901" href="{away}" target="_blank">popup</a>',
-        f'<form method="post" action="{away}"><input name="a" value="1"><button data-rg-id="901">go</button></form>',
-        f'<form method="get" action="http://localhost:{listener.port}/x"><button data-rg-id="901">go</button></form>',
+        (f'<a data-rg-id="901" href="{away}">away</a>', away),
+        (f'<a data-rg-id="901" href="{away}" target="_blank">popup</a>', away),
+        (f'<form method="post" action="{away}"><input name="a" value="1"><button data-rg-id="901">go</button></form>',
+         away),
+        (f'<form method="get" action="http://localhost:{listener.port}/x"><button data-rg-id="901">go</button></form>',
+         f"http://localhost:{listener.port}/x?"),
+        (f'<form method="post" action="{away}" target="_blank"><button data-rg-id="901">go</button></form>', away),
     ]
-    for html in clicks:
+    for html, url in clicks:
         web_env.step('goto("/search")')
         _inject(web_env, html)
         _, _, _, _, info = web_env.step("click(901)")
         assert info["url"] == "/search", (html, info)
-        assert info["action_error"] == "That navigation would leave the site and was blocked." or info.get(
-            "blocked_requests"
-        ), (html, info)
-        _, _, _, _, info = web_env.step("go_back()")  # history may hold the refused page: going back refetches it
+        assert info["action_error"] == "That navigation would leave the site and was blocked.", (html, info)
+        assert url in info.get("blocked_requests", []), (html, info)
+        assert _windows(web_env) == 1, html
+        _, _, _, _, info = web_env.step("go_back()")
         assert info["url"].startswith("/"), (html, info)
+    # a new window on the site is not followed either: it is closed and named
+    web_env.step('goto("/search")')
+    _inject(web_env, '<a data-rg-id="901" href="/cart" target="_blank">cart</a>')
+    _, _, _, _, info = web_env.step("click(901)")
+    assert info["url"] == "/search" and "new window" in info["action_error"] and _windows(web_env) == 1, info
     for html in [
         f'<img src="{away}/img.png"><link rel="stylesheet" href="{away}/s.css"><iframe src="{away}/frame"></iframe>',
         f'<link rel="preconnect" href="http://127.0.0.1:{listener.port}"><link rel="prefetch" href="{away}/p">',
@@ -549,11 +572,11 @@ def test_injected_links_forms_and_subresources_reach_nothing(web_env: Any, liste
         assert info["url"] == "/search?q=lamp"
     _inject(web_env, f'<img src="{away}/late.png">')
     _, _, _, _, info = web_env.step('scroll("down")')
-    assert any("late.png" in url for url in info["blocked_requests"]), info
+    assert f"{away}/late.png" in info["blocked_requests"], info
     assert "off this site" in info["action_error"]
     _inject(web_env, f'<meta http-equiv="refresh" content="0;url={away}/refresh">')
     _, _, _, _, info = web_env.step('scroll("down")')
-    assert info["url"].startswith("/")
+    assert info["url"] == "/search?q=lamp", info  # a refused navigation leaves the page where it was
     # script the page could run if it ever ran script: fetch, beacons, sockets, popups
     page = web_env._episode.page
     web_env._runtime().call(
@@ -564,7 +587,9 @@ def test_injected_links_forms_and_subresources_reach_nothing(web_env: Any, liste
             away,
         )
     )
-    web_env.step('scroll("up")')
+    _, _, _, _, info = web_env.step('scroll("up")')
+    assert f"{away}/popup" in info["blocked_requests"] and _windows(web_env) == 1, info
+    assert info["action_error"] == "That navigation would leave the site and was blocked.", info
     web_env.step('goto("/")')
     assert listener.hits == []
 

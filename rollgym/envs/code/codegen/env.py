@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import SingleTurnEnv
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.codegen.source import DEFAULT_ENV_ID, CodeGenSource
-from rollgym.envs.code.config import CODEGEN_FAMILIES, CodeGenConfig, choices
+from rollgym.envs.code.config import CODEGEN_FAMILIES, CODEGEN_LEVELS, CodeGenConfig, choices, ladder
 from rollgym.envs.code.program import build_program, extract_code
 from rollgym.envs.code.runner import CodeRunner, code_runner, judge_expected, run_calls
 from rollgym.sandbox import Limits
@@ -42,7 +44,9 @@ class CodeGenEnv(SingleTurnEnv):
 
     ## Starting State
     ``reset(seed=s)`` draws a task of the split (``train`` by default; ``validation`` and
-    ``test`` never share a task with it); ``options={"task_index": i, "split": ...}``.
+    ``test`` never share a task with it); ``options={"task_index": i, "split": ...}``;
+    ``options={"difficulty": k}`` draws from level ``k`` of
+    :data:`~rollgym.envs.code.config.CODEGEN_LEVELS` (0-4; 2 is the default configuration).
 
     ## Rewards
     1.0 when every hidden test returns the expected value with the expected types
@@ -91,6 +95,15 @@ class CodeGenEnv(SingleTurnEnv):
         self.call_timeout_s = float(call_timeout_s)
         self.runner = code_runner(Limits(disk_mb=64, max_files=4096))
         super().__init__(CodeGenSource(self.config, self.default_env_id), split=split, render_mode=render_mode)
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """Five levels of ``steps``, ``input_size`` and ``tricky`` (1 step on inputs up to 10 without edge cases, up
+        to 6 steps on inputs up to 100 with them); level 2 is the default."""
+        return ladder(CODEGEN_LEVELS, self.config, "the reference solution's operations and the hidden inputs' size")
+
+    def _level_source(self, env_id: str, level: Level) -> CodeGenSource:
+        return CodeGenSource(replace(self.config, **level.knobs), env_id)
 
     def verify(self, task: Task, response: str) -> Score:
         """Run the answer on the hidden inputs in the sandbox; compare with the expected values here."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
-from rollgym.envs.code.config import REPO_BUGS, RepoRepairConfig, choices
+from rollgym.envs.code.config import REPO_BUGS, REPO_LEVELS, RepoRepairConfig, choices, ladder
 from rollgym.envs.code.repo_repair.source import DEFAULT_ENV_ID, RepoRepairSource
 from rollgym.envs.code.runner import code_runner, judge_expected, run_calls
 from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
@@ -65,7 +67,8 @@ class RepoRepairEnv(CodeToolEnv):
     ``TextSpace(100_000)``: the issue and the file list; then tool responses; ``""`` at the end.
 
     ## Starting State
-    ``reset(seed=s)`` draws a repository of the split; ``options={"task_index": i, "split": ...}``.
+    ``reset(seed=s)`` draws a repository of the split; ``options={"task_index": i, "split": ...}``;
+    ``options={"difficulty": k}`` draws one of level ``k`` (0-4: 2 to 6 modules; 1 is the default).
 
     ## Rewards
     0.0 on tool turns. At the end, 1.0 when no test file was added, removed or changed
@@ -112,6 +115,14 @@ class RepoRepairEnv(CodeToolEnv):
         super().__init__(RepoRepairSource(self.config, self.default_env_id), max_turns=max_turns,
                          max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
                          render_mode=render_mode)
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """Five levels of repository size, 2 to 6 modules (level 1, 3 modules, is the default)."""
+        return ladder(REPO_LEVELS, self.config, "the repository's files and lines to search for the bug")
+
+    def _level_source(self, env_id: str, level: Level) -> RepoRepairSource:
+        return RepoRepairSource(replace(self.config, **level.knobs), env_id)
 
     @property
     def tools(self) -> list[dict[str, Any]]:

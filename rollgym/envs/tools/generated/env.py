@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
@@ -13,7 +14,7 @@ from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec
 from rollgym.envs.tools.apps import supervisor as _supervisor  # noqa: F401  (registers complete_task)
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.grading import diff_apps, grade
-from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of
+from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of, toolgen_difficulty
 from rollgym.envs.tools.generated.store import NOW
 from rollgym.envs.tools.generated.tools import call
 
@@ -70,6 +71,9 @@ class ToolGenEnv(TextEnv):
 
     ## Starting State
     Fresh copies of the cached base databases of the world's apps (SQLite backup into memory).
+    ``reset(options={"difficulty": k})`` draws from one level of scenario groups, easiest first: ``lookup``,
+    ``edit``, ``multi-step`` (chain and action), ``cross_app`` (over the env's groups; the one-group ids have
+    no levels).
 
     ## Rewards
     0.0 per step; on ``complete_task``, 1.0 when every required change happened, no row of any table of any app
@@ -133,6 +137,16 @@ class ToolGenEnv(TextEnv):
     def _make_source(self, env_id: str) -> ToolGenTaskSource:
         groups, apps, distractors = self._source_args
         return ToolGenTaskSource(env_id, groups, apps, distractors)
+
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """Levels by scenario group: ``lookup`` < ``edit`` < ``multi-step`` (chain and action) < ``cross_app``
+        (``None`` for the one-group ids)."""
+        return toolgen_difficulty(self._source_args[0])
+
+    def _level_source(self, env_id: str, level: Level) -> ToolGenTaskSource:
+        _, apps, distractors = self._source_args
+        return ToolGenTaskSource(env_id, level.knobs["groups"], apps, distractors)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.meta.get("template"), str) or not isinstance(task.meta.get("world"), list):

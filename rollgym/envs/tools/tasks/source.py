@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
@@ -34,6 +35,46 @@ def opening(world: World, prompt: str) -> str:
     return (f"You are acting for {world.me.name} <{world.me.email}>. It is {world.now:%A %Y-%m-%d %H:%M}.\n\n"
             f"Task: {prompt}\n\nUse the tools to do it, then call complete_task (with an answer if the task "
             "asks a question).")
+
+
+#: The reference solution's tool calls per template (``complete_task`` included), measured as the mean over 12
+#: tasks each (``bench/bench_difficulty.py --families`` re-measures the levels). Difficulty levels group the
+#: templates by it; a template missing here (a new one) counts as 3 calls per app it spans.
+REFERENCE_CALLS: dict[str, float] = {
+    "calendar_cancel": 3, "calendar_count_day": 2, "calendar_create": 3, "calendar_day_events": 2,
+    "calendar_invite": 4, "calendar_move": 3, "calendar_next_with": 4, "contacts_add": 2,
+    "contacts_birthday_emails": 5.9, "contacts_birthdays_today": 3, "contacts_count_relationship": 2,
+    "contacts_remove": 3, "contacts_update_phone": 3, "contacts_with_relationship": 2, "email_archive_from": 7,
+    "email_forward": 5, "email_reply_latest": 4, "email_send": 3, "email_trash_newsletter": 9,
+    "email_unread_count": 3, "email_unread_subjects": 3, "invite_by_relationship": 7.4, "notes_append": 4,
+    "notes_count_folder": 2, "notes_create": 2, "notes_delete_folder": 6.8, "notes_in_folder": 3, "notes_share": 5,
+    "pay_back_dinner": 6.4, "payments_balance": 2, "payments_cancel_my_requests": 4.2, "payments_decline_above": 8.8,
+    "payments_pay_requests_from": 4.1, "payments_received_total": 3, "payments_request": 3, "payments_send": 3,
+    "refund_and_tell_support": 4, "request_split_from_attendees": 6.2, "reschedule_and_email": 6,
+    "share_note_with_attendees": 7.1, "shop_buy": 4, "shop_cancel_placed": 3, "shop_cheapest": 2,
+    "shop_refund_damaged": 3, "shop_spent_since": 2,
+}
+_CALL_TIERS = (("calls-2", "one look-up, then complete", 2.0), ("calls-3", "about three calls", 3.0),
+               ("calls-4-5", "four or five calls", 5.0), ("calls-6+", "six or more calls", float("inf")))
+
+
+def toolworld_difficulty(templates: Sequence[str]) -> Difficulty | None:
+    """Levels over ``templates`` by the reference solution's tool calls (:data:`REFERENCE_CALLS`): 2, 3, 4-5, 6+.
+
+    Levels without a template among ``templates`` are left out; ``None`` when fewer than two remain.
+    ``default`` is the level holding exactly ``templates``, if one does.
+    """
+    tiers: dict[int, list[str]] = {}
+    for name in templates:
+        calls = REFERENCE_CALLS.get(name, 3.0 * len(TEMPLATES[name].apps))
+        tier = next(i for i, (_, _, most) in enumerate(_CALL_TIERS) if calls <= most)
+        tiers.setdefault(tier, []).append(name)
+    if len(tiers) < 2:
+        return None
+    levels = tuple(Level(_CALL_TIERS[t][0], {"templates": sorted(tiers[t])},
+                         f"{_CALL_TIERS[t][1]} ({len(tiers[t])} templates)") for t in sorted(tiers))
+    default = next((i for i, level in enumerate(levels) if set(level.knobs["templates"]) == set(templates)), None)
+    return Difficulty(levels, default=default, grows="the reference solution's tool calls")
 
 
 class ToolTaskSource:

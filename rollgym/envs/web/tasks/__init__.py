@@ -14,6 +14,7 @@ import json
 from functools import cache, cached_property
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Score, Task
@@ -25,6 +26,31 @@ from rollgym.verifiers.statediff import Snapshot, StateDiff, diff_snapshots, sna
 
 TEMPLATES: dict[str, TaskTemplate] = {t.name: t for t in [*shop.TEMPLATES, *forum.TEMPLATES, *travel.TEMPLATES]}
 SITE_KEYS = ("shop", "forum", "travel")
+
+#: Difficulty tier of each template, by the reference solution's actions through the browser (measured on three
+#: tasks each): 0 looks something up (6-7 actions), 1 makes one short change (8-10: cancel an order or a hotel,
+#: upvote), 2 fills forms over several pages (11-15: reply, moderate, book, purchase). A template missing here
+#: (a new one) counts by its kind: an ``info`` template as tier 0, a ``transaction`` as tier 2.
+TEMPLATE_TIERS: dict[str, int] = {
+    "shop_extreme_price": 0, "shop_order_total": 0, "forum_top_reply": 0, "travel_cheapest_flight": 0,
+    "shop_cancel_order": 1, "travel_cancel_hotel": 1, "forum_upvote": 1,
+    "forum_reply": 2, "forum_moderate": 2, "travel_book_hotel": 2, "shop_purchase": 2, "travel_book_flight": 2,
+}
+_TIERS = (("lookup", "find and report a fact"), ("short-change", "one short change of the site's state"),
+          ("long-change", "forms filled over several pages"))
+
+
+def web_difficulty(templates: list[TaskTemplate]) -> Difficulty | None:
+    """Levels over ``templates`` by :data:`TEMPLATE_TIERS` (empty tiers left out); ``None`` when one remains."""
+    tiers: dict[int, list[str]] = {}
+    for template in templates:
+        tier = TEMPLATE_TIERS.get(template.name, 0 if template.kind == "info" else 2)
+        tiers.setdefault(tier, []).append(template.name)
+    if len(tiers) < 2:
+        return None
+    levels = tuple(Level(_TIERS[t][0], {"templates": tiers[t]}, f"{_TIERS[t][1]} ({len(tiers[t])} templates)")
+                   for t in sorted(tiers))
+    return Difficulty(levels, default=None, grows="the reference solution's browser actions")
 
 
 def template_of(task: Task) -> TaskTemplate:
@@ -140,6 +166,7 @@ class WebTaskSource:
 __all__ = [
     "SITE_GATE",
     "TEMPLATES",
+    "TEMPLATE_TIERS",
     "Criterion",
     "GradeContext",
     "Rubric",
@@ -151,4 +178,5 @@ __all__ = [
     "rubric_of",
     "site_diff",
     "template_of",
+    "web_difficulty",
 ]

@@ -1,0 +1,90 @@
+"""The README's performance table is rendered from the committed bench results, never typed by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def publish() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_publish", ROOT / "bench" / "publish.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readme_table_is_what_the_committed_results_render_to():
+    pub = publish()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    results = pub.load_all()
+    assert sum(len(r["readme_rows"]) for r in results) >= 10, "the README's table lost its rows"
+    assert pub.render_readme(readme, results) == readme, "run python bench/publish.py after make bench"
+
+
+def test_every_earlier_row_belongs_to_a_bench_that_will_replace_it():
+    # A hand-typed row may stand in the table only until its bench's next run writes bench/results/<name>.json.
+    pub = publish()
+    earlier = json.loads(pub.EARLIER.read_text(encoding="utf-8"))["benches"]
+    for name, rows in earlier.items():
+        script = ROOT / "bench" / f"bench_{name}.py"
+        assert script.exists(), f"bench/earlier.json names {name!r}, which has no bench/bench_{name}.py"
+        assert f'save_results("{name}"' in script.read_text(encoding="utf-8"), f"{script.name} never saves results"
+        assert rows and all(set(row) == set(pub.COLUMNS) for row in rows), name
+
+
+def test_a_result_file_replaces_the_earlier_rows_of_its_bench(tmp_path: Path):
+    pub = publish()
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"benches": {
+        "x": [{"what": "old x", "rollgym": "1", "peer": "2", "ratio": "2x"}],
+        "y": [{"what": "old y", "rollgym": "3", "peer": "4", "ratio": "1.3x"}],
+    }}))
+    results = tmp_path / "results"
+    pub.save_results("x", {}, [{"what": "new x", "rollgym": "5", "peer": "6", "ratio": "1.2x"}],
+                     command="python bench/bench_x.py", directory=results)
+    table = pub.render_table(pub.load_all(results, earlier))
+    assert "old x" not in table and "| new x | 5 | 6 | 1.2x |" in table
+    assert f"| old y{pub.EARLIER_MARK} | 3 | 4 | 1.3x |" in table and pub.EARLIER_NOTE in table
+    pub.save_results("y", {}, [{"what": "new y", "rollgym": "7", "peer": "8", "ratio": "1.1x"}],
+                     command="python bench/bench_y.py", directory=results)
+    table = pub.render_table(pub.load_all(results, earlier))
+    assert pub.EARLIER_MARK not in table and pub.EARLIER_NOTE not in table
+
+
+def test_every_result_names_the_script_that_wrote_it():
+    pub = publish()
+    for path in sorted(pub.RESULTS_DIR.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        script = ROOT / data["command"].split()[1]
+        assert script.exists(), f"{path.name}: {data['command']!r} names no bench script"
+        assert f'save_results("{path.stem}"' in script.read_text(encoding="utf-8"), path.name
+        assert data["readme_rows"] and data["measured_at"] and data["machine"]["cpus"], path.name
+
+
+def test_a_hand_edited_figure_is_caught(tmp_path: Path):
+    pub = publish()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split(pub.BEGIN, 1)[1].split(pub.END, 1)[0]
+    edited = readme.replace(table, re.sub(r"\d", "9", table, count=1))
+    assert edited != readme
+    assert pub.render_readme(edited, pub.load_all()) != edited
+
+
+def test_save_results_refuses_rows_without_the_four_columns(tmp_path: Path):
+    import pytest
+
+    pub = publish()
+    with pytest.raises(ValueError, match="README row"):
+        pub.save_results("x", {}, [{"what": "a", "rollgym": "1"}], command="python bench/x.py", directory=tmp_path)
+    path = pub.save_results("x", {"n": 1}, [{"what": "a", "rollgym": "1", "peer": "2", "ratio": "2x"}],
+                            command="python bench/x.py", directory=tmp_path)
+    table = pub.render_table(pub.load_all(tmp_path, None)).splitlines()
+    assert table[2] == "| a | 1 | 2 | 2x |"
+    assert table[-1].startswith("Measured: x 2") and "1-minute load" in table[-1]  # when, and under what load
+    assert json.loads(path.read_text())["figures"] == {"n": 1}
