@@ -17,15 +17,14 @@ with the same arguments.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import re
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from rollgym.commands.console import EXIT_INTERRUPTED, EXIT_USAGE, stderr
+from rollgym.commands.console import EXIT_INTERRUPTED, EXIT_USAGE, quiet_old_version_warnings, stderr
+from rollgym.core.config import did_you_mean
 from rollgym.core.deprecation import moved_to
 from rollgym.core.errors import MissingDependencyError, RollgymError
 
@@ -39,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
         match = _CHOICE.search(message)
         if match:
             choices = [c.strip().strip("'") for c in match.group("choices").split(",")]
-            message += _did_you_mean(match.group("value"), choices)
+            message += self._closest(match.group("value"), choices)
         elif "required" in message:
             # A missing required flag is often a mistyped one: name the unknown flag first (--agnet for --agent).
             unknown = self._unknown_flag(getattr(self, "_seen", []))
@@ -71,10 +70,19 @@ class _Parser(argparse.ArgumentParser):
                 continue
             if flag in flags or sum(f.startswith(flag) for f in flags) == 1:  # exact, or an abbreviation argparse takes
                 continue
-            hint = _did_you_mean(flag, flags)
+            hint = self._closest(flag, flags)
             return (f"unrecognized argument {flag}{hint}" if hint else
                     f"unrecognized argument {flag}; the options are {', '.join(sorted(flags))}")
         return None
+
+    @staticmethod
+    def _closest(value: str, options: Sequence[str]) -> str:
+        """``"; did you mean X?"`` for the closest option (or a longer flag that ``value`` begins), or ``""``."""
+        hint = did_you_mean(value, options)
+        if not hint and value.startswith("--"):  # a prefix of a longer flag, e.g. --group for --group-size
+            longer = [o for o in options if o.startswith(value)]
+            hint = f"; did you mean {longer[0]!r}?" if longer else ""
+        return hint
 
     def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
         """The innermost sub-command's parser (for its flags and its ``prog``), else this one."""
@@ -85,14 +93,6 @@ class _Parser(argparse.ArgumentParser):
             if sub is None or name not in sub.choices:
                 return parser
             parser = sub.choices[name]
-
-
-def _did_you_mean(value: str, options: Sequence[str]) -> str:
-    """``"; did you mean X?"`` for the closest option, or ``""``."""
-    close = difflib.get_close_matches(value, list(options), n=1, cutoff=0.6)
-    if not close and value.startswith("--"):  # a prefix of a longer flag, e.g. --group for --group-size
-        close = [o for o in options if o.startswith(value)][:1]
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _register_commands(subparsers: Any, module_names: Sequence[str]) -> None:
@@ -124,17 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_old_version_warnings() -> None:
-    """Hide gymnasium's two-line "out of date" warning: older ids stay registered on purpose.
-
-    ``rollgym list`` shows every id and its version; an error about an old id must be its one sentence.
-    """
-    import gymnasium  # noqa: F401  (its logger installs a filter that shows DeprecationWarning; ours goes first)
-
-    warnings.filterwarnings("ignore", message=r".*is out of date\. You should consider upgrading",
-                            category=DeprecationWarning)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``rollgym`` command; return its exit status.
 
@@ -142,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         >>> main(["--version"])  # doctest: +SKIP
         rollgym 0.1.0
     """
-    _quiet_old_version_warnings()
+    quiet_old_version_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

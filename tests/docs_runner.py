@@ -22,7 +22,8 @@ take seconds to import, and a dozen blocks need them), then forks one child per 
 child is a fresh copy of that process (no rollgym import, no registered env ids, no state
 from another block), runs the block in its own folder with its output in a file, and exits
 as a script does, waiting for its threads and running ``atexit`` handlers, so a block that
-would hang at exit still hangs. The protocol is JSON lines: a request on stdin
+would hang at exit still hangs (only the module-by-module teardown is skipped: seconds with
+torch loaded). The protocol is JSON lines: a request on stdin
 ``{"script", "doc", "line", "cwd", "out"}``, then ``{"pid": N}`` when the child starts and
 ``{"pid": N, "status": S, "cpu": SECONDS}`` when it ends (``S`` as :func:`os.waitstatus_to_exitcode`
 gives; ``cpu``: the block's own user and system time, without what it started).
@@ -31,6 +32,7 @@ gives; ``cpu``: the block's own user and system time, without what it started).
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
 import importlib
 import io
@@ -41,7 +43,7 @@ import sys
 import threading
 import tokenize
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 ARROW = re.compile(r"#\s*->\s?(.*)$")
 CHECK = "__rollgym_docs_check__"
@@ -155,14 +157,17 @@ def run(source: str, doc: str, first_line: int = 1) -> None:
 
 
 def serve(preload: str) -> dict[str, Any] | None:
-    """Import ``preload`` (comma-separated modules), then fork a child per request read from stdin.
+    """Import ``preload`` (``module`` or ``module:attribute``, comma-separated), then fork a child per request.
 
     Returns only in a child, with its request (the caller runs the block and exits); the server
     itself returns ``None`` when stdin closes.
     """
     for name in filter(None, preload.split(",")):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+        module, _, attribute = name.partition(":")  # "trl:GRPOTrainer": lazy packages import on attribute access
+        with contextlib.suppress(ImportError, AttributeError):
+            loaded = importlib.import_module(module)
+            if attribute:
+                getattr(loaded, attribute)
     if threading.active_count() > 1:  # a fork copies only the calling thread: a library's worker would be lost
         print(f"docs_runner: preloading {preload} started threads; fork may be unsafe", file=sys.stderr)
     protocol = sys.stdout
@@ -196,6 +201,33 @@ def _become_child(request: dict[str, Any]) -> None:
     sys.argv = [request["script"]]
 
 
+def run_child(request: dict[str, Any]) -> NoReturn:
+    """Run a forked child's block and exit as a script does, less the teardown of every module.
+
+    The interpreter's own exit waits for non-daemon threads and runs ``atexit`` handlers, and so does
+    this (a block that would hang at exit hangs here too); then it leaves with ``os._exit``, since
+    tearing down torch, transformers and TRL module by module takes seconds per block.
+    """
+    code = 0
+    try:
+        main(request["script"], request["doc"], int(request["line"]))
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_Finalize does first: join non-daemon threads
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def main(path: str, doc: str, first: int) -> None:
     """Run the block saved at ``path`` as a script would run; exit 3 when a shown value does not match."""
     sys.path[0] = os.getcwd()  # as for `python block.py` run where the block was saved, not tests/
@@ -211,8 +243,9 @@ def main(path: str, doc: str, first: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "--serve":
         child = serve(sys.argv[2] if len(sys.argv) > 2 else "")
-        if child is None:
-            sys.exit(0)
-        main(child["script"], child["doc"], int(child["line"]))
+        if child is None:  # stdin closed: the server is done (nothing to clean up; skip a slow finalization)
+            sys.stdout.flush()
+            os._exit(0)
+        run_child(child)
     else:
         main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

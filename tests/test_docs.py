@@ -47,7 +47,12 @@ from tests.conftest import REPO, SHARED_DATA, _missing, require_binary, require_
 RUNNER = Path(__file__).resolve().parent / "docs_runner.py"
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 DEFAULT_TIMEOUT = 180
-PRELOAD = "numpy,gymnasium,torch,transformers,trl"  # imported once in the fork server, never rollgym
+# Imported once in the fork server (never rollgym: a block must import it, and register its ids, itself).
+# transformers and TRL load lazily, on first attribute access: name what the blocks use.
+PRELOAD = ",".join(["numpy", "gymnasium", "torch", "tokenizers", "datasets", "httpx", "mcp",
+                    "transformers:AutoModelForCausalLM", "transformers:AutoTokenizer",
+                    "transformers:LlamaForCausalLM", "transformers:PreTrainedTokenizerFast",
+                    "trl:GRPOTrainer", "trl:GRPOConfig"])
 PRELOAD_TIMEOUT = 300
 BINARIES = {"chromium": ("/usr/lib/chromium/chromium", "/usr/bin/chromium"), "stockfish": ("/usr/games/stockfish",),
             "bwrap": ()}
@@ -252,13 +257,13 @@ def _run_text(server: ForkServer, source: str, tmp_path: Path, timeout: float = 
 
 def test_the_fork_server_gives_each_block_a_fresh_script_run(tmp_path: Path, fork_server: ForkServer) -> None:
     """What one block does is invisible to the next; a wrong shown value, a crash and a hang at exit all fail."""
-    fresh = "import sys\nprint([m for m in sys.modules if m.startswith('rollgym')])  # -> []\n"
+    fresh = "import sys\nprint([m for m in sys.modules if m.startswith('rollgym')], 'trl' in sys.modules)\n"
     assert _run_text(fork_server, "import rollgym\nprint(rollgym.__name__)\n", tmp_path / "a") == (0, "rollgym\n")
-    assert _run_text(fork_server, fresh, tmp_path / "b") == (0, "[]\n")
+    assert _run_text(fork_server, fresh, tmp_path / "b") == (0, "[] True\n")  # preloaded, yet nothing of rollgym
     status, output = _run_text(fork_server, "import gymnasium as gym\ngym.make('Countdown-v0')\n", tmp_path / "c")
     assert status == 1 and "Environment `Countdown` doesn't exist" in output  # no ids registered by an earlier block
     status, output = _run_text(fork_server, "1 + 1  # -> 3\n", tmp_path / "d")
     assert status == 3 and "expected '3', got '2'" in output
     hang = "import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\n"
-    assert _run_text(fork_server, hang, tmp_path / "e", timeout=5) == (None, "")  # a script that never exits
+    assert _run_text(fork_server, hang, tmp_path / "e", timeout=3) == (None, "")  # a script that never exits
     assert _run_text(fork_server, "print('still serving')\n", tmp_path / "f") == (0, "still serving\n")

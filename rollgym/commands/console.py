@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from typing import Any
 
 from rich.console import Console
@@ -15,6 +16,18 @@ EXIT_INTERRUPTED = 130
 # Tables stay readable in logs and pipes, where rich would otherwise assume 80 columns.
 stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def quiet_old_version_warnings() -> None:
+    """Hide gymnasium's two-line "out of date" warning: older ids stay registered on purpose.
+
+    ``rollgym list`` shows every id and its version; an error about an old id must be its one sentence.
+    (``rollgym.make`` never triggers it; this covers code that calls ``gym.make`` with an old id.)
+    """
+    import gymnasium  # noqa: F401  (its logger installs a filter that shows DeprecationWarning; ours goes first)
+
+    warnings.filterwarnings("ignore", message=r".*is out of date\. You should consider upgrading",
+                            category=DeprecationWarning)
 
 
 def progress_bar(*, stats: bool = False) -> Progress:
