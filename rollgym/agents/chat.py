@@ -25,13 +25,25 @@ tool list once per run), with exactly the ids a whole-text tokenization gives.
 Without a tokenizer (a chat API) the agent sends messages and records text and
 whatever token ids the server returns; such episodes are marked
 ``token_exact=False``.
+
+Screenshots: an observation may be a dict with ``"text"`` and ``"screenshot"`` (an
+``(H, W, 3)`` uint8 array, as the web envs give with ``obs_mode="screenshot"`` or
+``"both"``). When the backend accepts images (``backend.accepts_images``: the
+OpenAI-compatible HTTP backend does, for servers of vision-language models; the
+transformers and vLLM backends here and ``rollgym serve-model`` do not) the agent
+sends the user turn as OpenAI content parts, the text and the screenshot as a PNG
+``image_url`` data URL, keeping the newest ``max_images`` screenshots in the
+conversation; such episodes go as messages and are not token-exact. Otherwise it
+sends the text only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import dataclasses
+import io
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +51,27 @@ from typing import Any
 from rollgym.agents.backends.base import Backend, Generation, SamplingParams
 from rollgym.agents.backends.encoding import PromptEncoder
 from rollgym.agents.backends.hf import render_chat_text
+from rollgym.core.errors import ConfigError
+
+IMAGE_POLICIES = ("auto", "never", "always")
+OMITTED_IMAGE = "[an earlier screenshot, omitted]"
+
+
+def png_data_url(image: Any) -> str:
+    """An ``(H, W, 3)`` uint8 array as a ``data:image/png;base64,...`` URL (OpenAI ``image_url`` content)."""
+    import numpy as np
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.asarray(image, dtype=np.uint8)).save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def observation_parts(observation: Any) -> tuple[str, Any]:
+    """``(text, screenshot or None)`` of an observation (a string, or a dict with ``text`` and ``screenshot``)."""
+    if isinstance(observation, dict):
+        return str(observation.get("text", "")), observation.get("screenshot")
+    return str(observation), None
 
 #: Most distinct first prompts remembered by a family of spawned agents before the memory is emptied.
 MAX_CACHED_PROMPTS = 4096
@@ -133,6 +166,9 @@ class ChatAgent:
         tokenizer: The model's tokenizer; defaults to ``backend.tokenizer`` when the backend has one.
         system_prompt: Overrides the env's ``info["system_prompt"]``.
         observation_role: The chat role of env observations after the first (``"user"`` or ``"tool"``).
+        images: ``"auto"`` sends screenshots when the backend accepts images, ``"never"`` sends only text,
+            ``"always"`` raises :class:`~rollgym.core.errors.ConfigError` for a backend that does not.
+        max_images: Screenshots kept in the conversation (older ones become a short note).
     """
 
     name = "llm"
@@ -145,7 +181,20 @@ class ChatAgent:
         tokenizer: Any = None,
         system_prompt: str | None = None,
         observation_role: str = "user",
+        images: str = "auto",
+        max_images: int = 1,
     ) -> None:
+        if images not in IMAGE_POLICIES:
+            raise ConfigError(f"images must be one of {', '.join(IMAGE_POLICIES)}, got {images!r}.")
+        if max_images < 1:
+            raise ConfigError(f"max_images must be at least 1, got {max_images}.")
+        accepts = bool(getattr(backend, "accepts_images", False))
+        if images == "always" and not accepts:
+            raise ConfigError(f"The {getattr(backend, 'name', type(backend).__name__)} backend does not accept images; "
+                              "use an OpenAI-compatible server of a vision-language model, or images='never'.")
+        self.send_images = images != "never" and accepts
+        self.images = images
+        self.max_images = max_images
         self.backend = backend
         self.sampling = sampling or SamplingParams()
         if self.sampling.n != 1:
@@ -163,7 +212,7 @@ class ChatAgent:
         It shares this agent's prompt cache (rendered first prompts, tokenized pieces).
         """
         agent = ChatAgent(self.backend, self.sampling, tokenizer=self.tokenizer, system_prompt=self.system_prompt,
-                          observation_role=self.observation_role)
+                          observation_role=self.observation_role, images=self.images, max_images=self.max_images)
         agent._prompt_cache = self.prompts if self.tokenizer is not None else None
         return agent
 
@@ -184,6 +233,7 @@ class ChatAgent:
         self.turns: list[TurnRecord] = []
         self.per_turn_rows = False
         self.last_generation: Generation | None = None
+        self.multimodal = False
 
     # -- acting ---------------------------------------------------------------
     def act(self, observation: str, info: dict[str, Any]) -> str:
@@ -194,33 +244,59 @@ class ChatAgent:
             weakref.finalize(self, loop.close)  # closed with the agent, or at exit
         return loop.run_until_complete(self.aact(observation, info))
 
-    async def aact(self, observation: str, info: dict[str, Any]) -> str:
+    def _content(self, observation: Any) -> Any:
+        """The message content of an observation: its text, or text and screenshot as content parts."""
+        text, image = observation_parts(observation)
+        if image is None or not self.send_images:
+            return text
+        self.multimodal = True
+        return [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": png_data_url(image)}}]
+
+    def _drop_old_images(self) -> None:
+        """Keep the newest ``max_images`` screenshots; older image parts become a short text note."""
+        seen = 0
+        for message in reversed(self.messages):
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            for i, part in enumerate(content):
+                if part.get("type") == "image_url":
+                    seen += 1
+                    if seen > self.max_images:
+                        content[i] = {"type": "text", "text": OMITTED_IMAGE}
+
+    async def aact(self, observation: Any, info: dict[str, Any]) -> str:
         """Add the observation to the conversation, sample one reply, and return its text."""
+        content = self._content(observation)
+        tokens = self.tokenizer is not None and not self.multimodal  # image turns go as messages
         if not self.messages:
             system = self.system_prompt if self.system_prompt is not None else info.get("system_prompt") or ""
             if system:
                 self.messages.append({"role": "system", "content": system})
             self.tools = info.get("tools") or None
-            self.messages.append({"role": "user", "content": observation})
-            if self.tokenizer is not None:
+            self.messages.append({"role": "user", "content": content})
+            if tokens:
                 self._context_text, self.context_ids = self.prompts.first_prompt(self.messages, self.tools)
         else:
-            self.messages.append({"role": self.observation_role, "content": observation})
-            if self.tokenizer is not None:
+            role = "user" if isinstance(content, list) else self.observation_role  # tool turns carry no images
+            self.messages.append({"role": role, "content": content})
+            if tokens:
                 self._append_observation()
+        self._drop_old_images()
         sampling = self.sampling
         if self.seed is not None:
             sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + len(self.turns)) % 2**63)
-        prompt: Any = list(self.context_ids) if self.tokenizer is not None else list(self.messages)
+        prompt: Any = list(self.context_ids) if tokens else list(self.messages)
         generation = (await self.backend.generate([prompt], sampling))[0]
         self.last_generation = generation
         self.turns.append(TurnRecord(
-            prompt_ids=list(self.context_ids) if self.tokenizer is not None else list(generation.prompt_ids),
+            prompt_ids=list(self.context_ids) if tokens else list(generation.prompt_ids),
             output_ids=list(generation.token_ids), output_logprobs=list(generation.logprobs),
             policy_version=generation.policy_version, finish_reason=generation.finish_reason,
             text=generation.text, output_versions=list(generation.token_versions),
         ))
-        self.context_ids = self.context_ids + list(generation.token_ids)
+        if tokens:
+            self.context_ids = self.context_ids + list(generation.token_ids)
         self.messages.append({"role": "assistant", "content": generation.text})
         return generation.text
 
@@ -228,7 +304,7 @@ class ChatAgent:
         """Tokens after the first prompt so far: sampled and env tokens (the collector's token budget)."""
         if not self.turns:
             return 0
-        if self.tokenizer is None or self.per_turn_rows:
+        if self.tokenizer is None or self.per_turn_rows or self.multimodal:
             return sum(len(t.output_ids) + len(t.obs_ids) for t in self.turns)
         return len(self.context_ids) - len(self.turns[0].prompt_ids)
 
@@ -263,7 +339,7 @@ class ChatAgent:
 
     def token_record(self) -> TokenRecord:
         """The episode's tokens: prompt, completion (model and env tokens), loss mask and logprobs."""
-        exact = self.tokenizer is not None and all(t.output_ids for t in self.turns)
+        exact = self.tokenizer is not None and not self.multimodal and all(t.output_ids for t in self.turns)
         if not self.turns:
             return TokenRecord([], [], [], [], [], False, exact)
         prompt_ids = list(self.turns[0].prompt_ids)

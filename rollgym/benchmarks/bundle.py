@@ -45,6 +45,7 @@ from rollgym.benchmarks.archive import (
     BundleLimits,
     extract_archive,
 )
+from rollgym.core.io import write_bytes_atomic
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -81,25 +82,10 @@ def clean_json(value: Any) -> Any:
     return value
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file, fsync and rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as indented strict JSON, atomically (temporary file, then rename)."""
     text = json.dumps(clean_json(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
-    _write_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def read_json(path: Path, max_bytes: int | None = None) -> Any:
@@ -152,7 +138,7 @@ def strip_transcript_answers(path: str | os.PathLike[str]) -> None:
     data = target.read_bytes()
     stripped = strip_answers(data)
     if stripped != data:
-        _write_atomic(target, stripped)
+        write_bytes_atomic(target, stripped)
 
 
 # -- the manifest ---------------------------------------------------------------------------
@@ -291,7 +277,7 @@ def pack_bundle(folder: str | os.PathLike[str], archive: str | os.PathLike[str] 
             member.size = len(data)
             member.mode = 0o644
             tar.addfile(member, io.BytesIO(data))
-    _write_atomic(target, buffer.getvalue())
+    write_bytes_atomic(target, buffer.getvalue())
     return target
 
 

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
 # Each family with generated worlds counts them without building them: "module:function" -> dict of counts.
 STATS_PROVIDERS: dict[str, str] = {
     "tools": "rollgym.envs.tools.generated:stats",
+    "web": "rollgym.envs.web.gen.stats:web_stats",
 }
 
 

@@ -3,6 +3,7 @@
 Examples::
 
     rollgym web serve shop --port 8000      # then open http://127.0.0.1:8000/
+    rollgym web serve gen-wiki-h1           # a generated site (keys: gen-<kind>-NN, held out gen-<kind>-hN)
     rollgym web tasks travel -n 5           # print five travel tasks
     rollgym web screenshot forum            # PNGs in ./screenshots (--out docs/img regenerates the docs' pictures)
 """
@@ -45,7 +46,8 @@ def register(subparsers: Any) -> None:
     sub.required = True
 
     serve = sub.add_parser("serve", help="serve a site on 127.0.0.1 for a person to use in a browser")
-    serve.add_argument("site", choices=SITE_CHOICES)
+    serve.add_argument("site", type=_site_key, help=f"{', '.join(SITE_CHOICES)}, or a generated site such as "
+                       "gen-shop-03 (`rollgym list --stats` counts them)")
     serve.add_argument("--port", type=int, default=8000, help="TCP port (0 picks a free one; default 8000)")
     serve.set_defaults(func=cmd_serve)
 
@@ -61,6 +63,20 @@ def register(subparsers: Any) -> None:
                       help="folder for web_<site>_<page>.png (default screenshots; "
                            "--out docs/img regenerates the docs' pictures)")
     shot.set_defaults(func=cmd_screenshot)
+
+
+def _site_key(value: str) -> str:
+    """A hand-written site or a generated site's key, else argparse's one-line error."""
+    if value in SITE_CHOICES:
+        return value
+    from rollgym.envs.web.gen.domain import site_spec
+
+    try:
+        site_spec(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither {', '.join(SITE_CHOICES)} nor a generated site "
+                                         "(gen-shop-03, gen-wiki-h1, ...)") from exc
+    return value
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

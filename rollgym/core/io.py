@@ -7,7 +7,9 @@ helpers cover bytes, text and JSON; :func:`append_line` appends one complete
 line per call, for results that grow an episode at a time.
 
 New files get mode ``0o644`` (``tempfile`` alone would leave them private);
-a replaced file keeps its mode.
+a replaced file keeps its mode. After the rename the folder is flushed too, so
+the new name survives a power loss; :func:`move_into_place` does the same for
+a file written elsewhere on the same filesystem (an upload).
 """
 
 from __future__ import annotations
@@ -28,6 +30,19 @@ def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # some filesystems do not open folders; the rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
     finally:
         os.close(fd)
 
@@ -62,6 +77,17 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _fsync_folder(target.parent)
+
+
+def move_into_place(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
+    """Flush ``source`` to disk and rename it to ``target`` (same filesystem), durably; return ``target``."""
+    source, target = Path(source), Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _fsync(source)
+    os.replace(source, target)
+    _fsync_folder(target.parent)
+    return target
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:

@@ -35,7 +35,7 @@ from typing import Any
 from rollgym.benchmarks.archive import DEFAULT_LIMITS, MANIFEST, BundleError, BundleLimits, read_member
 from rollgym.benchmarks.bundle import MAX_LABEL_CHARS, check_manifest
 from rollgym.core.errors import ConfigError
-from rollgym.leaderboard._files import move_into_place
+from rollgym.core.io import move_into_place
 from rollgym.leaderboard.db import Store, Submission, TicketError
 
 

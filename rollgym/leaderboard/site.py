@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rollgym.leaderboard._files import write_atomic
+from rollgym.core.io import write_bytes_atomic
 from rollgym.leaderboard.db import Store, Submission, utcnow
 from rollgym.leaderboard.pages import (
     Links,
@@ -96,5 +96,5 @@ def export_site(store: Store, out_dir: str | os.PathLike[str]) -> Path:
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
     for name, html in render_site(store).items():
-        write_atomic(folder / name, html.encode("utf-8"))
+        write_bytes_atomic(folder / name, html.encode("utf-8"))
     return folder / "index.html"

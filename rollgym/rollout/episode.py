@@ -144,6 +144,16 @@ def _tokens_used(agent: Agent) -> int:
     return int(used() if callable(used) else used or 0)
 
 
+def _observation(observation: Any) -> Any:
+    """What the agent gets: text, or a screenshot observation's dict (text and image) as it came."""
+    return observation if isinstance(observation, dict) else str(observation)
+
+
+def _observation_text(observation: Any) -> str:
+    """What the transcript keeps: the text (of a screenshot observation, its ``"text"``)."""
+    return str(observation.get("text", "")) if isinstance(observation, dict) else str(observation)
+
+
 class _Episode:
     """What one episode did so far; turns into a :class:`Trajectory` at the end."""
 
@@ -154,7 +164,7 @@ class _Episode:
         self.turns: list[Turn] = []
         self.step_rewards: list[float] = []
         self.info: dict[str, Any] = {}
-        self.observation = ""
+        self.observation: Any = ""
         self.task: Task | None = None
         self.failure: _Failure | None = None
         self.status: Status = "truncated"
@@ -171,12 +181,12 @@ class _Episode:
     def begin(self, env: Any, observation: Any, info: Any) -> None:
         if not isinstance(info, dict):
             raise TypeError(f"env.reset returned info of type {type(info).__name__}, not dict")
-        self.observation, self.info = str(observation), info
+        self.observation, self.info = _observation(observation), info
         task = getattr(getattr(env, "unwrapped", env), "task", None)
         self.task = task if isinstance(task, Task) else None
         if info.get("system_prompt"):
             self.messages.append({"role": "system", "content": str(info["system_prompt"])})
-        self.messages.append({"role": "user", "content": self.observation})
+        self.messages.append({"role": "user", "content": _observation_text(observation)})
 
     def check_caps(self) -> bool:
         """Whether a truncating cap is reached before the next action."""
@@ -203,11 +213,11 @@ class _Episode:
             raise ValueError(f"env.step returned a non-finite reward {reward!r}")
         if not isinstance(info, dict):
             raise TypeError(f"env.step returned info of type {type(info).__name__}, not dict")
-        self.observation, self.info = str(observation), info
+        self.observation, self.info = _observation(observation), info
         self.turns[-1].reward = reward
         self.step_rewards.append(reward)
-        if observation:
-            self.messages.append({"role": "user", "content": self.observation})
+        if _observation_text(observation):
+            self.messages.append({"role": "user", "content": _observation_text(observation)})
         if terminated or truncated:
             self.status = "completed" if terminated else "truncated"
             self.done = True

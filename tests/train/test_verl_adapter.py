@@ -86,3 +86,41 @@ def test_agent_loop_accepts_a_plain_token_list_server(tiny_backend):
         {"seed": 1}, **row))
     assert out["num_turns"] == 2 and all(m == 1 for m in out["response_mask"])
     assert out["response_logprobs"] == [0.0] * len(out["response_ids"])  # unknown logprobs are 0.0, never made up
+
+
+class _CrashingBot:
+    """A ConnectFour opponent whose engine dies on its first move."""
+
+    name = "crashing-bot"
+
+    def choose(self, state: object, rng: object) -> int:
+        raise ValueError("the bot fell over")
+
+
+def test_agent_loop_marks_an_env_failure_failed_and_trains_nothing_on_it(tiny_backend, monkeypatch):
+    """A dead opponent is not the policy's fault: verl gets status failed and no trainable token."""
+    import rollgym.train.adapters.verl as verl_adapter
+    from rollgym.core.registration import make as real_make
+
+    def make_with_broken_opponent(env_id: str, **kw: object) -> object:
+        if env_id.startswith("ConnectFour"):
+            kw.update(opponent=_CrashingBot(), agent_color="first")
+        return real_make(env_id, **kw)
+
+    monkeypatch.setattr(verl_adapter, "make", make_with_broken_opponent)
+
+    class FirstLegalMove:  # a server that always answers column 4: a legal move, so the opponent must answer
+        async def generate(self, request_id, *, prompt_ids, sampling_params):
+            return tiny_backend.tokenizer.encode("Final Answer: 4", add_special_tokens=False)
+
+    row = verl_rows("ConnectFour-v0", 1, env_kwargs=C4)[0]
+    out = asyncio.run(RollgymAgentLoop(None, FirstLegalMove(), tiny_backend.tokenizer, max_turns=3,
+                                       max_tokens_per_turn=8).run({"seed": 0}, **row))
+    fields = out["extra_fields"]
+    assert fields["status"] == "failed" and fields["failure"]["type"] == "OpponentError"
+    assert "bot fell over" in fields["failure"]["message"]
+    assert out["response_ids"] and set(out["response_mask"]) == {0}
+    healthy = asyncio.run(RollgymAgentLoop(None, FirstLegalMove(), tiny_backend.tokenizer, max_turns=1,
+                                           max_tokens_per_turn=8).run({"seed": 0}, **verl_rows("Countdown-v0", 1,
+                                                                                              env_kwargs=COUNTDOWN)[0]))
+    assert healthy["extra_fields"]["failure"] is None and 1 in healthy["response_mask"]

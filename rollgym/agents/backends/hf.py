@@ -65,6 +65,8 @@ class TransformersBackend:
     """
 
     name = "transformers"
+    accepts_images = False
+    """Text models only (``AutoModelForCausalLM``); screenshots reach it as their text part."""
 
     def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
                  max_wait_s: float = 0.2) -> None:

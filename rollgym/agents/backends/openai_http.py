@@ -54,6 +54,9 @@ class OpenAIBackend:
         requests_per_second: Rate cap, or ``None`` for none.
         max_retries: Retries of a transient failure.
         timeout_s: Per-request timeout.
+        accepts_images: Whether the server's model takes images (OpenAI ``image_url`` content parts): true for
+            vision-language models (a vLLM server of Qwen2-VL, an API's vision model); set it false for text-only
+            servers such as ``rollgym serve-model``, and :class:`~rollgym.agents.chat.ChatAgent` sends text only.
     """
 
     name = "openai"
@@ -69,6 +72,7 @@ class OpenAIBackend:
         max_retries: int = 3,
         timeout_s: float = 120.0,
         backoff_s: float = 0.5,
+        accepts_images: bool = True,
     ) -> None:
         try:
             import httpx
@@ -84,6 +88,7 @@ class OpenAIBackend:
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
         self.max_concurrency = max_concurrency
+        self.accepts_images = accepts_images
         self.policy_version = 0
         self._httpx = httpx
         self._limiter = _RateLimiter(requests_per_second)

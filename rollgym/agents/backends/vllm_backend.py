@@ -39,6 +39,8 @@ class VLLMBackend:
     """
 
     name = "vllm"
+    accepts_images = False
+    """Token-id prompts only; screenshots reach it as their text part."""
 
     def __init__(self, model: str, *, speculative_config: dict[str, Any] | None = None, **engine_kwargs: Any) -> None:
         vllm = import_vllm()

@@ -1,6 +1,7 @@
-"""Web envs: three practice websites served in-process and driven through the system Chromium.
+"""Web envs: practice websites served in-process and driven through the system Chromium.
 
-Ids: WebShop-v2, WebForum-v2, WebTravel-v2, WebGym-v2, and their -v1 and -v0 predecessors (older scoring).
+Ids: WebShop-v2, WebForum-v2, WebTravel-v2, WebGym-v2 (three hand-written sites), and their -v1 and -v0
+predecessors (older scoring); WebGen-v0 (165 generated sites of 11 kinds in 8 themes, with held-out sites).
 
 Importing this package only registers the ids; Playwright, the sites and the
 browser load when an env is first reset.
@@ -49,3 +50,31 @@ for _name, _sites, _what in _SITES:
             oracle="rollgym.envs.web.reference:reference_policy",
             random_policy="rollgym.envs.web.reference:random_action",
         )
+
+_GEN_COMPONENTS = [
+    *_COMPONENTS,
+    "rollgym.envs.web.gen.env",
+    "rollgym.envs.web.gen.schema",
+    "rollgym.envs.web.gen.kinds",
+    "rollgym.envs.web.gen.words",
+    "rollgym.envs.web.gen.themes",
+    "rollgym.envs.web.gen.domain",
+    "rollgym.envs.web.gen.render",
+    "rollgym.envs.web.gen.site",
+    "rollgym.envs.web.gen.forms",
+    "rollgym.envs.web.gen.answers",
+    "rollgym.envs.web.gen.driver",
+    "rollgym.envs.web.gen.mechanisms",
+    "rollgym.envs.web.gen.changes",
+    "rollgym.envs.web.gen.tasks",
+]
+register_env(
+    "WebGen-v0",
+    "rollgym.envs.web.gen.env:WebGenEnv",
+    description="Browser tasks on 165 generated websites (11 kinds, 8 layout themes); split test_unseen plays on "
+    "held-out sites and themes (real Chromium).",
+    family="web",
+    components=_GEN_COMPONENTS,
+    oracle="rollgym.envs.web.gen.reference:reference_policy",
+    random_policy="rollgym.envs.web.reference:random_action",
+)

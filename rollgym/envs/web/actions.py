@@ -12,6 +12,11 @@ allowed verb with literal string or integer arguments is accepted: nothing is
 evaluated, so ``goto("javascript:...")``, other hosts and injected script
 are rejected with an :class:`ActionError` that the env shows to the agent.
 
+With ``coordinates=True`` (the screenshot observation modes) three more verbs work
+on the screenshot's pixels: ``click_at(x, y)``, ``type("text")`` (into whatever has
+the focus) and ``scroll_at(x, y, "down")``. Without it they are not actions at all,
+so text-mode parsing is exactly as it always was.
+
 Example:
     >>> parse_action('I will search now: fill(3, "kettle")')
     Action(verb='fill', args=(3, 'kettle'))
@@ -63,6 +68,14 @@ SIGNATURES: dict[str, tuple[tuple[str, str], ...]] = {
     "go_back": (),
     "answer": (("text", "text"),),
 }
+COORDINATE_SIGNATURES: dict[str, tuple[tuple[str, str], ...]] = {
+    "click_at": (("x", "coord"), ("y", "coord")),
+    "type": (("text", "text"),),
+    "scroll_at": (("x", "coord"), ("y", "coord"), ("direction", "text")),
+}
+"""Verbs on screenshot pixels, accepted with ``coordinates=True``; ``x`` and ``y`` are CSS pixels of the page's
+visible area, the same as the screenshot's pixels."""
+MAX_COORD = 10_000
 
 ACTION_HELP = """Actions (one per turn; element ids are the [numbers] in the page text):
   click(id)              click a link, button or checkbox
@@ -75,7 +88,17 @@ ACTION_HELP = """Actions (one per turn; element ids are the [numbers] in the pag
   go_back()              go back to the previous page
   answer("text")         finish the task; give the requested information, or "done" for tasks that change something"""
 
+COORDINATE_HELP = """Screen actions (x, y are pixels of the screenshot, from its top-left corner):
+  click_at(x, y)              click whatever is at that point
+  type("text")                type into the focused field, replacing its text (or choose a drop-down option)
+  scroll_at(x, y, "down")     scroll the area under that point up or down"""
+
 _VERB_RE = re.compile(r"\b(" + "|".join(SIGNATURES) + r")\s*\(")
+_ALL_VERB_RE = re.compile(r"\b(" + "|".join([*SIGNATURES, *COORDINATE_SIGNATURES]) + r")\s*\(")
+
+
+def _signatures(coordinates: bool) -> dict[str, tuple[tuple[str, str], ...]]:
+    return {**SIGNATURES, **COORDINATE_SIGNATURES} if coordinates else SIGNATURES
 
 
 class ActionError(ValueError):
@@ -140,8 +163,16 @@ def check_path(path: str) -> str:
     return path
 
 
-def _check_args(verb: str, values: list[Any]) -> Action:
-    spec = SIGNATURES[verb]
+def _coordinate(value: Any, verb: str) -> int:
+    if isinstance(value, str) and value.strip().lstrip("-").replace(".", "", 1).isdigit():
+        value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or not 0 <= value < MAX_COORD:
+        raise ActionError(f"{verb} needs pixel coordinates as numbers, e.g. {verb}(640, 120).")
+    return round(value)
+
+
+def _check_args(verb: str, values: list[Any], coordinates: bool = False) -> Action:
+    spec = _signatures(coordinates)[verb]
     if len(values) != len(spec):
         names = ", ".join(name for name, _ in spec)
         raise ActionError(f"{verb} takes {len(spec)} argument(s) ({names}); got {len(values)}.")
@@ -149,6 +180,9 @@ def _check_args(verb: str, values: list[Any]) -> Action:
     for (name, kind), value in zip(spec, values):
         if kind == "id":
             out.append(_element_id(value, verb))
+            continue
+        if kind == "coord":
+            out.append(_coordinate(value, verb))
             continue
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
@@ -162,52 +196,56 @@ def _check_args(verb: str, values: list[Any]) -> Action:
         raise ActionError(f"press accepts one of: {', '.join(sorted(KEYS))}.")
     if verb == "scroll" and action.args[0] not in {"up", "down"}:
         raise ActionError('scroll takes "up" or "down".')
+    if verb == "scroll_at" and action.args[2] not in {"up", "down"}:
+        raise ActionError('scroll_at takes x, y and "up" or "down".')
     if verb == "goto":
         check_path(action.args[0])
     return action
 
 
-def _from_tool_call(text: str) -> Action | None:
+def _from_tool_call(text: str, coordinates: bool = False) -> Action | None:
     parsed = parse_tool_calls(text)
     if not parsed.found:
         return None
     if parsed.errors and not parsed.calls:
         raise ActionError(f"Could not read the tool call: {parsed.errors[0].message}")
     call = parsed.calls[-1]
-    if call.name not in SIGNATURES:
+    signatures = _signatures(coordinates)
+    if call.name not in signatures:
         raise ActionError(f"Unknown action {call.name!r}. " + ACTION_HELP.splitlines()[0])
-    names = [name for name, _ in SIGNATURES[call.name]]
+    names = [name for name, _ in signatures[call.name]]
     unknown = set(call.arguments) - set(names)
     if unknown:
         raise ActionError(f"{call.name} takes arguments {names}; unknown {sorted(unknown)}.")
     missing = [n for n in names if n not in call.arguments]
     if missing:
         raise ActionError(f"{call.name} is missing argument(s) {missing}.")
-    return _check_args(call.name, [call.arguments[n] for n in names])
+    return _check_args(call.name, [call.arguments[n] for n in names], coordinates)
 
 
-def parse_action(text: str) -> Action:
-    """Parse the last allowed action call in ``text``.
+def parse_action(text: str, *, coordinates: bool = False) -> Action:
+    """Parse the last allowed action call in ``text`` (with ``coordinates``, the screen verbs too).
 
     Raises:
         ActionError: with one sentence saying what is wrong and how to write the action.
     """
     if not isinstance(text, str):
         raise ActionError("Actions are text, e.g. click(12).")
-    from_tool = _from_tool_call(text)
+    from_tool = _from_tool_call(text, coordinates)
     if from_tool is not None:
         return from_tool
     found: Action | None = None
     error: ActionError | None = None
     pos = 0
-    while (match := _VERB_RE.search(text, pos)) is not None:
+    verbs = _ALL_VERB_RE if coordinates else _VERB_RE
+    while (match := verbs.search(text, pos)) is not None:
         call = _call_text(text, match.start())
         if call is None:
             error = ActionError(f"The {match[1]}(...) call is not closed; check its parentheses and quotes.")
             pos = match.end()
             continue
         try:
-            found, error = _parse_call(match[1], call), None
+            found, error = _parse_call(match[1], call, coordinates), None
             pos = match.start() + len(call)  # skip calls quoted inside this one's arguments
         except ActionError as exc:
             error = exc
@@ -219,7 +257,7 @@ def parse_action(text: str) -> Action:
     return found
 
 
-def _parse_call(verb: str, call: str) -> Action:
+def _parse_call(verb: str, call: str, coordinates: bool = False) -> Action:
     try:
         node = ast.parse(call, mode="eval").body
     except SyntaxError:
@@ -231,7 +269,7 @@ def _parse_call(verb: str, call: str) -> Action:
         if not isinstance(arg, ast.Constant) or not isinstance(arg.value, (str, int, float)):
             raise ActionError(f"Arguments of {verb} must be literal numbers or quoted strings.")
         values.append(arg.value)
-    return _check_args(node.func.id, values)
+    return _check_args(node.func.id, values, coordinates)
 
 
 _TOOL_DOCS = {
@@ -244,21 +282,20 @@ _TOOL_DOCS = {
     "goto": "Open a page of this site by its path, e.g. /search?q=lamp.",
     "go_back": "Go back to the previous page.",
     "answer": 'Finish the task with the requested information, or "done" for tasks that change something.',
+    "click_at": "Click at a point of the screenshot (pixels from its top-left corner).",
+    "type": "Type text into the focused field, replacing what it holds (or choose a drop-down option).",
+    "scroll_at": "Scroll the area under a point of the screenshot up or down.",
 }
+_KIND_SCHEMAS = {"id": {"type": "integer", "description": "element id from the page text"},
+                 "coord": {"type": "integer", "description": "pixels from the screenshot's top-left corner"},
+                 "text": {"type": "string"}}
 
 
-def tool_schemas() -> list[dict[str, Any]]:
-    """OpenAI function schemas of the actions, generated from :data:`SIGNATURES`."""
+def tool_schemas(coordinates: bool = False) -> list[dict[str, Any]]:
+    """OpenAI function schemas of the actions (with ``coordinates``, the screen verbs too)."""
     out = []
-    for verb, spec in SIGNATURES.items():
-        props = {
-            name: (
-                {"type": "integer", "description": "element id from the page text"}
-                if kind == "id"
-                else {"type": "string"}
-            )
-            for name, kind in spec
-        }
+    for verb, spec in _signatures(coordinates).items():
+        props = {name: dict(_KIND_SCHEMAS[kind]) for name, kind in spec}
         out.append(
             {
                 "type": "function",

@@ -264,6 +264,10 @@ class OpenedEpisode:
     windows: NewWindows
 
 
+Blank = tuple["BrowserContext", "Page", OffSiteGuard, NewWindows]
+"""A fresh context with its empty page, off-site guard and window watcher, before any episode is attached."""
+
+
 class WebRuntime:
     """One event-loop thread, one HTTP server and one Chromium, shared by every web episode of a process."""
 
@@ -279,6 +283,7 @@ class WebRuntime:
         self._browser_lock: asyncio.Lock | None = None
         self.spares_per_site = 1
         self._spares: dict[str, list[asyncio.Future[OpenedEpisode]]] = {}
+        self._blanks: list[asyncio.Future[Blank]] = []
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -323,39 +328,58 @@ class WebRuntime:
                     ) from exc
             return self._browser
 
-    async def _open(self, site_key: str) -> OpenedEpisode:
+    async def _blank(self) -> Blank:
+        """A fresh context (its own cookies and cache, JavaScript off, the off-site guard) with an empty page."""
         browser = await self.browser()
         base = self.server.base_url
-        token = self.server.create_episode(site_key)
         guard = OffSiteGuard(base)
+        context = await browser.new_context(
+            java_script_enabled=False,
+            viewport=VIEWPORT,  # type: ignore[arg-type]
+            base_url=base,
+            service_workers="block",
+        )
         try:
-            context = await browser.new_context(
-                java_script_enabled=False,
-                viewport=VIEWPORT,  # type: ignore[arg-type]
-                base_url=base,
-                service_workers="block",
-            )
             context.set_default_timeout(ACTION_TIMEOUT_MS)
             context.set_default_navigation_timeout(2 * SETTLE_TIMEOUT_MS)
             await context.route(guard.pattern, guard.handle)
-            await context.add_cookies([{"name": EPISODE_COOKIE, "value": token, "url": base}])
             page = await context.new_page()
             windows = NewWindows(context, page)
             await windows.attach()
+        except BaseException:
+            await context.close()
+            raise
+        return context, page, guard, windows
+
+    async def _attach(self, site_key: str, blank: Blank) -> OpenedEpisode:
+        """Give a blank context a new episode of ``site_key`` and open its home page."""
+        context, page, guard, windows = blank
+        base = self.server.base_url
+        token = self.server.create_episode(site_key)
+        try:
+            await context.add_cookies([{"name": EPISODE_COOKIE, "value": token, "url": base}])
             await page.goto(base + "/", wait_until="load")
         except BaseException:
             self.server.close_episode(token)
+            await context.close()
             raise
         return OpenedEpisode(token, context, page, guard, windows)
+
+    async def _open(self, site_key: str) -> OpenedEpisode:
+        return await self._attach(site_key, await self._blank())
 
     async def open_episode(self, site_key: str) -> OpenedEpisode:
         """A new episode of ``site_key``: server state, a fresh context, and the home page loaded.
 
         Opening a context and its first page costs most of a reset, so the runtime keeps
-        ``spares_per_site`` episodes of each site used so far opened ahead in the background.
-        A spare has only loaded the home page of its own fresh database, exactly what a new
-        episode starts on, so taking one is the same as opening one.
+        ``spares_per_site`` episodes of each hand-written site used so far opened ahead in the
+        background. A spare has only loaded the home page of its own fresh database, exactly
+        what a new episode starts on, so taking one is the same as opening one. Generated sites
+        are too many to keep a spare each: for them the runtime keeps ``spares_per_site`` blank
+        contexts (no site, no cookie yet) and attaches the episode when it is taken.
         """
+        if site_key.startswith("gen-"):
+            return await self._attach(site_key, await self._take_blank())
         spares = self._spares.setdefault(site_key, [])
         opened: OpenedEpisode | None = None
         while spares and opened is None:
@@ -369,6 +393,17 @@ class WebRuntime:
             opened = await self._open(site_key)
         return opened
 
+    async def _take_blank(self) -> Blank:
+        blank: Blank | None = None
+        while self._blanks and blank is None:
+            try:
+                blank = await self._blanks.pop(0)
+            except Exception:  # a blank context that failed to open is replaced below
+                blank = None
+        for _ in range(self.spares_per_site - len(self._blanks)):
+            self._blanks.append(asyncio.ensure_future(self._blank()))
+        return blank if blank is not None else await self._blank()
+
     async def aclose(self) -> None:
         """Close the browser and the Playwright driver."""
         for spares in self._spares.values():
@@ -380,6 +415,15 @@ class WebRuntime:
                 except BaseException:  # cancelled or failed spares hold nothing to close
                     pass
         self._spares.clear()
+        for blank in self._blanks:
+            blank.cancel()
+        for blank in self._blanks:
+            try:
+                context = (await blank)[0]
+                await context.close()
+            except BaseException:  # cancelled or failed blanks hold nothing to close
+                pass
+        self._blanks.clear()
         if self._browser is not None:
             await self._browser.close()
             self._browser = None

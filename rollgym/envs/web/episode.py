@@ -4,6 +4,12 @@
 event-loop thread) and the vectorised runner drive. Grading reads the
 episode's database on the server and the text of ``answer(...)``; nothing the
 page shows, and nothing the agent can type into it, reaches the grader.
+
+Tasks of the hand-written sites are graded by :mod:`rollgym.envs.web.tasks`, tasks of
+generated sites (``task.meta["gen_site"]``) by :mod:`rollgym.envs.web.gen.tasks`; both
+with the shared state-diff grader. In the screenshot modes (``obs_mode`` ``"screenshot"``
+or ``"both"``) each observation also takes a screenshot (:attr:`WebEpisode.last_screenshot`)
+and the screen verbs ``click_at``, ``type`` and ``scroll_at`` are allowed.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import numpy as np
 
 from rollgym.core.task import Score, Task
 from rollgym.envs.web.actions import Action, ActionError, parse_action
-from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, OpenedEpisode, WebRuntime
+from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, VIEWPORT, OpenedEpisode, WebRuntime
 from rollgym.envs.web.observation import OBSERVE_JS, format_observation
 from rollgym.envs.web.tasks import grade_answer, template_of
 
@@ -26,9 +32,21 @@ if TYPE_CHECKING:
 
 StepOutcome = tuple[str, float, bool, bool, dict[str, Any]]
 _EPISODE_IDS = itertools.count(1)
-_NAVIGATING = frozenset({"click", "press", "goto", "go_back"})
+_NAVIGATING = frozenset({"click", "press", "goto", "go_back", "click_at"})
 LEFT_SITE = "That navigation would leave the site and was blocked."
 NEW_WINDOW = "That opened a new window, which this environment does not use; it was closed and this page is unchanged."
+OBS_MODES = ("text", "screenshot", "both")
+"""``text``: the page as text; ``screenshot``: a screenshot and a text header (task, URL, title, error, step);
+``both``: a screenshot and the page as text."""
+SCREENSHOT_NOTE = "(The page is shown in the screenshot.)"
+_BOXES_JS = r"""() => Array.from(document.querySelectorAll('[data-rg-id]')).map((el) => {
+  const r = el.getBoundingClientRect();
+  const label = el.id ? document.querySelector('label[for="' + CSS.escape(el.id) + '"]') : null;
+  const text = (el.getAttribute('aria-label') || (label && label.textContent) || el.getAttribute('placeholder')
+    || (el.tagName === 'SELECT' ? '' : el.value) || el.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 80);
+  return {id: Number(el.getAttribute('data-rg-id')), tag: el.tagName.toLowerCase(), text: text,
+          x: r.left, y: r.top, width: r.width, height: r.height};
+}).filter((b) => b.width > 0 && b.height > 0)"""
 
 
 def _short(exc: BaseException) -> str:
@@ -44,12 +62,20 @@ class WebEpisode:
         task: A task from a :class:`~rollgym.envs.web.tasks.WebTaskSource`.
         max_steps: Actions allowed before the episode is truncated (and graded as it stands).
         episode_id: Key that reference policies use to keep per-episode state; unique by default.
+        obs_mode: One of :data:`OBS_MODES`.
     """
 
-    def __init__(self, runtime: WebRuntime, task: Task, *, max_steps: int = 30, episode_id: str | None = None) -> None:
+    def __init__(self, runtime: WebRuntime, task: Task, *, max_steps: int = 30, episode_id: str | None = None,
+                 obs_mode: str = "text") -> None:
         self.runtime = runtime
         self.task = task
-        self.template = template_of(task)
+        self.generated = bool(task.meta.get("gen_site"))
+        self.template = None if self.generated else template_of(task)
+        self.site_key: str = str(task.meta["site"]) if self.generated else self.template.site  # type: ignore[union-attr]
+        if obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}.")
+        self.obs_mode = obs_mode
+        self.last_screenshot: np.ndarray | None = None
         self.max_steps = max_steps
         self.episode_id = episode_id or f"web-{next(_EPISODE_IDS)}"
         self.steps = 0
@@ -73,7 +99,7 @@ class WebEpisode:
     async def start(self) -> tuple[str, dict[str, Any]]:
         """Create the server-side state and the browser context, open the home page; returns ``(obs, info)``."""
         t0 = time.perf_counter()
-        self._opened = await self.runtime.open_episode(self.template.site)
+        self._opened = await self.runtime.open_episode(self.site_key)
         self.token = self._opened.token
         observation = await self.observe(None)
         self.timings = {"reset_ms": (time.perf_counter() - t0) * 1000}
@@ -99,7 +125,10 @@ class WebEpisode:
         return url[len(base) :] or "/" if url.startswith(base) else url
 
     async def observe(self, error: str | None) -> str:
-        """The observation text of the current page."""
+        """The observation text of the current page (in the screenshot modes, also :attr:`last_screenshot`).
+
+        In ``screenshot`` mode the text is only the header: task, URL, title, error and step.
+        """
         try:
             data = await self.page.evaluate(OBSERVE_JS)
         except Exception as exc:  # a page mid-navigation: wait once and retry
@@ -108,6 +137,10 @@ class WebEpisode:
                 data = await self.page.evaluate(OBSERVE_JS)
             except Exception:
                 data = {"title": "", "lines": [f"(the page could not be read: {_short(exc)})"]}
+        if self.obs_mode != "text":
+            self.last_screenshot = await self.screenshot()
+            if self.obs_mode == "screenshot":
+                data = {"title": data["title"], "lines": [SCREENSHOT_NOTE]}
         return format_observation(
             goal=self.task.prompt,
             path=self.path(),
@@ -119,11 +152,17 @@ class WebEpisode:
         )
 
     async def screenshot(self) -> np.ndarray:
-        """The visible page as an ``(H, W, 3)`` uint8 RGB array."""
+        """The visible page as an ``(H, W, 3)`` uint8 RGB array (no text caret, so a page looks the same twice)."""
         from PIL import Image
 
-        png = await self.page.screenshot(type="png")
+        png = await self.page.screenshot(type="png", caret="hide", animations="disabled")
         return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+
+    async def element_boxes(self) -> list[dict[str, Any]]:
+        """Where the marked elements of the last observation are on the screenshot: ``id``, ``tag``, ``text``
+        (label, value or text, shortened) and ``x``, ``y``, ``width``, ``height`` in pixels of the visible page."""
+        boxes: list[dict[str, Any]] = await self.page.evaluate(_BOXES_JS)
+        return boxes
 
     async def html(self) -> str:
         """The page's current HTML."""
@@ -179,6 +218,8 @@ class WebEpisode:
                 await page.keyboard.press(key)
         elif verb == "scroll":
             await page.mouse.wheel(0, 600 if args[0] == "down" else -600)
+        elif verb in {"click_at", "scroll_at", "type"}:
+            await self._perform_on_screen(action)
         elif verb == "goto":
             await page.goto(self.runtime.server.base_url + args[0], wait_until="load")
         elif verb == "go_back":
@@ -186,6 +227,44 @@ class WebEpisode:
                 raise ActionError("There is no previous page to go back to.")
         if verb in _NAVIGATING:
             await self._settle()
+
+    def _point(self, x: int, y: int) -> None:
+        width, height = VIEWPORT["width"], VIEWPORT["height"]
+        if not (0 <= x < width and 0 <= y < height):
+            raise ActionError(f"({x}, {y}) is outside the {width}x{height} screenshot; use a point inside it.")
+
+    async def _perform_on_screen(self, action: Action) -> None:
+        """``click_at``, ``scroll_at`` and ``type``: real mouse and keyboard input at screenshot pixels."""
+        page = self.page
+        if action.verb == "scroll_at":
+            x, y, direction = action.args
+            self._point(x, y)
+            await page.mouse.move(x, y)
+            await page.mouse.wheel(0, 600 if direction == "down" else -600)
+            return
+        if action.verb == "click_at":
+            x, y = action.args
+            self._point(x, y)
+            # the element under the point, clicked there by a locator so that a navigation it starts is awaited
+            box = await page.evaluate(
+                "([x, y]) => { document.querySelectorAll('[data-rg-point]').forEach(e => e.removeAttribute("
+                "'data-rg-point')); const el = document.elementFromPoint(x, y); if (!el) return null;"
+                " el.setAttribute('data-rg-point', '1'); const r = el.getBoundingClientRect();"
+                " return {x: r.left, y: r.top}; }", [x, y])
+            if box is None:
+                raise ActionError(f"There is nothing to click at ({x}, {y}).")
+            await page.locator("[data-rg-point]").click(position={"x": x - box["x"], "y": y - box["y"]})
+            return
+        focused = page.locator("*:focus")
+        if await focused.count() != 1:
+            raise ActionError("Nothing has the focus; click a text box first, e.g. click_at(x, y).")
+        tag = await focused.evaluate("el => el.tagName")
+        if tag == "SELECT":
+            await self._select(focused, action.args[0])
+        elif tag in {"INPUT", "TEXTAREA"}:
+            await focused.fill(action.args[0])
+        else:
+            await page.keyboard.type(action.args[0])
 
     async def _select(self, loc: Locator, option: str) -> None:
         labels: list[str] = await loc.evaluate(
@@ -256,7 +335,7 @@ class WebEpisode:
         error: str | None = None
         action: Action | None = None
         try:
-            action = parse_action(text)
+            action = parse_action(text, coordinates=self.obs_mode != "text")
         except ActionError as exc:
             error = str(exc)
         if action is not None and action.verb == "answer":
@@ -320,4 +399,8 @@ class WebEpisode:
         episode = self.runtime.server.episode(self.token)
         if episode is None:
             raise RuntimeError("The episode's server state is gone.")
+        if self.generated:
+            from rollgym.envs.web.gen.tasks import grade_answer as grade_generated
+
+            return grade_generated(self.task, self.answer, episode.query)
         return grade_answer(self.task, self.answer, episode.query)

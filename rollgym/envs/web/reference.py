@@ -54,9 +54,13 @@ def reference_policy(observation: str, info: dict[str, Any]) -> str:
         return f'answer("reference solution stopped: {type(exc).__name__}")'
 
 
-def random_action(observation: str, info: dict[str, Any], rng: np.random.Generator) -> str:
-    """A random well-formed action on an element of the current page (never ``answer``)."""
-    elements = PageView.parse(observation).elements
+def random_action(observation: Any, info: dict[str, Any], rng: np.random.Generator) -> str:
+    """A random well-formed action on an element of the current page (never ``answer``).
+
+    A screenshot-mode observation (a dict) is read by its ``"text"``.
+    """
+    text = str(observation.get("text", "")) if isinstance(observation, dict) else str(observation)
+    elements = PageView.parse(text).elements
     if not elements or rng.random() < 0.1:
         return "go_back()" if rng.random() < 0.5 else f'scroll("{"down" if rng.random() < 0.5 else "up"}")'
     el = elements[int(rng.integers(len(elements)))]

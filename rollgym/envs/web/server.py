@@ -49,12 +49,18 @@ _SITE_OBJECTS: dict[str, Site] = {}
 
 
 def site(key: str) -> Site:
-    """The shared :class:`Site` object for a site key."""
-    if key not in SITES:
-        raise ConfigError(f"Unknown site {key!r}; use one of {', '.join(sorted(SITES))}.")
+    """The shared :class:`Site` object for a site key: a hand-written site, or a generated one (``gen-shop-03``)."""
+    if key not in SITES and not key.startswith("gen-"):
+        raise ConfigError(f"Unknown site {key!r}; use one of {', '.join(sorted(SITES))} or a generated site's key.")
     with _BASE_LOCK:
         if key not in _SITE_OBJECTS:
-            _SITE_OBJECTS[key] = SITES[key]()
+            if key in SITES:
+                _SITE_OBJECTS[key] = SITES[key]()
+            else:
+                from rollgym.envs.web.gen.domain import site_spec
+                from rollgym.envs.web.gen.site import GeneratedSite
+
+                _SITE_OBJECTS[key] = GeneratedSite(site_spec(key))
         return _SITE_OBJECTS[key]
 
 

@@ -259,6 +259,8 @@ class RolloutFunc:
                 prompt_ids = _render_prompt(trainer.processing_class, task)
             if not completion:
                 completion, mask, logprobs = [eos], [0], [0.0]
+            if traj.status == "failed":  # TRL sums a None reward to 0: a failed episode must teach nothing
+                mask = [0] * len(completion)
             out["prompt_ids"].append(list(prompt_ids))
             out["completion_ids"].append(list(completion))
             out["logprobs"].append(list(logprobs))
@@ -295,7 +297,8 @@ def make_rollout_func(env_id: str, dataset: Any, *, env_kwargs: dict[str, Any] |
     Returns:
         A callable ``(prompts, trainer) -> dict`` with ``prompt_ids``, ``completion_ids``,
         ``logprobs``, ``env_mask`` (1 on sampled tokens) and the extra columns ``env_reward``
-        (``None`` for a failed episode), ``status``, ``group_id`` and ``num_turns``.
+        (``None`` for a failed episode), ``status``, ``group_id`` and ``num_turns``. A failed
+        episode's ``env_mask`` is all 0 (TRL sums a ``None`` reward to 0, which must not train).
     """
     tasks: dict[str, Task] = {}
     for row in dataset:

@@ -16,7 +16,10 @@
   prompt_ids=, sampling_params=)``) and returns an ``AgentLoopOutput``-shaped
   result: ``prompt_ids``, ``response_ids``, ``response_mask`` (0 on env tokens),
   ``response_logprobs`` (0.0 there), ``reward_score``, ``num_turns``, ``metrics``
-  and ``extra_fields`` (status, step rewards, task id). It works standalone with
+  and ``extra_fields`` (status, step rewards, task id, failure). An episode the env
+  reports it could not finish (``info["failure"]``, e.g. a dead chess engine) has
+  status ``"failed"`` and an all-zero ``response_mask``: verl has no "no reward",
+  so its 0 must not train the policy. It works standalone with
   any object that has that ``generate`` coroutine (:class:`BackendServerManager`
   wraps a rollgym backend); when verl is importable, :func:`register_with_verl`
   (run on import) registers a verl subclass under the name ``"rollgym"``.
@@ -296,6 +299,7 @@ class RollgymAgentLoop:
         agent = ChatAgent(backend, SamplingParams(max_tokens=self.max_tokens_per_turn), tokenizer=self.tokenizer)
         env = make(env_id, **env_kwargs)
         status, reward, steps, step_rewards = "truncated", 0.0, 0, []
+        failure: dict[str, Any] | None = None
         try:
             observation, info = env.reset(options={"task": task})
             agent.reset()
@@ -307,12 +311,18 @@ class RollgymAgentLoop:
                 agent.record_reward(float(r))
                 if terminated or truncated:
                     status = "completed" if terminated else "truncated"
+                    if isinstance(info.get("failure"), dict):  # the env could not go on (a dead engine)
+                        status, failure = "failed", dict(info["failure"])
                     break
             reward = float(sum(step_rewards))
         finally:
             env.close()
         record = agent.token_record()
         response, mask, logprobs = record.completion_ids, record.loss_mask, record.logprobs
+        if failure is not None:
+            # verl has no "no reward": an episode the env could not finish keeps its shape but no
+            # trainable token, so its 0 never teaches the policy anything
+            mask = [0] * len(mask)
         if self.max_response_length is not None:
             response, mask, logprobs = (response[: self.max_response_length], mask[: self.max_response_length],
                                         logprobs[: self.max_response_length])
@@ -325,7 +335,8 @@ class RollgymAgentLoop:
             "num_turns": len(agent.messages) - (1 if agent.messages and agent.messages[0]["role"] == "system" else 0),
             "metrics": {},
             "extra_fields": {"status": status, "step_rewards": step_rewards, "task_id": task.id, "env_id": env_id,
-                             "per_turn_rows": record.per_turn_rows, "request_id": request_id},
+                             "per_turn_rows": record.per_turn_rows, "request_id": request_id,
+                             "failure": failure},
         }
         return _as_verl_output(output)
 

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 import rollgym
+from rollgym.envs.web.gen.reference import reference_policy as generated_reference_policy
 from rollgym.envs.web.reference import random_action, reference_policy
 
 pytestmark = pytest.mark.slow
 
 WEB_IDS = [info.id for info in rollgym.list_envs() if info.family == "web"]
+GATED = {i for i in WEB_IDS if i.endswith("-v2")} | {"WebGen-v0"}
 
 
 def _check_score_fields(reward: float, info: dict[str, Any]) -> None:
@@ -27,18 +29,19 @@ def _check_score_fields(reward: float, info: dict[str, Any]) -> None:
     assert info["success"] == info["correct"]  # the deprecated alias agrees
 
 
-def test_there_are_three_generations_of_four_web_ids():
-    assert sorted(WEB_IDS) == sorted(f"{n}-v{v}" for n in ("WebShop", "WebForum", "WebTravel", "WebGym")
-                                     for v in range(3))
+def test_there_are_three_generations_of_four_web_ids_and_webgen():
+    assert sorted(WEB_IDS) == sorted([*(f"{n}-v{v}" for n in ("WebShop", "WebForum", "WebTravel", "WebGym")
+                                        for v in range(3)), "WebGen-v0"])
 
 
-@pytest.mark.parametrize("env_id", [i for i in WEB_IDS if i.endswith("-v2")])
+@pytest.mark.parametrize("env_id", sorted(GATED))
 def test_oracle_episodes_end_with_score_fields(web_runtime, env_id):
     env = gym.make(env_id).unwrapped
+    policy = generated_reference_policy if env_id == "WebGen-v0" else reference_policy
     try:
         observation, info = env.reset(options={"task_index": 1, "split": "test"})
         for _ in range(60):
-            observation, reward, terminated, truncated, info = env.step(reference_policy(observation, info))
+            observation, reward, terminated, truncated, info = env.step(policy(observation, info))
             if terminated or truncated:
                 break
         _check_score_fields(reward, info)
@@ -61,6 +64,6 @@ def test_random_episodes_end_with_score_fields(web_runtime, env_id):
         assert truncated
         _check_score_fields(reward, info)
         assert info["correct"] is False and reward == 0.0
-        assert ("site_unchanged_beyond_task" in info["details"]["criteria"]) == env_id.endswith("-v2")
+        assert ("site_unchanged_beyond_task" in info["details"]["criteria"]) == (env_id in GATED)
     finally:
         env.close()
