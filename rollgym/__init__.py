@@ -5,6 +5,7 @@
 """
 
 from rollgym import envs as _envs  # noqa: F401  (registers every env id)
+from rollgym import vector as _vector  # noqa: F401  (TextSpace observations through AsyncVectorEnv's shared memory)
 from rollgym.core import (
     SPLITS,
     Agent,

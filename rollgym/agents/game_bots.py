@@ -30,9 +30,22 @@ class BotAgent:
     """
 
     def __init__(self, bot: Any = "mcts-400", seed: int | None = None) -> None:
+        self._owns_bot = isinstance(bot, str)  # a bot made here from its name is closed here
         self.bot = _bots.make_bot(bot) if isinstance(bot, str) else bot
         self.name = str(getattr(self.bot, "name", "bot"))
         self.rng = np.random.default_rng(seed)
+
+    def close(self) -> None:
+        """Stop the bot's engine (Stockfish) when this agent made the bot from its name; safe to call twice."""
+        closer = getattr(self.bot, "close", None)
+        if self._owns_bot and callable(closer):
+            closer()
+
+    def __enter__(self) -> BotAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from rollgym.commands.console import EXIT_INTERRUPTED, progress_bar, stderr, stdout
+from rollgym.commands.console import EXIT_INTERRUPTED, EpisodeStats, progress_bar, stderr, stdout
 from rollgym.commands.options import add_env_arg, parse_env_args, positive_int, seed_int
 from rollgym.core.agent import Agent
 
@@ -85,11 +85,17 @@ def run(args: argparse.Namespace) -> int:
     env_kwargs = parse_env_args(args.env_arg)
     agent = make_llm_agent(args) if args.model else make_agent(args.agent)
     label = agent.name if args.model else args.agent
-    with progress_bar() as progress:
-        bar = progress.add_task(f"{info.id} · {label}", total=args.n * args.group_size)
+    stats = EpisodeStats()
+    with progress_bar(stats=True) as progress:
+        bar = progress.add_task(f"{info.id} · {label}", total=args.n * args.group_size, **stats.fields())
+        first = True
 
         def report(done: int, total: int) -> None:
-            progress.update(bar, completed=done, total=total)
+            nonlocal first
+            if first:  # the first call comes after the episodes found in --out: from here on they are played
+                stats.resumed_done()
+                first = False
+            progress.update(bar, completed=done, total=total, **stats.fields())
 
         try:
             if args.model:
@@ -98,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
                 groups = collect_async(
                     agent, args.env, args.n, args.group_size, split=args.split, seed=args.seed,
                     concurrency=args.concurrency, max_steps=args.max_steps, out=args.out, env_kwargs=env_kwargs,
-                    progress=report,
+                    progress=report, on_episode=stats.add,
                 )
             else:
                 groups = collect(
                     agent, args.env, n_tasks=args.n, group_size=args.group_size, split=args.split, seed=args.seed,
                     out=args.out, env_kwargs=env_kwargs, max_steps=args.max_steps, progress=report,
-                    workers=args.workers,
+                    workers=args.workers, on_episode=stats.add,
                 )
         except KeyboardInterrupt:
             hint = " Run the same command again to resume." if args.out else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import secrets
 from typing import Any
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         nonlocal first
         if first:
             system = getattr(env.unwrapped, "system_prompt", "")
-            if system:
+            if system and system.strip() not in text:  # many envs repeat their rules in the first observation
                 stdout.print(f"[dim]{escape(system)}[/dim]\n")
             first = False
         print(text, flush=True)
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         env.close()
     last = trajectory.messages[-1] if trajectory.messages else None
-    if last is not None and last["role"] == "user" and len(trajectory.messages) > 2:
+    shown = trajectory.status == "failed"  # input ran out while the last observation was on screen
+    if last is not None and last["role"] == "user" and len(trajectory.messages) > 2 and not shown:
         print(last["content"], flush=True)
     if trajectory.status == "failed":
         failure = trajectory.info.get("failure", {})
@@ -73,4 +75,34 @@ def run(args: argparse.Namespace) -> int:
     stdout.print(
         f"Reward: {trajectory.reward:g}{suffix}  ({trajectory.status}, {len(trajectory.turns)} turn(s))", markup=False
     )
+    if not verdict:
+        shown_text = " ".join(m["content"] for m in trajectory.messages if m["role"] != "assistant")
+        hint = format_hint(trajectory.info, shown_text)
+        if hint:
+            stdout.print(f"Hint: {hint}", markup=False)
     return 0
+
+
+def format_hint(info: dict[str, Any], prompt: str) -> str | None:
+    """What to change when an answer could not be read: the env's own reason, else the format the task asks for.
+
+    Example:
+        >>> format_hint({"error": "no_answer"}, "Answer inside <answer></answer>, e.g. <answer>7</answer>.")
+        'no answer was found: put your final answer inside <answer>...</answer> tags, as in <answer>7</answer>.'
+    """
+    error = info.get("error")
+    if error not in {"no_answer", "wrong_format", "format", "parse_error", "empty", "invalid", "wrong_size"}:
+        return None
+    reason = (info.get("details") or {}).get("reason")
+    if error != "no_answer":
+        return str(reason) if reason else None
+    if "<answer>" in prompt:
+        example = re.search(r"<answer>[^<\n]+</answer>", prompt)
+        where = "inside <answer>...</answer> tags" + (f", as in {example.group(0)}" if example else "")
+    elif "\\boxed" in prompt:
+        where = "in \\boxed{...}, e.g. \\boxed{42}"
+    elif "Final Answer:" in prompt:
+        where = "on the last line as `Final Answer: <move>`"
+    else:
+        return str(reason) if reason else None
+    return f"no answer was found: put your final answer {where}."

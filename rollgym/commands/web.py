@@ -5,7 +5,7 @@ Examples::
     rollgym web serve shop --port 8000      # then open http://127.0.0.1:8000/
     rollgym web serve gen-wiki-h1           # a generated site (keys: gen-<kind>-NN, held out gen-<kind>-hN)
     rollgym web tasks travel -n 5           # print five travel tasks
-    rollgym web screenshot forum --out docs/img
+    rollgym web screenshot forum            # PNGs in ./screenshots (--out docs/img regenerates the docs' pictures)
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ def register(subparsers: Any) -> None:
 
     shot = sub.add_parser("screenshot", help="save PNG screenshots of a site's main pages (needs Chromium)")
     shot.add_argument("site", choices=(*SITE_CHOICES, "all"))
-    shot.add_argument("--out", default="docs/img", help="folder for web_<site>_<page>.png (default docs/img)")
+    shot.add_argument("--out", default="screenshots",
+                      help="folder for web_<site>_<page>.png (default screenshots; "
+                           "--out docs/img regenerates the docs' pictures)")
     shot.set_defaults(func=cmd_screenshot)
 
 
@@ -88,7 +90,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.start()
     except OSError as exc:
         raise ConfigError(f"Cannot listen on port {args.port} ({exc.strerror}); pick another with --port.") from exc
-    print(f"Serving the {args.site} site at {server.base_url}/  (every user's password is <username>123; Ctrl-C stops)")
+    print(f"Serving the {args.site} site at {server.base_url}/  (every user's password is <username>123; "
+          "Ctrl-C stops)", flush=True)
     try:
         if server._thread is not None:
             server._thread.join()

@@ -162,7 +162,10 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     """``gym.make`` with rollgym's clear errors for unknown ids and unknown arguments.
 
     An argument the env does not take raises :class:`~rollgym.core.errors.ConfigError`
-    before anything is built, naming the closest option and listing them all.
+    before anything is built, naming the closest option and listing them all. An older
+    version of an id (``MATH500-v0`` beside ``MATH500-v1``) is made without Gymnasium's
+    "out of date" warning: rollgym keeps old versions registered on purpose, so that
+    results stay comparable.
 
     Example:
         >>> import rollgym
@@ -174,4 +177,4 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     options = env_options(info.id)
     if options is not None:
         check_known(info.id, kwargs, options)
-    return gym.make(info.id, **kwargs)
+    return gym.make(gym.registry[info.id], **kwargs)  # the spec itself: no version look-up, no warning

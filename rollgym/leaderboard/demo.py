@@ -2,7 +2,7 @@
 
 :func:`run_demo` is what ``rollgym demo`` (and ``make demo``) call::
 
-    from rollgym.benchmarks.demo import run_demo
+    from rollgym.leaderboard.demo import run_demo
     result = run_demo("demo-out")
     print(result.site)        # demo-out/site/index.html, the static leaderboard
 """
@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,8 @@ def run_demo(
     """Run ``suite`` with each reference agent, verify every bundle, and build the static leaderboard.
 
     Args:
-        out_dir: Folder for ``runs/<agent>`` bundles (resumed when rerun), ``leaderboard.db`` and ``site/``.
+        out_dir: Folder for ``runs/<agent>`` bundles (resumed when rerun), ``leaderboard.db``,
+            ``leaderboard-data/`` and ``site/`` (all three replaced when rerun).
         suite: The suite to run.
         agents: Reference agents to run.
         limit: At most this many tasks per entry (quicker; a smaller task set).
@@ -63,9 +65,17 @@ def run_demo(
     root = Path(out_dir)
     result = DemoResult()
     loaded = load_suite(suite)
+    steps = 2 * len(agents) + 1  # run and verify each agent, then publish
+    step = 0
+
+    def numbered(line: str) -> None:
+        nonlocal step
+        step += 1
+        say(f"[{step}/{steps}] {line}")
+
     for agent in agents:
         folder = root / "runs" / agent
-        say(f"[1/3] running {loaded.label} with the {agent} agent -> {folder}")
+        numbered(f"running {loaded.label} with the {agent} agent -> {folder}")
         callback = None
         if progress is not None:
 
@@ -78,12 +88,16 @@ def run_demo(
         result.verified[agent] = report.ok
         result.reasons[agent] = report.reasons
         verdict = "OK" if report.ok else "REJECTED " + "; ".join(report.reasons)
-        say(f"[2/3] verified {result.bundles[agent].name}: {verdict}")
+        numbered(f"verified {result.bundles[agent].name}: {verdict}")
     db = root / "leaderboard.db"
+    # The demo's leaderboard holds exactly this run's bundles: a rerun replaces the database, the stored
+    # bundles and the site (whose entry pages are named after submission ids) instead of adding to them.
     for stale in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-        stale.unlink(missing_ok=True)  # the demo's leaderboard holds exactly this run's bundles
+        stale.unlink(missing_ok=True)
+    for folder in (root / "leaderboard-data", root / "site"):
+        shutil.rmtree(folder, ignore_errors=True)
     for agent, bundle in result.bundles.items():
         add_local(str(bundle), f"sqlite:///{db}", str(root / "leaderboard-data"), submitter="demo", label=agent)
     result.site = export_site(Store(f"sqlite:///{db}"), root / "site")
-    say(f"[3/3] static leaderboard: {result.site}")
+    numbered(f"static leaderboard: {result.site}")
     return result

@@ -122,6 +122,17 @@ class Row:
     tickets_issued: int = 0
     tickets_used: int = 0
 
+    @property
+    def reference(self) -> bool:
+        """A reference agent (oracle, random, ...): no model, so no model size."""
+        return (self.manifest or {}).get("agent", {}).get("kind") == "reference"
+
+    def size_text(self) -> str:
+        """The model size as the pages show it: ``7 B``, ``n/a (reference agent)`` or blank when not reported."""
+        if self.model_size_b is not None:
+            return f"{self.model_size_b:g} B"
+        return "n/a (reference agent)" if self.reference else ""
+
     def entry(self, name: str) -> dict[str, Any]:
         """The summary of one entry ({} when absent)."""
         return dict((self.summary or {}).get("entries", {}).get(name, {}))
@@ -219,7 +230,7 @@ def render_suite(label: str, rows: list[Row], links: Links) -> str:
             f'<td data-sort="{rank}">{rank}</td>',
             f'<td class="text"><a href="{links.submission(row.id)}">{escape(row.label)}</a></td>',
             f'<td class="text"><a href="{links.submitter(row.submitter)}">{escape(row.submitter)}</a></td>',
-            f'<td data-sort="{_sort_value(size)}">{"" if math.isnan(size) else f"{size:g}"}</td>',
+            f'<td data-sort="{_sort_value(size)}">{escape(row.size_text().removesuffix(" B"))}</td>',
             f'<td class="nowrap" data-sort="{86400 * _epoch_days(row.created):.0f}">{row.created:%Y-%m-%d}</td>',
             f'<td class="text">{escape(_coverage(row.manifest))}</td>',
         ]
@@ -242,12 +253,15 @@ def render_suite(label: str, rows: list[Row], links: Links) -> str:
              f'<tbody>{"".join(body_rows)}</tbody></table>')
     size_points = [Point(_num(r.model_size_b), _num(r.score), r.label, links.submission(r.id)) for r in rows]
     date_points = [Point(_epoch_days(r.created), _num(r.score), r.label, links.submission(r.id)) for r in rows]
-    plots = (
-        '<div class="plots">'
-        + scatter(size_points, title="Score versus model size", x_label="parameters (billions, log scale)", log_x=True)
-        + _date_scatter(date_points)
-        + "</div>"
-    )
+    sized = [p for p in size_points if p.x > 0 and not math.isnan(p.y)]
+    if sized:
+        size_plot = scatter(size_points, title="Score versus model size", x_label="parameters (billions, log scale)",
+                            log_x=True)
+    else:  # e.g. only the reference agents of `rollgym demo`: there is no model, so there is no size to plot
+        why = ("reference agents have no model size" if rows and all(r.reference for r in rows)
+               else "no submission reports a model size (bench run --model-size)")
+        size_plot = f'<p class="empty-plot">Score versus model size: nothing to plot yet; {why}.</p>'
+    plots = '<div class="plots">' + size_plot + _date_scatter(date_points) + "</div>"
     envs = " · ".join(f'<a href="{links.env(label, n)}">{escape(n)}</a>' for n in names)
     body = (
         f"<h1>{escape(label)}</h1><p>{len(rows)} verified submission(s). Score: mean accuracy over entries. "
@@ -347,7 +361,7 @@ def render_submission(row: Row, links: Links) -> str:
         "name (self-reported)": escape(row.label),
         "agent (self-reported)": escape(str(agent.get("kind", ""))) + " "
         + escape(str(agent.get("agent") or agent.get("model") or "")),
-        "model size (self-reported)": "" if row.model_size_b is None else f"{row.model_size_b:g} B",
+        "model size (self-reported)": escape(row.size_text()),
         "sampling": f"<code>{escape(json.dumps(agent.get('sampling') or {}))}</code>",
         "task hash": f"<code>{escape(str(suite.get('task_hash', '')))}</code>",
         "seed": escape(str(manifest.get("seed"))) if manifest.get("seed") is not None else "suite default",

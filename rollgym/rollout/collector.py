@@ -38,7 +38,7 @@ from rollgym.core.task import Task
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, run_episode
 from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, loads_line, task_dict
-from rollgym.rollout.types import RolloutGroup, to_jsonable
+from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
 
 if TYPE_CHECKING:
     from rollgym.rollout.curriculum import TaskChooser
@@ -116,6 +116,7 @@ def collect(
     workers: int = 1,
     env_pool: EnvPool | None = None,
     task_chooser: TaskChooser | None = None,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
 
@@ -142,6 +143,8 @@ def collect(
             :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level), sees the
             finished groups, and closes its step when the call ends. Not with ``out``: its choices
             depend on the run so far, so a results file could not be resumed.
+        on_episode: Called with every finished :class:`Trajectory` (first those found in
+            ``out``), e.g. for a running accuracy.
 
     Returns:
         Groups in task order, each with its trajectories in ``sample_idx`` order.
@@ -167,6 +170,9 @@ def collect(
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
+    if on_episode is not None:
+        for resumed in records.values():
+            on_episode(resumed.trajectory)
     if progress is not None:
         progress(done, total)
     new_env, job_args = plan.new_env, plan.job_args
@@ -180,6 +186,8 @@ def collect(
         for i, record in _play(jobs, pool, job_args):
             plan.record(i, record)
             done += 1
+            if on_episode is not None:
+                on_episode(record.trajectory)
             if progress is not None:
                 progress(done, total)
     finally:

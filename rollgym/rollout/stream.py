@@ -73,6 +73,7 @@ async def stream(
     progress: ProgressCallback | None = None,
     env_pool: EnvPool | None = None,
     task_chooser: TaskChooser | None = None,
+    on_episode: Callable[[Trajectory], None] | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
@@ -91,6 +92,7 @@ async def stream(
         task_chooser: Chooses each group's reset options before any episode runs (a
             :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level); it sees
             each group as it is yielded, and the stream's end closes its step. Not with ``out``.
+        on_episode: Called with every finished :class:`Trajectory` (first those found in ``out``).
     """
     limits = limits or EpisodeLimits()
     _validate(n_tasks, group_size, seed, limits.max_steps)
@@ -106,6 +108,9 @@ async def stream(
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
+    if on_episode is not None:
+        for resumed in plan.records.values():
+            on_episode(resumed.trajectory)
     if progress is not None:
         progress(done, total)
     # Jobs start in task order and at most `concurrency` run at once, so groups finish roughly in order
@@ -188,6 +193,8 @@ async def stream(
                 i, record = result
             plan.record(i, record)
             done += 1
+            if on_episode is not None:
+                on_episode(record.trajectory)
             if progress is not None:
                 progress(done, total)
             remaining[i] -= 1

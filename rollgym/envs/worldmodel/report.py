@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--chunks", type=int, default=3)
     parser.add_argument("--size", type=int, default=64)
-    parser.add_argument("--out", type=Path, default=Path("docs"))
+    parser.add_argument("--out", type=Path, default=Path("worldmodel-report"),
+                        help="folder for img/*.png (default worldmodel-report; "
+                             "--out docs regenerates the docs' figures)")
     args = parser.parse_args(argv)
     models = _models()
     rows = []
