@@ -51,7 +51,9 @@ def _fixed(env_id: str) -> bool:
     return any(env_id.startswith(prefix) for prefix in FIXED)
 
 
-TEXT_IDS = [info.id for info in rollgym.list_envs() if not info.id.startswith(SKIP_BUILD)]
+# only rollgym's own ids: other tests register toy envs of their own, which have no ladders
+TEXT_IDS = [info.id for info in rollgym.list_envs()
+            if info.entry_point.startswith("rollgym.envs.") and not info.id.startswith(SKIP_BUILD)]
 
 
 @pytest.mark.parametrize("env_id", TEXT_IDS)
