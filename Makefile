@@ -22,8 +22,11 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy rollgym
 	$(VENV)/bin/lint-imports --no-cache
 
+# Two workers, one test file each at a time: browser, sandbox and server tests mostly wait, so the
+# suite takes about half the wall time of one process. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: lint
-	$(VENV)/bin/pytest -q -p no:cacheprovider
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 # Every bench writes bench/results/<name>.json; publish.py renders the README's table from them.
 bench: $(VENV)/.installed
