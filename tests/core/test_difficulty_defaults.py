@@ -18,15 +18,20 @@ import default_tasks
 
 RECORDED = json.loads(default_tasks.FIXTURE.read_text(encoding="utf-8"))
 NEEDS_DATA = ("MATH", "AIME", "AMC", "HumanEval")
+#: The optional packages a family's envs need to be built: without them the test skips (fails in CI).
+NEEDS_MODULES = {"math": ("sympy", "math_verify"), "search": ("bm25s",)}
 
 
 @pytest.mark.parametrize("env_id", sorted(RECORDED))
 def test_default_tasks_are_unchanged(env_id: str, request: pytest.FixtureRequest) -> None:
     if env_id.startswith(NEEDS_DATA):
         request.getfixturevalue("shared_data")  # skips (fails in CI) without the evaluation data
-    if env_id.startswith("Chess"):
-        from tests.conftest import require_module
+    import rollgym
+    from tests.conftest import require_module
 
+    for module in NEEDS_MODULES.get(rollgym.env_info(env_id).family, ()):
+        require_module(module)
+    if env_id.startswith("Chess"):
         require_module("chess")
     assert default_tasks.fingerprint(env_id) == RECORDED[env_id]
 
