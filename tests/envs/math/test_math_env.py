@@ -74,7 +74,8 @@ def test_the_oracle_answers_tool_envs_on_the_first_turn(env_id: str) -> None:
     for index in range(3):
         obs, info = env.reset(options={"task_index": index})
         _, reward, terminated, _, step_info = env.step(OracleAgent().act(obs, info))
-        assert (reward, terminated, step_info["verified"]["calls"]) == (1.0, True, 0)
+        evidence = step_info["details"]["verification"]
+        assert (reward, terminated, step_info["verified"], evidence["calls"]) == (1.0, True, False, 0)
 
 
 def test_the_oracle_works_on_a_users_file(tmp_path: Path) -> None:
