@@ -73,7 +73,10 @@ class WebEnv(TextEnv):
     With ``obs_mode="screenshot"`` a ``Dict`` of ``"screenshot"`` (a ``Box`` of uint8,
     860x1280x3, the visible page) and ``"text"`` (the header only: task, URL, title, error,
     step); with ``"both"`` the same ``Dict`` whose ``"text"`` is the whole page text.
-    ``screenshot()`` returns an RGB array and ``page_html()`` the raw HTML.
+    ``screenshot()`` returns an RGB array and ``page_html()`` the raw HTML. Text that comes
+    from URL parameters or from members (names, posts, reviews) is prefixed ``[user text]``
+    in the page text, so it cannot pass as the site's own words (a "grader note" in a
+    query string or a post is shown as what it is).
 
     ## Starting State
     A fresh browser context on the site's home page, signed out, with the seeded data.
@@ -100,7 +103,9 @@ class WebEnv(TextEnv):
     ``episode_id``, ``episode_step``, ``url``, ``action_error``; at the end the score's fields
     ``reward`` (float), ``correct`` (bool), ``parsed`` (the answer text), ``error`` and ``details``
     (``criteria``: each criterion's verdict, ``reasons`` of failed ones, ``diff``: rows changed per
-    table). ``success`` is a deprecated alias of ``correct``, kept for one minor version.
+    table). ``blocked_requests`` lists requests to other hosts or ports that the browser
+    refused before sending (none of them left the page). ``success`` is a deprecated alias of
+    ``correct``, kept for one minor version.
 
     ## Arguments
     ``sites``: tuple of ``"shop"``, ``"forum"``, ``"travel"``; ``templates``: optional template
