@@ -12,11 +12,12 @@ every failure into ``{"error": {"type", "message"}}`` without internals.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
 from rollgym.core.toolschema import check_arguments, coerce_arguments, function_schema
 
 MAX_PAGE_SIZE = 50
@@ -120,13 +121,20 @@ def error(type: str, message: str) -> dict[str, Any]:
     return {"error": {"type": type, "message": message}}
 
 
-def call_tool(session: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run one operation for the agent; never raises and never leaks internals."""
-    spec = REGISTRY.get(name)
+def call_tool(session: Session, name: str, arguments: dict[str, Any],
+              tools: Mapping[str, ToolSpec] | None = None) -> dict[str, Any]:
+    """Run one operation of ``tools`` (default: the hand-written apps' ``REGISTRY``) for the agent.
+
+    Never raises and never leaks internals: an unknown name gets close matches (for names of
+    at most 100 characters, so a huge name costs nothing), bad arguments a one-line reason, a
+    bug in an operation a generic ``internal_error``.
+    """
+    tools = REGISTRY if tools is None else tools
+    spec = tools.get(name)
     if spec is None:
         import difflib
 
-        close = difflib.get_close_matches(name, list(REGISTRY), n=3, cutoff=0.6)
+        close = difflib.get_close_matches(name, list(tools), n=3, cutoff=0.6) if len(name) <= 100 else []
         hint = f" Did you mean {', '.join(close)}?" if close else " See info['tools'] for the list."
         return error("unknown_tool", f"There is no tool named {name[:80]!r}.{hint}")
     problem = check_arguments(spec.schema, arguments)
@@ -140,6 +148,38 @@ def call_tool(session: Session, name: str, arguments: dict[str, Any]) -> dict[st
     except Exception:  # a bug must not show a traceback or SQL to the agent
         return error("internal_error", f"{name} failed unexpectedly; try different arguments.")
     return result if isinstance(result, dict) else {"result": result}
+
+
+def run_turn(action: str, session: Session, run: Callable[[str, dict[str, Any]], dict[str, Any]], *, attempts: int,
+             max_calls_per_turn: int, max_calls: int, max_observation: int) -> tuple[str, int]:
+    """One agent turn of a tool env: parse ``action``'s tool calls and run them with ``run(name, arguments)``.
+
+    Calls beyond ``max_calls_per_turn`` in this turn, or beyond ``max_calls`` in the episode
+    (``attempts`` so far), are skipped with a ``call_limit`` error; a call that completes the
+    task ends the turn. Returns the observation (one response per call, malformed calls
+    labelled, cut to ``max_observation`` characters with a note) and the new ``attempts``.
+    """
+    parsed = parse_tool_calls(action)
+    parts = [format_tool_response("error", {"error": {"type": "malformed_call", "message": e.message}})
+             for e in parsed.errors]
+    if not parsed.found:
+        parts.append("No tool call found. Write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>; "
+                     "call complete_task when you are done.")
+    for index, tool_call in enumerate(parsed.calls):
+        if index >= max_calls_per_turn or attempts >= max_calls:
+            parts.append(format_tool_response(tool_call.name, {"error": {
+                "type": "call_limit", "message": f"Skipped: at most {max_calls_per_turn} calls per turn "
+                                                 f"and {max_calls} per episode."}}))
+            continue
+        attempts += 1
+        parts.append(format_tool_response(tool_call.name, run(tool_call.name, tool_call.arguments)))
+        if session.completed:
+            break
+    observation = "\n".join(parts)
+    if len(observation) > max_observation:  # keep observations inside the space; say so rather than cut silently
+        note = "\n[output cut: ask for fewer results per call]"
+        observation = observation[: max_observation - len(note)] + note
+    return observation, attempts
 
 
 # -- helpers shared by the apps ---------------------------------------------------

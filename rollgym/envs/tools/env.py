@@ -9,9 +9,8 @@ from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
-from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
-from rollgym.envs.tools.api import Session, call_tool, tool_schemas
+from rollgym.envs.tools.api import Session, call_tool, run_turn, tool_schemas
 from rollgym.envs.tools.checker import diff_world, grade, legacy_verdict
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import VERSIONS
@@ -181,28 +180,11 @@ class ToolWorldEnv(TextEnv):
     def _advance(self, action: str) -> StepResult:
         assert self.session is not None and self.task is not None
         self.turn += 1
-        parsed = parse_tool_calls(action)
-        parts = [format_tool_response("error", {"error": {"type": "malformed_call", "message": e.message}})
-                 for e in parsed.errors]
-        if not parsed.found:
-            parts.append("No tool call found. Write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>; "
-                         "call complete_task when you are done.")
-        for index, tool_call in enumerate(parsed.calls):
-            if index >= self.max_calls_per_turn or self.attempts >= self.max_calls:
-                parts.append(format_tool_response(tool_call.name, {"error": {
-                    "type": "call_limit", "message": f"Skipped: at most {self.max_calls_per_turn} calls per turn "
-                                                     f"and {self.max_calls} per episode."}}))
-                continue
-            self.attempts += 1
-            parts.append(format_tool_response(tool_call.name, call_tool(self.session, tool_call.name,
-                                                                        tool_call.arguments)))
-            if self.session.completed:
-                break
-        observation = "\n".join(parts)
-        limit = self._max_observation
-        if len(observation) > limit:  # keep observations inside the space; say so rather than cut silently
-            note = "\n[output cut: ask for fewer results per call]"
-            observation = observation[: limit - len(note)] + note
+        session = self.session
+        observation, self.attempts = run_turn(
+            action, session, lambda name, arguments: call_tool(session, name, arguments),
+            attempts=self.attempts, max_calls_per_turn=self.max_calls_per_turn, max_calls=self.max_calls,
+            max_observation=self._max_observation)
         info = self._step_info()
         if self.session.completed:
             score = self.evaluate()

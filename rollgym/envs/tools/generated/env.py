@@ -9,8 +9,7 @@ from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
-from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
-from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec
+from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, run_turn
 from rollgym.envs.tools.apps import supervisor as _supervisor  # noqa: F401  (registers complete_task)
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.grading import diff_apps, grade
@@ -170,27 +169,11 @@ class ToolGenEnv(TextEnv):
     def _advance(self, action: str) -> StepResult:
         assert self.session is not None and self.task is not None
         self.turn += 1
-        parsed = parse_tool_calls(action)
-        parts = [format_tool_response("error", {"error": {"type": "malformed_call", "message": e.message}})
-                 for e in parsed.errors]
-        if not parsed.found:
-            parts.append("No tool call found. Write <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>; "
-                         "call complete_task when you are done.")
-        for index, tool_call in enumerate(parsed.calls):
-            if index >= self.max_calls_per_turn or self.attempts >= self.max_calls:
-                parts.append(format_tool_response(tool_call.name, {"error": {
-                    "type": "call_limit", "message": f"Skipped: at most {self.max_calls_per_turn} calls per turn "
-                                                     f"and {self.max_calls} per episode."}}))
-                continue
-            self.attempts += 1
-            result = call(self.session, self._registry, tool_call.name, tool_call.arguments)
-            parts.append(format_tool_response(tool_call.name, result))
-            if self.session.completed:
-                break
-        observation = "\n".join(parts)
-        if len(observation) > self._max_observation:  # keep observations inside the space; say so
-            note = "\n[output cut: ask for fewer results per call]"
-            observation = observation[: self._max_observation - len(note)] + note
+        session = self.session
+        observation, self.attempts = run_turn(
+            action, session, lambda name, arguments: call(session, self._registry, name, arguments),
+            attempts=self.attempts, max_calls_per_turn=self.max_calls_per_turn, max_calls=self.max_calls,
+            max_observation=self._max_observation)
         info: dict[str, Any] = {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}
         if self.session.completed:
             score = self.evaluate()

@@ -21,15 +21,14 @@ traceback reaches the agent. All SQL is parameterised; identifiers come from the
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from rollgym.core.toolschema import check_arguments, coerce_arguments, function_schema
-from rollgym.envs.tools.api import Session, ToolError, ToolSpec, error, like, page_of
+from rollgym.core.toolschema import function_schema
+from rollgym.envs.tools.api import Session, ToolError, ToolSpec, call_tool, like, page_of
 from rollgym.envs.tools.generated.schema import Action, AppSchema, Entity, Field
 from rollgym.envs.tools.generated.store import TODAY, quote
 
@@ -65,22 +64,7 @@ def make_tool(name: str, description: str, params: list[Param], impl: Impl,
 
 def call(session: Session, tools: dict[str, ToolSpec], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Run one tool of ``tools`` for the agent; never raises and never shows internals."""
-    spec = tools.get(name)
-    if spec is None:
-        close = difflib.get_close_matches(name, list(tools), n=3, cutoff=0.6) if len(name) <= 100 else []
-        hint = f" Did you mean {', '.join(close)}?" if close else " See info['tools'] for the list."
-        return error("unknown_tool", f"There is no tool named {name[:80]!r}.{hint}")
-    problem = check_arguments(spec.schema, arguments)
-    if problem:
-        return error("invalid_arguments", f"{name}: {problem}.")
-    session.calls += 1
-    try:
-        result = spec.fn(session, **coerce_arguments(spec.schema, arguments))
-    except ToolError as exc:
-        return error(exc.type, exc.message)
-    except Exception:  # a bug must not show a traceback or SQL to the agent
-        return error("internal_error", f"{name} failed unexpectedly; try different arguments.")
-    return result if isinstance(result, dict) else {"result": result}
+    return call_tool(session, name, arguments, tools)
 
 
 # -- values in and out -------------------------------------------------------------------------------------
