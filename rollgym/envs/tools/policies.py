@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,6 @@ from rollgym.envs.tools.api import Session, call_tool
 from rollgym.envs.tools.tasks import TEMPLATES
 
 _RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
-_RUNNING: OrderedDict[str, Generator[Any, Any, Any]] = OrderedDict()
 _MAX_RUNNING = 4096
 
 
@@ -30,37 +29,61 @@ def _hermes(name: str, arguments: dict[str, Any]) -> str:
     return ToolCall(name, arguments).to_hermes()
 
 
-def oracle_policy(observation: str, info: dict[str, Any]) -> str:
-    """The next action of the reference solution for this episode (one tool call per action)."""
-    meta = info.get("task_meta") or {}
-    key = str(info.get("episode_id") or info.get("task_id"))
-    if key not in _RUNNING or info.get("turn", 0) == 0:
-        _RUNNING[key] = TEMPLATES[meta["template"]].solve(dict(meta["params"]))
-        while len(_RUNNING) > _MAX_RUNNING:
-            _RUNNING.popitem(last=False)
-        sent: Any = None
-    else:
-        found = _RESPONSE.findall(observation)
-        sent = json.loads(found[-1]) if found else {}
-    try:
-        name, arguments = _RUNNING[key].send(sent)
-    except StopIteration as stop:
-        _RUNNING.pop(key, None)
-        answer = stop.value
-        return _hermes("complete_task", {} if answer is None else {"answer": str(answer)})
-    return _hermes(name, arguments)
+def reference_oracle(
+    solve: Callable[[dict[str, Any]], Generator[Any, Any, Any]],
+) -> Callable[[str, dict[str, Any]], str]:
+    """An oracle policy playing ``solve(task_meta)``'s calls one per action, reading each result from the observation.
+
+    One running solution per episode (``info["episode_id"]``), restarted on turn 0; the oldest
+    are dropped beyond 4,096 live episodes. ToolWorld and ToolGen differ only in ``solve``.
+    """
+    running: OrderedDict[str, Generator[Any, Any, Any]] = OrderedDict()
+
+    def policy(observation: str, info: dict[str, Any]) -> str:
+        meta = info.get("task_meta") or {}
+        key = str(info.get("episode_id") or info.get("task_id"))
+        if key not in running or info.get("turn", 0) == 0:
+            running[key] = solve(meta)
+            while len(running) > _MAX_RUNNING:
+                running.popitem(last=False)
+            sent: Any = None
+        else:
+            found = _RESPONSE.findall(observation)
+            sent = json.loads(found[-1]) if found else {}
+        try:
+            name, arguments = running[key].send(sent)
+        except StopIteration as stop:
+            running.pop(key, None)
+            return _hermes("complete_task", {} if stop.value is None else {"answer": str(stop.value)})
+        return _hermes(name, arguments)
+
+    return policy
 
 
-def run_reference(template: str, params: dict[str, Any], session: Session) -> str | None:
-    """Run a reference solution directly against a session (JSON round trip, no text parsing)."""
-    solution = TEMPLATES[template].solve(dict(params))
+def drive_reference(solution: Generator[Any, Any, Any], run: Callable[[str, dict[str, Any]], dict[str, Any]]
+                    ) -> str | None:
+    """Run a reference solution to its end with ``run(name, arguments)`` (JSON round trip); return its answer."""
     sent: Any = None
     try:
         while True:
             name, arguments = solution.send(sent)
-            sent = json.loads(json.dumps(call_tool(session, name, arguments)))
+            sent = json.loads(json.dumps(run(name, arguments)))
     except StopIteration as stop:
         return None if stop.value is None else str(stop.value)
+
+
+_oracle = reference_oracle(lambda meta: TEMPLATES[meta["template"]].solve(dict(meta["params"])))
+
+
+def oracle_policy(observation: str, info: dict[str, Any]) -> str:
+    """The next action of the reference solution for this episode (one tool call per action)."""
+    return _oracle(observation, info)
+
+
+def run_reference(template: str, params: dict[str, Any], session: Session) -> str | None:
+    """Run a reference solution directly against a session (JSON round trip, no text parsing)."""
+    return drive_reference(TEMPLATES[template].solve(dict(params)),
+                           lambda name, arguments: call_tool(session, name, arguments))
 
 
 _WORDS = ["Dana", "inbox", "' OR '1'='1", "2025-03-14", "%", "notes", "", "Dinner", "x" * 30, "archive"]

@@ -8,61 +8,33 @@ observations, as an agent would; it never touches the base databases or the expe
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter, OrderedDict
-from collections.abc import Generator, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from rollgym.core.task import Task
-from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.tools.api import Session
 from rollgym.envs.tools.checker import is_degenerate
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.env import evaluate_session, new_session, world_tools
 from rollgym.envs.tools.generated.tools import call
+from rollgym.envs.tools.policies import drive_reference, reference_oracle
 
-_RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
-_RUNNING: OrderedDict[str, Generator[Any, Any, Any]] = OrderedDict()
-_MAX_RUNNING = 4096
-
-
-def _hermes(name: str, arguments: dict[str, Any]) -> str:
-    return ToolCall(name, arguments).to_hermes()
+_oracle = reference_oracle(lambda meta: catalog.template(meta["template"]).solve(dict(meta["params"])))
 
 
 def oracle_policy(observation: str, info: dict[str, Any]) -> str:
     """The next action of the reference solution for this episode (one tool call per action)."""
-    meta = info.get("task_meta") or {}
-    key = str(info.get("episode_id") or info.get("task_id"))
-    if key not in _RUNNING or info.get("turn", 0) == 0:
-        _RUNNING[key] = catalog.template(meta["template"]).solve(dict(meta["params"]))
-        while len(_RUNNING) > _MAX_RUNNING:
-            _RUNNING.popitem(last=False)
-        sent: Any = None
-    else:
-        found = _RESPONSE.findall(observation)
-        sent = json.loads(found[-1]) if found else {}
-    try:
-        name, arguments = _RUNNING[key].send(sent)
-    except StopIteration as stop:
-        _RUNNING.pop(key, None)
-        return _hermes("complete_task", {} if stop.value is None else {"answer": str(stop.value)})
-    return _hermes(name, arguments)
+    return _oracle(observation, info)
 
 
 def run_reference(task: Any, session: Session) -> str | None:
     """Run a task's reference solution directly against a session (JSON round trip, no text parsing)."""
     tools = world_tools(task)
-    solution = catalog.template(task.meta["template"]).solve(dict(task.meta["params"]))
-    sent: Any = None
-    try:
-        while True:
-            name, arguments = solution.send(sent)
-            sent = json.loads(json.dumps(call(session, tools, name, arguments)))
-    except StopIteration as stop:
-        return None if stop.value is None else str(stop.value)
+    return drive_reference(catalog.template(task.meta["template"]).solve(dict(task.meta["params"])),
+                           lambda name, arguments: call(session, tools, name, arguments))
 
 
 def solve_every_template(app_ids: Sequence[str], per_app: int | None = None) -> tuple[Counter[str], list[str]]:
