@@ -48,12 +48,15 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, keep_suffix: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; when the block succeeds, it replaces ``path``.
 
-    The temporary name ends with ``path``'s suffix, so writers that pick a format
-    from it (``.npz``, ``.png``) behave. On an exception the temporary file is
-    removed and ``path`` is left as it was. Parent folders are created.
+    With ``keep_suffix`` the temporary name ends with ``path``'s suffix, so writers that
+    pick a format from it (``.npz``, ``.png``) behave; without it the name ends in
+    ``.tmp``, so a file left by a killed process never matches a reader's ``*.jsonl``
+    glob (the byte, text and JSON writers, which need no suffix, do this). On an
+    exception the temporary file is removed and ``path`` is left as it was. Parent
+    folders are created.
 
     Example:
         >>> import numpy as np, tempfile, pathlib
@@ -65,7 +68,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}")
+    prefix, suffix = (f".{target.stem}.", f".tmp{target.suffix}") if keep_suffix else (f".{target.name}.", ".tmp")
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=suffix)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -92,7 +96,7 @@ def move_into_place(source: str | os.PathLike[str], target: str | os.PathLike[st
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; return the path."""
-    with atomic_path(path) as tmp:
+    with atomic_path(path, keep_suffix=False) as tmp:
         tmp.write_bytes(data)
     return Path(path)
 
@@ -115,7 +119,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, *, indent: int | 
 def write_jsonl_atomic(path: str | os.PathLike[str], rows: Iterable[Any], **dump_kwargs: Any) -> Path:
     """Write one JSON document per line atomically; return the path. ``dump_kwargs`` go to :func:`json.dumps`."""
     dump_kwargs.setdefault("ensure_ascii", False)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+    with atomic_path(path, keep_suffix=False) as tmp, open(tmp, "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, **dump_kwargs) + "\n")
     return Path(path)

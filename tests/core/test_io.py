@@ -54,6 +54,14 @@ def test_atomic_path_keeps_the_suffix_for_writers_that_read_it(tmp_path: Path) -
     assert target.read_bytes() == b"png"
 
 
+def test_a_temp_file_left_by_a_killed_writer_never_looks_like_a_results_file(tmp_path: Path) -> None:
+    """A SIGKILL mid-write leaves the temp file; readers that glob ``*.jsonl`` must not pick it up."""
+    with atomic_path(tmp_path / "run.jsonl", keep_suffix=False) as tmp:
+        tmp.write_text("{}\n")
+        assert list(tmp_path.glob("*.jsonl")) == [] and tmp.name.endswith(".tmp")
+    assert [p.name for p in tmp_path.glob("*.jsonl")] == ["run.jsonl"]
+
+
 def test_new_files_are_readable_by_others_and_replaced_files_keep_their_mode(tmp_path: Path) -> None:
     fresh = write_text_atomic(tmp_path / "fresh.txt", "x")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
