@@ -16,6 +16,7 @@ does; a change of hash without a ``-vN`` bump is a bug that
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -140,10 +141,16 @@ def env_options(env_id: str) -> tuple[str, ...] | None:
         >>> "num_numbers" in env_options("Countdown-v0")
         True
     """
+    return _options_of(env_info(env_id).entry_point)
+
+
+@functools.lru_cache(maxsize=256)
+def _options_of(entry_point: str) -> tuple[str, ...] | None:
+    """:func:`env_options` of an entry point (a class's signature does not change: computed once)."""
     import importlib
     import inspect
 
-    module, _, name = env_info(env_id).entry_point.partition(":")
+    module, _, name = entry_point.partition(":")
     cls = getattr(importlib.import_module(module), name)
     options: set[str] = set(_MAKE_OPTIONS)
     for klass in inspect.getmro(cls) if inspect.isclass(cls) else [cls]:

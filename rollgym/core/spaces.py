@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import string
 from typing import Any
 
@@ -37,7 +38,14 @@ class TextSpace(Text):
         min_length: int = 0,
         seed: int | np.random.Generator | None = None,
     ) -> None:
-        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+        tables = _sample_tables()
+        if not tables:  # a gymnasium that keeps no ``_char*`` tables: build them the usual way
+            super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+            return
+        # Text checks the lengths; its tables of the sample charset (a character-to-index dict of
+        # numpy ints, two thirds of the cost of an env's construction) are built once and shared.
+        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET[0], seed=seed)
+        self.__dict__.update(tables)
 
     def contains(self, x: Any) -> bool:
         """Return whether ``x`` is a string of an allowed length."""
@@ -55,3 +63,10 @@ class TextSpace(Text):
 
     def __hash__(self) -> int:
         return hash(("TextSpace", self.min_length, self.max_length))
+
+
+@functools.lru_cache(maxsize=1)
+def _sample_tables() -> dict[str, Any]:
+    """Gymnasium Text's lookup tables of :data:`SAMPLE_CHARSET` (read-only in gymnasium), built once."""
+    space = Text(1, charset=SAMPLE_CHARSET)
+    return {name: value for name, value in vars(space).items() if name.startswith("_char")}

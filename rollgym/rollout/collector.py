@@ -276,7 +276,9 @@ class RunPlan:
                    env_pool=env_pool, chooser=task_chooser)
 
     def _make(self) -> Any:
-        return make(self.info.id, split=self.split, **self.env_kwargs)
+        # The run's first env went through Gymnasium's passive checker and a preflight reset; the
+        # others are the same class built from the same arguments, so they skip the checker.
+        return make(self.info.id, split=self.split, **{"disable_env_checker": True, **self.env_kwargs})
 
     def new_env(self) -> Any:
         """Another instance of the run's env (an idle one from the env pool, when the run has one)."""

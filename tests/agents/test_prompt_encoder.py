@@ -112,3 +112,33 @@ def test_a_wrong_cut_is_caught_by_the_first_comparisons_and_switches_cutting_off
     assert encoder.encode(text) == whole(tokenizer, text)
     assert not encoder.exact_pieces
     assert encoder.encode(text) == whole(tokenizer, text)
+
+
+def test_comparisons_already_passed_with_a_tokenizer_are_not_made_again(tokenizer):
+    """Every ChatAgent has its own encoder; the whole-text comparisons are made once per tokenizer and cuts."""
+    import re
+
+    texts = prompts(tokenizer)[:8]
+    first = PromptEncoder(tokenizer, verify=3)
+    for text in texts[:3]:
+        assert first.encode(text) == whole(tokenizer, text)
+    calls: list[str] = []
+    original = type(tokenizer).__call__
+
+    def counting(self: Any, text: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(text)
+        return original(self, text, *args, **kwargs)
+
+    type(tokenizer).__call__ = counting  # type: ignore[method-assign]
+    try:
+        second = PromptEncoder(tokenizer, verify=3)
+        assert [second.encode(t) for t in texts[3:6]] == [whole(tokenizer, t) for t in texts[3:6]]
+        assert len(calls) == 3  # only the test's own `whole` calls: the encoder compared nothing
+        calls.clear()
+        other = PromptEncoder(tokenizer, verify=2)  # other cuts: compared afresh
+        other._splitter = re.compile(r"e|<\|im_start\|>")
+        other._cut_before = frozenset({"e", "<|im_start|>"})
+        other.encode(texts[6])
+        assert calls == [texts[6]]
+    finally:
+        type(tokenizer).__call__ = original  # type: ignore[method-assign]

@@ -172,3 +172,30 @@ def test_tasks_carry_the_id_the_env_was_made_with_and_sources_are_never_patched(
                     if isinstance(target, ast.Attribute) and target.attr == "env_id":
                         assert isinstance(target.value, ast.Name) and target.value.id == "self", (
                             f"{path}:{node.lineno} sets env_id on another object")
+
+
+def test_copy_plain_copies_json_like_data_deeply_and_defers_the_rest():
+    from fractions import Fraction
+
+    from rollgym.core.env import copy_plain
+
+    meta = {"numbers": [3, 8, [1, 2]], "range": (1, (2, 3)), "name": "x", "none": None, "f": 1.5, "b": True}
+    twin = copy_plain(meta)
+    assert twin == meta
+    assert twin["numbers"] is not meta["numbers"] and twin["numbers"][2] is not meta["numbers"][2]
+    twin["numbers"][2].append(9)
+    assert meta["numbers"][2] == [1, 2]
+    odd = {"fraction": Fraction(1, 3), "set": {1, 2}}
+    copied = copy_plain(odd)
+    assert copied == odd and copied["set"] is not odd["set"]
+
+
+def test_infos_of_one_episode_never_share_task_meta_lists():
+    import rollgym
+
+    env = rollgym.make("Countdown-v0")
+    _, first = env.reset(seed=0)
+    *_, last = env.step("<answer>1</answer>")
+    assert first["task_meta"] == last["task_meta"]
+    first["task_meta"]["numbers"].append(-1)
+    assert -1 not in last["task_meta"]["numbers"] and -1 not in env.unwrapped.task.meta["numbers"]

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from rollgym.core import TextSpace
@@ -40,3 +41,18 @@ def test_vector_batches_are_tuples_of_strings():
     assert tuple(result) == ("a", "bé", "c")
     assert batched.contains(("x", "y", "z"))
     assert isinstance(np.asarray(result, dtype=object), np.ndarray)
+
+
+def test_shared_sample_tables_behave_like_gymnasium_text_with_the_same_charset():
+    """TextSpace builds Text's charset tables once and shares them; sampling must not notice."""
+    from gymnasium.spaces import Text
+
+    from rollgym.core.spaces import SAMPLE_CHARSET
+
+    ours, theirs = TextSpace(40, seed=3), Text(40, min_length=0, charset=SAMPLE_CHARSET, seed=3)
+    assert ours.character_set == theirs.character_set == frozenset(SAMPLE_CHARSET)
+    assert ours.characters == theirs.characters
+    assert [ours.sample() for _ in range(50)] == [theirs.sample() for _ in range(50)]
+    assert [ours.character_index(c) for c in "aZ9 é"] == [theirs.character_index(c) for c in "aZ9 é"]
+    with pytest.raises(ValueError):  # Text's own length checks still run
+        TextSpace(3, min_length=5)

@@ -16,17 +16,32 @@ them (``lstrip=False``), finds them the way the tokenizer does (a longest-first
 alternation of every verbatim added token), and steps aside, encoding whole texts,
 for tokenizers where the argument does not hold: slow tokenizers,
 ``split_special_tokens=True``, or any ``single_word`` added token. The first
-``verify`` encodings are also compared with a whole-text encoding; a difference
-switches the splitting off for good (``encoder.exact_pieces`` turns ``False``).
+``verify`` encodings are also compared with a whole-text encoding (fewer when
+earlier encoders in the process already compared as many with the same tokenizer
+and cuts); a difference switches the splitting off for good
+(``encoder.exact_pieces`` turns ``False``).
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 #: Most cached pieces before the cache is emptied (a piece is a turn's text, a few hundred bytes).
 MAX_CACHED_PIECES = 8192
+
+#: Per tokenizer, how many comparisons with a whole-text encoding each way of cutting has passed in
+#: this process: a new encoder (every ``ChatAgent`` has one) skips the comparisons already made.
+_PASSED: weakref.WeakKeyDictionary[Any, dict[tuple[str, frozenset[str]], int]] = weakref.WeakKeyDictionary()
+
+
+def _passed_checks(tokenizer: Any) -> dict[tuple[str, frozenset[str]], int] | None:
+    """The comparisons passed with ``tokenizer`` so far; ``None`` for a tokenizer that cannot be weakly keyed."""
+    try:
+        return _PASSED.setdefault(tokenizer, {})
+    except TypeError:
+        return None
 
 
 class PromptEncoder:
@@ -45,6 +60,7 @@ class PromptEncoder:
     def __init__(self, tokenizer: Any, *, verify: int = 4) -> None:
         self.tokenizer = tokenizer
         self.verify = verify
+        self.verify_total = verify
         self._pieces: dict[str, list[int]] = {}
         self._backend = getattr(tokenizer, "backend_tokenizer", None)
         self._splitter: re.Pattern[str] | None = None
@@ -75,11 +91,16 @@ class PromptEncoder:
             ids += self._piece(text[start:])
         if self.verify > 0:
             self.verify -= 1
-            whole = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            if whole != ids:  # the tokenizer does not cut where this encoder assumed: stop cutting
-                self.exact_pieces = False
-                self._pieces.clear()
-                return whole
+            passed = _passed_checks(self.tokenizer)
+            cuts = (splitter.pattern, cut_before)
+            if passed is None or passed.get(cuts, 0) < self.verify_total:
+                whole = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+                if whole != ids:  # the tokenizer does not cut where this encoder assumed: stop cutting
+                    self.exact_pieces = False
+                    self._pieces.clear()
+                    return whole
+                if passed is not None:
+                    passed[cuts] = passed.get(cuts, 0) + 1
         return ids
 
     def _piece(self, piece: str) -> list[int]:

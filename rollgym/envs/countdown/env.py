@@ -12,6 +12,9 @@ from rollgym.envs.countdown.config import CountdownConfig, countdown_difficulty,
 from rollgym.envs.countdown.generator import DEFAULT_ENV_ID, CountdownGenerator
 from rollgym.verifiers.countdown import OPERATORS, verify_countdown
 
+#: (configuration, split) pairs whose first task was drawn in this process; see ``CountdownEnv.__init__``.
+_REACHABLE: set[tuple[CountdownConfig, str]] = set()
+
 SYSTEM_PROMPT = (
     "You solve Countdown arithmetic puzzles. Think step by step, then give your final expression "
     "inside <answer></answer>."
@@ -110,7 +113,11 @@ class CountdownEnv(SingleTurnEnv):
         )
         super().__init__(split=split, render_mode=render_mode, max_observation_length=100_000,
                          max_action_length=1_000_000)
-        self.source.task(0, self.split)  # an unreachable configuration fails here, before any episode
+        # An unreachable configuration fails here, before any episode. Drawing is deterministic, so a
+        # configuration that drew once in this process is not drawn again for every env built from it.
+        if (self.config, self.split) not in _REACHABLE:
+            self.source.task(0, self.split)
+            _REACHABLE.add((self.config, self.split))
 
     def _make_source(self, env_id: str) -> CountdownGenerator:
         return CountdownGenerator(self.config, env_id=env_id)

@@ -233,8 +233,24 @@ def test_bad_config_is_one_clear_sentence(kwargs: dict, field: str) -> None:
 
 
 def test_unreachable_config_fails_at_construction() -> None:
-    with pytest.raises(ConfigError, match="widen the target"):
-        gym.make(ENV_ID, num_numbers=3, max_value=10, operators="+", min_target=100, max_target=999)
+    for _ in range(2):  # every time: only configurations that drew a task are remembered
+        with pytest.raises(ConfigError, match="widen the target"):
+            gym.make(ENV_ID, num_numbers=3, max_value=10, operators="+", min_target=100, max_target=999)
+
+
+def test_a_configuration_is_checked_by_one_draw_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building many envs of one configuration (a collector's workers) draws the check task once."""
+    from rollgym.envs.countdown.generator import CountdownGenerator
+
+    draws: list[tuple[int, str]] = []
+    task = CountdownGenerator.task
+    monkeypatch.setattr(CountdownGenerator, "task", lambda self, i, split="train": draws.append((i, split))
+                        or task(self, i, split))
+    for _ in range(3):
+        gym.make(ENV_ID, num_numbers=3, max_value=37, split="test")
+    assert draws == [(0, "test")]
+    gym.make(ENV_ID, num_numbers=3, max_value=37, split="train")
+    assert draws == [(0, "test"), (0, "train")]
 
 
 def test_unknown_keyword_is_rejected() -> None:
