@@ -212,16 +212,57 @@ class CountdownGenerator:
             # one numpy call per batch of tries: per-call overhead dominates at this size
             for row in rng.random((_BATCH, 4 * n + 1)).tolist():
                 numbers = [cfg.min_value + int(x * span) for x in row[:n]]
-                built = self._build(numbers, row[n:])
-                if built is None:
+                target = self._target(numbers, row[n:])
+                if target is None:
                     continue
                 in_range += 1
-                target, node = built
                 if split_of_key(content_key(numbers, target, cfg.operators, cfg.usage)) == split:
-                    return _Draw(tuple(numbers), target, node_text(node)[0])
+                    built = self._build(numbers, row[n:])  # the same draws again, now with the expression
+                    assert built is not None and built[0] == target
+                    return _Draw(tuple(numbers), target, node_text(built[1])[0])
         raise ConfigError(
             f"Too few distinct puzzles for the {split} split with this configuration; widen the number or target range."
         )
+
+    def _target(self, numbers: list[int], choices: list[float]) -> int | None:
+        """The target :meth:`_build` reaches from the same draws, without building the expression.
+
+        Most candidates are rejected (a target out of range, or a puzzle of another split),
+        so candidates are screened by value alone; it must follow :meth:`_build` draw for draw.
+        """
+        cfg = self.config
+        u = iter(choices)
+        pool = list(numbers)
+        if cfg.usage == "at_most":
+            keep = 2 + int(next(u) * (len(pool) - 1))
+            while len(pool) > keep:
+                pool.pop(int(next(u) * len(pool)))
+        low, high = cfg.min_target, cfg.max_target
+        operators = cfg.operators
+        while len(pool) > 1:
+            size = len(pool)
+            i = int(next(u) * size)
+            j = int(next(u) * (size - 1))
+            j += j >= i
+            a, b = pool[i], pool[j]
+            del pool[max(i, j)], pool[min(i, j)]
+            x, y = (a, b) if a >= b else (b, a)
+            results = []
+            for op in operators:
+                if op == "+":
+                    results.append(x + y)
+                elif op == "*":
+                    results.append(x * y)
+                elif op == "-" and x > y:
+                    results.append(x - y)
+                elif op == "/" and x % y == 0:
+                    results.append(x // y)
+            if not pool:
+                results = [r for r in results if low <= r <= high and r not in numbers]
+            if not results:
+                return None
+            pool.append(results[int(next(u) * len(results))])
+        return pool[0]
 
     def _build(self, numbers: list[int], choices: list[float]) -> tuple[int, Node] | None:
         """Combine random pairs into one expression; ``choices`` are uniform draws in [0, 1)."""

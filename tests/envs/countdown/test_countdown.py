@@ -262,3 +262,24 @@ def test_usage_alias_and_operator_spellings() -> None:
     assert CountdownConfig(usage="at most").usage == "at_most"
     assert CountdownConfig(operators=("/", "+")).operators == ("+", "/")
     assert CountdownConfig(operators="+, *").operators == ("+", "*")
+
+
+@pytest.mark.parametrize("config", [
+    CountdownConfig(), CountdownConfig(usage="at_most", num_numbers=5),
+    CountdownConfig(operators="-/", num_numbers=3, max_value=12, min_target=1, max_target=20),
+    CountdownConfig(operators="+*", num_numbers=6, max_target=9999),
+])
+def test_value_screen_follows_the_expression_builder_draw_for_draw(config: CountdownConfig) -> None:
+    """Candidates are screened by value (_target) and only the accepted one is built (_build): they must agree."""
+    from rollgym.envs.countdown.generator import CountdownGenerator
+
+    gen = CountdownGenerator(config)
+    rng = np.random.default_rng(0)
+    n, span = config.num_numbers, config.max_value - config.min_value + 1
+    agreed = 0
+    for row in rng.random((3000, 4 * n + 1)).tolist():
+        numbers = [config.min_value + int(x * span) for x in row[:n]]
+        built = gen._build(numbers, row[n:])
+        assert gen._target(numbers, row[n:]) == (None if built is None else built[0])
+        agreed += built is not None
+    assert agreed > 0
