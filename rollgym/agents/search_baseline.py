@@ -15,14 +15,13 @@ import json
 import re
 from typing import Any
 
-from rollgym.core.toolcalls import ToolCall
+from rollgym.core.toolcalls import ToolCall, tool_response_bodies
 
 _QUESTION_WORDS = frozenset("which who what where when whom whose year did does was were is in of the a an and "
                             "under".split())
 _TOKEN = re.compile(r"[a-z0-9]+")
 _LINK = re.compile(r"\[\[([^\]]+)\]\]")
 _YEAR = re.compile(r"\b(1[0-9]{3})\b")
-_RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 
 
@@ -32,7 +31,7 @@ def _words(text: str) -> set[str]:
 
 def _responses(observation: str) -> list[dict[str, Any]]:
     out = []
-    for body in _RESPONSE.findall(observation):
+    for body in tool_response_bodies(observation):
         try:
             value = json.loads(body)
         except json.JSONDecodeError:

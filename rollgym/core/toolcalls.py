@@ -220,3 +220,16 @@ def format_tool_response(name: str, result: Any) -> str:
     """Render one tool result as observation text, in the Hermes ``<tool_response>`` form."""
     body = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
     return f'<tool_response name="{name}">\n{body}\n</tool_response>'
+
+
+_TOOL_RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
+
+
+def tool_response_bodies(observation: str) -> list[str]:
+    """The bodies of the :func:`format_tool_response` blocks in an observation, in order.
+
+    Example:
+        >>> tool_response_bodies(format_tool_response("add", {"sum": 3}) + format_tool_response("f", "ok"))
+        ['{"sum": 3}', 'ok']
+    """
+    return _TOOL_RESPONSE.findall(observation)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.toolcalls import tool_response_bodies
 from rollgym.envs.search.corpus import fact_patterns, subject_patterns
 from rollgym.envs.search.world import RELATIONS
 
@@ -30,7 +31,6 @@ SEARCH_WORDS = {
     "publisher": "published catalogue", "location": "hosted took place", "organiser": "organised",
     "joined": "joined hired",
 }
-_RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
 _EPISODES: OrderedDict[str, Solver] = OrderedDict()
 _MAX_EPISODES = 4096
 MAX_CALLS = 8  # the envs' default max_calls_per_turn
@@ -39,7 +39,7 @@ MAX_CALLS = 8  # the envs' default max_calls_per_turn
 def parse_responses(observation: str) -> list[dict[str, Any]]:
     """The JSON results of every ``<tool_response>`` block in an observation, in order."""
     out = []
-    for body in _RESPONSE.findall(observation):
+    for body in tool_response_bodies(observation):
         try:
             value = json.loads(body)
         except json.JSONDecodeError:

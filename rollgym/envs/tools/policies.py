@@ -10,18 +10,16 @@ touches the hidden base world or the expectation.
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
 
-from rollgym.core.toolcalls import ToolCall
+from rollgym.core.toolcalls import ToolCall, tool_response_bodies
 from rollgym.envs.tools.api import Session, call_tool
 from rollgym.envs.tools.tasks import TEMPLATES
 
-_RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
 _MAX_RUNNING = 4096
 
 
@@ -48,7 +46,7 @@ def reference_oracle(
                 running.popitem(last=False)
             sent: Any = None
         else:
-            found = _RESPONSE.findall(observation)
+            found = tool_response_bodies(observation)
             sent = json.loads(found[-1]) if found else {}
         try:
             name, arguments = running[key].send(sent)

@@ -26,10 +26,9 @@ answers with an error (HTTP 409), never with a silent reward 0.
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
-from rollgym.core.toolcalls import ToolCall
+from rollgym.core.toolcalls import ToolCall, tool_response_bodies
 from rollgym.serve import protocol as wire
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 
 COOKIE = "rollgym_nemo_session"
 TASK_INDEX_KEY = "_ng_task_index"  # nemo_gym's TASK_INDEX_KEY_NAME
-_RESPONSE = re.compile(r'<tool_response name="[^"]*">\n(.*?)\n</tool_response>', re.DOTALL)
 
 
 def action_from_response(response: dict[str, Any]) -> tuple[str, list[str]]:
@@ -68,7 +66,7 @@ def action_from_response(response: dict[str, Any]) -> tuple[str, list[str]]:
 
 def tool_outputs(observation: str, call_ids: list[str]) -> list[dict[str, str]]:
     """``info["tool_outputs"]`` for NeMo Gym's agent: each call's tool response, in order."""
-    bodies = _RESPONSE.findall(observation)
+    bodies = tool_response_bodies(observation)
     return [{"call_id": call_id, "output": bodies[i] if i < len(bodies) else observation}
             for i, call_id in enumerate(call_ids)]
 
