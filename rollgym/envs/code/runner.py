@@ -87,13 +87,15 @@ class CodeRunner:
         finally:
             self._give(session)
 
-    def run(self, jobs: Sequence[Job]) -> list[RunResult]:
+    def run(self, jobs: Sequence[Job], *, batch: int | None = None) -> list[RunResult]:
         """Run ``jobs`` in emptied kept sandboxes, ``workers`` sandboxes at once and up to ``batch`` jobs per
-        round trip; the results in the order of ``jobs``. Never raises on what the jobs do."""
+        round trip (default: the runner's); the results in the order of ``jobs``. Never raises on what the
+        jobs do. A sandbox that finishes its round trip takes the next, so a small ``batch`` evens out
+        jobs of very different lengths."""
         if len(jobs) <= 1:
             return [self.run_one(job) for job in jobs]
         fresh = [replace(job, fresh=True) for job in jobs]
-        size = min(self.batch, -(-len(fresh) // self.workers))
+        size = max(1, min(batch or self.batch, -(-len(fresh) // self.workers)))
         chunks = deque(range(0, len(fresh), size))
         results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(fresh)
         lock = threading.Lock()
