@@ -21,7 +21,7 @@ import os
 import secrets
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -33,6 +33,9 @@ from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_san
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
 MAX_CALLS = 10_000
+
+# jobs sent to one sandbox in one round trip, and what to do with their results (it may return more stages)
+Stage = tuple[Sequence[Job], Callable[[list[RunResult]], "Iterable[Stage]"]]
 
 
 class CodeRunner:
@@ -123,6 +126,57 @@ class CodeRunner:
                 for future in [pool.submit(work) for _ in range(workers)]:
                     future.result()
         return results
+
+    def run_stages(self, stages: Iterable[Stage]) -> None:
+        """Run stages (a few jobs, and a function of their results that may return more stages) on
+        ``workers`` kept sandboxes until none is left, each stage's jobs in one round trip to one
+        sandbox, first come first served: work that depends on earlier results (a candidate's calls
+        on a reference's recorded ones) starts as soon as they are in, while other sandboxes go on.
+        The first exception a stage's function raises ends the run and is raised here."""
+        queue: deque[Stage] = deque(stages)
+        ready = threading.Condition()
+        state = {"busy": 0}
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            session: Session | None = None
+            try:
+                while True:
+                    with ready:
+                        while not queue and state["busy"] and not errors:
+                            ready.wait()
+                        if errors or not queue:
+                            return
+                        jobs, then = queue.popleft()
+                        state["busy"] += 1
+                    try:
+                        if session is None or not session.box.alive:
+                            if session is not None:
+                                session.close()
+                            session = self._take()
+                        fresh = [replace(job, fresh=True) for job in jobs]
+                        more = list(then(session.run_batch(fresh)))
+                    except BaseException as exc:
+                        with ready:
+                            errors.append(exc)
+                            state["busy"] -= 1
+                            ready.notify_all()
+                        return
+                    with ready:
+                        queue.extend(more)
+                        state["busy"] -= 1
+                        ready.notify_all()
+            finally:
+                if session is not None:
+                    self._give(session)
+
+        if not queue:
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollgym-code") as pool:
+            for future in [pool.submit(work) for _ in range(self.workers)]:
+                future.result()
+        if errors:
+            raise errors[0]
 
     def close(self) -> None:
         """End the kept sandboxes."""
