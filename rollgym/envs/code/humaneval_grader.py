@@ -88,7 +88,7 @@ def _trusted_jobs(runner: CodeRunner, main: str, spec_name: str, spec: list[Any]
     parts = max(1, min(8 * runner.workers, len(spec)))
     size = -(-len(spec) // parts)
     return [Job.python(f"{main}({first})\n", prelude=TRUSTED_PRELUDE, audit_hook=False, limits=TRUSTED_LIMITS,
-                       files={spec_name: json.dumps(spec[first : first + size])}, return_files=(out_name,))
+                       files={spec_name: json.dumps(spec[first : first + size])}, return_files=(out_name,), echo=False)
             for first in range(0, len(spec), size)]
 
 
