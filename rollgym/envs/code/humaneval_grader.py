@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ class Recording:
     ok: bool
     mutates: bool
     error: str | None = None
+    seconds: float = 0.0  # how long the reference's check took: what a candidate's calls may take
 
 
 _recordings: dict[str, Recording] = {}
@@ -120,7 +122,7 @@ def _record_spec(missing: dict[str, Task]) -> list[dict[str, Any]]:
 def _keep(line: dict[str, Any]) -> Recording:
     """Store one recorded problem (process-wide) and return it."""
     recording = Recording(line["key"], line["calls"], line["outputs"], bool(line["ok"]), bool(line["mutates"]),
-                          line.get("exc"))
+                          line.get("exc"), float(line.get("t", 0.0)))
     with _recordings_lock:
         _recordings[recording.key] = recording
     return recording
@@ -215,7 +217,8 @@ class HumanEvalGrader:
                     work.append((i, job, nonce, len(calls_)))
             size = self.runner.batch
             chunks = [work[k : k + size] for k in range(0, len(work), size)]
-            return [([job for _, job, _, _ in chunk], functools.partial(parsed, chunk)) for chunk in chunks]
+            return [Stage([job for _, job, _, _ in chunk], functools.partial(parsed, chunk),
+                          sum(recs[i].seconds for i, _, _, _ in chunk) + 1e-3 * len(chunk)) for chunk in chunks]
 
         def parsed(chunk: list[tuple[int, Job, str, int]], results: list[RunResult]) -> list[Stage]:
             with lock:
@@ -230,7 +233,7 @@ class HumanEvalGrader:
             if missing else []
         # the recording first (it unlocks the rest), then the samples already recorded; each recorded part
         # queues its samples' calls while the other sandboxes go on
-        self.runner.run_stages([*(([job], recorded) for job in record), *calls(list(known.values()))])
+        self.runner.run_stages([*(Stage([job], recorded, math.inf) for job in record), *calls(list(known.values()))])
         work = [(i, recs[i]) for i in runnable if i in recs]
         judged = [_Judgement(rec, outcomes[i]) for i, rec in work]
         self._replay(items, work, judged, details)

@@ -16,6 +16,8 @@ once per sandbox as the jobs' prelude), and returns the parsed claims
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import os
 import secrets
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rollgym.core.task import Score
 from rollgym.envs.code.harness import conforms, kind, same
@@ -34,8 +36,15 @@ from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_san
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
 MAX_CALLS = 10_000
 
-# jobs sent to one sandbox in one round trip, and what to do with their results (it may return more stages)
-Stage = tuple[Sequence[Job], Callable[[list[RunResult]], "Iterable[Stage]"]]
+
+
+class Stage(NamedTuple):
+    """Jobs sent to one sandbox in one round trip, what to do with their results (it may return more
+    stages), and how much work they are thought to be (the heaviest waiting stage goes first)."""
+
+    jobs: Sequence[Job]
+    then: Callable[[list[RunResult]], Iterable[Stage]]
+    weight: float = 0.0
 
 
 class CodeRunner:
@@ -130,10 +139,18 @@ class CodeRunner:
     def run_stages(self, stages: Iterable[Stage]) -> None:
         """Run stages (a few jobs, and a function of their results that may return more stages) on
         ``workers`` kept sandboxes until none is left, each stage's jobs in one round trip to one
-        sandbox, first come first served: work that depends on earlier results (a candidate's calls
-        on a reference's recorded ones) starts as soon as they are in, while other sandboxes go on.
+        sandbox: work that depends on earlier results (a candidate's calls on a reference's recorded
+        ones) starts as soon as they are in, while other sandboxes go on. The heaviest waiting stage
+        goes first (then the oldest), so that a long job found late does not end the run alone.
         The first exception a stage's function raises ends the run and is raised here."""
-        queue: deque[Stage] = deque(stages)
+        queue: list[tuple[float, int, Stage]] = []
+        order = itertools.count()
+
+        def push(more: Iterable[Stage]) -> None:
+            for stage in more:
+                heapq.heappush(queue, (-stage.weight, next(order), stage))
+
+        push(stages)
         ready = threading.Condition()
         state = {"busy": 0}
         errors: list[BaseException] = []
@@ -147,7 +164,7 @@ class CodeRunner:
                             ready.wait()
                         if errors or not queue:
                             return
-                        jobs, then = queue.popleft()
+                        jobs, then, _ = heapq.heappop(queue)[2]
                         state["busy"] += 1
                     try:
                         if session is None or not session.box.alive:
@@ -163,7 +180,7 @@ class CodeRunner:
                             ready.notify_all()
                         return
                     with ready:
-                        queue.extend(more)
+                        push(more)
                         state["busy"] -= 1
                         ready.notify_all()
             finally:
