@@ -7,6 +7,8 @@ with ``Job.fresh`` (the writable folders are emptied first; no process survives 
 run; each job has an IPC namespace of its own), ``batch`` jobs per round trip to a
 sandbox, so that grading many samples costs a fork each. One runner per
 configuration is shared by every env of the process (:func:`code_runner`).
+:meth:`CodeRunner.run_stages` runs work that unlocks more work (HumanEval's
+recording, then each recorded problem's candidates) as one queue.
 
 :func:`run_calls` is the batch verification step every code env shares: it runs
 each candidate program in its own job with :mod:`rollgym.envs.code.harness` (loaded
@@ -35,7 +37,6 @@ from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_san
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
 MAX_CALLS = 10_000
-
 
 
 class Stage(NamedTuple):
