@@ -64,6 +64,9 @@ class Job:
             program, not from what it grades.
         data: A JSON value handed to Python code as the global ``job_data``, parsed by the supervisor
             before the job's process starts (inputs without a file to write and parse per job).
+        echo: For Python code, print the ``repr`` of a final expression statement's value (as a
+            notebook cell does). ``False`` runs the code as a plain module, which saves parsing it
+            twice (a harness call of a batch grader has nothing to print).
     """
 
     code: str | None = None
@@ -79,6 +82,7 @@ class Job:
     fresh: bool = False
     prelude: str | None = None
     data: Any = None
+    echo: bool = True
 
     def __post_init__(self) -> None:
         if self.code is not None and self.argv is not None:
@@ -182,6 +186,7 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         "return_files": [p.strip() for p in job.return_files],
         "return_limit": return_limit,
         "audit_hook": bool(job.audit_hook),
+        "echo": bool(job.echo),
         "fresh": bool(job.fresh),
         "prelude_size": len(prelude),
         "prelude_key": prelude_key(prelude) if prelude else "",

@@ -57,3 +57,17 @@ def test_job_data_must_be_json() -> None:
     job = Job.python("print(job_data)", data={"x": object()})
     with pytest.raises(ConfigError, match="JSON value"):
         encode(job, Limits(), {}, 1 << 20)
+
+
+def test_echo_prints_a_final_expression_and_can_be_turned_off(box: Sandbox) -> None:
+    """A final expression's value is printed as in a notebook cell; ``echo=False`` runs the code as a
+    plain module (nothing printed), with errors and exit statuses reported the same."""
+    code = "x = 6\nx * 7"
+    with box.session() as session:
+        shown, quiet, broken, exited = session.run_batch([
+            Job.python(code), Job.python(code, echo=False), Job.python("def f(:\n", echo=False),
+            Job.python("import sys\nprint('bye')\nsys.exit(3)", echo=False),
+        ])
+    assert (shown.stdout, quiet.stdout, quiet.ok) == ("42\n", "", True)
+    assert broken.exception == "SyntaxError" and broken.exit_code == 1
+    assert (exited.stdout, exited.exit_code) == ("bye\n", 3)

@@ -23,6 +23,7 @@ import json
 import random
 import signal
 import sys
+import time
 from typing import Any
 
 CHECK_TIMEOUT_S = 20.0
@@ -67,7 +68,8 @@ def _recorder(reference: Any, line: dict[str, Any], calls: list[Any], outputs: l
 
 
 def record_main(offset: int = 0, spec_path: str = "problems.json", out_path: str = "recorded.jsonl") -> None:
-    """Write one line per problem: its calls, the reference's outputs, and whether ``check`` passed.
+    """Write one line per problem: its calls, the reference's outputs, whether ``check`` passed, and
+    the seconds it took (``"t"``, a hint for scheduling the candidates' runs).
     (``offset``: unused; the lines are keyed by each problem's ``key``.)"""
     signal.signal(signal.SIGALRM, _alarm)
     with open(spec_path, encoding="utf-8") as f:
@@ -82,11 +84,12 @@ def record_main(offset: int = 0, spec_path: str = "problems.json", out_path: str
             recorder = _recorder(namespace[problem["entry_point"]], line, calls, outputs)
             random.seed(0)
             signal.setitimer(signal.ITIMER_REAL, CHECK_TIMEOUT_S)
+            start = time.perf_counter()
             try:
                 namespace["check"](recorder)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-            line.update(ok=True, calls=calls, outputs=outputs)
+            line.update(ok=True, calls=calls, outputs=outputs, t=round(time.perf_counter() - start, 4))
         except BaseException as exc:
             line.update(ok=False, exc=f"{type(exc).__name__}: {exc}"[:300], calls=calls, outputs=outputs)
         out.write(json.dumps(line) + "\n")

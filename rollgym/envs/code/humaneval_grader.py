@@ -21,7 +21,9 @@ returned in time, every answer has the right types, and the check passes.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,8 +34,17 @@ from rollgym.core.seeding import content_digest
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.harness import conforms, kind
 from rollgym.envs.code.program import build_program, extract_code
-from rollgym.envs.code.runner import HARNESS_SOURCE, CallOutcome, CodeRunner, code_runner, run_calls
-from rollgym.sandbox import Job, Limits
+from rollgym.envs.code.runner import (
+    HARNESS_SOURCE,
+    MAX_CALLS,
+    CallOutcome,
+    CodeRunner,
+    Stage,
+    call_job,
+    code_runner,
+    parse_outcome,
+)
+from rollgym.sandbox import Job, Limits, RunResult
 
 REPLAY_SOURCE = Path(__file__).with_name("checkreplay.py").read_text(encoding="utf-8").replace(
     "from __future__ import annotations\n", ""
@@ -55,6 +66,7 @@ class Recording:
     ok: bool
     mutates: bool
     error: str | None = None
+    seconds: float = 0.0  # how long the reference's check took: what a candidate's calls may take
 
 
 _recordings: dict[str, Recording] = {}
@@ -69,21 +81,51 @@ def problem_key(task: Task) -> str:
     )
 
 
-def _trusted(runner: CodeRunner, main: str, spec_name: str, spec: list[Any], out_name: str) -> list[dict[str, Any]]:
-    """Run trusted code (record or replay; never a candidate's) on ``spec``, split over the runner's
-    sandboxes; the output lines in order. Each line's ``"s"`` (an index into ``spec``) is kept global."""
-    parts = max(1, min(4 * runner.workers, len(spec)))  # a few parts per sandbox: slow problems even out
+def _trusted_jobs(runner: CodeRunner, main: str, spec_name: str, spec: list[Any], out_name: str) -> list[Job]:
+    """Jobs that run trusted code (record or replay; never a candidate's) on ``spec``, in parts. Each
+    output line's ``"s"`` (an index into ``spec``) is kept global.
+
+    Several parts per sandbox, each its own round trip: a sandbox that finishes a part takes the next,
+    so one slow problem (a reference that takes a tenth of a second) does not hold up the others."""
+    parts = max(1, min(8 * runner.workers, len(spec)))
     size = -(-len(spec) // parts)
-    jobs = [Job.python(f"{main}({first})\n", prelude=TRUSTED_PRELUDE, audit_hook=False, limits=TRUSTED_LIMITS,
-                       files={spec_name: json.dumps(spec[first : first + size])}, return_files=(out_name,))
+    return [Job.python(f"{main}({first})\n", prelude=TRUSTED_PRELUDE, audit_hook=False, limits=TRUSTED_LIMITS,
+                       files={spec_name: json.dumps(spec[first : first + size])}, return_files=(out_name,), echo=False)
             for first in range(0, len(spec), size)]
-    lines: list[dict[str, Any]] = []
-    for result in runner.run(jobs):
-        if result.error is not None or not result.ok:
-            raise RuntimeError(f"the {main} run failed: {result.error or result.label}: {result.stderr[-500:]}")
-        text = result.files.get(out_name, b"").decode("utf-8")
-        lines += [json.loads(line) for line in text.splitlines() if line.strip()]
-    return lines
+
+
+def _trusted_lines(result: RunResult, main: str, out_name: str) -> list[dict[str, Any]]:
+    """The output lines of one trusted run; :class:`RuntimeError` if it failed."""
+    if result.error is not None or not result.ok:
+        raise RuntimeError(f"the {main} run failed: {result.error or result.label}: {result.stderr[-500:]}")
+    text = result.files.get(out_name, b"").decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _trusted(runner: CodeRunner, main: str, spec_name: str, spec: list[Any], out_name: str) -> list[dict[str, Any]]:
+    """Run trusted code on ``spec`` over the runner's sandboxes (:func:`_trusted_jobs`); the output lines."""
+    jobs = _trusted_jobs(runner, main, spec_name, spec, out_name)
+    return [line for result in runner.run(jobs, batch=1) for line in _trusted_lines(result, main, out_name)]
+
+
+def _record_spec(missing: dict[str, Task]) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": key,
+            "program": f"{t.meta['code_prompt']}{t.answer['canonical_solution']}\n\n{t.answer['test']}\n",
+            "entry_point": t.meta["entry_point"],
+        }
+        for key, t in missing.items()
+    ]
+
+
+def _keep(line: dict[str, Any]) -> Recording:
+    """Store one recorded problem (process-wide) and return it."""
+    recording = Recording(line["key"], line["calls"], line["outputs"], bool(line["ok"]), bool(line["mutates"]),
+                          line.get("exc"), float(line.get("t", 0.0)))
+    with _recordings_lock:
+        _recordings[recording.key] = recording
+    return recording
 
 
 class HumanEvalGrader:
@@ -122,19 +164,8 @@ class HumanEvalGrader:
         with _recordings_lock:
             missing = {k: t for k, t in zip(keys, tasks) if k not in _recordings}
         if missing:
-            spec = [
-                {
-                    "key": key,
-                    "program": f"{t.meta['code_prompt']}{t.answer['canonical_solution']}\n\n{t.answer['test']}\n",
-                    "entry_point": t.meta["entry_point"],
-                }
-                for key, t in missing.items()
-            ]
-            for line in _trusted(self.runner, "record_main", "problems.json", spec, "recorded.jsonl"):
-                recording = Recording(line["key"], line["calls"], line["outputs"], bool(line["ok"]),
-                                      bool(line["mutates"]), line.get("exc"))
-                with _recordings_lock:
-                    _recordings[recording.key] = recording
+            for line in _trusted(self.runner, "record_main", "problems.json", _record_spec(missing), "recorded.jsonl"):
+                _keep(line)
         with _recordings_lock:
             return [_recordings[k] for k in keys]
 
@@ -159,20 +190,52 @@ class HumanEvalGrader:
         for i, (_, program) in enumerate(items):
             if program is None:
                 scores[i] = Score.fail("no_code", reason="no code found in the response")
-        recordings = self.recordings([items[i][0] for i in runnable]) if runnable else []
-        work = []
-        for i, rec in zip(runnable, recordings):
-            if not rec.ok:
-                scores[i] = Score.fail("verifier_error", reason=f"the reference fails its own check: {rec.error}")
-            else:
-                work.append((i, rec))
-        outcomes = run_calls(
-            self.runner,
-            [(items[i][1] or "", items[i][0].meta["entry_point"], rec.calls) for i, rec in work],
-            limits=self.limits,
-            call_timeout_s=self.call_timeout_s,
-        )
-        judged = [_Judgement(rec, outcome) for (_, rec), outcome in zip(work, outcomes)]
+        keys = {i: problem_key(items[i][0]) for i in runnable}
+        waiting: dict[str, list[int]] = {}
+        for i in runnable:
+            waiting.setdefault(keys[i], []).append(i)
+        with _recordings_lock:
+            known = {k: _recordings[k] for k in waiting if k in _recordings}
+            missing = {k: items[ids[0]][0] for k, ids in waiting.items() if k not in known}
+        recs: dict[int, Recording] = {}
+        outcomes: dict[int, CallOutcome] = {}
+        lock = threading.Lock()
+
+        def calls(ready: list[Recording]) -> list[Stage]:
+            """The call jobs of the samples whose problems are recorded now, in round trips of the runner's size."""
+            work = []
+            for rec in ready:
+                for i in waiting.get(rec.key, []):
+                    if not rec.ok:
+                        reason = f"the reference fails its own check: {rec.error}"
+                        scores[i] = Score.fail("verifier_error", reason=reason)
+                        continue
+                    recs[i] = rec
+                    calls_ = rec.calls[:MAX_CALLS]
+                    job, nonce = call_job(items[i][1] or "", items[i][0].meta["entry_point"], calls_, self.limits,
+                                          self.call_timeout_s)
+                    work.append((i, job, nonce, len(calls_)))
+            size = self.runner.batch
+            chunks = [work[k : k + size] for k in range(0, len(work), size)]
+            return [Stage([job for _, job, _, _ in chunk], functools.partial(parsed, chunk),
+                          sum(recs[i].seconds for i, _, _, _ in chunk) + 1e-3 * len(chunk)) for chunk in chunks]
+
+        def parsed(chunk: list[tuple[int, Job, str, int]], results: list[RunResult]) -> list[Stage]:
+            with lock:
+                for (i, _, nonce, n), result in zip(chunk, results):
+                    outcomes[i] = parse_outcome(result, nonce, n)
+            return []
+
+        def recorded(results: list[RunResult]) -> list[Stage]:
+            return calls([_keep(line) for line in _trusted_lines(results[0], "record_main", "recorded.jsonl")])
+
+        record = _trusted_jobs(self.runner, "record_main", "problems.json", _record_spec(missing), "recorded.jsonl") \
+            if missing else []
+        # the recording first (it unlocks the rest), then the samples already recorded; each recorded part
+        # queues its samples' calls while the other sandboxes go on
+        self.runner.run_stages([*(Stage([job], recorded, math.inf) for job in record), *calls(list(known.values()))])
+        work = [(i, recs[i]) for i in runnable if i in recs]
+        judged = [_Judgement(rec, outcomes[i]) for i, rec in work]
         self._replay(items, work, judged, details)
         for (i, _), judgement in zip(work, judged):
             scores[i] = judgement.score(items[i][1])

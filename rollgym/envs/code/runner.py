@@ -7,6 +7,8 @@ with ``Job.fresh`` (the writable folders are emptied first; no process survives 
 run; each job has an IPC namespace of its own), ``batch`` jobs per round trip to a
 sandbox, so that grading many samples costs a fork each. One runner per
 configuration is shared by every env of the process (:func:`code_runner`).
+:meth:`CodeRunner.run_stages` runs work that unlocks more work (HumanEval's
+recording, then each recorded problem's candidates) as one queue.
 
 :func:`run_calls` is the batch verification step every code env shares: it runs
 each candidate program in its own job with :mod:`rollgym.envs.code.harness` (loaded
@@ -16,16 +18,18 @@ once per sandbox as the jobs' prelude), and returns the parsed claims
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import os
 import secrets
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rollgym.core.task import Score
 from rollgym.envs.code.harness import conforms, kind, same
@@ -33,6 +37,15 @@ from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_san
 
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
 MAX_CALLS = 10_000
+
+
+class Stage(NamedTuple):
+    """Jobs sent to one sandbox in one round trip, what to do with their results (it may return more
+    stages), and how much work they are thought to be (the heaviest waiting stage goes first)."""
+
+    jobs: Sequence[Job]
+    then: Callable[[list[RunResult]], Iterable[Stage]]
+    weight: float = 0.0
 
 
 class CodeRunner:
@@ -87,13 +100,15 @@ class CodeRunner:
         finally:
             self._give(session)
 
-    def run(self, jobs: Sequence[Job]) -> list[RunResult]:
+    def run(self, jobs: Sequence[Job], *, batch: int | None = None) -> list[RunResult]:
         """Run ``jobs`` in emptied kept sandboxes, ``workers`` sandboxes at once and up to ``batch`` jobs per
-        round trip; the results in the order of ``jobs``. Never raises on what the jobs do."""
+        round trip (default: the runner's); the results in the order of ``jobs``. Never raises on what the
+        jobs do. A sandbox that finishes its round trip takes the next, so a small ``batch`` evens out
+        jobs of very different lengths."""
         if len(jobs) <= 1:
             return [self.run_one(job) for job in jobs]
         fresh = [replace(job, fresh=True) for job in jobs]
-        size = min(self.batch, -(-len(fresh) // self.workers))
+        size = max(1, min(batch or self.batch, -(-len(fresh) // self.workers)))
         chunks = deque(range(0, len(fresh), size))
         results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(fresh)
         lock = threading.Lock()
@@ -121,6 +136,65 @@ class CodeRunner:
                 for future in [pool.submit(work) for _ in range(workers)]:
                     future.result()
         return results
+
+    def run_stages(self, stages: Iterable[Stage]) -> None:
+        """Run stages (a few jobs, and a function of their results that may return more stages) on
+        ``workers`` kept sandboxes until none is left, each stage's jobs in one round trip to one
+        sandbox: work that depends on earlier results (a candidate's calls on a reference's recorded
+        ones) starts as soon as they are in, while other sandboxes go on. The heaviest waiting stage
+        goes first (then the oldest), so that a long job found late does not end the run alone.
+        The first exception a stage's function raises ends the run and is raised here."""
+        queue: list[tuple[float, int, Stage]] = []
+        order = itertools.count()
+
+        def push(more: Iterable[Stage]) -> None:
+            for stage in more:
+                heapq.heappush(queue, (-stage.weight, next(order), stage))
+
+        push(stages)
+        ready = threading.Condition()
+        state = {"busy": 0}
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            session: Session | None = None
+            try:
+                while True:
+                    with ready:
+                        while not queue and state["busy"] and not errors:
+                            ready.wait()
+                        if errors or not queue:
+                            return
+                        jobs, then, _ = heapq.heappop(queue)[2]
+                        state["busy"] += 1
+                    try:
+                        if session is None or not session.box.alive:
+                            if session is not None:
+                                session.close()
+                            session = self._take()
+                        fresh = [replace(job, fresh=True) for job in jobs]
+                        more = list(then(session.run_batch(fresh)))
+                    except BaseException as exc:
+                        with ready:
+                            errors.append(exc)
+                            state["busy"] -= 1
+                            ready.notify_all()
+                        return
+                    with ready:
+                        push(more)
+                        state["busy"] -= 1
+                        ready.notify_all()
+            finally:
+                if session is not None:
+                    self._give(session)
+
+        if not queue:
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollgym-code") as pool:
+            for future in [pool.submit(work) for _ in range(self.workers)]:
+                future.result()
+        if errors:
+            raise errors[0]
 
     def close(self) -> None:
         """End the kept sandboxes."""
@@ -180,7 +254,7 @@ def call_job(
     nonce = secrets.token_hex(8)
     spec = {"entry_point": entry_point, "calls": list(calls), "call_timeout_s": call_timeout_s, "nonce": nonce}
     job = Job.python("run_calls(job_data['spec'], job_data['program'])\n", prelude=HARNESS_SOURCE,
-                     data={"spec": spec, "program": program}, files=dict(files or {}),
+                     data={"spec": spec, "program": program}, files=dict(files or {}), echo=False,
                      return_files=("results.jsonl",), limits=limits)
     return job, nonce
 

@@ -106,10 +106,12 @@ def install_hook(
     sys.addaudithook(make_hook(real_roots, python_roots() if read_roots is None else read_roots, allow_processes))
 
 
-def run_code(code: str, namespace: dict[str, Any] | None = None) -> tuple[int, str | None]:
+def run_code(code: str, namespace: dict[str, Any] | None = None, echo: bool = True) -> tuple[int, str | None]:
     """Run ``code`` as ``__main__``; return ``(exit status, uncaught exception class or None)``.
 
     ``namespace``: the globals to run in (a prelude's, already loaded); a new one by default.
+    ``echo``: print the ``repr`` of a final expression statement's value (not ``None``); without
+    it the code is compiled as it is, not parsed into a tree first.
     A traceback shows the user's frames only. ``SystemExit`` sets the status as
     ``sys.exit`` would.
     """
@@ -117,6 +119,9 @@ def run_code(code: str, namespace: dict[str, Any] | None = None) -> tuple[int, s
         namespace = {"__builtins__": __builtins__}
     namespace["__name__"] = "__main__"
     try:
+        if not echo:
+            exec(compile(code, "<sandbox>", "exec"), namespace)
+            return 0, None
         tree = ast.parse(code, "<sandbox>", "exec")
         last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         if last is not None:

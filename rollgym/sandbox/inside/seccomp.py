@@ -86,7 +86,7 @@ SOCKET_FAMILIES = (1, 2, 10)  # AF_UNIX, AF_INET, AF_INET6
 PRIO_PROCESS = 0
 
 # classic BPF opcodes
-_LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_LD_ABS, _JA, _JEQ, _JGE, _JSET, _RET = 0x20, 0x05, 0x15, 0x35, 0x45, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _NR, _ARCH = 0, 4
 
@@ -186,17 +186,35 @@ def build_filter(
         (_JGE, 0, 1, 0x40000000),  # x32 system calls
         (_RET, 0, 0, _ERRNO | EPERM),
     ]
-    for name, block in rules.items():
-        if name not in numbers:
-            continue  # fork, vfork, iopl... do not exist on this machine
+    ruled = sorted((numbers[name], block) for name, block in rules.items() if name in numbers)
+    # (fork, vfork, iopl... do not exist on some machines)
+    prog.extend(_dispatch(ruled))
+    return prog
+
+
+def _dispatch(ruled: list[tuple[int, _Block]]) -> list[tuple[int, int, int, int]]:
+    """Instructions that find the rule of the system call number (loaded in the accumulator) by
+    binary search, then run it; a call without a rule is allowed.
+
+    A search instead of a list to walk: the kernel runs the filter once per system call number
+    when it is loaded (to cache the calls it always allows), so its cost there and on every
+    checked call is the depth of the tree (about 8 comparisons), not the number of rules (about 80).
+    """
+    if len(ruled) == 1:
+        number, block = ruled[0]
+        if block.ops == _deny().ops:  # denied whatever the arguments
+            return [(_JEQ, 0, 1, number), (_RET, 0, 0, _ERRNO | block.errno), (_RET, 0, 0, _ALLOW)]
         body = block.assemble()
         if len(body) > 255:
-            raise ValueError(f"seccomp rule for {name} is too long for a BPF jump")
-        prog.append((_LD_ABS, 0, 0, _NR))
-        prog.append((_JEQ, 0, len(body), numbers[name]))
-        prog.extend(body)
-    prog.append((_RET, 0, 0, _ALLOW))
-    return prog
+            raise ValueError(f"seccomp rule for system call {number} is too long for a BPF jump")
+        # the rule, or past it to the allow that ends this leaf; its body ends in its own deny and allow
+        return [(_JEQ, 0, len(body), number), *body, (_RET, 0, 0, _ALLOW)]
+    middle = len(ruled) // 2
+    low, high = _dispatch(ruled[:middle]), _dispatch(ruled[middle:])
+    # at or above the middle number: a jump over the lower half (JA where it is too far for a JGE)
+    if len(low) <= 255:
+        return [(_JGE, len(low), 0, ruled[middle][0]), *low, *high]
+    return [(_JGE, 0, 1, ruled[middle][0]), (_JA, 0, 0, len(low)), *low, *high]
 
 
 class _Filter(ctypes.Structure):

@@ -526,7 +526,7 @@ class Supervisor:
                     pyrun.install_hook(self.write_roots, allow_processes=nproc > 1, read_roots=self.read_roots)
                 sys.argv = ["<sandbox>"]
                 sys.path.insert(0, cwd)  # as for a script in the working folder: its modules import
-                status, exception = pyrun.run_code(code, namespace)
+                status, exception = pyrun.run_code(code, namespace, echo=job.get("echo", True))
                 try:
                     sys.stdout.flush()
                     sys.stderr.flush()
