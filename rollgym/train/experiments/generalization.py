@@ -6,19 +6,20 @@ distractor app, and compact tool schemas, so that a first prompt (the app's 17-2
 request) takes about 300-700 tokens of a 1,024-token context. A task is solved in one action: the create call
 with the request's values, then ``complete_task``; the model gets that one action.
 
-Per seed, a tiny Llama-architecture model (built from a config; its byte-level BPE tokenizer is trained on
-the rendered prompts and answers of the warm-up tasks, all of the ``train`` split) is warmed up on the
+A tiny Llama-architecture model (built from a config; its byte-level BPE tokenizer is trained on the
+rendered prompts and answers of the warm-up tasks, all of the ``train`` split) is warmed up once, on the
 oracle's one-action answers to the first ``sft_tasks`` train tasks (the oracle's calls joined into one
-action, each checked to score 1.0 in one step). Arms:
+action, each checked to score 1.0 in one step). Every seed starts from these warm weights. Arms:
 
 - ``warm-up``: the warmed-up model;
 - ``GRPO``: the same weights after ``grpo_steps`` GRPO steps (:mod:`rollgym.train.grpo`) on fresh train tasks.
 
-Each arm is scored by greedy decoding on the first ``eval_tasks`` tasks of each split: ``train`` (among the
-warm-up tasks: seen), ``test`` (new tasks on the 208 seen apps) and ``test_unseen`` (the 48 apps of six
-held-out domains; no schema of theirs is in train, nor in the tokenizer's corpus). The oracle and the random
-policy play the same tasks (the random policy with the suite's 40-step budget). The side-by-side table
-gives each cell's success over all seeds with its 95% Wilson interval.
+Seed ``s`` scores both arms by greedy decoding on tasks ``s * n .. s * n + n - 1`` (``n = eval_tasks``) of
+each split: ``train`` (among the warm-up tasks: seen), ``test`` (new tasks on the 208 seen apps) and
+``test_unseen`` (the 48 apps of six held-out domains; no schema of theirs is in train, nor in the tokenizer's
+corpus). The oracle and the random policy play the same tasks (the random policy with the suite's 40-step
+budget). The side-by-side table pools every seed's distinct tasks into each cell, with its 95% Wilson
+interval.
 """
 
 from __future__ import annotations
@@ -90,14 +91,21 @@ def demonstrations(config: dict[str, Any]) -> tuple[list[tuple[str, dict[str, An
 
 
 def prepare(config: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """The warm-up demonstrations, the tokenizer corpus, and the oracle and random baselines."""
+    """The warm-up (once, shared by every seed), the tokenizer, and the oracle and random baselines."""
     answers, corpus = demonstrations(config)
-    return {"answers": answers, "corpus": corpus, "workdir": workdir, "warm": {},
-            "baselines": baselines(config)}
+    ctx: dict[str, Any] = {"answers": answers, "corpus": corpus, "workdir": workdir, "baselines": {}}
+    ctx["model"], ctx["tokenizer"], ctx["warm"], ctx["warm_info"] = warm_up(answers, corpus, config, workdir)
+    return ctx
 
 
-def baselines(config: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """Successes of the oracle and of the random policy (40 steps, as in the suite) on each split's eval tasks."""
+def eval_indices(config: dict[str, Any], seed: int) -> range:
+    """The task indices seed ``seed`` is scored on, in every split: ``seed * n .. seed * n + n - 1``."""
+    n = config["eval_tasks"]
+    return range(seed * n, seed * n + n)
+
+
+def baselines(config: dict[str, Any], seed: int) -> dict[str, dict[str, int]]:
+    """Successes of the oracle and of the random policy (40 steps, as in the suite) on seed ``seed``'s tasks."""
     import numpy as np
 
     from rollgym.core.registration import make
@@ -107,10 +115,10 @@ def baselines(config: dict[str, Any]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {"oracle": {}, "random": {}}
     for split in SPLITS:
         env = make(ENV, split=split, **config["env_kwargs"])
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(seed)
         for name in ("oracle", "random"):
             solved = 0
-            for index in range(config["eval_tasks"]):
+            for index in eval_indices(config, seed):
                 observation, info = env.reset(options={"task_index": index})
                 for _ in range(40):
                     action = oracle_policy(observation, info) if name == "oracle" else random_policy(
@@ -128,12 +136,14 @@ def sft_answers(model: Any, demos: Sequence[Any], *, steps: int, batch_size: int
                 pad_id: int, seed: int) -> list[float]:
     """Supervised fine-tuning on the answers' tokens, as :func:`rollgym.train.sft.sft_train`, with the output
     layer applied to the answer positions only (the prompts are 5-10x longer than the answers here, and the
-    output layer over the vocabulary is most of a forward pass). Returns the losses."""
+    output layer over the vocabulary is most of a forward pass) and the learning rate decayed linearly to a
+    tenth. Returns the losses."""
     import numpy as np
     import torch
 
     rng = np.random.default_rng(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 - 0.9 * k / max(1, steps))
     model.train()
     losses = []
     for _ in range(steps):
@@ -157,38 +167,39 @@ def sft_answers(model: Any, demos: Sequence[Any], *, steps: int, batch_size: int
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        schedule.step()
         losses.append(float(loss.detach()))
     model.eval()
     return losses
 
 
-def build(ctx: dict[str, Any], config: dict[str, Any], seed: int) -> tuple[Any, Any]:
-    """Seed ``seed``'s model, warmed up (built and trained once per seed, then reloaded)."""
+def warm_up(answers: Sequence[tuple[str, dict[str, Any], str, Any]], corpus: Sequence[str], config: dict[str, Any],
+            workdir: Path) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """Build the tiny model (seed 0) and its tokenizer, and fine-tune it on the one-action answers.
+
+    Returns the model, the tokenizer, the warm weights and what the warm-up measured.
+    """
     import torch
 
     from rollgym.train.demo import DemoConfig, build_demo_model
     from rollgym.train.sft import Demonstration, answer_ids_of, prompt_ids_of
 
     demo = DemoConfig(env_id=ENV, vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
-                      layers=config["layers"], seed=seed)
-    model, tokenizer = build_demo_model(ctx["workdir"] / f"model-{seed}", demo, texts=ctx["corpus"],
-                                        text_tool_tags=True)
-    if seed in ctx["warm"]:
-        model.load_state_dict(ctx["warm"][seed]["weights"])
-        return model, tokenizer
+                      layers=config["layers"], seed=0)
+    model, tokenizer = build_demo_model(workdir / "model", demo, texts=list(corpus), text_tool_tags=True)
     demos = [Demonstration(task, prompt_ids_of(tokenizer, obs, info, ""), answer_ids_of(tokenizer, text), text, 1.0,
-                           True) for obs, info, text, task in ctx["answers"]]
-    torch.manual_seed(seed)
+                           True) for obs, info, text, task in answers]
+    torch.manual_seed(0)
     losses = sft_answers(model, demos, steps=config["sft_steps"], batch_size=config["sft_batch"],
-                         learning_rate=config["sft_lr"], pad_id=int(tokenizer.pad_token_id), seed=seed)
-    ctx["warm"][seed] = {"weights": copy.deepcopy(model.state_dict()), "losses": losses,
-                         "prompt_tokens": max(len(d.prompt_ids) for d in demos),
-                         "answer_tokens": max(len(d.completion_ids) for d in demos)}
-    return model, tokenizer
+                         learning_rate=config["sft_lr"], pad_id=int(tokenizer.pad_token_id), seed=0)
+    info = {"sft_loss_first_last": [round(losses[0], 4), round(losses[-1], 4)],
+            "warm_up_prompt_tokens": max(len(d.prompt_ids) for d in demos),
+            "answer_tokens": max(len(d.completion_ids) for d in demos)}
+    return model, tokenizer, copy.deepcopy(model.state_dict()), info
 
 
-def evaluate(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """Greedy successes on each split's first ``eval_tasks`` tasks, one action each, and the longest prompt."""
+def evaluate(backend: Any, config: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Greedy successes on seed ``seed``'s tasks of each split, one action each, and the longest prompt."""
     import asyncio
 
     from rollgym.agents.backends.base import SamplingParams
@@ -200,7 +211,7 @@ def evaluate(backend: Any, config: dict[str, Any]) -> dict[str, Any]:
         env = make(ENV, split=split, **config["env_kwargs"])
         try:
             prompts, tasks = [], []
-            for index in range(config["eval_tasks"]):
+            for index in eval_indices(config, seed):
                 observation, info = env.reset(options={"task_index": index})
                 prompts.append(prompt_ids_of(backend.tokenizer, observation, info, ""))
                 tasks.append(env.unwrapped.task)
@@ -263,20 +274,22 @@ def run(ctx: dict[str, Any], arm: str, seed: int, config: dict[str, Any]) -> Arm
     from rollgym.agents.backends.hf import TransformersBackend
 
     torch.manual_seed(seed)
-    model, tokenizer = build(ctx, config, seed)
+    model, tokenizer = ctx["model"], ctx["tokenizer"]
+    model.load_state_dict(ctx["warm"])
     backend = TransformersBackend(model, tokenizer, max_batch=config["eval_tasks"], batch_window_s=0.02)
     curve: list[tuple[float, float]] = []
     if arm == "GRPO":
         curve = grpo(model, tokenizer, backend, config, seed)
-    scores = evaluate(backend, config)
+    scores = evaluate(backend, config, seed)
+    if seed not in ctx["baselines"]:
+        ctx["baselines"][seed] = baselines(config, seed)
     n = config["eval_tasks"]
     rates = {split: scores[split] / n for split in SPLITS}
-    warm = ctx["warm"][seed]
     extras: dict[str, Any] = {**rates, "gap train - test_unseen": rates["train"] - rates["test_unseen"],
                               "solved": {split: scores[split] for split in SPLITS}, "n": n,
-                              "prompt_tokens": scores["prompt_tokens"],
-                              "sft_loss_first_last": [round(warm["losses"][0], 4), round(warm["losses"][-1], 4)],
-                              "baselines": ctx["baselines"]}
+                              "tasks": [eval_indices(config, seed).start, eval_indices(config, seed).stop],
+                              "prompt_tokens": scores["prompt_tokens"], **ctx["warm_info"],
+                              "baselines": ctx["baselines"][seed]}
     steps = config["grpo_steps"] if arm == "GRPO" else 0
     cost = {"sft_steps": config["sft_steps"], "grpo_steps": steps,
             "grpo_rollouts": steps * config["tasks_per_step"] * config["group_size"]}
@@ -295,11 +308,11 @@ def side_by_side(data: dict[str, Any]) -> list[dict[str, Any]]:
     per-seed rates (a pure function of the experiment's JSON)."""
     runs = data["runs"]
     rows: list[dict[str, Any]] = []
-    if runs:
-        first = runs[0]["extras"]
-        for name in ("oracle", "random"):
-            n = first["n"]
-            rows.append({"agent": name, "cells": {s: _cell(first["baselines"][name][s], n, [])
+    per_seed = {r["seed"]: r["extras"] for r in runs}  # the baselines of each seed's tasks
+    for name in ("oracle", "random"):
+        if per_seed:
+            rows.append({"agent": name, "cells": {s: _cell(sum(e["baselines"][name][s] for e in per_seed.values()),
+                                                          sum(e["n"] for e in per_seed.values()), [])
                                                    for s in SPLITS}})
     label = {"warm-up": "tiny model, warm-up only", "GRPO": "tiny model, after GRPO"}
     for arm in data["arms_order"]:
@@ -348,21 +361,22 @@ EXPERIMENT = Experiment(
     prepare=prepare,
     run=run,
     configs={
-        "full": {"env_kwargs": ENV_KWARGS, "vocab_size": 4096, "hidden_size": 128, "layers": 2, "sft_tasks": 512,
-                 "sft_steps": 300, "sft_batch": 16, "sft_lr": 3e-3, "grpo_steps": 16, "tasks_per_step": 8,
-                 "group_size": 8, "micro_batch": 16, "max_tokens": 96, "temperature": 0.7, "learning_rate": 5e-4,
+        "full": {"env_kwargs": ENV_KWARGS, "vocab_size": 4096, "hidden_size": 128, "layers": 4, "sft_tasks": 2048,
+                 "sft_steps": 500, "sft_batch": 16, "sft_lr": 3e-3, "grpo_steps": 10, "tasks_per_step": 8,
+                 "group_size": 8, "micro_batch": 16, "max_tokens": 96, "temperature": 0.3, "learning_rate": 5e-4,
                  "eval_tasks": 100},
         "quick": {"env_kwargs": ENV_KWARGS, "vocab_size": 600, "hidden_size": 32, "layers": 1, "sft_tasks": 6,
                   "sft_steps": 2, "sft_batch": 4, "sft_lr": 3e-3, "grpo_steps": 1, "tasks_per_step": 2,
                   "group_size": 2, "micro_batch": 4, "max_tokens": 8, "temperature": 0.7, "learning_rate": 5e-4,
                   "eval_tasks": 3},
     },
-    seeds=3,
+    seeds=5,
     quick_seeds=1,
     x_label="GRPO step (sampled success)",
     notes="Setting: `ToolGen-v0` with `kinds: [create_party, create_item]`, `distractors: 0`, "
-          "`tool_schemas: compact` (the suite's `toolgen-small-*` entries); one action per task. Seeds differ "
-          "in the model's initialisation, the warm-up order, the GRPO tasks and the sampling.",
+          "`tool_schemas: compact` (the suite's `toolgen-small-*` entries); one action per task. One warm-up "
+          "(seed 0) is shared by every seed; seed s differs in its GRPO tasks and sampling and in the evaluated "
+          "tasks (indices s*n to s*n+n-1 of each split, n = eval_tasks).",
     render_extra=render_side_by_side,
     plot_curves=False,
 )
