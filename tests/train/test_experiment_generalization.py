@@ -59,7 +59,8 @@ def test_the_warm_up_and_the_tokenizer_see_only_train_tasks() -> None:
     assert len(answers) == len(corpus) == 6
     for observation, info, text, task in answers:
         assert task.id.startswith("ToolGen/train/") and not task.meta["unseen"]
-        assert text.count("<tool_call>") == 2 and text.endswith('{"name": "complete_task", "arguments": {}}</tool_call>')
+        assert text.count("<tool_call>") == 2
+        assert text.endswith('{"name": "complete_task", "arguments": {}}</tool_call>')
         assert observation in corpus[answers.index((observation, info, text, task))]
 
 

@@ -126,7 +126,7 @@ def baselines(config: dict[str, Any], seed: int) -> dict[str, dict[str, int]]:
                     observation, reward, terminated, truncated, info = env.step(action)
                     if terminated or truncated:
                         break
-                solved += int(reward > 0)
+                solved += int(float(reward) > 0)
             out[name][split] = solved
         env.close()
     return out
@@ -214,13 +214,13 @@ def evaluate(backend: Any, config: dict[str, Any], seed: int) -> dict[str, Any]:
             for index in eval_indices(config, seed):
                 observation, info = env.reset(options={"task_index": index})
                 prompts.append(prompt_ids_of(backend.tokenizer, observation, info, ""))
-                tasks.append(env.unwrapped.task)
+                tasks.append(env.unwrapped.task)  # type: ignore[attr-defined]
             gens = asyncio.run(backend.generate(prompts, SamplingParams(max_tokens=config["max_tokens"],
                                                                         temperature=0.0)))
             solved = 0
             for task, gen in zip(tasks, gens):
                 env.reset(options={"task": task})
-                solved += int(env.step(gen.text)[1] > 0)
+                solved += int(float(env.step(gen.text)[1]) > 0)
         finally:
             env.close()
         out[split] = solved
@@ -240,7 +240,7 @@ def train_tasks(config: dict[str, Any], step: int, seed: int) -> list[Any]:
         tasks = []
         for index in rng.integers(10_000, 10_000_000, size=config["tasks_per_step"]):
             env.reset(options={"task_index": int(index)})
-            tasks.append(env.unwrapped.task)
+            tasks.append(env.unwrapped.task)  # type: ignore[attr-defined]
         return tasks
     finally:
         env.close()

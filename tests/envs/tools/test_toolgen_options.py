@@ -84,7 +84,7 @@ def test_kinds_narrow_the_difficulty_levels() -> None:
     env = rollgym.make("ToolGen-v0", kinds=["lookup", "create_party", "x_register"])
     assert [level.name for level in env.unwrapped.difficulty.levels] == ["lookup", "edit", "cross_app"]
     assert rollgym.make("ToolGen-v0", **SMALL).unwrapped.difficulty is None  # one group: no levels
-    observation, info = env.reset(options={"difficulty": 1})
+    _, info = env.reset(options={"difficulty": 1})
     assert info["task_meta"]["kind"] == "create_party"
 
 

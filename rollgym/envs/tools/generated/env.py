@@ -15,8 +15,8 @@ from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.grading import diff_apps, grade
 from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of, kind_group, toolgen_difficulty
 from rollgym.envs.tools.generated.source import kinds as all_kinds
-from rollgym.envs.tools.generated.templates import GROUPS
 from rollgym.envs.tools.generated.store import NOW
+from rollgym.envs.tools.generated.templates import GROUPS
 from rollgym.envs.tools.generated.tools import call
 
 OPERATOR = "operator@toolgen.example"
