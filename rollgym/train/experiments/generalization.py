@@ -363,7 +363,7 @@ EXPERIMENT = Experiment(
     configs={
         "full": {"env_kwargs": ENV_KWARGS, "vocab_size": 4096, "hidden_size": 128, "layers": 4, "sft_tasks": 2048,
                  "sft_steps": 500, "sft_batch": 16, "sft_lr": 3e-3, "grpo_steps": 10, "tasks_per_step": 8,
-                 "group_size": 8, "micro_batch": 16, "max_tokens": 96, "temperature": 0.3, "learning_rate": 5e-4,
+                 "group_size": 8, "micro_batch": 16, "max_tokens": 96, "temperature": 0.3, "learning_rate": 1e-4,
                  "eval_tasks": 100},
         "quick": {"env_kwargs": ENV_KWARGS, "vocab_size": 600, "hidden_size": 32, "layers": 1, "sft_tasks": 6,
                   "sft_steps": 2, "sft_batch": 4, "sft_lr": 3e-3, "grpo_steps": 1, "tasks_per_step": 2,
