@@ -80,3 +80,6 @@ def test_the_committed_run_fits_the_context_and_holds_every_split() -> None:
         # prompt and answer fit the tiny model's 1,024 positions on every split
         assert max(run["extras"]["prompt_tokens"].values()) + config["max_tokens"] <= 1024
         assert run["extras"]["baselines"]["oracle"] == {s: config["eval_tasks"] for s in SPLITS}
+    # docs/tools.md shows the rows rendered from the committed results
+    rows = (REPO / "docs" / "tools.md").read_text().split("<!-- generalization-rows:begin -->\n", 1)[1]
+    assert rows.split("\n<!-- generalization-rows:end -->", 1)[0] == render_side_by_side(data).split("\n", 2)[2]
