@@ -8,7 +8,8 @@ exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
 - ``t3rl``: TTRL against T^3RL test-time RL on MATHTool-style arithmetic with the real sandbox;
 - ``dynamic``: no filter / filter only / DAPO refill at the same rollout budget;
 - ``worldmodel``: reward fine-tune against the L1-on-own-rollouts control;
-- ``april``: synchronous against partial rollouts, accuracy against wall time with re-sent prefixes charged.
+- ``april``: synchronous against partial rollouts, accuracy against wall time with re-sent prefixes charged;
+- ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO.
 
 Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/NAME.json``, the plot in
 ``docs/img/`` and the table in ``docs/experiments.md``.
@@ -26,6 +27,7 @@ EXPERIMENTS: dict[str, str] = {
     "dynamic": "rollgym.train.experiments.dynamic",
     "worldmodel": "rollgym.train.experiments.worldmodel",
     "april": "rollgym.train.experiments.april",
+    "generalization": "rollgym.train.experiments.generalization",
 }
 
 __all__ = ["EXPERIMENTS", "ArmResult", "Experiment", "get", "render_markdown", "run_experiment"]

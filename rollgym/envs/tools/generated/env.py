@@ -13,8 +13,10 @@ from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, run_turn
 from rollgym.envs.tools.apps import supervisor as _supervisor  # noqa: F401  (registers complete_task)
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.grading import diff_apps, grade
-from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of, toolgen_difficulty
+from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of, kind_group, toolgen_difficulty
+from rollgym.envs.tools.generated.source import kinds as all_kinds
 from rollgym.envs.tools.generated.store import NOW
+from rollgym.envs.tools.generated.templates import GROUPS
 from rollgym.envs.tools.generated.tools import call
 
 OPERATOR = "operator@toolgen.example"
@@ -34,6 +36,21 @@ def world_tools(task: Task) -> dict[str, ToolSpec]:
         out.update(catalog.tools(app_id))
     out["complete_task"] = REGISTRY["complete_task"]
     return out
+
+
+TOOL_SCHEMAS = ("full", "compact")
+"""How ``info["tools"]`` renders the tool schemas (the ``tool_schemas`` argument)."""
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's OpenAI schema without descriptions or defaults: its name, and each parameter's type and enum,
+    and the required list (about half the characters, for models with a small context)."""
+    function = schema["function"]
+    parameters = function.get("parameters") or {}
+    properties = {name: {k: v for k, v in spec.items() if k in ("type", "enum", "items")}
+                  for name, spec in (parameters.get("properties") or {}).items()}
+    compact = {"type": "object", "properties": properties, "required": list(parameters.get("required") or [])}
+    return {"type": "function", "function": {"name": function["name"], "parameters": compact}}
 
 
 def new_session(task: Task) -> Session:
@@ -105,14 +122,18 @@ class ToolGenEnv(TextEnv):
 
     def __init__(self, split: str = "train", groups: list[str] | tuple[str, ...] | None = None,
                  apps: list[str] | tuple[str, ...] | None = None, distractors: int = 1, max_turns: int = 30,
-                 max_calls: int = 150, max_calls_per_turn: int = 16, render_mode: str | None = None) -> None:
+                 max_calls: int = 150, max_calls_per_turn: int = 16, render_mode: str | None = None,
+                 kinds: list[str] | tuple[str, ...] | None = None, tool_schemas: str = "full") -> None:
         for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
                             ("max_calls_per_turn", max_calls_per_turn)):
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
         if split not in catalog.SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(catalog.SPLITS)}.")
-        self._source_args = (groups, apps, distractors)
+        if tool_schemas not in TOOL_SCHEMAS:
+            raise ConfigError(f"tool_schemas must be one of {', '.join(TOOL_SCHEMAS)}, got {tool_schemas!r}.")
+        self.tool_schemas = tool_schemas
+        self._source_args = (groups, apps, distractors, kinds)
         self._max_observation = 400_000
         super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
         source = self.source
@@ -134,18 +155,21 @@ class ToolGenEnv(TextEnv):
         return self._tools
 
     def _make_source(self, env_id: str) -> ToolGenTaskSource:
-        groups, apps, distractors = self._source_args
-        return ToolGenTaskSource(env_id, groups, apps, distractors)
+        groups, apps, distractors, kinds = self._source_args
+        return ToolGenTaskSource(env_id, groups, apps, distractors, kinds)
 
     @property
     def difficulty(self) -> Difficulty | None:
         """Levels by scenario group: ``lookup`` < ``edit`` < ``multi-step`` (chain and action) < ``cross_app``
         (``None`` for the one-group ids)."""
-        return toolgen_difficulty(self._source_args[0])
+        groups, _, _, kinds = self._source_args
+        if kinds is not None:  # only the groups that hold one of the kinds
+            groups = [g for g in (groups or GROUPS) if any(kind_group(k) == g for k in kinds if k in all_kinds())]
+        return toolgen_difficulty(groups)
 
     def _level_source(self, env_id: str, level: Level) -> ToolGenTaskSource:
-        _, apps, distractors = self._source_args
-        return ToolGenTaskSource(env_id, level.knobs["groups"], apps, distractors)
+        _, apps, distractors, kinds = self._source_args
+        return ToolGenTaskSource(env_id, level.knobs["groups"], apps, distractors, kinds)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.meta.get("template"), str) or not isinstance(task.meta.get("world"), list):
@@ -154,7 +178,8 @@ class ToolGenEnv(TextEnv):
         self._close_session()
         self.session = new_session(task)
         self._registry = world_tools(task)
-        self._tools = [spec.schema for spec in self._registry.values()]
+        self._tools = [spec.schema if self.tool_schemas == "full" else compact_schema(spec.schema)
+                       for spec in self._registry.values()]
         self._tools_json = json.dumps(self._tools)
         self.turn = self.attempts = 0
         self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"

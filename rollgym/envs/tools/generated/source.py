@@ -81,16 +81,25 @@ class ToolGenTaskSource:
             ``cross_app``).
         apps: Only these app ids (each must belong to the split it is drawn for).
         distractors: Other apps of the split added to each task's world.
+        kinds: Only templates of these kinds (single-app kinds such as ``create_party``, or cross-app kinds;
+            default all). The scenario groups keep only those that hold one of them.
     """
 
     extra_splits = ("test_unseen",)
 
     def __init__(self, env_id: str = "ToolGen-v0", groups: Sequence[str] | None = None,
-                 apps: Sequence[str] | None = None, distractors: int = 1) -> None:
+                 apps: Sequence[str] | None = None, distractors: int = 1,
+                 kinds: Sequence[str] | None = None) -> None:
         chosen = list(groups) if groups is not None else list(GROUPS)
         unknown = [g for g in chosen if g not in GROUPS]
         if unknown or not chosen:
             raise ConfigError(f"Unknown scenario group(s) {unknown}; choose from {', '.join(GROUPS)}.")
+        if kinds is not None:
+            kinds = _check_kinds(kinds)
+            chosen = [g for g in chosen if any(kind_group(k) == g for k in kinds)]
+            if not chosen:
+                raise ConfigError(f"No scenario group of {list(groups or GROUPS)} holds the kinds {kinds}; pass "
+                                  "groups that include them (or leave groups out).")
         if apps is not None:
             if isinstance(apps, str) or not apps:
                 raise ConfigError("apps must be a non-empty list of generated app ids, e.g. ['maple_bakery'].")
@@ -103,6 +112,7 @@ class ToolGenTaskSource:
         self.groups = chosen
         self.apps = list(apps) if apps is not None else None
         self.distractors = distractors
+        self.kinds = list(kinds) if kinds is not None else None
 
     def size(self, split: str) -> int | None:
         """Generated tasks are unbounded."""
@@ -124,7 +134,7 @@ class ToolGenTaskSource:
         app_id = apps[int(rng.integers(len(apps)))]
         by_kind: dict[str, list[GenTemplate]] = {}
         for t in catalog.templates(app_id).values():
-            if t.group == group:
+            if t.group == group and (self.kinds is None or t.kind in self.kinds):
                 by_kind.setdefault(t.kind, []).append(t)
         if not by_kind:
             return None
@@ -134,7 +144,7 @@ class ToolGenTaskSource:
         return template, template.sample({app_id: catalog.app(app_id)}, rng)
 
     def _cross(self, apps: list[str], rng: np.random.Generator) -> tuple[GenTemplate, Any] | None:
-        kinds = sorted(CROSS_KINDS)
+        kinds = sorted(k for k in CROSS_KINDS if self.kinds is None or k in self.kinds)
         cls = CROSS_KINDS[kinds[int(rng.integers(len(kinds)))]]
         size = int(cls.sizes[int(rng.integers(len(cls.sizes)))])
         person = int(rng.integers(64))
@@ -199,3 +209,17 @@ class ToolGenTaskSource:
 def kinds() -> list[str]:
     """Every template kind, single-app and cross-app."""
     return [*KINDS, *CROSS_KINDS]
+
+
+def kind_group(kind: str) -> str:
+    """The scenario group of a template kind."""
+    return KINDS[kind].group if kind in KINDS else CROSS_KINDS[kind].group
+
+
+def _check_kinds(chosen: Sequence[str]) -> list[str]:
+    if isinstance(chosen, str) or not chosen:
+        raise ConfigError("kinds must be a non-empty list of template kinds, e.g. ['create_party'].")
+    unknown = [k for k in chosen if k not in KINDS and k not in CROSS_KINDS]
+    if unknown:
+        raise ConfigError(f"Unknown template kind(s) {unknown}; choose from {', '.join(kinds())}.")
+    return list(chosen)
