@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
     from rollgym.rollout.curriculum import TaskChooser
 
 ProgressCallback = Callable[[int, int], None]
+
+#: A synchronous agent's episodes run inline; between them the stream yields to the event loop at
+#: least this often (each yield is a loop iteration: yielding after every short episode costs a
+#: fifth of a Countdown episode).
+YIELD_EVERY_S = 0.002
 
 
 def _spawn(agent: Agent) -> Agent:
@@ -172,6 +178,7 @@ async def stream(
             future.add_done_callback(running.discard)
             future.add_done_callback(report)
 
+    next_yield = 0.0
     try:
         for i in range(n_tasks):
             if remaining[i] == 0:
@@ -183,7 +190,9 @@ async def stream(
                 if job is None:
                     break
                 i, record = await play(*job)
-                await asyncio.sleep(0)  # let the loop's other tasks run between episodes
+                if time.perf_counter() >= next_yield:  # let the loop's other tasks run, at least every 2 ms
+                    await asyncio.sleep(0)
+                    next_yield = time.perf_counter() + YIELD_EVERY_S
             else:
                 if not running and finished.empty():
                     break
