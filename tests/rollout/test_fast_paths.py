@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,21 @@ def test_a_streamed_run_keeps_no_finished_group():
     assert max(live) <= 4 + 3  # the episodes in flight and one group: nothing accumulates over 180 episodes
 
 
-def test_a_synchronous_agent_streamed_inline_still_lets_the_loop_run_other_tasks():
-    # Sync agents on in-process envs play without a task per episode; the loop must not starve meanwhile.
+class _SlowOracle(OracleAgent):
+    """An oracle that takes 3 ms per action: longer than the stream's yield interval (2 ms)."""
+
+    def act(self, observation: str, info: dict) -> str:
+        time.sleep(0.003)
+        return super().act(observation, info)
+
+
+@pytest.mark.parametrize("agent", [OracleAgent, _SlowOracle])
+def test_a_synchronous_agent_streamed_inline_still_lets_the_loop_run_other_tasks(agent, monkeypatch):
+    # Sync agents on in-process envs play without a task per episode; the loop must not starve meanwhile:
+    # the stream yields to it at least every YIELD_EVERY_S (here 0 for the fast agent: after every episode).
+    if agent is OracleAgent:  # (rollgym.rollout's `stream` function hides its module of the same name)
+        monkeypatch.setattr(sys.modules["rollgym.rollout.stream"], "YIELD_EVERY_S", 0.0)
+
     async def run() -> tuple[int, int]:
         ticks = 0
 
@@ -125,7 +139,7 @@ def test_a_synchronous_agent_streamed_inline_still_lets_the_loop_run_other_tasks
         task = asyncio.create_task(ticker())
         await asyncio.sleep(0)
         started = ticks
-        async for group in stream(OracleAgent(), "ToyAdd-v0", 1, 20, concurrency=4):
+        async for group in stream(agent(), "ToyAdd-v0", 1, 20, concurrency=4):
             assert len(group.trajectories) == 20
         task.cancel()
         return started, ticks
