@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan, _validate
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode, run_episode
 from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
 from rollgym.rollout.types import RolloutGroup, Trajectory
@@ -135,7 +135,10 @@ async def stream(
         try:
             while True:
                 attempts += 1
-                traj, task = await arun_episode(env, player, limits=limits, **args)
+                if inline:  # no timeouts, no awaitable agent or env: the synchronous driver, without coroutines
+                    traj, task = run_episode(env, player, limits=limits, **args)
+                else:
+                    traj, task = await arun_episode(env, player, limits=limits, **args)
                 reason = None
                 if policy_version is not None and max_staleness is not None:
                     reason = _stale(traj, policy_version(), max_staleness)
