@@ -148,6 +148,7 @@ class StockfishBot:
         if nodes is not None and elo is None and skill_level == 20:
             self.name = f"stockfish-nodes-{nodes}"
         self._engine: Any = None
+        self._owner_pid = -1  # the process that started the engine
         self._game: tuple[str, int] = ("", 0)
         self._plies = -1
 
@@ -162,6 +163,7 @@ class StockfishBot:
         else:
             options["Skill Level"] = self.skill_level
         engine.configure(options)
+        self._owner_pid = os.getpid()
         # python-chess talks to the engine from a non-daemon thread, which the interpreter joins at exit
         # *before* atexit handlers run: an engine left open (e.g. a cached oracle) would hang the exit.
         # threading._register_atexit runs before that join (concurrent.futures uses it the same way).
@@ -192,12 +194,16 @@ class StockfishBot:
         return result.move
 
     def close(self) -> None:
-        """Stop the engine process (safe to call twice)."""
+        """Stop the engine process (safe to call twice; in a forked child it only drops the reference)."""
         if self._engine is not None:
-            try:
-                self._engine.quit()
-            except Exception:  # the process may already be gone at interpreter exit
-                pass
+            # A forked child (a vector env's worker, a pool) inherits the bot and its exit hook but not
+            # python-chess's engine thread: quitting would wait forever for that thread's answer, and
+            # the engine process is the parent's to stop.
+            if getattr(self, "_owner_pid", None) == os.getpid():
+                try:
+                    self._engine.quit()
+                except Exception:  # the process may already be gone at interpreter exit
+                    pass
             self._engine = None
 
     def __enter__(self) -> StockfishBot:

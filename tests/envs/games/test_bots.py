@@ -187,3 +187,28 @@ def test_the_old_import_paths_of_bots_and_mcts_still_work_with_a_deprecation_war
         assert old_mcts.MCTS is MCTS
     with pytest.raises(AttributeError):
         old_mcts.NoSuchName  # noqa: B018
+
+
+def test_a_forked_child_exits_without_waiting_on_the_parents_engine() -> None:
+    """A vector env's worker forked after a Stockfish game must not hang at exit quitting the parent's engine."""
+    import multiprocessing
+
+    require_binary("stockfish", "/usr/games/stockfish")
+    require_module("chess")
+    from rollgym.envs.games.chess_state import ChessState
+
+    bot = StockfishBot(skill_level=0, nodes=50, movetime=None)
+    try:
+        bot.choose(ChessState(), np.random.default_rng(0))  # starts the engine and registers its exit hook
+        child = multiprocessing.get_context("fork").Process(target=bot.close)
+        child.start()
+        child.join(timeout=60)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+        assert not hung and child.exitcode == 0
+        assert bot._engine is not None  # the parent's engine is untouched by the child
+        bot.choose(ChessState(), np.random.default_rng(1))
+    finally:
+        bot.close()
+    assert bot._engine is None
