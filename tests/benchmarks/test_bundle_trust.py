@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ def _archive_text(archive: Path) -> str:
         return "\n".join(tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile())  # type: ignore[union-attr]
 
 
+_TIMINGS = re.compile(r'"(\w+_s)": -?[0-9.]+(?:e-?[0-9]+)?')
+
+
 @pytest.mark.parametrize("suite_name", ["quick", "search", "math"])
 def test_no_transcript_line_contains_a_gold_answer(suite_name: str, tmp_path: Path,
                                                    request: pytest.FixtureRequest) -> None:
@@ -69,6 +73,8 @@ def test_no_transcript_line_contains_a_gold_answer(suite_name: str, tmp_path: Pa
     archive = pack_bundle(folder, tmp_path / f"{suite_name}.tar.gz")
     texts = {"folder": "\n".join(p.read_text() for p in sorted((folder / "transcripts").glob("*.jsonl"))),
              "archive": _archive_text(archive)}
+    # measured seconds ("agent_s": 0.000211) hold any short number by chance, never a task's content
+    texts = {where: _TIMINGS.sub(r'"\1": 0', text) for where, text in texts.items()}
     runnable = load_suite(suite_name).limited(2).partition()[0]
     checked = 0
     for entry in runnable:
