@@ -86,6 +86,22 @@ def _demonstrate(env: Any, options: dict[str, Any], tokenizer: Any, system_promp
                          answer_ids_of(tokenizer, text), text, float(reward), bool(final.get("correct", False)))
 
 
+def padded_batch(demos: Sequence[Demonstration], rng: Any, batch_size: int, pad_id: int
+                 ) -> tuple[list[Demonstration], Any, Any]:
+    """A random batch of demonstrations (no repeats) and its right-padded prompt + answer ids and attention mask."""
+    import torch
+
+    batch = [demos[int(i)] for i in rng.choice(len(demos), size=min(batch_size, len(demos)), replace=False)]
+    width = max(len(d.prompt_ids) + len(d.completion_ids) for d in batch)
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, d in enumerate(batch):
+        seq = d.prompt_ids + d.completion_ids
+        ids[row, : len(seq)] = torch.tensor(seq)
+        attention[row, : len(seq)] = 1
+    return batch, ids, attention
+
+
 def sft_train(model: Any, demos: Sequence[Demonstration], *, steps: int, batch_size: int = 16,
               learning_rate: float = 3e-3, pad_id: int = 0, seed: int = 0) -> list[float]:
     """Fine-tune ``model`` on the demonstrations' answer tokens (prompt tokens get no loss); returns the losses."""
@@ -97,16 +113,10 @@ def sft_train(model: Any, demos: Sequence[Demonstration], *, steps: int, batch_s
     model.train()
     losses = []
     for _ in range(steps):
-        batch = [demos[int(i)] for i in rng.choice(len(demos), size=min(batch_size, len(demos)), replace=False)]
-        width = max(len(d.prompt_ids) + len(d.completion_ids) for d in batch)
-        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        labels = torch.full((len(batch), width), -100, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        batch, ids, attention = padded_batch(demos, rng, batch_size, pad_id)
+        labels = torch.full(ids.shape, -100, dtype=torch.long)
         for row, d in enumerate(batch):
-            seq = d.prompt_ids + d.completion_ids
-            ids[row, : len(seq)] = torch.tensor(seq)
-            attention[row, : len(seq)] = 1
-            labels[row, len(d.prompt_ids) : len(seq)] = torch.tensor(d.completion_ids)
+            labels[row, len(d.prompt_ids) : len(d.prompt_ids) + len(d.completion_ids)] = torch.tensor(d.completion_ids)
         loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

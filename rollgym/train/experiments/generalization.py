@@ -142,21 +142,17 @@ def sft_answers(model: Any, demos: Sequence[Any], *, steps: int, batch_size: int
     import numpy as np
     import torch
 
+    from rollgym.train.sft import padded_batch
+
     rng = np.random.default_rng(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1.0 - 0.9 * k / max(1, steps))
     model.train()
     losses = []
     for _ in range(steps):
-        batch = [demos[int(i)] for i in rng.choice(len(demos), size=min(batch_size, len(demos)), replace=False)]
-        width = max(len(d.prompt_ids) + len(d.completion_ids) for d in batch)
-        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        batch, ids, attention = padded_batch(demos, rng, batch_size, pad_id)
         rows, cols, targets = [], [], []
         for row, d in enumerate(batch):
-            seq = d.prompt_ids + d.completion_ids
-            ids[row, : len(seq)] = torch.tensor(seq)
-            attention[row, : len(seq)] = 1
             for k, token in enumerate(d.completion_ids):  # position p predicts token p + 1
                 rows.append(row)
                 cols.append(len(d.prompt_ids) + k - 1)
