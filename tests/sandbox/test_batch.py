@@ -71,3 +71,19 @@ def test_echo_prints_a_final_expression_and_can_be_turned_off(box: Sandbox) -> N
     assert (shown.stdout, quiet.stdout, quiet.ok) == ("42\n", "", True)
     assert broken.exception == "SyntaxError" and broken.exit_code == 1
     assert (exited.stdout, exited.exit_code) == ("bye\n", 3)
+
+
+def test_a_prelude_jobs_code_compiled_once_still_runs_fresh_and_reports_its_errors(box: Sandbox) -> None:
+    """The supervisor compiles a prelude job's code once (``echo=False``: the host's one-line call into its
+    harness); each job still runs it in a fresh copy of the prelude's globals, as ``__main__``, and code
+    that does not compile fails in the job as any code would."""
+    prelude = "COUNT = 0\n"
+    job = "COUNT += 1\nseen = globals().get('seen', 0) + 1\nprint(COUNT, seen, __name__)\n"
+    broken = "print('never'\n"
+    with box.session() as session:
+        results = session.run_batch([Job.python(job, prelude=prelude, echo=False) for _ in range(3)]
+                                    + [Job.python(broken, prelude=prelude, echo=False),
+                                       Job.python(job, prelude=prelude, echo=False)])
+    assert [r.stdout for r in results[:3]] == ["1 1 __main__\n"] * 3
+    assert results[3].exception == "SyntaxError" and results[3].exit_code == 1 and "never" in results[3].stderr
+    assert results[4].stdout == "1 1 __main__\n"

@@ -4,10 +4,12 @@ previous job left: no files, no processes, no System V IPC objects, no abstract 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from rollgym.sandbox import Job, Limits, Sandbox
+from rollgym.sandbox.inside import seccomp
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -80,7 +82,8 @@ print(json.dumps(seen))
 
 def test_a_job_leaves_nothing_for_the_next_job_in_a_reused_sandbox(box: Sandbox) -> None:
     """Two candidates graded one after the other in one kept sandbox cannot pass data to each other:
-    each job has an IPC namespace of its own, the writable folders are emptied, no process survives."""
+    each job (of several processes) has an IPC namespace of its own, the writable folders are emptied,
+    no process survives."""
     limits = Limits(wall_s=30, nproc=16)
     jobs = [Job.python(LEAVE_STATE, audit_hook=False, limits=limits),
             Job.python(LOOK_FOR_STATE, audit_hook=False, limits=limits)] * 2
@@ -95,15 +98,40 @@ def test_a_job_leaves_nothing_for_the_next_job_in_a_reused_sandbox(box: Sandbox)
     assert box.stats["started"] >= 1
 
 
+# A later job: what System V IPC objects it sees, which calls that make them (or a POSIX message
+# queue) the kernel lets through, and its IPC namespace.
+TRY_IPC = r"""
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+PRIVATE, CREATE = 0, 0o1000 | 0o600
+seen = {k: len(open(f"/proc/sysvipc/{k}").read().splitlines()) - 1 for k in ("shm", "msg", "sem")}
+errors = {}
+for name, call in (("shm", lambda: libc.shmget(PRIVATE, 4096, CREATE)), ("msg", lambda: libc.msgget(PRIVATE, CREATE)),
+                   ("sem", lambda: libc.semget(PRIVATE, 1, CREATE)),
+                   ("mq", lambda: libc.syscall(MQ_OPEN, b"/rollgym", os.O_CREAT | os.O_RDWR, 0o600, None))):
+    ctypes.set_errno(0)
+    errors[name] = "made" if call() >= 0 else os.strerror(ctypes.get_errno())
+print(json.dumps({"seen": seen, "errors": errors, "ns": os.readlink("/proc/self/ns/ipc")}))
+""".replace("MQ_OPEN", str(seccomp.ARCHES.get(os.uname().machine, ({}, {"mq_open": 240}))[1]["mq_open"]))
+
+
 def test_two_jobs_of_one_batch_do_not_share_ipc_objects(box: Sandbox) -> None:
-    """The same through a session's batch: every job's process is in an IPC namespace of its own."""
-    reader = ("import os\nprint([len(open(f'/proc/sysvipc/{k}').read().splitlines()) - 1 "
-              "for k in ('shm', 'msg', 'sem')], os.readlink('/proc/self/ns/ipc'))")
+    """The same through a session's batch. A job that may start processes has an IPC namespace of its own;
+    a job of one process has none and needs none: its seccomp filter refuses every System V IPC and
+    POSIX message queue call, so it can neither make an object nor see one a job before it made."""
+    processes = Limits(wall_s=30, nproc=16)
     with box.session() as session:
-        first, second, third = session.run_batch([Job.python(LEAVE_STATE, audit_hook=False,
-                                                             limits=Limits(wall_s=30, nproc=16)),
-                                                  Job.python(reader, audit_hook=False),
-                                                  Job.python(reader, audit_hook=False)])
-    assert json.loads(first.stdout)["ipcs"] == {"shm": 1, "msg": 1, "sem": 1}
-    assert second.stdout.startswith("[0, 0, 0] ipc:") and third.stdout.startswith("[0, 0, 0] ipc:"), second.stdout
-    assert second.stdout.split()[-1] != third.stdout.split()[-1]  # a new IPC namespace for every job
+        made, alone, first, second = session.run_batch([
+            Job.python(LEAVE_STATE, audit_hook=False, limits=processes),
+            Job.python(TRY_IPC, audit_hook=False),
+            Job.python(TRY_IPC, audit_hook=False, limits=processes),
+            Job.python(TRY_IPC, audit_hook=False, limits=processes),
+        ])
+    assert json.loads(made.stdout)["ipcs"] == {"shm": 1, "msg": 1, "sem": 1}
+    alone_, first_, second_ = (json.loads(r.stdout) for r in (alone, first, second))
+    assert alone_["seen"] == {"shm": 0, "msg": 0, "sem": 0}
+    assert alone_["errors"] == dict.fromkeys(("shm", "msg", "sem", "mq"), "Operation not permitted"), alone_
+    for view in (first_, second_):  # each in a new namespace: nothing of the first job's, and its own objects
+        assert view["seen"] == {"shm": 0, "msg": 0, "sem": 0}
+        assert {k: view["errors"][k] for k in ("shm", "msg", "sem")} == dict.fromkeys(("shm", "msg", "sem"), "made")
+    assert len({alone_["ns"], first_["ns"], second_["ns"]}) == 3

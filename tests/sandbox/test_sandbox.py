@@ -294,3 +294,16 @@ def test_when_the_env_process_dies_its_sandboxes_die_too(tmp_path: Path) -> None
     while processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_of(uid) == []
+
+
+def test_the_supervisor_and_every_job_run_under_seccomp(box: Sandbox) -> None:
+    """Two stacked filters: the base one, which the supervisor loads once after its set-up (and so binds
+    it too), and the job's own on top; ``no_new_privs`` on both."""
+    if box.backend != "bwrap":
+        pytest.skip("the supervisor is pid 1 only under bubblewrap")
+    code = ("def status(pid):\n"
+            "    rows = dict(line.split(':', 1) for line in open(f'/proc/{pid}/status'))\n"
+            "    return [rows[k].strip() for k in ('Seccomp', 'Seccomp_filters', 'NoNewPrivs')]\n"
+            "print(status(1), status('self'))")
+    for job in (Job.python(code, audit_hook=False), Job.python(code, audit_hook=False, limits=SHELL)):
+        assert box.run(job).stdout == "['2', '1', '1'] ['2', '2', '1']\n"

@@ -18,6 +18,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 PROCESS_EVENTS = ("subprocess.", "os.fork", "os.exec", "os.posix_spawn", "os.spawn", "pty.", "os.system")
@@ -36,8 +37,25 @@ READ_FILES = frozenset({"/dev/null", "/dev/urandom", "/dev/random", "/dev/zero"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
+def _real(path: str) -> str:
+    """``os.path.realpath(path)``; for a plain name in the working folder that is not a link, without
+    realpath's walk (the working folder the kernel reports is real already)."""
+    if "/" not in path and path not in ("", ".", ".."):
+        try:
+            folder = os.getcwd()
+            try:
+                plain = os.lstat(path).st_mode & 0o170000 != 0o120000  # not a symbolic link
+            except FileNotFoundError:
+                plain = True  # to be made here
+            if plain:
+                return folder.rstrip("/") + "/" + path
+        except OSError:
+            pass
+    return os.path.realpath(path)
+
+
 def _inside(path: str, roots: tuple[str, ...]) -> bool:
-    real = os.path.realpath(path)
+    real = _real(path)
     return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
 
 
@@ -92,22 +110,23 @@ def python_roots() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(p) for p in paths if p}))
 
 
-def install_hook(
-    write_roots: tuple[str, ...], allow_processes: bool, read_roots: tuple[str, ...] | None = None
-) -> None:
-    """Install the audit hook (after importing ``ctypes`` once, so numpy and sympy can use it).
+def real_roots(roots: tuple[str, ...]) -> tuple[str, ...]:
+    """``roots`` with symbolic links resolved, as the hook compares paths."""
+    return tuple(os.path.realpath(r) for r in roots)
 
-    ``read_roots``: :func:`python_roots`, if the caller computed them already."""
+
+def add_hook(hook: Callable[[str, tuple], None]) -> None:  # type: ignore[type-arg]
+    """Install a hook from :func:`make_hook` (after importing ``ctypes`` once, so numpy and sympy can use it)."""
     try:
         import ctypes  # noqa: F401
     except ImportError:
         pass
-    real_roots = tuple(os.path.realpath(r) for r in write_roots)
-    sys.addaudithook(make_hook(real_roots, python_roots() if read_roots is None else read_roots, allow_processes))
+    sys.addaudithook(hook)
 
 
-def run_code(code: str, namespace: dict[str, Any] | None = None, echo: bool = True) -> tuple[int, str | None]:
-    """Run ``code`` as ``__main__``; return ``(exit status, uncaught exception class or None)``.
+def run_code(code: str | CodeType, namespace: dict[str, Any] | None = None, echo: bool = True) -> tuple[int, str | None]:
+    """Run ``code`` (source, or with ``echo=False`` a code object compiled already) as ``__main__``;
+    return ``(exit status, uncaught exception class or None)``.
 
     ``namespace``: the globals to run in (a prelude's, already loaded); a new one by default.
     ``echo``: print the ``repr`` of a final expression statement's value (not ``None``); without
@@ -120,8 +139,9 @@ def run_code(code: str, namespace: dict[str, Any] | None = None, echo: bool = Tr
     namespace["__name__"] = "__main__"
     try:
         if not echo:
-            exec(compile(code, "<sandbox>", "exec"), namespace)
+            exec(code if isinstance(code, CodeType) else compile(code, "<sandbox>", "exec"), namespace)
             return 0, None
+        assert isinstance(code, str)
         tree = ast.parse(code, "<sandbox>", "exec")
         last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         if last is not None:

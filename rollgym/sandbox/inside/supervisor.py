@@ -28,9 +28,11 @@ supervisor's stdin and reads replies from ``result_fd``:
    so that many jobs need one round trip. Reply per job, in order: the result (with
    ``"captured": true``), its stdout, its stderr, then one frame per file.
 
-Every job's process enters a new user and IPC namespace of its own before anything else
-(:func:`confine.private_ipc`), so System V IPC objects and POSIX message queues die with
-the job. A job may name a *prelude*: trusted Python source (from the host, never from the
+System V IPC objects and POSIX message queues never outlive a job: a job that may start
+processes enters a new user and IPC namespace of its own before anything else
+(:func:`confine.private_ipc`), so they die with it; a job of one process, which has nobody to
+share them with, cannot make any (its seccomp filter refuses the calls). The supervisor loads
+the base seccomp filter once after set-up; each job adds its own (:mod:`seccomp`). A job may name a *prelude*: trusted Python source (from the host, never from the
 sandboxed code) that the supervisor runs once and keeps; each job's process is forked with
 the prelude's globals ready, as the namespace its code runs in (a harness compiled once
 instead of once per job).
@@ -182,12 +184,17 @@ class Supervisor:
         self.root: str = config["root"]
         self.workdir = os.path.join(self.root, "work")
         self.result_fd: int = config["result_fd"]
+        self.pid_one = os.getpid() == 1  # init of a pid namespace of its own (under bubblewrap)
         self.kill_all = bool(config.get("kill_all"))
         self.write_roots = (self.root, "/tmp", "/dev/shm") if self.mode == "bwrap" else (self.root,)
         self.preludes: dict[str, dict[str, Any] | str] = {}
+        self.compiled: dict[str, Any] = {}  # the one-line calls of prelude jobs, compiled once
         self.filters: dict[tuple[bool, bool, bool], seccomp.Prepared] = {}
         self.environment: dict[str, str] | None = None
-        self.read_roots = pyrun.python_roots()  # for the audit hook; the same for every job
+        # the audit hooks (with and without processes), built once: a job's process only adds one
+        self.read_roots = pyrun.python_roots()  # for the audit hook and Landlock; the same for every job
+        self.hooks = {allow: pyrun.make_hook(pyrun.real_roots(self.write_roots), self.read_roots, allow)
+                      for allow in (False, True)}
 
     # set-up --------------------------------------------------------------------------------
     def setup(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +217,11 @@ class Supervisor:
                 drop_capabilities()
         prctl(PR_SET_DUMPABLE, 0)  # no /proc/<pid>/mem or ptrace by the code it runs
         os.chdir(self.workdir)
+        if seccomp.supported():
+            try:
+                seccomp.install_base()  # binds the supervisor too; each job adds its own filter
+            except OSError as exc:
+                raise SetupError(f"loading the seccomp filter failed: {exc.strerror or exc}") from None
         report = self_report()
         try:
             fs = os.statvfs(self.root)
@@ -262,6 +274,8 @@ class Supervisor:
                 result["error"] = f"prelude: {loaded}"
                 return self._finish(result, job, outputs)
             namespace = loaded
+            if job["kind"] == "python" and not job.get("echo", True):
+                code = self.compile_call(code)
         if "data" in job:  # parsed here, with the header: the job's process finds it ready
             namespace = dict(namespace) if namespace is not None else {"__builtins__": __builtins__}
             namespace["job_data"] = job["data"]
@@ -286,11 +300,26 @@ class Supervisor:
 
     def seccomp_filter(self, nproc: int, python: bool) -> seccomp.Prepared:
         """The filter of a job's process, built once per kind of job (in the supervisor, then forked)."""
-        # several processes may signal each other only inside a pid namespace of their own
+        # several processes may signal each other only inside a pid namespace of their own; one
+        # process has nobody to share IPC objects with (and no IPC namespace of its own)
         key = (nproc <= 1, python and nproc <= 1, nproc <= 1 or self.mode != "bwrap")
         if key not in self.filters:
-            self.filters[key] = seccomp.Prepared(no_new_processes=key[0], no_exec=key[1], own_signals_only=key[2])
+            self.filters[key] = seccomp.Prepared(no_new_processes=key[0], no_exec=key[1], own_signals_only=key[2],
+                                                 no_ipc=key[0])
         return self.filters[key]
+
+    def compile_call(self, code: str) -> Any:
+        """The code object of a prelude job's code (the host's call into its trusted prelude, the same for
+        every job of a kind), compiled once; the source itself where it does not compile (the job's
+        process then reports the error as for any code)."""
+        if code not in self.compiled:
+            if len(self.compiled) >= 64:
+                self.compiled.clear()
+            try:
+                self.compiled[code] = compile(code, "<sandbox>", "exec")
+            except (SyntaxError, ValueError):
+                return code
+        return self.compiled[code]
 
     def prelude(self, key: str, source: str) -> dict[str, Any] | str:
         """The globals of trusted prelude code, run once per key; a string says why it failed."""
@@ -339,7 +368,7 @@ class Supervisor:
         return result, files, captured
 
     def _execute(
-        self, job: dict[str, Any], code: str, stdin_data: memoryview, result: dict[str, Any],
+        self, job: dict[str, Any], code: Any, stdin_data: memoryview, result: dict[str, Any],
         namespace: dict[str, Any] | None, outputs: list[Output], write_ends: list[int],
     ) -> None:
         stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC) if stdin_data else os.open("/dev/null", os.O_RDONLY)
@@ -485,7 +514,7 @@ class Supervisor:
         return reaped
 
     def _child(
-        self, job: dict[str, Any], code: str, stdin_fd: int, status_w: int, namespace: dict[str, Any] | None,
+        self, job: dict[str, Any], code: Any, stdin_fd: int, status_w: int, namespace: dict[str, Any] | None,
         write_ends: list[int],
     ) -> None:
         try:
@@ -501,29 +530,32 @@ class Supervisor:
             os.chdir(cwd)
             for sig in RESET_SIGNALS:
                 _signal.signal(sig, _signal.SIG_DFL)  # the C function: the enum wrapper costs more than the calls
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if not self.pid_one:  # else the kernel kills every process of the namespace when we die
+                prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             prctl(PR_SET_DUMPABLE, 1)  # its own /proc entries; seccomp denies ptrace anyway
-            own_namespace = True
-            try:
-                private_ipc()  # IPC objects die with this job; a later job in this sandbox sees none
-            except SetupError:
-                if self.mode == "bwrap":
-                    raise
-                own_namespace = False  # the fallback without bubblewrap: best effort
             limits = job["limits"]
             nproc = int(limits["nproc"])
             python = job["kind"] == "python"
+            filtered = seccomp.supported()
+            own_namespace = nproc > 1 or not filtered  # else its filter refuses the IPC calls
+            if own_namespace:
+                try:
+                    private_ipc()  # IPC objects die with this job; a later job in this sandbox sees none
+                except SetupError:
+                    if self.mode == "bwrap":
+                        raise
+                    own_namespace = False  # the fallback without bubblewrap: best effort
             if self.config.get("landlock"):
                 from . import landlock
 
                 read = [*self.read_roots, *self.config.get("read_paths", [])]
                 landlock.restrict(read, [self.root])
             _set_rlimits(limits, own_namespace)
-            if seccomp.supported():
+            if filtered:
                 self.seccomp_filter(nproc, python).install(os.getpid())  # built before the fork
             if python:
                 if job.get("audit_hook", True):
-                    pyrun.install_hook(self.write_roots, allow_processes=nproc > 1, read_roots=self.read_roots)
+                    pyrun.add_hook(self.hooks[nproc > 1])
                 sys.argv = ["<sandbox>"]
                 sys.path.insert(0, cwd)  # as for a script in the working folder: its modules import
                 status, exception = pyrun.run_code(code, namespace, echo=job.get("echo", True))
