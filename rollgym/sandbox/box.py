@@ -26,6 +26,7 @@ from rollgym.sandbox.spawn import BwrapLauncher, DirectLauncher, Plan
 
 GRACE_S = 5.0  # beyond the wall-clock limit, for set-up, killing and collecting files
 SETUP_TIMEOUT_S = 60.0
+PRELUDES_KEPT = 8  # as the supervisor (inside/supervisor.py): a ninth prelude makes it forget the others
 
 
 _spawner: tuple[int, ThreadPoolExecutor] | None = None
@@ -105,6 +106,7 @@ class Box:
         self.dead: str | None = None  # why the box can run nothing more
         self.report: dict[str, Any] | None = None
         self._buffer = bytearray()
+        self._preludes: set[str] = set()  # the keys of the preludes the supervisor keeps
         try:
             self.proc = _spawn(self.plan.command(), result_w, self.plan.env)
         except OSError as exc:
@@ -138,6 +140,19 @@ class Box:
         return self.env_defaults["HOME"]
 
     # -- protocol ---------------------------------------------------------------------------------
+    def _prelude_once(self, header: dict[str, Any], payload: bytes) -> tuple[dict[str, Any], bytes]:
+        """The job without its prelude's source if the supervisor keeps that prelude already (it keeps
+        the last ``PRELUDES_KEPT`` keys it was sent, and forgets them all for one more, as this list does)."""
+        key, size = header.get("prelude_key"), int(header.get("prelude_size", 0))
+        if not key or not size:
+            return header, payload
+        if key in self._preludes:
+            return {**header, "prelude_size": 0}, payload[size:]
+        if len(self._preludes) >= PRELUDES_KEPT:
+            self._preludes.clear()
+        self._preludes.add(key)
+        return header, payload
+
     def _send(self, *frames: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None
         data = b"".join(_frame(f) for f in frames)
@@ -261,6 +276,7 @@ class Box:
         if not self.alive:
             return RunResult(error=self.dead or self._death_note(), backend=self.backend)
         out, err = _Stream(limits.max_output_bytes), _Stream(limits.max_output_bytes)
+        header, payload = self._prelude_once(header, payload)
         try:
             self._send(json.dumps(header).encode(), payload)
         except OSError:
@@ -286,6 +302,7 @@ class Box:
         start = time.monotonic()
         if not self.alive:
             return [RunResult(error=self.dead or self._death_note(), backend=self.backend) for _ in jobs]
+        jobs = [(*self._prelude_once(header, payload), limits) for header, payload, limits in jobs]
         try:
             self._send(json.dumps({"type": "batch", "jobs": [h for h, _, _ in jobs]}).encode(),
                        *(payload for _, payload, _ in jobs))

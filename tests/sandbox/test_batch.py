@@ -87,3 +87,30 @@ def test_a_prelude_jobs_code_compiled_once_still_runs_fresh_and_reports_its_erro
     assert [r.stdout for r in results[:3]] == ["1 1 __main__\n"] * 3
     assert results[3].exception == "SyntaxError" and results[3].exit_code == 1 and "never" in results[3].stderr
     assert results[4].stdout == "1 1 __main__\n"
+
+
+def test_a_prelude_is_sent_once_while_the_sandbox_keeps_it(box: Sandbox) -> None:
+    """The host sends a prelude's source with the first job that names it, then only its key, for as long
+    as the supervisor keeps it (the last eight; a ninth makes both sides forget the others). Early failures
+    (bad input files) still keep it."""
+    from rollgym.sandbox import box as box_module
+    from rollgym.sandbox.inside import supervisor
+
+    assert box_module.PRELUDES_KEPT == supervisor.PRELUDES_KEPT
+    sent: list[int] = []
+    with box.session() as session:
+        original = session.box._send
+
+        def counting(*frames: bytes) -> None:
+            sent.append(sum(len(f) for f in frames))
+            original(*frames)
+
+        session.box._send = counting  # type: ignore[method-assign]
+        preludes = [f"NAME = {n}\n" + "# padding\n" * 2000 for n in range(10)]
+        session.run_python("import os\nos.mkdir('d')")
+        first = session.run(Job.python("print(NAME)", prelude=preludes[0], files={"d": "x"}))
+        assert first.error is not None and first.error.startswith("input_files")  # failed, prelude kept
+        assert session.run(Job.python("print(NAME)", prelude=preludes[0])).stdout == "0\n"
+        assert sent[2] < 1000 < sent[1]  # the second time: no source
+        batch = session.run_batch([Job.python("print(NAME)", prelude=p) for p in preludes + preludes[:2]])
+    assert [r.stdout for r in batch] == [f"{n}\n" for n in [*range(10), 0, 1]]

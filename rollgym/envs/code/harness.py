@@ -199,9 +199,10 @@ def _line_encoder() -> Any:
     cycles): the C encoder built once (here, in the prelude), not once per line."""
     from json import encoder
 
-    if encoder.c_make_encoder is None:
+    make = getattr(encoder, "c_make_encoder", None)  # the C accelerator; None without it
+    if make is None:
         return json.dumps
-    encode = encoder.c_make_encoder(None, None, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    encode = make(None, None, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
 
     def dumps(record: dict[str, Any]) -> str:
         return "".join(encode(record, 0))

@@ -124,7 +124,9 @@ def add_hook(hook: Callable[[str, tuple], None]) -> None:  # type: ignore[type-a
     sys.addaudithook(hook)
 
 
-def run_code(code: str | CodeType, namespace: dict[str, Any] | None = None, echo: bool = True) -> tuple[int, str | None]:
+def run_code(
+    code: str | CodeType, namespace: dict[str, Any] | None = None, echo: bool = True
+) -> tuple[int, str | None]:
     """Run ``code`` (source, or with ``echo=False`` a code object compiled already) as ``__main__``;
     return ``(exit status, uncaught exception class or None)``.
 

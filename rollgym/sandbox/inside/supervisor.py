@@ -32,10 +32,14 @@ System V IPC objects and POSIX message queues never outlive a job: a job that ma
 processes enters a new user and IPC namespace of its own before anything else
 (:func:`confine.private_ipc`), so they die with it; a job of one process, which has nobody to
 share them with, cannot make any (its seccomp filter refuses the calls). The supervisor loads
-the base seccomp filter once after set-up; each job adds its own (:mod:`seccomp`). A job may name a *prelude*: trusted Python source (from the host, never from the
+the base seccomp filter once after set-up; each job adds its own (:mod:`seccomp`).
+
+A job may name a *prelude*: trusted Python source (from the host, never from the
 sandboxed code) that the supervisor runs once and keeps; each job's process is forked with
 the prelude's globals ready, as the namespace its code runs in (a harness compiled once
-instead of once per job).
+instead of once per job). The host sends a prelude's source with the first job that names it
+and then only its key, while the supervisor keeps it (the last ``PRELUDES_KEPT`` keys); the
+job's own code, the host's one-line call into the prelude, is compiled once too.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ from .confine import (
 from .files import collect_files, empty_folder, safe_parts, write_inputs
 
 MAX_FRAME = 1 << 30
+PRELUDES_KEPT = 8  # the host's Box keeps the same count (box.PRELUDES_KEPT)
 RESET_SIGNALS = (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -187,7 +192,8 @@ class Supervisor:
         self.pid_one = os.getpid() == 1  # init of a pid namespace of its own (under bubblewrap)
         self.kill_all = bool(config.get("kill_all"))
         self.write_roots = (self.root, "/tmp", "/dev/shm") if self.mode == "bwrap" else (self.root,)
-        self.preludes: dict[str, dict[str, Any] | str] = {}
+        self.prelude_sources: dict[str, str] = {}  # by key, as received (the host keeps the same list)
+        self.preludes: dict[str, dict[str, Any] | str] = {}  # by key, run
         self.compiled: dict[str, Any] = {}  # the one-line calls of prelude jobs, compiled once
         self.filters: dict[tuple[bool, bool, bool], seccomp.Prepared] = {}
         self.environment: dict[str, str] | None = None
@@ -236,7 +242,9 @@ class Supervisor:
         """Run one job; with ``capture`` its stdout and stderr come back in the reply, not on the supervisor's."""
         view = memoryview(payload)
         prelude_size = int(job.get("prelude_size", 0))
-        prelude = bytes(view[:prelude_size]).decode("utf-8", errors="replace")
+        prelude_key = str(job.get("prelude_key") or "")
+        if prelude_size:  # kept before anything can fail: the host sends it only once
+            self.keep_prelude(prelude_key, bytes(view[:prelude_size]).decode("utf-8", errors="replace"))
         view = view[prelude_size:]
         code_size, stdin_size = int(job.get("code_size", 0)), int(job.get("stdin_size", 0))
         code = bytes(view[:code_size]).decode("utf-8", errors="replace")
@@ -268,8 +276,8 @@ class Supervisor:
                                "not limit processes; use nproc=1 or install bubblewrap")
             return self._finish(result, job, outputs)
         namespace = None
-        if prelude_size:
-            loaded = self.prelude(str(job.get("prelude_key") or ""), prelude)
+        if prelude_key:
+            loaded = self.prelude(prelude_key)
             if isinstance(loaded, str):
                 result["error"] = f"prelude: {loaded}"
                 return self._finish(result, job, outputs)
@@ -321,11 +329,21 @@ class Supervisor:
                 return code
         return self.compiled[code]
 
-    def prelude(self, key: str, source: str) -> dict[str, Any] | str:
-        """The globals of trusted prelude code, run once per key; a string says why it failed."""
-        if key not in self.preludes:
-            if len(self.preludes) >= 8:
+    def keep_prelude(self, key: str, source: str) -> None:
+        """Keep a prelude's source under ``key``; a ninth key forgets the others (as the host's
+        :class:`~rollgym.sandbox.box.Box` does, which sends each prelude once while it is kept here)."""
+        if key not in self.prelude_sources:
+            if len(self.prelude_sources) >= PRELUDES_KEPT:
+                self.prelude_sources.clear()
                 self.preludes.clear()
+            self.prelude_sources[key] = source
+
+    def prelude(self, key: str) -> dict[str, Any] | str:
+        """The globals of a kept prelude, run once per key; a string says why it failed."""
+        if key not in self.preludes:
+            source = self.prelude_sources.get(key)
+            if source is None:
+                return "this sandbox holds no prelude of that key (a protocol error)"
             namespace: dict[str, Any] = {"__name__": "__prelude__", "__builtins__": __builtins__}
             try:
                 exec(compile(source, "<prelude>", "exec"), namespace)
