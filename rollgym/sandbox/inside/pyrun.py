@@ -33,6 +33,7 @@ PATH_EVENTS = frozenset({"os.listdir", "os.scandir", "os.remove", "os.rename", "
                          "shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.move", "shutil.chown",
                          "glob.glob", "tempfile.mkstemp", "tempfile.mkdtemp", "os.chdir", "os.fchdir"})
 READ_EVENTS = frozenset({"os.listdir", "os.scandir", "os.listxattr", "os.getxattr", "glob.glob", "os.chdir"})
+PASSED = frozenset({"exec", "compile"})  # never refused: the first test, so they touch little
 READ_FILES = frozenset({"/dev/null", "/dev/urandom", "/dev/random", "/dev/zero"})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -43,11 +44,9 @@ def _real(path: str) -> str:
     if "/" not in path and path not in ("", ".", ".."):
         try:
             folder = os.getcwd()
-            try:
-                plain = os.lstat(path).st_mode & 0o170000 != 0o120000  # not a symbolic link
-            except FileNotFoundError:
-                plain = True  # to be made here
-            if plain:
+            # not there yet (no exception raised: cheap in a fresh fork), or there and not a link
+            if not os.access(path, os.F_OK, follow_symlinks=False) or (
+                    os.lstat(path).st_mode & 0o170000 != 0o120000):
                 return folder.rstrip("/") + "/" + path
         except OSError:
             pass
@@ -56,7 +55,10 @@ def _real(path: str) -> str:
 
 def _inside(path: str, roots: tuple[str, ...]) -> bool:
     real = _real(path)
-    return any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots)
+    for root in roots:
+        if real == root or real.startswith(root.rstrip("/") + "/"):
+            return True
+    return False
 
 
 def _as_path(value: object) -> str | None:
@@ -76,6 +78,8 @@ def make_hook(
     blocked_prefixes = BLOCKED_PREFIXES if allow_processes else BLOCKED_PREFIXES + PROCESS_EVENTS
 
     def hook(event: str, args: tuple) -> None:  # type: ignore[type-arg]
+        if event in PASSED:  # the events every job raises (few objects touched: cheap in a fresh fork)
+            return
         if event in BLOCKED or event.startswith(blocked_prefixes):
             raise PermissionError(f"sandbox: {event} is not allowed")
         if event == "import" and args and args[0] in BLOCKED_IMPORTS:
@@ -86,7 +90,7 @@ def make_hook(
                 return  # an already-open file descriptor
             mode = args[1] or "r"
             flags = args[2] or 0
-            writing = any(c in mode for c in "wax+") or bool(flags & _WRITE_FLAGS)
+            writing = bool(flags & _WRITE_FLAGS) or "w" in mode or "a" in mode or "x" in mode or "+" in mode
             if _inside(path, write_roots) or (not writing and (_inside(path, read_roots) or path in READ_FILES)):
                 return
             raise PermissionError(f"sandbox: cannot open {path!r} outside the working directory")
