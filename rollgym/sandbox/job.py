@@ -54,7 +54,7 @@ class Job:
         audit_hook: For Python code, whether the in-process audit hook (a second wall) is installed.
         fresh: Empty the sandbox's writable folders (working folder, ``/tmp``, ``/dev/shm``) before
             this run, so that a session reused for unrelated jobs starts each one as a new sandbox
-            would (processes never outlive a run, and every run has an IPC namespace of its own).
+            would (processes and System V IPC objects never outlive a run).
             Used by batch graders: a job in a warm, reused sandbox costs a fork instead of a
             sandbox start.
         prelude: *Trusted* Python source (never model output) that the sandbox's supervisor runs
@@ -67,6 +67,11 @@ class Job:
         echo: For Python code, print the ``repr`` of a final expression statement's value (as a
             notebook cell does). ``False`` runs the code as a plain module, which saves parsing it
             twice (a harness call of a batch grader has nothing to print).
+        open_files: For Python code, paths (relative to the working folder) that the job's process
+            opens for writing, created or emptied, before the audit hook and the code start; the code
+            finds their descriptors in the global ``job_files`` (path -> descriptor). A harness
+            writes its results there without an audited ``open``, which costs a fresh process more
+            than the write itself.
     """
 
     code: str | None = None
@@ -83,6 +88,7 @@ class Job:
     prelude: str | None = None
     data: Any = None
     echo: bool = True
+    open_files: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.code is not None and self.argv is not None:
@@ -99,7 +105,11 @@ class Job:
             object.__setattr__(self, "argv", tuple(self.argv))
         if isinstance(self.return_files, str):
             object.__setattr__(self, "return_files", (self.return_files,))
-        for path in [*self.files, *self.return_files]:
+        if isinstance(self.open_files, str):
+            object.__setattr__(self, "open_files", (self.open_files,))
+        if self.open_files and self.code is None:
+            raise ConfigError("Job.open_files are handed to Python code as job_files; they need Job.code.")
+        for path in [*self.files, *self.return_files, *self.open_files]:
             clean_path(path)
         if self.cwd != ".":
             clean_path(self.cwd)
@@ -187,6 +197,7 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         "return_limit": return_limit,
         "audit_hook": bool(job.audit_hook),
         "echo": bool(job.echo),
+        "open_files": [clean_path(p) for p in job.open_files],
         "fresh": bool(job.fresh),
         "prelude_size": len(prelude),
         "prelude_key": prelude_key(prelude) if prelude else "",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from rollgym.core.errors import ConfigError
 from rollgym.sandbox import Job, Limits, Sandbox
 
 pytestmark = pytest.mark.timeout(300)
@@ -114,3 +115,25 @@ def test_a_prelude_is_sent_once_while_the_sandbox_keeps_it(box: Sandbox) -> None
         assert sent[2] < 1000 < sent[1]  # the second time: no source
         batch = session.run_batch([Job.python("print(NAME)", prelude=p) for p in preludes + preludes[:2]])
     assert [r.stdout for r in batch] == [f"{n}\n" for n in [*range(10), 0, 1]]
+
+
+def test_open_files_are_ready_before_the_code_and_need_no_audited_open(box: Sandbox) -> None:
+    """``Job.open_files``: the job's process opens them for writing (made, emptied, folders created)
+    before the audit hook starts; the code writes through ``job_files`` even where the hook would refuse
+    nothing, and the files come back like any other."""
+    code = ("import os, sys\n"
+            "events = []\n"
+            "sys.addaudithook(lambda event, args: events.append(event) if event == 'open' else None)\n"
+            "for name, fd in sorted(job_files.items()):\n"
+            "    os.write(fd, name.encode())\n"
+            "print(sorted(job_files), events)")
+    with box.session() as session:
+        session.run_python("open('out.txt', 'w').write('old content, longer')")
+        result = session.run(Job.python(code, open_files=("out.txt", "deep/er/log.txt"),
+                                        return_files=("out.txt", "deep/er/log.txt")))
+    assert result.stdout == "['deep/er/log.txt', 'out.txt'] []\n", result.stderr
+    assert result.files == {"out.txt": b"out.txt", "deep/er/log.txt": b"deep/er/log.txt"}
+    with pytest.raises(ConfigError, match="open_files"):
+        Job(argv=("true",), open_files=("x",))
+    with pytest.raises(ConfigError, match="stay inside"):
+        Job.python("pass", open_files=("../x",))

@@ -238,12 +238,13 @@ class CallTimeout(BaseException):
     """Raised in the candidate's function when one call runs past its time."""
 
 
-def run_calls(spec: dict[str, Any], source: str, out_path: str = "results.jsonl") -> None:
+def run_calls(spec: dict[str, Any], source: str, out_path: str = "results.jsonl", out_fd: int | None = None) -> None:
     """Load the candidate's program ``source`` and call its function on every input of ``spec``.
 
     ``spec`` is ``{"entry_point", "calls": [[args, kwargs(, name)], ...], "call_timeout_s",
     "nonce", "print_limit"}`` with args and kwargs encoded (a call's optional third item names
     another function of the program to call). Each line written to ``out_path``
+    (or to ``out_fd``, a descriptor opened for it by the sandbox: ``Job.open_files``)
     is ``{"n": nonce, "i": index, "v": encoded result}`` or ``{"n", "i", "exc": class name}``;
     a first line ``{"n", "load": "ok" | exception class}`` reports loading. Each line is
     written at once (one system call), so a program that ends the process keeps what came before.
@@ -252,7 +253,7 @@ def run_calls(spec: dict[str, Any], source: str, out_path: str = "results.jsonl"
 
     dumps = _DUMPS
     nonce = spec["nonce"]
-    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644) if out_fd is None else out_fd
     write = os.write
 
     def emit(record: dict[str, Any]) -> None:

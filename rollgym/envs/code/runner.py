@@ -253,9 +253,9 @@ def call_job(
     ``files`` are put beside the program (a repository it imports from)."""
     nonce = secrets.token_hex(8)
     spec = {"entry_point": entry_point, "calls": list(calls), "call_timeout_s": call_timeout_s, "nonce": nonce}
-    job = Job.python("run_calls(job_data['spec'], job_data['program'])\n", prelude=HARNESS_SOURCE,
-                     data={"spec": spec, "program": program}, files=dict(files or {}), echo=False,
-                     return_files=("results.jsonl",), limits=limits)
+    job = Job.python("run_calls(job_data['spec'], job_data['program'], out_fd=job_files['results.jsonl'])\n",
+                     prelude=HARNESS_SOURCE, data={"spec": spec, "program": program}, files=dict(files or {}),
+                     echo=False, open_files=("results.jsonl",), return_files=("results.jsonl",), limits=limits)
     return job, nonce
 
 

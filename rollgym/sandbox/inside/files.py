@@ -35,6 +35,23 @@ def _open_dir_beneath(root_fd: int, parts: list[str], create: bool) -> int:
         raise
 
 
+def open_for_writing(workdir: str, path: str) -> int:
+    """A descriptor of ``path`` below ``workdir`` opened for writing, created or emptied (no symlink is
+    followed; its folders are made)."""
+    parts = safe_parts(path)
+    root_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        dir_fd = _open_dir_beneath(root_fd, parts[:-1], create=True) if len(parts) > 1 else root_fd
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            return os.open(parts[-1], flags, 0o644, dir_fd=dir_fd)
+        finally:
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+    finally:
+        os.close(root_fd)
+
+
 def write_inputs(workdir: str, files: list[list[Any]], payload: memoryview) -> None:
     """Write each ``[path, mode, size]`` from ``payload`` below ``workdir`` (no symlink is followed)."""
     root_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

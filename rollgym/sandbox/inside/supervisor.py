@@ -71,7 +71,7 @@ from .confine import (
     self_report,
     write_etc,
 )
-from .files import collect_files, empty_folder, safe_parts, write_inputs
+from .files import collect_files, empty_folder, open_for_writing, safe_parts, write_inputs
 
 MAX_FRAME = 1 << 30
 PRELUDES_KEPT = 8  # the host's Box keeps the same count (box.PRELUDES_KEPT)
@@ -572,6 +572,9 @@ class Supervisor:
             if filtered:
                 self.seccomp_filter(nproc, python).install(os.getpid())  # built before the fork
             if python:
+                if job.get("open_files"):  # before the audit hook: no audited open for the harness's own files
+                    namespace = namespace if namespace is not None else {"__builtins__": __builtins__}
+                    namespace["job_files"] = {name: open_for_writing(self.workdir, name) for name in job["open_files"]}
                 if job.get("audit_hook", True):
                     pyrun.add_hook(self.hooks[nproc > 1])
                 sys.argv = ["<sandbox>"]
