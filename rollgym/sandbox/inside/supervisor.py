@@ -261,7 +261,8 @@ class Supervisor:
                 result["error"] = f"fresh: could not empty the sandbox ({exc})"
                 return self._finish(result, job, outputs)
         try:
-            write_inputs(self.workdir, job.get("files", []), view[code_size + stdin_size :])
+            if job.get("files"):
+                write_inputs(self.workdir, job["files"], view[code_size + stdin_size :])
         except OSError as exc:
             result["error"] = "input_files: " + (os.strerror(exc.errno) if exc.errno else str(exc))
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
@@ -399,6 +400,14 @@ class Supervisor:
         if seccomp.supported():
             self.seccomp_filter(int(job["limits"]["nproc"]), job["kind"] == "python")  # build it here, once
         self._environment({str(k): str(v) for k, v in job["env"].items()})
+        wall_s = float(job["limits"]["wall_s"])
+        kill_at = int(job.get("capture", {}).get("kill_at", 1 << 20))
+        # everything the wait needs is made before the fork: while the child lives, each page this
+        # process writes is copied, so it goes from the fork to its poll with as little as it can
+        poller = select.poll()
+        poller.register(0, select.POLLIN)
+        for out in outputs:
+            poller.register(out.fd, select.POLLIN)
         sys.stdout.flush()
         sys.stderr.flush()
         gc.freeze()  # the child's collections skip what is here: fewer copy-on-write pages
@@ -407,13 +416,11 @@ class Supervisor:
         if pid == 0:  # the child: never returns
             os.close(status_r)
             self._child(job, code, stdin_fd, status_w, namespace, write_ends)
+        reason = self._wait(pid, start + wall_s, poller, outputs, kill_at)
         os.close(status_w)
         os.close(stdin_fd)
-        for fd in write_ends:
+        for fd in write_ends:  # the job's ends of its output pipes: closed, so the drain below meets their end
             os.close(fd)
-        wall_s = float(job["limits"]["wall_s"])
-        kill_at = int(job.get("capture", {}).get("kill_at", 1 << 20))
-        reason = self._wait(pid, start + wall_s, outputs, kill_at)
         if reason == "wall":
             result["timed_out"] = True
         elif reason is not None:
@@ -437,20 +444,15 @@ class Supervisor:
             pass
         os.close(status_r)
 
-    def _wait(self, pid: int, deadline: float, outputs: list[Output], kill_at: int) -> str | None:
-        """Wait for the child, reading its captured output; the reason it was stopped early (``"wall"``,
-        ``"output"``, or the host's), or ``None``."""
+    def _wait(self, pid: int, deadline: float, poller: Any, outputs: list[Output], kill_at: int) -> str | None:
+        """Wait for the child, reading its captured output (``poller`` has stdin and the outputs); the
+        reason it was stopped early (``"wall"``, ``"output"``, or the host's), or ``None``."""
         try:
             pidfd = os.pidfd_open(pid)
+            poller.register(pidfd, select.POLLIN)
         except (AttributeError, OSError):
             pidfd = None
-        poller = select.poll()
-        if pidfd is not None:
-            poller.register(pidfd, select.POLLIN)
-        poller.register(0, select.POLLIN)
         streams = {out.fd: out for out in outputs}
-        for fd in streams:
-            poller.register(fd, select.POLLIN)
         try:
             while True:
                 remaining = deadline - time.monotonic()
