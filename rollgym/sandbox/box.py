@@ -107,6 +107,7 @@ class Box:
         self.report: dict[str, Any] | None = None
         self._buffer = bytearray()
         self._preludes: set[str] = set()  # the keys of the preludes the supervisor keeps
+        self._selector: selectors.BaseSelector | None = None  # the supervisor's three pipes, for every exchange
         try:
             self.proc = _spawn(self.plan.command(), result_w, self.plan.env)
         except OSError as exc:
@@ -212,51 +213,49 @@ class Box:
         arrived; ``None`` if the supervisor died. Past ``deadline`` the box is killed."""
         assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
         frames: list[bytes] = []
-        selector = selectors.DefaultSelector()
         streams = {self.proc.stdout.fileno(): out, self.proc.stderr.fileno(): err}
-        for fd in streams:
-            selector.register(fd, selectors.EVENT_READ)
-        selector.register(self._result_r, selectors.EVENT_READ)
+        if self._selector is None:  # made once: a pipe at its end is unregistered for good
+            self._selector = selectors.DefaultSelector()
+            for fd in (*streams, self._result_r):
+                self._selector.register(fd, selectors.EVENT_READ)
+        selector = self._selector
         kill_sent = False
-        try:
-            while True:
-                while (wanted is None or len(frames) < wanted) and (frame := self._take_frame()) is not None:
-                    frames.append(frame)  # frames past ``wanted`` (the next job's, in a batch) stay buffered
-                    if wanted is None and len(frames) == 1:
-                        reply = json.loads(frame)
-                        wanted = 1 + len(reply.get("files", [])) + (2 if reply.get("captured") else 0)
-                if wanted is not None and len(frames) >= wanted:
-                    return frames
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.kill("unresponsive: the sandbox did not answer in time")
-                    return None
-                events = selector.select(min(remaining, 1.0))
-                if not events and self.proc.poll() is not None and not selector.get_map():
-                    return None
-                for key, _ in events:
-                    fd = int(key.fd)  # type: ignore[arg-type]
-                    try:
-                        chunk = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        selector.unregister(fd)
-                        if fd == self._result_r:
-                            return None
-                        continue
+        while True:
+            while (wanted is None or len(frames) < wanted) and (frame := self._take_frame()) is not None:
+                frames.append(frame)  # frames past ``wanted`` (the next job's, in a batch) stay buffered
+                if wanted is None and len(frames) == 1:
+                    reply = json.loads(frame)
+                    wanted = 1 + len(reply.get("files", [])) + (2 if reply.get("captured") else 0)
+            if wanted is not None and len(frames) >= wanted:
+                return frames
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill("unresponsive: the sandbox did not answer in time")
+                return None
+            events = selector.select(min(remaining, 1.0))
+            if not events and self.proc.poll() is not None and not selector.get_map():
+                return None
+            for key, _ in events:
+                fd = int(key.fd)  # type: ignore[arg-type]
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(fd)
                     if fd == self._result_r:
-                        self._buffer += chunk
-                    else:
-                        streams[fd].feed(chunk)
-                        if kill_at is not None and not kill_sent and out.overflow + err.overflow > kill_at:
-                            kill_sent = True
-                            try:
-                                self._send(json.dumps({"type": "kill", "reason": "output"}).encode())
-                            except OSError:
-                                pass
-        finally:
-            selector.close()
+                        return None
+                    continue
+                if fd == self._result_r:
+                    self._buffer += chunk
+                else:
+                    streams[fd].feed(chunk)
+                    if kill_at is not None and not kill_sent and out.overflow + err.overflow > kill_at:
+                        kill_sent = True
+                        try:
+                            self._send(json.dumps({"type": "kill", "reason": "output"}).encode())
+                        except OSError:
+                            pass
 
     def _drain(self, out: _Stream, err: _Stream) -> None:
         assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
@@ -364,6 +363,8 @@ class Box:
                         stream.close()
                 except OSError:
                     pass
+        if self._selector is not None:
+            self._selector.close()
         try:
             os.close(self._result_r)
         except OSError:
