@@ -170,12 +170,16 @@ class Box:
         del self._buffer[: 4 + size]
         return frame
 
-    def setup(self, limits: Limits) -> dict[str, Any]:
-        """Mount the tmpfs and drop privileges; returns the supervisor's report or raises :class:`BoxError`."""
+    def setup(self, limits: Limits, cpus: tuple[int, ...] | None = None) -> dict[str, Any]:
+        """Mount the tmpfs and drop privileges (and, with ``cpus``, keep the supervisor and every job on
+        those CPUs); returns the supervisor's report or raises :class:`BoxError`."""
         if not self.alive:
             raise BoxError(self.dead or self._death_note())
+        request: dict[str, Any] = {"disk_bytes": limits.disk_mb << 20, "max_files": limits.max_files}
+        if cpus:
+            request["cpus"] = list(cpus)
         try:
-            self._send(json.dumps({"disk_bytes": limits.disk_mb << 20, "max_files": limits.max_files}).encode())
+            self._send(json.dumps(request).encode())
         except OSError:
             raise BoxError(self._death_note()) from None
         stderr = _Stream(8192)

@@ -253,15 +253,17 @@ class Sandbox:
             self._discard(box)
 
     # -- running -----------------------------------------------------------------------------------
-    def session(self, limits: Limits | None = None) -> Session:
+    def session(self, limits: Limits | None = None, *, cpus: Sequence[int] | None = None) -> Session:
         """A sandbox that keeps its files across runs until closed (use it as a context manager).
 
         ``limits.disk_mb`` and ``limits.max_files`` fix the session's tmpfs; the other
-        limits are the default of each run in it.
+        limits are the default of each run in it. ``cpus``: the CPUs its supervisor and every
+        job may run on (``sched_setaffinity``; e.g. one CPU per sandbox when there are as many
+        sandboxes as CPUs, see :class:`~rollgym.envs.code.runner.CodeRunner`).
         """
         if self._closed:
             raise RuntimeError("this Sandbox is closed")
-        return Session(self, limits or self.limits)
+        return Session(self, limits or self.limits, tuple(cpus) if cpus else None)
 
     def run(self, job: Job) -> RunResult:
         """Run one job in a fresh sandbox that is gone when this returns; never raises on what the code does."""
@@ -361,14 +363,15 @@ class Session:
         {'note.txt': b'hi\\n'}
     """
 
-    def __init__(self, sandbox: Sandbox, limits: Limits) -> None:
+    def __init__(self, sandbox: Sandbox, limits: Limits, cpus: tuple[int, ...] | None = None) -> None:
         self.sandbox = sandbox
         self.limits = limits
+        self.cpus = cpus
         self._lock = threading.Lock()
         self.box = sandbox._take_box()
         self.error: str | None = None
         try:
-            self.box.setup(limits)
+            self.box.setup(limits, cpus)
         except BoxError as exc:
             self.error = f"start_failed: {exc}"
             with sandbox._lock:

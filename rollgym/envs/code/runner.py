@@ -56,6 +56,10 @@ class CodeRunner:
         workers: Sandboxes run at once (default 2).
         backend: The sandbox backend (``"auto"``, ``"bwrap"``, ``"process"``).
         batch: Jobs sent to a sandbox in one round trip (each still a process of its own).
+        pin: Keep each sandbox (its supervisor and every job) on a CPU of its own. ``None``
+            (default): pin when there are exactly as many sandboxes as CPUs this process may
+            use, so that none can sit idle while another waits; with fewer sandboxes, the
+            scheduler is left free to use the spare CPUs.
 
     Example:
         >>> runner = CodeRunner(Limits(wall_s=5))  # doctest: +SKIP
@@ -64,12 +68,16 @@ class CodeRunner:
     """
 
     def __init__(
-        self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto", batch: int = 16
+        self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto", batch: int = 16,
+        pin: bool | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.workers = max(1, workers)
         self.batch = max(1, batch)
         self.sandbox: Sandbox = shared_sandbox(self.limits, backend=backend, pool_size=0)
+        self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.pin = (len(self.cpus) == self.workers if pin is None else pin) and len(self.cpus) > 1
+        self._pinned: dict[int, Session | None] = {}  # CPU -> the session on it (None: starting)
         self._free: list[Session] = []
         self._lock = threading.Lock()
         self._owner = os.getpid()
@@ -77,13 +85,29 @@ class CodeRunner:
     def _take(self) -> Session:
         with self._lock:
             if self._owner != os.getpid():  # a forked copy: the sessions belong to the parent
-                self._free, self._owner = [], os.getpid()
+                self._free, self._pinned, self._owner = [], {}, os.getpid()
             while self._free:
                 session = self._free.pop()
                 if session.box.alive and session.error is None:
                     return session
                 session.close()
-        return self.sandbox.session(self.limits)
+            cpu = None
+            if self.pin:  # a CPU no live session of this runner holds
+                held = {c for c, s in self._pinned.items() if s is None or s.box.alive}
+                cpu = next((c for c in self.cpus if c not in held), None)
+                if cpu is not None:
+                    self._pinned[cpu] = None
+        try:
+            session = self.sandbox.session(self.limits, cpus=None if cpu is None else (cpu,))
+        except BaseException:
+            if cpu is not None:
+                with self._lock:
+                    self._pinned.pop(cpu, None)
+            raise
+        if cpu is not None:
+            with self._lock:
+                self._pinned[cpu] = session
+        return session
 
     def _give(self, session: Session) -> None:
         with self._lock:

@@ -206,6 +206,11 @@ class Supervisor:
     def setup(self, request: dict[str, Any]) -> dict[str, Any]:
         config = self.config
         disk_bytes, max_files = int(request["disk_bytes"]), int(request["max_files"])
+        if request.get("cpus"):  # this process and every job it forks stay on these CPUs
+            try:
+                os.sched_setaffinity(0, {int(cpu) for cpu in request["cpus"]})
+            except (OSError, ValueError):
+                pass  # not allowed here: the scheduler places them
         if self.mode == "bwrap":
             mount_box(self.root, disk_bytes, max_files)
             write_etc(self.workdir)
