@@ -366,7 +366,6 @@ class Session:
     def __init__(self, sandbox: Sandbox, limits: Limits, cpus: tuple[int, ...] | None = None) -> None:
         self.sandbox = sandbox
         self.limits = limits
-        self.cpus = cpus
         self._lock = threading.Lock()
         self.box = sandbox._take_box()
         self.error: str | None = None

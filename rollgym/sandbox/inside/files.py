@@ -41,15 +41,14 @@ def open_for_writing(workdir: str, path: str) -> int:
     parts = safe_parts(path)
     root_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        dir_fd = _open_dir_beneath(root_fd, parts[:-1], create=True) if len(parts) > 1 else root_fd
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-            return os.open(parts[-1], flags, 0o644, dir_fd=dir_fd)
-        finally:
-            if dir_fd != root_fd:
-                os.close(dir_fd)
+        dir_fd = _open_dir_beneath(root_fd, parts[:-1], create=True)
     finally:
         os.close(root_fd)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        return os.open(parts[-1], flags, 0o644, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def write_inputs(workdir: str, files: list[list[Any]], payload: memoryview) -> None:

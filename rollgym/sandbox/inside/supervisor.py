@@ -449,7 +449,9 @@ class Supervisor:
             pass
         os.close(status_r)
 
-    def _wait(self, pid: int, deadline: float, poller: Any, outputs: list[Output], kill_at: int) -> str | None:
+    def _wait(
+        self, pid: int, deadline: float, poller: select.poll, outputs: list[Output], kill_at: int
+    ) -> str | None:
         """Wait for the child, reading its captured output (``poller`` has stdin and the outputs); the
         reason it was stopped early (``"wall"``, ``"output"``, or the host's), or ``None``."""
         try:
