@@ -40,6 +40,7 @@ from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import Scale, group_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
 from rollgym.train.loss import Aggregation, grpo_loss
+from rollgym.train.sequences import Row, sequence_logprobs
 
 if TYPE_CHECKING:
     from rollgym.train.teacher import Teacher
@@ -99,21 +100,6 @@ class GRPOConfig:
             raise ConfigError("clip_low must be in [0, 1) and clip_high >= 0.")
         if self.aggregation not in ("token", "sequence"):
             raise ConfigError(f"aggregation must be 'token' or 'sequence', got {self.aggregation!r}.")
-
-
-@dataclass
-class Row:
-    """One training sequence: a prompt, a completion with its mask and behaviour logprobs, an advantage."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    loss_mask: list[int]
-    old_logprobs: list[float]
-    advantage: float
-    source: str = "policy"
-    token_advantages: list[float] | None = None
-    teacher_prefix: list[int] | None = None
-    traj_id: str = ""
 
 
 def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float],
@@ -178,34 +164,6 @@ def token_staleness(groups: Sequence[RolloutGroup], current: int) -> dict[str, A
                 stale += sum(1 for v in versions if v < current)
                 worst = max([worst, *(current - v for v in versions)])
     return {"stale_token_fraction": stale / counted if counted else 0.0, "max_token_staleness": worst}
-
-
-def sequence_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> tuple[Any, Any, Any]:
-    """Logprobs of each row's completion tokens under ``model``: ``(logprobs, old, mask)``, all ``[B, T]``."""
-    import torch
-
-    width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
-    comp = max(len(r.completion_ids) for r in rows)
-    batch = len(rows)
-    ids = torch.full((batch, width), pad_id, dtype=torch.long)
-    attention = torch.zeros((batch, width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        seq = r.prompt_ids + r.completion_ids
-        ids[i, : len(seq)] = torch.tensor(seq)
-        attention[i, : len(seq)] = 1
-    logits = model(input_ids=ids, attention_mask=attention).logits.float()
-    logp = torch.log_softmax(logits, dim=-1)
-    out = torch.zeros((batch, comp))
-    old = torch.zeros((batch, comp))
-    mask = torch.zeros((batch, comp))
-    for i, r in enumerate(rows):
-        start, n = len(r.prompt_ids), len(r.completion_ids)
-        positions = torch.arange(start - 1, start - 1 + n)
-        targets = torch.tensor(r.completion_ids)
-        out[i, :n] = logp[i, positions, targets]
-        old[i, :n] = torch.tensor(r.old_logprobs[:n] + [0.0] * (n - len(r.old_logprobs)))
-        mask[i, :n] = torch.tensor(r.loss_mask, dtype=torch.float32)
-    return out, old, mask
 
 
 class GRPOTrainer:

@@ -99,7 +99,7 @@ def teacher_logprobs(model: Any, prompts: Sequence[Sequence[int]], completions: 
     """
     import torch
 
-    from rollgym.train.grpo import Row, sequence_logprobs
+    from rollgym.train.sequences import Row, sequence_logprobs
 
     prefixes = prefixes or [[] for _ in prompts]
     rows = [Row(list(pre) + list(p), list(c), [1] * len(c), [0.0] * len(c), 0.0)
