@@ -45,3 +45,21 @@ def moved_to(old_module: str, new_homes: Mapping[str, str], *, removed_in: str =
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
+
+
+def renamed(owner: str, old: str, new: str, *, removed_in: str = REMOVED_IN) -> None:
+    """Warn that the argument or field ``old`` of ``owner`` is now called ``new``.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     renamed("GRPOConfig", "distill_coef", "distill_reverse_kl")
+        >>> "GRPOConfig(distill_coef=...) is now distill_reverse_kl" in str(caught[0].message)
+        True
+    """
+    warnings.warn(
+        f"{owner}({old}=...) is now {new}; pass {new}= instead (the old name goes in rollgym {removed_in}).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
