@@ -1,7 +1,10 @@
 """Aliases for public names that moved: the old import path keeps working, with a ``DeprecationWarning``.
 
-A module whose names moved ends with ``__getattr__ = moved_to(__name__, {...})``.
-The alias stays for one minor version after the move, then goes.
+A module whose names moved ends with ``__getattr__ = moved_to(__name__, {...})``; an argument
+or field that was renamed calls :func:`renamed`. The policy (docs/releasing.md): a deprecation is
+removed in the next minor release after the one that announces it, and its warning names that
+version, :data:`REMOVED_IN`; ``tests/core/test_deprecation.py`` checks that every version named
+is that one.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-REMOVED_IN = "0.3.0"
+REMOVED_IN = "0.3.0"  # the next minor release: announced in 0.2.0
 
 
 def moved_to(old_module: str, new_homes: Mapping[str, str], *, removed_in: str = REMOVED_IN) -> Callable[[str], Any]:
