@@ -50,8 +50,11 @@ def moved_to(old_module: str, new_homes: Mapping[str, str], *, removed_in: str =
     return __getattr__
 
 
-def renamed(owner: str, old: str, new: str, *, removed_in: str = REMOVED_IN) -> None:
+def renamed(owner: str, old: str, new: str, *, removed_in: str = REMOVED_IN, stacklevel: int = 3) -> None:
     """Warn that the argument or field ``old`` of ``owner`` is now called ``new``.
+
+    ``stacklevel`` 3 points the warning at the caller of the function that calls this one; a
+    dataclass's ``__post_init__`` passes 4 (its generated ``__init__`` sits between).
 
     Example:
         >>> import warnings
@@ -64,5 +67,5 @@ def renamed(owner: str, old: str, new: str, *, removed_in: str = REMOVED_IN) -> 
     warnings.warn(
         f"{owner}({old}=...) is now {new}; pass {new}= instead (the old name goes in rollgym {removed_in}).",
         DeprecationWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )

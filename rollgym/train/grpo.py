@@ -100,7 +100,7 @@ class GRPOConfig:
 
     def __post_init__(self) -> None:
         if self.distill_coef is not None:
-            renamed("GRPOConfig", "distill_coef", "distill_reverse_kl")
+            renamed("GRPOConfig", "distill_coef", "distill_reverse_kl", stacklevel=4)
             if self.distill_reverse_kl not in (0.0, self.distill_coef):
                 raise ConfigError("Pass distill_reverse_kl only (distill_coef is its old name).")
             object.__setattr__(self, "distill_reverse_kl", self.distill_coef)
