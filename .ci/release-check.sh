@@ -24,7 +24,8 @@ export ROLLGYM_DATA_DIR="${ROLLGYM_DATA_DIR:-$(cd .. && pwd)/shared/data}"
 pip_q() { "$@" -q --disable-pip-version-check 2>&1 | { grep -v "^WARNING: Location" || true; }; }
 step() { echo "release-check: $1 ($((SECONDS - started))s)"; }
 started=$SECONDS
-version="$("$PYTHON" -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')"
+version="$(sed -n 's/^version = "\([^"]*\)".*/\1/p' pyproject.toml | head -n 1)"
+[ -n "$version" ] || { echo "release-check: no version in pyproject.toml." >&2; exit 1; }
 
 # Build from a copy of the files git knows (tracked, or new and not ignored): a stale *.egg-info in the
 # checkout would otherwise carry its old file list into the sdist.
