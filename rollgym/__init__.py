@@ -27,7 +27,18 @@ from rollgym.core import (
     make,
 )
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    """The version pip installed (pyproject.toml's); ``0+unknown`` for a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rollgym")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _installed_version()
 
 __all__ = [
     "SPLITS",

@@ -129,7 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Example:
         >>> main(["--version"])  # doctest: +SKIP
-        rollgym 0.1.0
+        rollgym 0.2.0
+
+        (the installed version, ``rollgym.__version__``)
     """
     quiet_old_version_warnings()
     parser = build_parser()

@@ -88,3 +88,17 @@ def test_save_results_refuses_rows_without_the_four_columns(tmp_path: Path):
     assert table[2] == "| a | 1 | 2 | 2x |"
     assert table[-1].startswith("Measured: x 2") and "1-minute load" in table[-1]  # when, and under what load
     assert json.loads(path.read_text())["figures"] == {"n": 1}
+
+
+def test_the_shortcut_rows_name_their_path_and_give_the_env_paths_ratio_beside():
+    # Hex's playout fills the board and flood-fills once; Search's ranking is BM25 alone. Agents go through
+    # play() and env.step, so each row names both paths and shows both ratios.
+    pub = publish()
+    rows = {r["bench"]: r["readme_rows"] for r in pub.load_all()}
+    for bench, shortcut, env_path, count in (("games", "shortcut", "`play()`, the env's path", 2),
+                                            ("search", "ranking alone", "through `env.step`", 1)):
+        assert len(rows[bench]) == count, bench
+        for row in rows[bench]:
+            assert shortcut in row["what"] and env_path in row["what"], row
+            assert len(row["rollgym"].split(" / ")) == 2 and len(row["ratio"].split(" / ")) == 2, row
+            assert all(part.strip().endswith("x") for part in row["ratio"].split(" / ")), row

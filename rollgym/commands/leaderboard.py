@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from rollgym.core.deprecation import moved_to
 from rollgym.core.errors import ConfigError
 
 DEFAULT_DB = "sqlite:///leaderboard.db"
@@ -209,14 +210,5 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def __getattr__(name: str) -> Any:
-    """``add_local`` moved to :mod:`rollgym.leaderboard.ingest`; the old name works for one more minor version."""
-    if name == "add_local":
-        import warnings
-
-        from rollgym.leaderboard.ingest import add_local
-
-        warnings.warn("rollgym.commands.leaderboard.add_local moved to rollgym.leaderboard.ingest.add_local.",
-                      DeprecationWarning, stacklevel=2)
-        return add_local
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``add_local`` moved to rollgym.leaderboard.ingest; the old name warns until it goes.
+__getattr__ = moved_to(__name__, {"add_local": "rollgym.leaderboard.ingest"})

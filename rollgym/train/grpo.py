@@ -19,9 +19,11 @@ are JSONL, one line per step; :func:`plot_log` draws PNG learning curves.
 Token-level credit: ``step(groups, token_advantages=...)`` or a ``credit=`` producer
 (:mod:`rollgym.train.credit`: turn-level, per-criterion, broadcast) gives every token its
 own advantage. With a ``teacher=`` (:mod:`rollgym.train.teacher`: another model, or the
-student with privileged context), ``GRPOConfig(distill_coef=...)`` adds the on-policy
-distillation (reverse KL to the teacher) term and ``teacher_credit="add" | "reweight"``
-reshapes the token advantages by the teacher-minus-student logprob difference.
+student with privileged context), ``GRPOConfig(distill_reverse_kl=...)`` adds the
+sampled-token reverse KL to the teacher, ``distill_forward_kl=...`` the forward KL over the
+teacher's top-``distill_top_k`` tokens (Search-E1; CriPO's localized variant with a
+``Teacher(locate=...)``), and ``teacher_credit="add" | "reweight"`` reshapes the token
+advantages by the teacher-minus-student logprob difference.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rollgym.core.deprecation import renamed
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import atomic_path
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import Scale, group_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
-from rollgym.train.loss import Aggregation, grpo_loss
+from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
+from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
 
 if TYPE_CHECKING:
     from rollgym.train.teacher import Teacher
@@ -63,7 +67,12 @@ class GRPOConfig:
         drop_zero_variance: Skip groups whose rewards are all equal (dynamic sampling).
         weight_decay: AdamW weight decay.
         seed: Seeds torch for the trainer's own randomness.
-        distill_coef: Weight of the reverse-KL-to-teacher term (needs a ``teacher``; 0 disables it).
+        distill_reverse_kl: Weight of the sampled-token reverse KL(student || teacher) term
+            (on-policy distillation with the reverse KL; needs a ``teacher``; 0 disables it).
+        distill_forward_kl: Weight of the forward KL(teacher || student) over the teacher's top-k
+            tokens plus a bucket for the rest (Search-E1; localized by ``Teacher(locate=...)``, CriPO).
+        distill_top_k: The ``k`` of the forward KL (the vocabulary size makes it exact).
+        distill_coef: Deprecated name of ``distill_reverse_kl``.
         teacher_credit: ``"none"``, ``"add"`` or ``"reweight"``: reshape token advantages by the
             teacher-minus-student logprob difference (:func:`rollgym.train.credit.teacher_credit_tensor`).
         teacher_credit_coef, teacher_credit_bound: Its scale and (for ``"reweight"``) clip.
@@ -81,14 +90,26 @@ class GRPOConfig:
     drop_zero_variance: bool = False
     weight_decay: float = 0.0
     seed: int = 0
-    distill_coef: float = 0.0
+    distill_reverse_kl: float = 0.0
+    distill_forward_kl: float = 0.0
+    distill_top_k: int = 32
     teacher_credit: str = "none"
     teacher_credit_coef: float = 1.0
     teacher_credit_bound: float = 0.5
+    distill_coef: float | None = None
 
     def __post_init__(self) -> None:
-        if self.distill_coef < 0:
-            raise ConfigError(f"distill_coef must be >= 0, got {self.distill_coef}.")
+        if self.distill_coef is not None:
+            renamed("GRPOConfig", "distill_coef", "distill_reverse_kl", stacklevel=4)
+            if self.distill_reverse_kl not in (0.0, self.distill_coef):
+                raise ConfigError("Pass distill_reverse_kl only (distill_coef is its old name).")
+            object.__setattr__(self, "distill_reverse_kl", self.distill_coef)
+            object.__setattr__(self, "distill_coef", None)
+        for name in ("distill_reverse_kl", "distill_forward_kl"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}.")
+        if self.distill_top_k < 1:
+            raise ConfigError(f"distill_top_k must be at least 1, got {self.distill_top_k}.")
         if self.teacher_credit not in ("none", "add", "reweight"):
             raise ConfigError(f"teacher_credit must be 'none', 'add' or 'reweight', got {self.teacher_credit!r}.")
         if self.learning_rate <= 0:
@@ -101,27 +122,13 @@ class GRPOConfig:
             raise ConfigError(f"aggregation must be 'token' or 'sequence', got {self.aggregation!r}.")
 
 
-@dataclass
-class Row:
-    """One training sequence: a prompt, a completion with its mask and behaviour logprobs, an advantage."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    loss_mask: list[int]
-    old_logprobs: list[float]
-    advantage: float
-    source: str = "policy"
-    token_advantages: list[float] | None = None
-    teacher_prefix: list[int] | None = None
-    traj_id: str = ""
-
-
 def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float],
                      token_advantages: TokenAdvantages | None = None, teacher: Teacher | None = None) -> list[Row]:
     """Training rows of every rollout that has an advantage and tokens.
 
     ``token_advantages`` (per rollout, in :func:`rollgym.train.credit.layout`) are sliced onto the rows;
-    with a ``teacher``, each row records the token ids its teacher sees before the prompt.
+    with a ``teacher``, each row records the token ids its teacher sees before the prompt and the
+    tokens the teacher applies to.
     """
     rows: list[Row] = []
     for group in groups:
@@ -129,13 +136,14 @@ def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float
             if traj.traj_id not in advantages:
                 continue
             prefix = teacher.prefix(traj, group) if teacher is not None else None
+            where = teacher.mask(traj, group) if teacher is not None and prefix is not None else None
             tokens = token_advantages.get(traj.traj_id) if token_advantages is not None else None
-            rows.extend(_rows_of(traj, advantages[traj.traj_id], tokens, prefix))
+            rows.extend(_rows_of(traj, advantages[traj.traj_id], tokens, prefix, where))
     return rows
 
 
 def _rows_of(traj: Trajectory, advantage: float, tokens: list[float] | None = None,
-             prefix: list[int] | None = None) -> list[Row]:
+             prefix: list[int] | None = None, where: list[float] | None = None) -> list[Row]:
     if traj.metrics.get("per_turn_rows"):
         rows = []
         for t, (start, n, _) in zip(traj.turns, layout(traj)):
@@ -143,13 +151,15 @@ def _rows_of(traj: Trajectory, advantage: float, tokens: list[float] | None = No
                 continue
             rows.append(Row(list(t.prompt_ids), list(t.output_ids), [1] * n,
                             list(t.output_logprobs) or [0.0] * n, advantage, traj.source,
-                            None if tokens is None else _fit(tokens[start : start + n], n), prefix, traj.traj_id))
+                            None if tokens is None else _fit(tokens[start : start + n], n), prefix, traj.traj_id,
+                            None if where is None else _fit(where[start : start + n], n)))
         return rows
     if not traj.completion_ids:
         return []
     n = len(traj.completion_ids)
     return [Row(list(traj.prompt_ids), list(traj.completion_ids), list(traj.loss_mask), list(traj.logprobs),
-                advantage, traj.source, None if tokens is None else _fit(tokens, n), prefix, traj.traj_id)]
+                advantage, traj.source, None if tokens is None else _fit(tokens, n), prefix, traj.traj_id,
+                None if where is None else _fit(where, n))]
 
 
 def _fit(values: Sequence[float], n: int) -> list[float]:
@@ -180,34 +190,6 @@ def token_staleness(groups: Sequence[RolloutGroup], current: int) -> dict[str, A
     return {"stale_token_fraction": stale / counted if counted else 0.0, "max_token_staleness": worst}
 
 
-def sequence_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> tuple[Any, Any, Any]:
-    """Logprobs of each row's completion tokens under ``model``: ``(logprobs, old, mask)``, all ``[B, T]``."""
-    import torch
-
-    width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
-    comp = max(len(r.completion_ids) for r in rows)
-    batch = len(rows)
-    ids = torch.full((batch, width), pad_id, dtype=torch.long)
-    attention = torch.zeros((batch, width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        seq = r.prompt_ids + r.completion_ids
-        ids[i, : len(seq)] = torch.tensor(seq)
-        attention[i, : len(seq)] = 1
-    logits = model(input_ids=ids, attention_mask=attention).logits.float()
-    logp = torch.log_softmax(logits, dim=-1)
-    out = torch.zeros((batch, comp))
-    old = torch.zeros((batch, comp))
-    mask = torch.zeros((batch, comp))
-    for i, r in enumerate(rows):
-        start, n = len(r.prompt_ids), len(r.completion_ids)
-        positions = torch.arange(start - 1, start - 1 + n)
-        targets = torch.tensor(r.completion_ids)
-        out[i, :n] = logp[i, positions, targets]
-        old[i, :n] = torch.tensor(r.old_logprobs[:n] + [0.0] * (n - len(r.old_logprobs)))
-        mask[i, :n] = torch.tensor(r.loss_mask, dtype=torch.float32)
-    return out, old, mask
-
-
 class GRPOTrainer:
     """Train ``model`` with GRPO on rollout groups; see the module docstring.
 
@@ -231,9 +213,11 @@ class GRPOTrainer:
         self.config = config or GRPOConfig()
         if self.config.beta > 0 and ref_model is None:
             raise ConfigError("beta > 0 needs a ref_model (a frozen copy of the starting model).")
-        if (self.config.distill_coef > 0 or self.config.teacher_credit != "none") and teacher is None:
-            raise ConfigError("distill_coef and teacher_credit need a teacher=Teacher(...) (another model, or the "
-                              "student with privileged context).")
+        cfg = self.config
+        if (cfg.distill_reverse_kl > 0 or cfg.distill_forward_kl > 0 or cfg.teacher_credit != "none") \
+                and teacher is None:
+            raise ConfigError("distill_reverse_kl, distill_forward_kl and teacher_credit need a teacher=Teacher(...) "
+                              "(another model, or the student with privileged context).")
         self.teacher = teacher
         self.credit = credit
         torch.manual_seed(self.config.seed)
@@ -276,28 +260,35 @@ class GRPOTrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total_tokens = sum(sum(r.loss_mask) for r in rows)
-        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0, "distill": 0.0}
+        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0, "distill": 0.0, "reverse_kl": 0.0, "forward_kl": 0.0}
         size = self.config.micro_batch_size
         cfg = self.config
         for start in range(0, len(rows), size):
             chunk = rows[start : start + size]
-            new, old, mask = sequence_logprobs(self.model, chunk, self.pad_id)
+            forward = cfg.distill_forward_kl > 0
+            if forward:
+                dists, new, old, mask = sequence_distributions(self.model, chunk, self.pad_id)
+            else:
+                new, old, mask = sequence_logprobs(self.model, chunk, self.pad_id)
             ref = None
             if self.ref_model is not None and cfg.beta > 0:
                 with torch.no_grad():
                     ref, _, _ = sequence_logprobs(self.ref_model, chunk, self.pad_id)
             adv = self._advantages(chunk, new.shape[1])
-            teacher_lp = has_teacher = None
+            teacher_lp = where = forward_kl = None
             if self.teacher is not None:
-                teacher_lp, has_teacher = self._teacher_logprobs(chunk, new.shape[1])
+                teacher_lp, where, teacher_top = self._teacher_logprobs(chunk, new.shape[1], forward)
+                if teacher_top is not None:
+                    forward_kl = forward_kl_top_k(dists, teacher_top)
                 if cfg.teacher_credit != "none":
-                    adv = teacher_credit_tensor(adv, old, teacher_lp, mask * has_teacher[:, None],
+                    adv = teacher_credit_tensor(adv, old, teacher_lp, mask * where,
                                                 mode=cfg.teacher_credit, coef=cfg.teacher_credit_coef,
                                                 bound=cfg.teacher_credit_bound)
             loss, part = grpo_loss(new, old, adv, mask, ref_logprobs=ref, clip_low=cfg.clip_low,
                                    clip_high=cfg.clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
-                                   teacher_logprobs=teacher_lp, distill_coef=cfg.distill_coef,
-                                   distill_mask=has_teacher)
+                                   teacher_logprobs=teacher_lp, distill_reverse_kl=cfg.distill_reverse_kl,
+                                   distill_mask=where, forward_kl=forward_kl,
+                                   distill_forward_kl=cfg.distill_forward_kl)
             weight = (part.tokens / max(total_tokens, 1)) if self.config.aggregation == "token" else (
                 len(chunk) / len(rows))
             (loss * weight).backward()
@@ -326,22 +317,32 @@ class GRPOTrainer:
             out[i, : len(values)] = torch.tensor(values, dtype=torch.float32)
         return out
 
-    def _teacher_logprobs(self, chunk: Sequence[Row], width: int) -> tuple[Any, Any]:
-        """Teacher logprobs ``[B, T]`` of the rows' tokens, and which rows have a teacher ``[B]``."""
+    def _teacher_logprobs(self, chunk: Sequence[Row], width: int, forward: bool) -> tuple[Any, Any, TopK | None]:
+        """Teacher logprobs ``[B, T]`` of the rows' tokens, where the teacher applies ``[B, T]`` (0 on rows
+        without a teacher and outside a ``locate`` span), and (with ``forward``) its top-k at every position."""
         import torch
 
         assert self.teacher is not None
-        has = torch.tensor([r.teacher_prefix is not None for r in chunk], dtype=torch.float32)
+        where = torch.zeros((len(chunk), width), dtype=torch.float32)
+        for i, r in enumerate(chunk):
+            if r.teacher_prefix is not None:
+                marked = r.teacher_mask if r.teacher_mask is not None else [1.0] * len(r.completion_ids)
+                where[i, : len(marked)] = torch.tensor(marked, dtype=torch.float32)
         shifted = [dataclasses.replace(r, prompt_ids=list(r.teacher_prefix or []) + r.prompt_ids) for r in chunk]
         was_training = self.teacher.model.training
         self.teacher.model.eval()
+        top = None
         with torch.no_grad():
-            lp, _, _ = sequence_logprobs(self.teacher.model, shifted, self.pad_id)
+            if forward:
+                dists, lp, _, _ = sequence_distributions(self.teacher.model, shifted, self.pad_id)
+                top = top_k(dists, self.config.distill_top_k)
+            else:
+                lp, _, _ = sequence_logprobs(self.teacher.model, shifted, self.pad_id)
         if was_training:
             self.teacher.model.train()
         out = torch.zeros((len(chunk), width), dtype=torch.float32)
         out[:, : lp.shape[1]] = lp
-        return out, has
+        return out, where, top
 
     def log(self, record: dict[str, Any]) -> None:
         """Append one JSON line to the log file, if there is one."""

@@ -1,21 +1,34 @@
-"""Teachers for on-policy distillation: another model, or the same model with privileged context.
+"""Teachers for distillation: another model, or the same model with privileged context.
 
-A :class:`Teacher` scores the tokens the student sampled. Its logprobs feed the
-reverse-KL term of :func:`~rollgym.train.loss.grpo_loss` (``distill_coef``) and the
-teacher-minus-student token credit of :mod:`rollgym.train.credit`. Two kinds:
+A :class:`Teacher` scores the student's sampled rollouts. What it gives feeds three things
+in :class:`~rollgym.train.grpo.GRPOTrainer` (:mod:`rollgym.train.loss` has the formulas):
+
+- ``distill_reverse_kl``: the sampled-token reverse KL(student || teacher), from the teacher's
+  logprob of each sampled token (on-policy distillation with the reverse KL, as in GKD);
+- ``distill_forward_kl``: the token-level forward KL(teacher || student) over the teacher's
+  top-k tokens plus one bucket for the rest (Search-E1's on-policy self-distillation objective);
+  with a ``locate`` function it applies only to the tokens that function marks (CriPO's
+  localized forward KL);
+- ``teacher_credit``: the teacher-minus-student token credit of :mod:`rollgym.train.credit`.
+
+Two kinds of teacher:
 
 - another model (a larger or better-trained one with the same tokenizer):
   ``Teacher(big_model)``;
 - the student itself given privileged context that the deployed policy never sees
-  (Search-E1's self-distillation, CriPO's criterion-injection teacher):
-  ``Teacher(student, tokenizer, context=answer_context)`` or
+  (Search-E1's self-distillation from a sibling trajectory, CriPO's criterion-injection
+  teacher): ``Teacher(student, tokenizer, context=answer_context)`` or
   ``context=sibling_context``. The context is rendered as a system message with the
   tokenizer's chat template and put *before* the student's prompt, so the student's
   tokens are scored unchanged. Rows whose context function returns ``None`` get no
-  teacher (their distillation term is masked out).
+  teacher (their distillation terms are masked out).
 
-:func:`teacher_logprobs` is the same computation on plain lists and tensors, for a
-TRL or verl loss.
+``locate(traj, group)`` returns ``[start, end)`` token spans in the rollout's layout
+(:func:`rollgym.train.credit.layout`) where the teacher applies, e.g. the tokens that
+serve the criterion the context injected (CriPO); ``None`` means every token.
+
+:func:`teacher_logprobs` and :func:`teacher_top_k` are the same computations on plain lists
+and tensors, for a TRL or verl loss.
 """
 
 from __future__ import annotations
@@ -24,8 +37,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rollgym.rollout.types import RolloutGroup, Trajectory
+from rollgym.train.credit import Span, layout_length
+from rollgym.train.loss import TopK, top_k
+from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
 
 ContextFn = Callable[[Trajectory, RolloutGroup], "str | None"]
+LocateFn = Callable[[Trajectory, RolloutGroup], "Sequence[Span] | None"]
 
 
 def answer_context(traj: Trajectory, group: RolloutGroup) -> str | None:
@@ -59,9 +76,13 @@ class Teacher:
         tokenizer: Needed with ``context`` (to render it); must be the student's tokenizer.
         context: ``context(traj, group) -> str | None``: privileged text for the teacher
             (:func:`answer_context`, :func:`sibling_context`, or your own).
+        locate: ``locate(traj, group) -> spans | None``: the ``[start, end)`` token spans (in the
+            rollout's layout) where the teacher applies; ``None`` (the function, or its answer)
+            means every token. CriPO's localized forward KL: the spans of the injected criterion.
     """
 
-    def __init__(self, model: Any, tokenizer: Any = None, *, context: ContextFn | None = None) -> None:
+    def __init__(self, model: Any, tokenizer: Any = None, *, context: ContextFn | None = None,
+                 locate: LocateFn | None = None) -> None:
         if context is not None and tokenizer is None:
             from rollgym.core.errors import ConfigError
 
@@ -69,6 +90,7 @@ class Teacher:
         self.model = model
         self.tokenizer = tokenizer
         self.context = context
+        self.locate = locate
 
     def prefix(self, traj: Trajectory, group: RolloutGroup) -> list[int] | None:
         """Token ids put before the student's prompt for the teacher (``[]`` without context; ``None``: no teacher)."""
@@ -78,6 +100,17 @@ class Teacher:
         if not text:
             return None
         return context_ids(self.tokenizer, text)
+
+    def mask(self, traj: Trajectory, group: RolloutGroup) -> list[float] | None:
+        """1.0 on the tokens (in the rollout's layout) where the teacher applies; ``None``: all of them."""
+        spans = self.locate(traj, group) if self.locate is not None else None
+        if spans is None:
+            return None
+        out = [0.0] * layout_length(traj)
+        for start, end in spans:
+            for i in range(max(0, start), min(end, len(out))):
+                out[i] = 1.0
+        return out
 
 
 def context_ids(tokenizer: Any, text: str) -> list[int]:
@@ -99,11 +132,28 @@ def teacher_logprobs(model: Any, prompts: Sequence[Sequence[int]], completions: 
     """
     import torch
 
-    from rollgym.train.grpo import Row, sequence_logprobs
-
-    prefixes = prefixes or [[] for _ in prompts]
-    rows = [Row(list(pre) + list(p), list(c), [1] * len(c), [0.0] * len(c), 0.0)
-            for pre, p, c in zip(prefixes, prompts, completions)]
     with torch.no_grad():
-        out, _, _ = sequence_logprobs(model, rows, pad_id)
+        out, _, _ = sequence_logprobs(model, _rows(prompts, completions, prefixes), pad_id)
     return out
+
+
+def teacher_top_k(model: Any, prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], k: int,
+                  prefixes: Sequence[Sequence[int]] | None = None, pad_id: int = 0) -> TopK:
+    """The teacher's ``k`` most likely next tokens at each completion position, for :func:`forward_kl_top_k`.
+
+    Same arguments as :func:`teacher_logprobs`; computed without gradients. Pass the result with the
+    student's ``[batch, tokens, vocab]`` log-probabilities (:func:`rollgym.train.sequences.sequence_distributions`)
+    to :func:`rollgym.train.loss.forward_kl_top_k`.
+    """
+    import torch
+
+    with torch.no_grad():
+        dists, _, _, _ = sequence_distributions(model, _rows(prompts, completions, prefixes), pad_id)
+    return top_k(dists, k)
+
+
+def _rows(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]],
+          prefixes: Sequence[Sequence[int]] | None) -> list[Row]:
+    prefixes = prefixes or [[] for _ in prompts]
+    return [Row(list(pre) + list(p), list(c), [1] * len(c), [0.0] * len(c), 0.0)
+            for pre, p, c in zip(prefixes, prompts, completions)]

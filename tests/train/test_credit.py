@@ -136,14 +136,14 @@ def test_the_distillation_term_by_hand():
     old = torch.zeros(2, 2)
     teacher = torch.full((2, 2), math.log(0.5))
     mask = torch.ones(2, 2)
-    loss, stats = grpo_loss(new, old, torch.zeros(2), mask, teacher_logprobs=teacher, distill_coef=0.5,
+    loss, stats = grpo_loss(new, old, torch.zeros(2), mask, teacher_logprobs=teacher, distill_reverse_kl=0.5,
                             distill_mask=torch.tensor([1.0, 0.0]))
-    assert stats.distill == pytest.approx(math.log(2.0) / 2)  # one of the two rows has a teacher
+    assert stats.distill == stats.reverse_kl == pytest.approx(math.log(2.0) / 2)  # one of the two rows has a teacher
     loss.backward()
     assert new.grad[0].tolist() == pytest.approx([0.5 * math.log(2.0) / 4] * 2)  # coef * d / tokens
     assert new.grad[1].tolist() == [0.0, 0.0]
     with pytest.raises(ValueError, match="teacher_logprobs"):
-        grpo_loss(new, old, torch.zeros(2), mask, distill_coef=0.1)
+        grpo_loss(new, old, torch.zeros(2), mask, distill_reverse_kl=0.1)
 
 
 def sample_groups(backend, prompt, n=4, seed=0, max_tokens=6):
@@ -172,7 +172,7 @@ def test_on_policy_distillation_pulls_the_student_to_another_model(tiny_model_di
         return float((s - t).abs().mean())
 
     before = gap()
-    trainer = GRPOTrainer(student, tiny_backend.tokenizer, GRPOConfig(learning_rate=3e-3, distill_coef=1.0),
+    trainer = GRPOTrainer(student, tiny_backend.tokenizer, GRPOConfig(learning_rate=3e-3, distill_reverse_kl=1.0),
                           teacher=Teacher(teacher_model))
     for _ in range(8):
         stats = trainer.step(groups)  # all rewards 0: the distillation term is the only signal
@@ -205,12 +205,12 @@ def test_a_privileged_teacher_is_the_student_with_the_answer_in_context(tiny_mod
     groups = sample_groups(tiny_backend, list(tok("What is 6 * 7?")["input_ids"]), n=2)
     groups[0].task = task
     groups[0].trajectories[0].reward = 1.0
-    trainer = GRPOTrainer(model, tok, GRPOConfig(learning_rate=1e-3, distill_coef=0.5, teacher_credit="reweight"),
+    trainer = GRPOTrainer(model, tok, GRPOConfig(learning_rate=1e-3, distill_reverse_kl=0.5, teacher_credit="reweight"),
                           teacher=teacher)
     stats = trainer.step(groups)
     assert stats["rows"] == 2 and stats["distill"] != 0.0  # the context changes the teacher's logprobs
     with pytest.raises(Exception, match="teacher"):
-        GRPOTrainer(model, tok, GRPOConfig(distill_coef=0.5))
+        GRPOTrainer(model, tok, GRPOConfig(distill_reverse_kl=0.5))
 
 
 def test_the_trainer_takes_token_advantages(tiny_model_dir, tiny_backend):

@@ -83,7 +83,7 @@ class ToolWorldEnv(TextEnv):
     ``error`` (``None``, ``"wrong"``, ``"no_answer"``, ``"side_effects"`` or ``"not_completed"``) and
     ``details`` (``criteria``: each criterion's verdict, ``reasons``, ``diff``: rows added, changed and deleted
     per table), plus ``answer``. ``verdict`` (``success``, ``goal``, ``collateral``, ``answer``, ``failures``)
-    is a deprecated alias kept for one minor version.
+    is a deprecated alias kept until rollgym 0.3.0.
 
     ## Arguments
     ``templates`` (names, default all of the version), ``scenario`` (a template family: contacts, email,

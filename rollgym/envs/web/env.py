@@ -105,7 +105,7 @@ class WebEnv(TextEnv):
     (``criteria``: each criterion's verdict, ``reasons`` of failed ones, ``diff``: rows changed per
     table). ``blocked_requests`` lists requests to other hosts or ports that the browser
     refused before sending (none of them left the page). ``success`` is a deprecated alias of
-    ``correct``, kept for one minor version.
+    ``correct``, kept until rollgym 0.3.0.
 
     ## Arguments
     ``sites``: tuple of ``"shop"``, ``"forum"``, ``"travel"``; ``templates``: optional template

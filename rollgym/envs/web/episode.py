@@ -384,7 +384,7 @@ class WebEpisode:
             "action": str(action) if action else None,
             "action_error": error,
             **self.score.to_info(),
-            "success": self.score.correct,  # deprecated alias of "correct", kept for one minor version
+            "success": self.score.correct,  # deprecated alias of "correct", kept until rollgym 0.3.0
         }
         if not observation:
             observation = f"Episode finished. Your answer was recorded: {self.answer!r}." if terminated else ""

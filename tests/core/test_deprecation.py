@@ -1,0 +1,68 @@
+"""The deprecation policy (docs/releasing.md): every deprecated name goes in the next minor release,
+and every warning or doc that names the removal version names that one."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from rollgym.core.deprecation import REMOVED_IN, moved_to, renamed
+
+ROOT = Path(__file__).resolve().parents[2]
+# "goes in rollgym 0.3.0", "until rollgym 0.3.0", "removed in rollgym 0.3.0", "goes in 0.3.0" ...
+NAMED = re.compile(r"(?:goes|go|removed|dropped|until|kept until)(?: in)? (?:rollgym )?(\d+\.\d+(?:\.\d+)?)\b")
+VAGUE = re.compile(r"(?:for )?one (?:more )?minor version", re.I)
+
+
+def project_version() -> Version:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    match = re.search(r'^version = "([^"]+)"', text, re.M)
+    assert match, "pyproject.toml has no version"
+    return Version(match.group(1))
+
+
+def next_minor(v: Version) -> Version:
+    return Version(f"{v.major}.{v.minor + 1}.0")
+
+
+def texts():
+    for path in [*ROOT.joinpath("rollgym").rglob("*.py"), *ROOT.joinpath("docs").glob("*.md"),
+                 ROOT / "README.md", ROOT / "SECURITY.md"]:
+        yield path, path.read_text(encoding="utf-8")
+
+
+def test_the_removal_version_is_the_next_minor_release():
+    assert Version(REMOVED_IN) == next_minor(project_version())
+
+
+def test_every_named_removal_version_parses_and_is_the_next_minor_release():
+    expected = next_minor(project_version())
+    found, vague = [], []
+    for path, text in texts():
+        for line_no, line in enumerate(text.splitlines(), 1):
+            where = f"{path.relative_to(ROOT)}:{line_no}"
+            if re.search(r"deprecat|alias|moved|old (?:name|path)|warns", line, re.I) or "goes in" in line:
+                found += [(where, m.group(1)) for m in NAMED.finditer(line)]
+            if VAGUE.search(line):
+                vague.append(where)
+    assert len(found) >= 5, found  # the aliases of agents, worldmodels, mcts, web, tools, training and the docs
+    wrong = [(where, v) for where, v in found if Version(v) != expected]
+    assert not wrong, f"removal versions other than {expected}: {wrong}"
+    assert not vague, f"say the version (rollgym {expected}) instead of 'one minor version': {vague}"
+
+
+def test_the_warnings_name_the_version():
+    with pytest.warns(DeprecationWarning, match=re.escape(f"rollgym {REMOVED_IN}")):
+        moved_to("old.place", {"Score": "rollgym.core.task"})("Score")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        renamed("GRPOConfig", "distill_coef", "distill_reverse_kl")
+    assert f"rollgym {REMOVED_IN}" in str(caught[0].message)
+    from rollgym.commands import leaderboard
+
+    with pytest.warns(DeprecationWarning, match=re.escape(f"rollgym {REMOVED_IN}")):
+        assert leaderboard.add_local.__module__ == "rollgym.leaderboard.ingest"
