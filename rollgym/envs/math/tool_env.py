@@ -13,6 +13,7 @@ from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_ca
 from rollgym.envs.math.config import MathDataConfig, MathToolConfig
 from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
 from rollgym.envs.math.env import dataset_source, math_env_id
+from rollgym.envs.math.evidence import printed_lines, rerun_evidence
 from rollgym.envs.math.levels import LevelSubset, math_difficulty
 from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
 from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
@@ -36,7 +37,6 @@ PYTHON_TOOL: dict[str, Any] = {
 }
 
 _TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
-MAX_EVIDENCE_LINES = 3
 BACKENDS = ("local", "docker")  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
 
 
@@ -83,12 +83,21 @@ class MathToolEnv(TextEnv):
     ``exception`` (an uncaught exception's class), or ``error`` for a malformed call).
     The answer turn adds the score fields (``reward``,
     ``correct``, ``parsed``, ``error``, ``details``) and ``verified``, a bool for
-    verification-aware voting (T^3RL): ``True`` exactly when code that ran successfully
-    in the sandbox printed, in one of its last lines, a value equal to the final boxed
-    answer. The evidence is in ``details["verification"]``: ``method``
-    (``"python_output"``), ``calls``, ``successful_calls``, ``code_ran``,
-    ``printed_answer`` and ``matching_calls``. A truncated episode has
-    ``verified=False`` and the same evidence. The signal never changes the reward.
+    verification-aware voting (T^3RL): ``True`` exactly when the final boxed answer was
+    *computed from the problem* by the agent's code, not merely printed by it. A
+    successful call must have printed a value equal to the answer in one of its last
+    three lines, and the env then re-runs that call's code in the sandbox with one
+    number of the problem statement changed (every literal equal to ``n``, also inside
+    strings, becomes ``n + 1``): the re-run must succeed, print, and no longer print the
+    answer (nor ``n + 1`` when the answer is ``n``). So ``print(999)``, ``x = 999;
+    print(x)`` and ``print(990 + 9)`` followed by ``\\boxed{999}`` are not verified; see
+    :mod:`rollgym.envs.math.evidence` for the exact rule and what it does not prove. The
+    evidence is in ``details["verification"]``: ``method`` (``"python_rerun"``), ``calls``,
+    ``successful_calls``, ``code_ran``, ``printed_answer``, ``matching_calls`` (calls
+    that printed the answer), ``computed_calls`` (those whose re-run lost it) and
+    ``reruns`` (per re-run: ``call``, ``number``, ``ok``, ``printed_answer``, ``echo``;
+    at most three per episode). A truncated episode has ``verified=False`` and the same
+    evidence. The signal never changes the reward.
 
     ## Arguments
     Those of ``MathEnv`` (``path``, ``hub``, ``hf_dataset``..., ``timeout_s``,
@@ -106,6 +115,10 @@ class MathToolEnv(TextEnv):
     * v0: initial release (kept to reproduce its results). In both versions
       ``info["verified"]`` became a bool with the evidence moved to
       ``details["verification"]``; tasks and rewards are unchanged, so the ids stay.
+      Later, in both versions, ``verified`` stopped trusting the agent's printout alone
+      (printing a guess and boxing it had counted as verified): the code is re-run with a
+      problem number changed, as above, and the evidence's ``method`` became
+      ``"python_rerun"``. Tasks and rewards are again unchanged.
     """
 
     default_env_id = "MATH500Tool-v1"
@@ -279,38 +292,50 @@ class MathToolEnv(TextEnv):
         evidence = self._evidence(score.parsed)
         info = score.to_info()
         info["details"] = {**info["details"], "verification": evidence}
-        info["verified"] = bool(evidence["printed_answer"])
+        info["verified"] = bool(evidence["computed_calls"])
         return "", score.reward, True, False, info
 
     def _evidence(self, answer: str | None) -> dict[str, Any]:
-        """What the tool runs say about ``answer``: did code run, and did it print this value?"""
+        """What the tool runs say about ``answer``: did code print it, and was it computed from the problem?
+
+        See :mod:`rollgym.envs.math.evidence` for the rule; ``info["verified"]`` is ``bool(computed_calls)``.
+        """
         successful = [i for i, (_, r) in enumerate(self._runs) if r.ok]
         evidence: dict[str, Any] = {
-            "method": "python_output",
+            "method": "python_rerun",
             "calls": len(self._runs),
             "successful_calls": len(successful),
             "code_ran": bool(successful),
             "printed_answer": False,
             "matching_calls": [],
+            "computed_calls": [],
+            "reruns": [],
         }
         if not answer or not successful:
             return evidence
+        max_chars = self.verify_config.max_answer_chars
         pairs: list[tuple[str, str]] = []
         owners: list[int] = []
         for i in successful:
-            lines = [line.strip() for line in self._runs[i][1].stdout.splitlines() if line.strip()]
-            for line in lines[-MAX_EVIDENCE_LINES:]:
-                pairs.append((answer, line[: self.verify_config.max_answer_chars]))
+            for line in printed_lines(self._runs[i][1].stdout, max_chars):
+                pairs.append((answer, line))
                 owners.append(i)
         try:
-            verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)
+            verdicts = self._equal(pairs)
+            matches = sorted({owners[k] for k, eq in enumerate(verdicts) if eq})
+            evidence["printed_answer"] = bool(matches)
+            evidence["matching_calls"] = matches
+            if matches:
+                problem = self.task.prompt if self.task is not None else ""
+                evidence.update(rerun_evidence(self._runs, matches, answer, problem, self.sandbox, self._equal,
+                                               max_chars))
         except Exception as exc:  # evidence is advisory; it must never break the episode
             evidence["error"] = f"{type(exc).__name__}: {exc}"[:200]
-            return evidence
-        matches = sorted({owners[k] for k, eq in enumerate(verdicts) if eq.correct})
-        evidence["printed_answer"] = bool(matches)
-        evidence["matching_calls"] = matches
         return evidence
+
+    def _equal(self, pairs: list[tuple[str, str]]) -> list[bool]:
+        verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)
+        return [v.correct for v in verdicts]
 
     def close(self) -> None:
         if self.sandbox_backend != "local":  # the local pool is shared by every env of this process
