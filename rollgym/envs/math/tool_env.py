@@ -10,7 +10,7 @@ from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
-from rollgym.envs.math.config import MathDataConfig, MathToolConfig
+from rollgym.envs.math.config import SANDBOX_BACKENDS, MathDataConfig, MathToolConfig
 from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
 from rollgym.envs.math.env import dataset_source, math_env_id
 from rollgym.envs.math.evidence import printed_lines, rerun_evidence
@@ -37,7 +37,7 @@ PYTHON_TOOL: dict[str, Any] = {
 }
 
 _TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
-BACKENDS = ("local", "docker")  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
+BACKENDS = SANDBOX_BACKENDS  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
 
 
 class MathToolEnv(TextEnv):
