@@ -6,19 +6,16 @@ import os
 import re
 from typing import Any
 
-from rollgym.core.difficulty import Difficulty, Level
-from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.task import Task
+from rollgym.core.env import StepResult
+from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
-from rollgym.envs.math.config import SANDBOX_BACKENDS, MathDataConfig, MathToolConfig
-from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
-from rollgym.envs.math.env import dataset_source, math_env_id
+from rollgym.envs.math.config import SANDBOX_BACKENDS, MathToolConfig
+from rollgym.envs.math.datasets import ONLY_SPLIT
 from rollgym.envs.math.evidence import printed_lines, rerun_evidence
-from rollgym.envs.math.levels import LevelSubset, math_difficulty
-from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
+from rollgym.envs.math.problem_env import MathProblemEnv
+from rollgym.envs.math.prompts import tool_instruction
 from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
-from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
-from rollgym.verifiers.math_pool import require_symbolic_dependencies
+from rollgym.verifiers.math import answers_equal_many
 
 PYTHON_TOOL: dict[str, Any] = {
     "type": "function",
@@ -40,7 +37,7 @@ _TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re
 BACKENDS = SANDBOX_BACKENDS  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
 
 
-class MathToolEnv(TextEnv):
+class MathToolEnv(MathProblemEnv):
     """Competition math where the agent may run Python through a ``python`` tool before answering.
 
     ## Description
@@ -122,7 +119,6 @@ class MathToolEnv(TextEnv):
     """
 
     default_env_id = "MATH500Tool-v1"
-    system_prompt = SYSTEM_PROMPT
 
     def __init__(
         self,
@@ -155,15 +151,11 @@ class MathToolEnv(TextEnv):
             max_turns=max_turns, max_calls_per_turn=max_calls_per_turn, sandbox=sandbox,
             sandbox_timeout_s=sandbox_timeout_s, sandbox_memory_mb=sandbox_memory_mb, max_output_chars=max_output_chars,
         )
-        require_symbolic_dependencies()  # fail at construction, not in the middle of a run
-        env_id = math_env_id(dataset, tool=True, rules=rules)
-        self.verify_config = MathVerifyConfig(
-            timeout_s=timeout_s,
-            budget_s=budget_s,
-            box_policy=box_policy,  # type: ignore[arg-type]
-            ignore_code_blocks=True,
-            allow_final_answer_line=bool(allow_final_answer_line),
-            rules=rules,  # type: ignore[arg-type]
+        self._configure(
+            dataset, tool=True, rules=rules, timeout_s=timeout_s, budget_s=budget_s, box_policy=box_policy,
+            ignore_code_blocks=True, allow_final_answer_line=allow_final_answer_line,
+            path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
         self.max_output_chars = max_output_chars
         self.limits = Limits(
@@ -183,33 +175,10 @@ class MathToolEnv(TextEnv):
             self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
         else:
             self._sandbox = make_sandbox(sandbox, self.limits)
-        self._registered_id = env_id
-        self.data_config = MathDataConfig(
-            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
-            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
-        )
         super().__init__(split=split, render_mode=render_mode)
         self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
         self._runs: list[tuple[str, RunResult]] = []
-
-    @property
-    def env_id(self) -> str:
-        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
-        return self.spec.id if self.spec is not None else self._registered_id
-
-    def _make_source(self, env_id: str) -> MathDataset:
-        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
-
-    @property
-    def difficulty(self) -> Difficulty | None:
-        """One level per ``level`` label of the set (MATH500: 1-5); ``None`` for unlabelled sets (AIME24, AMC23)."""
-        if not hasattr(self, "_difficulty"):  # read from the data once
-            self._difficulty = math_difficulty(self.source, self.split)  # type: ignore[arg-type]
-        return self._difficulty
-
-    def _level_source(self, env_id: str, level: Level) -> LevelSubset:
-        return LevelSubset(self.source, self.split, int(level.knobs["level"]))  # type: ignore[arg-type]
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -284,10 +253,8 @@ class MathToolEnv(TextEnv):
         assert self.task is not None
         text = _TOOL_BLOCK_RE.sub(" ", action)
         try:
-            score = verify_math(self.task, text, self.verify_config)
+            score = self.verify(self.task, text)
         except Exception as exc:  # a verifier bug must not crash a training run
-            from rollgym.core.task import Score
-
             score = Score.fail("verifier_error", exception=f"{type(exc).__name__}: {exc}")
         evidence = self._evidence(score.parsed)
         info = score.to_info()
