@@ -378,6 +378,7 @@ FORGERIES = [
     ("x = 7\nprint(x * 1)", "7"),
     ("print(31)\nprint(7 * 4)", "31"),  # the guess printed beside a real computation
 ]
+IDENTITY_FORGERIES = ["print(999 * 1)", "print(999 + 0)", "x = 1\nprint(999 ** x)"]  # 0 and 1 are in problem 1
 
 
 def _tool_env(tmp_path: os.PathLike[str]) -> Any:
@@ -388,14 +389,16 @@ def _tool_env(tmp_path: os.PathLike[str]) -> Any:
     path = os.path.join(str(tmp_path), "arithmetic.jsonl")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(json.dumps({"id": "p0", "problem": "What is $7 \\times 4 + 3$?", "answer": "31"}) + "\n")
+        handle.write(json.dumps({"id": "p1", "problem": "Let $x = 1$ and $y = 0$. What is $10x + 21 + y$?",
+                                 "answer": "31"}) + "\n")
     return gym.make("MATHTool-v1", path=path)
 
 
-def _play(env: Any, code: str, boxed: str) -> dict[str, Any]:
+def _play(env: Any, code: str, boxed: str, task_index: int = 0) -> dict[str, Any]:
     import json
 
     call = "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
-    env.reset(options={"task_index": 0})
+    env.reset(options={"task_index": task_index})
     env.step(call)
     *_, info = env.step(f"So \\boxed{{{boxed}}}.")
     return info
@@ -409,6 +412,12 @@ def test_printing_a_guess_and_boxing_it_is_not_verified(tmp_path: os.PathLike[st
             evidence = info["details"]["verification"]
             assert evidence["printed_answer"] is True, code  # the code did print the boxed value...
             assert info["verified"] is False and evidence["computed_calls"] == [], code  # ...but computed nothing
+        for code in IDENTITY_FORGERIES:  # changing a 0 or a 1 of the problem would change these: never tried
+            info = _play(env, code, "999", task_index=1)
+            assert info["details"]["verification"]["printed_answer"] is True, code
+            assert info["verified"] is False and info["details"]["verification"]["reruns"] == [], code
+        computed = _play(env, "x, y = 1, 0\nprint(10 * x + 21 + y)", "31", task_index=1)
+        assert computed["verified"] is True and computed["details"]["verification"]["reruns"][0]["number"] == "10"
     finally:
         env.close()
 

@@ -7,8 +7,9 @@ changed and asks whether the answer went away.
 
 The rule, exactly: a successful call printed, in one of its last
 :data:`MAX_EVIDENCE_LINES` lines, a value equal to the boxed answer, and for some
-number ``n`` of the problem statement that appears in that call's code (as a number
-literal, or as a number inside a string literal such as ``sympify("x**2 - 4")``),
+number ``n`` of the problem statement other than 0 and 1 (``print(999 * 1)`` would
+otherwise pass) that appears in that call's code (as a number literal, or as a whole
+number inside a string literal such as ``sympify("x**2 - 4")``),
 the code with every such ``n`` replaced by ``n + 1`` runs successfully, prints
 something, prints the answer in none of its last lines, and, when the answer is
 ``n`` itself, does not print ``n + 1`` either (printing a number of the problem
@@ -16,11 +17,11 @@ back is an echo, not a computation). At most :data:`MAX_RERUNS` re-runs are made
 per answer, latest matching call first.
 
 What it does not prove: that the computation is right, or that a program which
-folds a problem number into its guess cannot pass (``x = 998; print(x + 1)`` for a
-problem with a 1 in it prints 1000 on the re-run, so it counts). It removes the
+folds a problem number into its guess cannot pass (``x = 997; print(x + 2)`` for a
+problem with a 2 in it prints 1000 on the re-run, so it counts). It removes the
 plain echo (a printed literal, a literal assigned then printed, arithmetic on
 literals the problem does not contain, a number of the problem printed back,
-a problem number added and subtracted again), the forgeries a policy finds first.
+a problem number added and subtracted again, a guess times 1 or plus 0).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 MAX_EVIDENCE_LINES = 3
 MAX_RERUNS = 3
+IDENTITIES = (0, 1)  # never changed: ``guess + 0`` and ``guess * 1`` would "depend" on them
 _PROBLEM_NUMBER = re.compile(r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d])")
 _CODE_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\d.])")
 
@@ -126,7 +128,7 @@ def rerun_evidence(
     ``answer``; ``sandbox.run_python`` runs the changed code and ``equal`` compares ``(gold, printed)`` pairs.
     Returns ``{"computed_calls": [...], "reruns": [{"call", "number", "ok", "printed_answer", "echo"}, ...]}``.
     """
-    numbers = problem_numbers(problem)
+    numbers = [n for n in problem_numbers(problem) if n not in IDENTITIES]
     reruns: list[dict[str, Any]] = []
     computed: list[int] = []
     for call in sorted(matching, reverse=True):

@@ -84,8 +84,8 @@ class MathToolEnv(MathProblemEnv):
     *computed from the problem* by the agent's code, not merely printed by it. A
     successful call must have printed a value equal to the answer in one of its last
     three lines, and the env then re-runs that call's code in the sandbox with one
-    number of the problem statement changed (every literal equal to ``n``, also inside
-    strings, becomes ``n + 1``): the re-run must succeed, print, and no longer print the
+    number of the problem statement other than 0 and 1 changed (every literal equal to
+    ``n``, also inside strings, becomes ``n + 1``): the re-run must succeed, print, and no longer print the
     answer (nor ``n + 1`` when the answer is ``n``). So ``print(999)``, ``x = 999;
     print(x)`` and ``print(990 + 9)`` followed by ``\\boxed{999}`` are not verified; see
     :mod:`rollgym.envs.math.evidence` for the exact rule and what it does not prove. The
