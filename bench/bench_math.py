@@ -10,7 +10,7 @@ Run: ``ROLLGYM_DATA_DIR=../shared/data .venv/bin/python bench/bench_math.py``
    Peer: math-verify's own ``parse`` + ``verify`` per pair in one process, as its
    README shows. Printed: pairs/s for each and the ratio, the accepted
    (different-string) pairs of each side, and every disagreement.
-2. Sandbox overhead per call: ``LocalSandbox.run("print(1)")`` against a bare
+2. Sandbox overhead per call: ``Sandbox.run_python("print(1)")`` (cold) against a bare
    ``python -I -c "print(1)"`` subprocess (the least any fresh-process sandbox costs).
 
 Nothing here asserts; the figures go into docs/math.md.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.core.extraction import extract_boxed
-from rollgym.envs.math.sandbox import LocalSandbox, SandboxLimits
+from rollgym.sandbox import Limits, Sandbox
 from rollgym.verifiers import math as rollgym_math
 from rollgym.verifiers.math import answers_equal_many
 from rollgym.verifiers.math_pool import get_pool, shutdown_pool
@@ -81,12 +81,12 @@ def run_math_verify(pairs: list[tuple[str, str]]) -> tuple[list[bool], float]:
 
 
 def sandbox_overhead(calls: int) -> dict[str, float]:
-    box = LocalSandbox(SandboxLimits(timeout_s=30))
-    box.run("print(1)")  # warm the page cache
+    box = Sandbox(Limits(wall_s=30))
+    box.run_python("print(1)")  # warm the page cache
     ours = []
     for _ in range(calls):
         start = time.perf_counter()
-        result = box.run("print(1)")
+        result = box.run_python("print(1)")
         ours.append(time.perf_counter() - start)
         assert result.stdout == "1\n", result
     bare = []
@@ -94,10 +94,12 @@ def sandbox_overhead(calls: int) -> dict[str, float]:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-I", "-c", "print(1)"], capture_output=True, check=True)
         bare.append(time.perf_counter() - start)
+    layers = dict(box.isolation.walls)
+    box.close()
     return {
         "sandbox_ms_median": 1000 * statistics.median(ours),
         "bare_python_ms_median": 1000 * statistics.median(bare),
-        "layers": box.isolation,  # type: ignore[dict-item]
+        "layers": layers,  # type: ignore[dict-item]
     }
 
 

@@ -6,9 +6,10 @@
   known it is only logged, to measure label accuracy.
 - :class:`VerifiedVoteScorer` (T^3RL): like majority voting, but a vote whose
   answer a tool verified counts ``verified_weight`` times. The signal is the
-  env's typed ``info["verified"]`` (a bool; ``MATH*Tool``: the answer was printed
-  by code that ran; ``Search``: the answer is in a retrieved passage), or, for envs
-  that cannot verify, a pluggable :class:`~rollgym.rollout.verification.Verifier`.
+  env's typed ``info["verified"]`` (a bool; ``MATH*Tool``: the answer was computed
+  from the problem by code that ran, checked by a re-run with a problem number changed;
+  ``Search``: the answer is in a retrieved passage), or, for envs that cannot verify, a
+  pluggable :class:`~rollgym.rollout.verification.Verifier`.
 - :func:`drop_zero_variance` (DAPO's filter): groups whose rewards are all equal
   carry no GRPO signal and are dropped; :class:`~rollgym.rollout.dynamic.DynamicSampler`
   refills the batch to a full set of informative groups, with a cap on extra sampling.

@@ -3,7 +3,8 @@
 An env that can check an answer with a tool says so in its terminal ``info``:
 ``info["verified"]`` is a bool (``True``: tool evidence supports the final answer)
 and ``info["details"]["verification"]`` holds the evidence. ``MATH*Tool`` sets it
-when code that ran successfully in the sandbox printed the final answer;
+when code that ran successfully in the sandbox printed the final answer and, re-run with a number of
+the problem changed, no longer printed it (:mod:`rollgym.envs.math.evidence`);
 ``Search``/``SearchQA`` when the answer appears in a passage a tool returned.
 
 For envs that cannot verify (single-turn MATH, any env without tools), a

@@ -64,13 +64,6 @@ def test_every_env_config_is_a_frozen_dataclass_that_accepts_its_defaults(cls) -
         setattr(config, dataclasses.fields(cls)[0].name, None)
 
 
-def test_math_tool_sandbox_choices_match_the_sandbox_backends() -> None:
-    from rollgym.envs.math.config import SANDBOX_BACKENDS
-    from rollgym.envs.math.sandbox import BACKENDS
-
-    assert SANDBOX_BACKENDS == BACKENDS
-
-
 @pytest.mark.parametrize(("env_id", "kwargs", "needles"), [
     ("Countdown-v0", {"num_numbers": 9}, ["num_numbers", "between 2 and 8"]),
     ("Sudoku-v0", {"partial_credit": "yes"}, ["partial_credit", "True or False"]),

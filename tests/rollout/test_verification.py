@@ -83,7 +83,8 @@ def test_math_tool_env_sets_a_bool_and_moves_the_evidence_into_details(env_id: s
     wrong_a, verified, wrong_b = group.trajectories
     assert verified.info["verified"] is True and verified.reward == 1.0
     evidence = verified.info["details"]["verification"]
-    assert evidence["method"] == "python_output" and evidence["printed_answer"] and evidence["matching_calls"] == [0]
+    assert evidence["method"] == "python_rerun" and evidence["printed_answer"] and evidence["matching_calls"] == [0]
+    assert evidence["computed_calls"] == [0]  # re-run with 197 for 196, the code no longer printed 9
     assert wrong_a.info["verified"] is False and wrong_a.info["details"]["verification"]["calls"] == 0
     assert wrong_b.info["verified"] is False and wrong_b.info["details"]["verification"]["code_ran"] is True
     assert [t.reward for t in group.trajectories] == [0.0, 1.0, 0.0]  # the signal never changes the reward

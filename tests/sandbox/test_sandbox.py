@@ -204,25 +204,6 @@ def test_strict_default_follows_ci_and_the_override(monkeypatch: pytest.MonkeyPa
     assert sandbox_module.strict_default() is True
 
 
-def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
-    import importlib
-    import sys
-
-    sys.modules.pop("rollgym.envs.math.sandbox", None)
-    with pytest.warns(DeprecationWarning, match="rollgym.sandbox"):
-        old = importlib.import_module("rollgym.envs.math.sandbox")
-    box = old.LocalSandbox(old.SandboxLimits(timeout_s=20))
-    assert box.run("print(2 + 2)").stdout == "4\n"
-    # the old interface, the new walls: a prlimit on the parent meets seccomp, immutable flags are refused
-    assert box.isolation["pid_namespace"] and box.isolation["inode_quota"] and box.isolation["seccomp"]
-    attack = ("import ctypes, fcntl, os, struct\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-              "print(libc.prlimit(os.getppid(), 7, ctypes.byref((ctypes.c_ulong * 2)(5, 5)), None), "
-              "ctypes.get_errno())\nfd = os.open('.', os.O_RDONLY)\n"
-              "fcntl.ioctl(fd, 0x40086602, struct.pack('l', 0x10))")
-    result = old.LocalSandbox(old.SandboxLimits(timeout_s=20), audit_hook=False).run(attack)
-    assert result.stdout == "-1 1\n" and "Operation not permitted" in result.stderr and result.exit_code == 1
-
-
 def test_without_root_bubblewrap_makes_the_user_namespace(tmp_path: Path) -> None:
     """The same sandbox started by an unprivileged user (here uid 65534 running the system Python)."""
     import shutil

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -362,3 +363,90 @@ def test_a_slow_response_never_blocks_another_request() -> None:
         thread.join()
     finally:
         pool.close()
+
+
+# ---- T^3RL's verified signal on the MATH tool envs: printing a guess is not verification ----
+
+FORGERIES = [
+    ("print(999)", "999"),  # the guess, printed
+    ("x = 999\nprint(x)", "999"),  # a literal assigned, then printed
+    ("999", "999"),  # a final expression, which the sandbox prints
+    ("print(990 + 9)", "999"),  # arithmetic on literals unrelated to the problem
+    ("print(sum([333, 333, 333]))", "999"),
+    ("print(999 + 7 - 7)", "999"),  # a problem number mixed in so that it cancels
+    ("print(7)", "7"),  # a number of the problem echoed back
+    ("x = 7\nprint(x * 1)", "7"),
+    ("print(31)\nprint(7 * 4)", "31"),  # the guess printed beside a real computation
+]
+IDENTITY_FORGERIES = ["print(999 * 1)", "print(999 + 0)", "x = 1\nprint(999 ** x)"]  # 0 and 1 are in problem 1
+
+
+def _tool_env(tmp_path: os.PathLike[str]) -> Any:
+    import json
+
+    import gymnasium as gym
+
+    path = os.path.join(str(tmp_path), "arithmetic.jsonl")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"id": "p0", "problem": "What is $7 \\times 4 + 3$?", "answer": "31"}) + "\n")
+        handle.write(json.dumps({"id": "p1", "problem": "Let $x = 1$ and $y = 0$. What is $10x + 21 + y$?",
+                                 "answer": "31"}) + "\n")
+    return gym.make("MATHTool-v1", path=path)
+
+
+def _play(env: Any, code: str, boxed: str, task_index: int = 0) -> dict[str, Any]:
+    import json
+
+    call = "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+    env.reset(options={"task_index": task_index})
+    env.step(call)
+    *_, info = env.step(f"So \\boxed{{{boxed}}}.")
+    return info
+
+
+def test_printing_a_guess_and_boxing_it_is_not_verified(tmp_path: os.PathLike[str]) -> None:
+    env = _tool_env(tmp_path)
+    try:
+        for code, boxed in FORGERIES:
+            info = _play(env, code, boxed)
+            evidence = info["details"]["verification"]
+            assert evidence["printed_answer"] is True, code  # the code did print the boxed value...
+            assert info["verified"] is False and evidence["computed_calls"] == [], code  # ...but computed nothing
+        for code in IDENTITY_FORGERIES:  # changing a 0 or a 1 of the problem would change these: never tried
+            info = _play(env, code, "999", task_index=1)
+            assert info["details"]["verification"]["printed_answer"] is True, code
+            assert info["verified"] is False and info["details"]["verification"]["reruns"] == [], code
+        computed = _play(env, "x, y = 1, 0\nprint(10 * x + 21 + y)", "31", task_index=1)
+        assert computed["verified"] is True and computed["details"]["verification"]["reruns"][0]["number"] == "10"
+    finally:
+        env.close()
+
+
+def test_an_answer_computed_from_the_problem_is_verified(tmp_path: os.PathLike[str]) -> None:
+    env = _tool_env(tmp_path)
+    try:
+        for code in ("print(7 * 4 + 3)", "a, b, c = 7, 4, 3\nprint(a * b + c)",
+                     "import sympy\nprint(sympy.sympify('7*4 + 3'))", "7 * 4 + 3"):
+            info = _play(env, code, "31")
+            assert info["verified"] is True and info["reward"] == 1.0, code
+            rerun = info["details"]["verification"]["reruns"][-1]
+            assert rerun["ok"] and rerun["printed_answer"] is False and rerun["echo"] is False
+        wrong = _play(env, "print(7 * 5 + 3)", "38")  # computed from the problem, and wrong: verified, reward 0
+        assert wrong["verified"] is True and wrong["reward"] == 0.0
+    finally:
+        env.close()
+
+
+def test_a_problem_number_is_changed_in_numbers_and_strings_only_as_a_whole() -> None:
+    from decimal import Decimal
+
+    from rollgym.envs.math.evidence import change_number, problem_numbers
+
+    assert [str(n) for n in problem_numbers("Find $x^2 - 4 = 0$ for 1,000 people and 2.5 kg")] == [
+        "2", "4", "0", "1000", "2.5"]
+    assert change_number("print(sympify('x**2 - 4'), 4.0, True)", Decimal(4), Decimal(5)) == (
+        "print(sympify('x**2 - 5'), 5.0, True)")
+    assert change_number("print('x4', 0.45, 14)", Decimal(4), Decimal(5)) is None
+    assert change_number("print(2.5 * 2)", Decimal("2.5"), Decimal("3.5")) == "print(3.5 * 2)"
+    assert change_number("print(1 if True else 2)", Decimal(1), Decimal(2)) == "print(2 if True else 2)"
+    assert change_number("def (:", Decimal(1), Decimal(2)) is None

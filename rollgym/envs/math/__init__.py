@@ -2,9 +2,11 @@
 
 * :mod:`~rollgym.envs.math.prompts`: the zero-shot prompt (part of the spec hash).
 * :mod:`~rollgym.envs.math.datasets`: loading from a path, ``ROLLGYM_DATA_DIR`` or the hub.
+* :mod:`~rollgym.envs.math.problem_env`: what both envs share (problem set, id, grading).
 * :mod:`~rollgym.envs.math.env`: :class:`MathEnv`, one boxed answer.
 * :mod:`~rollgym.envs.math.tool_env`: :class:`MathToolEnv`, with a sandboxed ``python`` tool.
-* :mod:`rollgym.sandbox` runs the tool's code (``rollgym.envs.math.sandbox`` is a deprecated alias).
+* :mod:`~rollgym.envs.math.evidence`: whether a tool run computed the answer from the problem (``verified``).
+* :mod:`rollgym.sandbox` runs the tool's code.
 
 The verifier is :func:`rollgym.verifiers.math.verify_math`. The oracle
 (:mod:`~rollgym.envs.math.policies`) boxes the published gold answer, looked up
@@ -33,7 +35,8 @@ _LAZY = {
     "MathDataset": "rollgym.envs.math.datasets",
     "load_rows": "rollgym.envs.math.datasets",
     "MathEnv": "rollgym.envs.math.env",
-    "dataset_source": "rollgym.envs.math.env",
+    "dataset_source": "rollgym.envs.math.problem_env",
+    "MathProblemEnv": "rollgym.envs.math.problem_env",
     "MathToolEnv": "rollgym.envs.math.tool_env",
 }
 

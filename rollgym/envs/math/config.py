@@ -70,7 +70,7 @@ class MathDataConfig:
         check_choice("prompt_template", self.prompt_template, tuple(TEMPLATES))
 
     def source_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`rollgym.envs.math.env.dataset_source`."""
+        """The keyword arguments of :func:`rollgym.envs.math.problem_env.dataset_source`."""
         return asdict(self)
 
 

@@ -6,18 +6,16 @@ import os
 import re
 from typing import Any
 
-from rollgym.core.difficulty import Difficulty, Level
-from rollgym.core.env import StepResult, TextEnv
-from rollgym.core.task import Task
+from rollgym.core.env import StepResult
+from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
-from rollgym.envs.math.config import MathDataConfig, MathToolConfig
-from rollgym.envs.math.datasets import ONLY_SPLIT, MathDataset
-from rollgym.envs.math.env import dataset_source, math_env_id
-from rollgym.envs.math.levels import LevelSubset, math_difficulty
-from rollgym.envs.math.prompts import SYSTEM_PROMPT, tool_instruction
+from rollgym.envs.math.config import SANDBOX_BACKENDS, MathToolConfig
+from rollgym.envs.math.datasets import ONLY_SPLIT
+from rollgym.envs.math.evidence import printed_lines, rerun_evidence
+from rollgym.envs.math.problem_env import MathProblemEnv
+from rollgym.envs.math.prompts import tool_instruction
 from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
-from rollgym.verifiers.math import MathVerifyConfig, answers_equal_many, verify_math
-from rollgym.verifiers.math_pool import require_symbolic_dependencies
+from rollgym.verifiers.math import answers_equal_many
 
 PYTHON_TOOL: dict[str, Any] = {
     "type": "function",
@@ -36,11 +34,10 @@ PYTHON_TOOL: dict[str, Any] = {
 }
 
 _TOOL_BLOCK_RE = re.compile(r"<tool_call>.*?(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
-MAX_EVIDENCE_LINES = 3
-BACKENDS = ("local", "docker")  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
+BACKENDS = SANDBOX_BACKENDS  # "local" is rollgym.sandbox's bubblewrap sandbox (or its fallback)
 
 
-class MathToolEnv(TextEnv):
+class MathToolEnv(MathProblemEnv):
     """Competition math where the agent may run Python through a ``python`` tool before answering.
 
     ## Description
@@ -83,12 +80,21 @@ class MathToolEnv(TextEnv):
     ``exception`` (an uncaught exception's class), or ``error`` for a malformed call).
     The answer turn adds the score fields (``reward``,
     ``correct``, ``parsed``, ``error``, ``details``) and ``verified``, a bool for
-    verification-aware voting (T^3RL): ``True`` exactly when code that ran successfully
-    in the sandbox printed, in one of its last lines, a value equal to the final boxed
-    answer. The evidence is in ``details["verification"]``: ``method``
-    (``"python_output"``), ``calls``, ``successful_calls``, ``code_ran``,
-    ``printed_answer`` and ``matching_calls``. A truncated episode has
-    ``verified=False`` and the same evidence. The signal never changes the reward.
+    verification-aware voting (T^3RL): ``True`` exactly when the final boxed answer was
+    *computed from the problem* by the agent's code, not merely printed by it. A
+    successful call must have printed a value equal to the answer in one of its last
+    three lines, and the env then re-runs that call's code in the sandbox with one
+    number of the problem statement other than 0 and 1 changed (every literal equal to
+    ``n``, also inside strings, becomes ``n + 1``): the re-run must succeed, print, and no longer print the
+    answer (nor ``n + 1`` when the answer is ``n``). So ``print(999)``, ``x = 999;
+    print(x)`` and ``print(990 + 9)`` followed by ``\\boxed{999}`` are not verified; see
+    :mod:`rollgym.envs.math.evidence` for the exact rule and what it does not prove. The
+    evidence is in ``details["verification"]``: ``method`` (``"python_rerun"``), ``calls``,
+    ``successful_calls``, ``code_ran``, ``printed_answer``, ``matching_calls`` (calls
+    that printed the answer), ``computed_calls`` (those whose re-run lost it) and
+    ``reruns`` (per re-run: ``call``, ``number``, ``ok``, ``printed_answer``, ``echo``;
+    at most three per episode). A truncated episode has ``verified=False`` and the same
+    evidence. The signal never changes the reward.
 
     ## Arguments
     Those of ``MathEnv`` (``path``, ``hub``, ``hf_dataset``..., ``timeout_s``,
@@ -106,10 +112,13 @@ class MathToolEnv(TextEnv):
     * v0: initial release (kept to reproduce its results). In both versions
       ``info["verified"]`` became a bool with the evidence moved to
       ``details["verification"]``; tasks and rewards are unchanged, so the ids stay.
+      Later, in both versions, ``verified`` stopped trusting the agent's printout alone
+      (printing a guess and boxing it had counted as verified): the code is re-run with a
+      problem number changed, as above, and the evidence's ``method`` became
+      ``"python_rerun"``. Tasks and rewards are again unchanged.
     """
 
     default_env_id = "MATH500Tool-v1"
-    system_prompt = SYSTEM_PROMPT
 
     def __init__(
         self,
@@ -142,15 +151,11 @@ class MathToolEnv(TextEnv):
             max_turns=max_turns, max_calls_per_turn=max_calls_per_turn, sandbox=sandbox,
             sandbox_timeout_s=sandbox_timeout_s, sandbox_memory_mb=sandbox_memory_mb, max_output_chars=max_output_chars,
         )
-        require_symbolic_dependencies()  # fail at construction, not in the middle of a run
-        env_id = math_env_id(dataset, tool=True, rules=rules)
-        self.verify_config = MathVerifyConfig(
-            timeout_s=timeout_s,
-            budget_s=budget_s,
-            box_policy=box_policy,  # type: ignore[arg-type]
-            ignore_code_blocks=True,
-            allow_final_answer_line=bool(allow_final_answer_line),
-            rules=rules,  # type: ignore[arg-type]
+        self._configure(
+            dataset, tool=True, rules=rules, timeout_s=timeout_s, budget_s=budget_s, box_policy=box_policy,
+            ignore_code_blocks=True, allow_final_answer_line=allow_final_answer_line,
+            path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
         self.max_output_chars = max_output_chars
         self.limits = Limits(
@@ -170,33 +175,10 @@ class MathToolEnv(TextEnv):
             self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
         else:
             self._sandbox = make_sandbox(sandbox, self.limits)
-        self._registered_id = env_id
-        self.data_config = MathDataConfig(
-            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
-            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
-        )
         super().__init__(split=split, render_mode=render_mode)
         self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
         self._runs: list[tuple[str, RunResult]] = []
-
-    @property
-    def env_id(self) -> str:
-        """The id this env was made with, or the registered id of its dataset outside ``gym.make``."""
-        return self.spec.id if self.spec is not None else self._registered_id
-
-    def _make_source(self, env_id: str) -> MathDataset:
-        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
-
-    @property
-    def difficulty(self) -> Difficulty | None:
-        """One level per ``level`` label of the set (MATH500: 1-5); ``None`` for unlabelled sets (AIME24, AMC23)."""
-        if not hasattr(self, "_difficulty"):  # read from the data once
-            self._difficulty = math_difficulty(self.source, self.split)  # type: ignore[arg-type]
-        return self._difficulty
-
-    def _level_source(self, env_id: str, level: Level) -> LevelSubset:
-        return LevelSubset(self.source, self.split, int(level.knobs["level"]))  # type: ignore[arg-type]
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -271,46 +253,56 @@ class MathToolEnv(TextEnv):
         assert self.task is not None
         text = _TOOL_BLOCK_RE.sub(" ", action)
         try:
-            score = verify_math(self.task, text, self.verify_config)
+            score = self.verify(self.task, text)
         except Exception as exc:  # a verifier bug must not crash a training run
-            from rollgym.core.task import Score
-
             score = Score.fail("verifier_error", exception=f"{type(exc).__name__}: {exc}")
         evidence = self._evidence(score.parsed)
         info = score.to_info()
         info["details"] = {**info["details"], "verification": evidence}
-        info["verified"] = bool(evidence["printed_answer"])
+        info["verified"] = bool(evidence["computed_calls"])
         return "", score.reward, True, False, info
 
     def _evidence(self, answer: str | None) -> dict[str, Any]:
-        """What the tool runs say about ``answer``: did code run, and did it print this value?"""
+        """What the tool runs say about ``answer``: did code print it, and was it computed from the problem?
+
+        See :mod:`rollgym.envs.math.evidence` for the rule; ``info["verified"]`` is ``bool(computed_calls)``.
+        """
         successful = [i for i, (_, r) in enumerate(self._runs) if r.ok]
         evidence: dict[str, Any] = {
-            "method": "python_output",
+            "method": "python_rerun",
             "calls": len(self._runs),
             "successful_calls": len(successful),
             "code_ran": bool(successful),
             "printed_answer": False,
             "matching_calls": [],
+            "computed_calls": [],
+            "reruns": [],
         }
         if not answer or not successful:
             return evidence
+        max_chars = self.verify_config.max_answer_chars
         pairs: list[tuple[str, str]] = []
         owners: list[int] = []
         for i in successful:
-            lines = [line.strip() for line in self._runs[i][1].stdout.splitlines() if line.strip()]
-            for line in lines[-MAX_EVIDENCE_LINES:]:
-                pairs.append((answer, line[: self.verify_config.max_answer_chars]))
+            for line in printed_lines(self._runs[i][1].stdout, max_chars):
+                pairs.append((answer, line))
                 owners.append(i)
         try:
-            verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)
+            verdicts = self._equal(pairs)
+            matches = sorted({owners[k] for k, eq in enumerate(verdicts) if eq})
+            evidence["printed_answer"] = bool(matches)
+            evidence["matching_calls"] = matches
+            if matches:
+                problem = self.task.prompt if self.task is not None else ""
+                evidence.update(rerun_evidence(self._runs, matches, answer, problem, self.sandbox, self._equal,
+                                               max_chars))
         except Exception as exc:  # evidence is advisory; it must never break the episode
             evidence["error"] = f"{type(exc).__name__}: {exc}"[:200]
-            return evidence
-        matches = sorted({owners[k] for k, eq in enumerate(verdicts) if eq.correct})
-        evidence["printed_answer"] = bool(matches)
-        evidence["matching_calls"] = matches
         return evidence
+
+    def _equal(self, pairs: list[tuple[str, str]]) -> list[bool]:
+        verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)
+        return [v.correct for v in verdicts]
 
     def close(self) -> None:
         if self.sandbox_backend != "local":  # the local pool is shared by every env of this process

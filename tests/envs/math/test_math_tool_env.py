@@ -35,21 +35,24 @@ def test_a_tool_turn_then_a_boxed_answer() -> None:
     assert "<tool_call>" in obs and info["tools"][0]["function"]["name"] == "python"
     answer = int(gold(info["task_id"]))
     obs, reward, terminated, truncated, step_info = env.step(
-        "Let me compute.\n" + python_call(f"a = {answer - 1}\nprint(a + 1)")
+        "Let me compute.\n" + python_call(f"a = {answer}\nprint(a)")
     )
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert obs.startswith('<tool_response name="python">') and f"\n{answer}\n" in obs
     assert step_info["tool_results"][0]["ok"] is True
     obs, reward, terminated, truncated, step_info = env.step(f"So the answer is \\boxed{{{answer}}}.")
     assert (obs, reward, terminated, truncated) == ("", 1.0, True, False)
-    assert step_info["verified"] is True
+    # the code printed the answer, but a literal of its own, not a value computed from the problem
+    assert step_info["verified"] is False
     assert step_info["details"]["verification"] == {
-        "method": "python_output",
+        "method": "python_rerun",
         "calls": 1,
         "successful_calls": 1,
         "code_ran": True,
         "printed_answer": True,
         "matching_calls": [0],
+        "computed_calls": [],
+        "reruns": [],
     }
 
 
