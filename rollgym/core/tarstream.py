@@ -37,11 +37,16 @@ class ArchiveError(ValueError):
     """
 
 
+class ArchiveTruncated(ArchiveError):
+    """The inflated stream ended inside a header or a member (the gzip stream itself was whole)."""
+
+
 class ArchiveTooLarge(ArchiveError):
-    """The archive passed a budget: inflated bytes (``reason="size"``), ratio (``"ratio"``) or headers (``"members"``).
+    """The archive passed a budget: inflated bytes (``reason="size"``), ratio (``"ratio"``), headers
+    (``"members"``) or one extension header's size (``"header"``).
 
     Attributes:
-        reason: ``"size"``, ``"ratio"`` or ``"members"``.
+        reason: ``"size"``, ``"ratio"``, ``"members"`` or ``"header"``.
         limit: The budget that was passed (bytes, a ratio or a count of headers).
     """
 
@@ -50,7 +55,8 @@ class ArchiveTooLarge(ArchiveError):
         self.limit = limit
         super().__init__({"size": f"inflates to more than {int(limit)} bytes",
                           "ratio": f"expands more than {limit:g} times (a compression bomb)",
-                          "members": f"has more than {int(limit)} members"}[reason])
+                          "members": f"has more than {int(limit)} members",
+                          "header": f"has an extension header larger than {int(limit)} bytes"}[reason])
 
 
 class CountedGzip:
@@ -82,6 +88,7 @@ class CountedGzip:
         self.ratio_grace_bytes = ratio_grace_bytes
         self.gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self.unpacked = 0
+        self.gzip_failed = False  # the compressed stream itself was corrupt, not the tar inside it
 
     def read_exact(self, n: int, what: str = "a member", *, may_end: bool = False) -> bytes:
         """Exactly ``n`` inflated bytes; with ``may_end``, ``b""`` if the stream ends before the first of them.
@@ -99,7 +106,7 @@ class CountedGzip:
             if not data:
                 if may_end and wanted == n:
                     return b""
-                raise ArchiveError(f"ends in the middle of {what}; it is truncated")
+                raise ArchiveTruncated(f"ends in the middle of {what}; it is truncated")
             chunks.append(data)
             wanted -= len(data)
         return b"".join(chunks)
@@ -126,6 +133,7 @@ class CountedGzip:
         try:
             data = self.gzip.read(n)
         except (OSError, EOFError, zlib.error) as exc:
+            self.gzip_failed = True
             raise ArchiveError(f"is corrupt or truncated ({type(exc).__name__})") from None
         self.unpacked += len(data)
         if self.max_ratio is not None and self.unpacked > self.ratio_grace_bytes \
@@ -190,11 +198,11 @@ def parse_header(block: bytes) -> TarHeader | None:
     if stored not in (unsigned, signed):
         raise ArchiveError("has a corrupt header (bad checksum); it is damaged or not a tar")
     name = block[0:100].split(b"\0", 1)[0]
-    if block[257:263] == b"ustar\0":  # POSIX ustar keeps a path's leading folders in the prefix field
-        prefix = block[345:500].split(b"\0", 1)[0]
-        if prefix:
-            name = prefix + b"/" + name
-    return TarHeader(name, block[156:157], _octal(block[124:136], "size"))
+    kind = block[156:157]
+    prefix = block[345:500].split(b"\0", 1)[0]
+    if prefix and kind not in (b"L", b"K", b"S"):  # ustar keeps a path's leading folders there (as tarfile reads it)
+        name = prefix + b"/" + name
+    return TarHeader(name, kind, _octal(block[124:136], "size"))
 
 
 def _pax_records(data: bytes) -> dict[bytes, bytes]:
@@ -214,13 +222,16 @@ def _pax_records(data: bytes) -> dict[bytes, bytes]:
     return records
 
 
-def iter_members(stream: CountedGzip, *, max_members: int, max_extension_bytes: int) -> Iterator[TarHeader]:
+def iter_members(stream: CountedGzip, *, max_members: int, max_extension_bytes: int,
+                 lenient_end: bool = False) -> Iterator[TarHeader]:
     """Yield each member's header, with pax ``path``/``size`` and GNU long names applied to it.
 
     Extension headers (pax ``x`` and ``g``, GNU ``L`` and ``K``) are read, each up to
     ``max_extension_bytes``, and not yielded. The caller reads or skips each member's data
     (``header.size`` bytes, then ``header.padded - header.size`` of padding) before asking for
-    the next one. Iteration ends at the first all-zero block or a clean end of stream.
+    the next one. Iteration ends at the first all-zero block or a clean end of stream; with
+    ``lenient_end``, also at a header after the first that is cut off or fails its checksum, as
+    :mod:`tarfile` reads archives (so that a check that used it scores the same archives the same).
 
     Raises:
         ArchiveTooLarge: an extension header over its cap, more than ``max_members`` headers, or the
@@ -230,7 +241,18 @@ def iter_members(stream: CountedGzip, *, max_members: int, max_extension_bytes: 
     pending: dict[bytes, bytes] = {}
     count = 0
     while True:
-        header = parse_header(stream.read_exact(BLOCK, "a header", may_end=True) or b"\0" * BLOCK)
+        try:
+            header = parse_header(stream.read_exact(BLOCK, "a header", may_end=True) or b"\0" * BLOCK)
+        except ArchiveTruncated:
+            if lenient_end and count:
+                return
+            raise
+        except ArchiveTooLarge:
+            raise
+        except ArchiveError:
+            if lenient_end and count and not stream.gzip_failed:
+                return
+            raise
         if header is None:
             return
         count += 1
@@ -247,7 +269,7 @@ def iter_members(stream: CountedGzip, *, max_members: int, max_extension_bytes: 
             yield header
             continue
         if header.size > max_extension_bytes:
-            raise ArchiveTooLarge("size", max_extension_bytes)
+            raise ArchiveTooLarge("header", max_extension_bytes)
         data = stream.read_exact(header.padded, "an extension header")[:header.size]
         if header.kind == b"x":
             pending.update(_pax_records(data))

@@ -1,9 +1,10 @@
 """Terminal-v0's archive check reads backup.tar.gz with counted bytes (issue 28, item 3).
 
 The attacks run through the public API (``env.step``) in a fresh interpreter whose peak
-RSS is read before and after the final step: a pax header that declares 270 MiB, and a
-folder entry that declares 3 GiB of zeros, cost bounded memory and work and fail the check
-with the ``archive_over_cap`` label. Honest archives in every tar format still pass.
+RSS is read before and after the final step: a pax header or a GNU long-name header that
+declares 270 MiB (``tarfile`` read either whole: +271 MiB), and a member of 3 GiB of zeros, cost
+bounded memory and work and fail the check with the ``archive_over_cap`` label. Honest archives
+in every tar format still pass, and archives read as ``tarfile`` read them.
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ def _step_in_fresh_process(command: str) -> dict:
 @pytest.mark.parametrize(("what", "header", "mib"), [
     # the issue's attack: tarfile reads a pax header of any declared size into memory (+269 MiB)
     ("pax header bomb", _header("././@PaxHeader", b"x", 270 * MIB), 270),
-    # a gzip bomb: a folder entry whose 3 GiB of "data" tarfile would inflate to skip it
-    ("gzip bomb", _header("docs/", b"5", 3 << 30), 300),
+    # the same through a GNU long-name header
+    ("long-name bomb", _header("././@LongLink", b"L", 270 * MIB), 270),
+    # the classic gzip bomb: one member of 3 GiB of zeros (refused on its declared size)
+    ("gzip bomb", _header("docs/page0.md", b"0", 3 << 30), 300),
 ])
 def test_archive_bombs_cost_bounded_memory_and_fail_with_a_label(what: str, header: bytes, mib: int) -> None:
     require_binary("bwrap")
@@ -78,7 +81,7 @@ def test_archive_bombs_cost_bounded_memory_and_fail_with_a_label(what: str, head
     assert "backup.tar.gz" in result["obs"], result  # the bomb was built (about 1 KB per MiB declared)
     assert result["reward"] == 0.0 and result["error"] == "check_failed", result
     assert result["details"]["label"] == ARCHIVE_OVER_CAP, result
-    # the check may inflate 8 MiB at most; the bomb declares 270 MiB or more
+    # the check may inflate 8 MiB at most; each bomb declares 270 MiB or more
     assert result["grew_kib"] < 48 * 1024, (what, result)
 
 
@@ -112,7 +115,7 @@ def test_hostile_archives_fail_with_one_sentence() -> None:
     members = {"docs/a.md": "a\n"}
     good = gzip.decompress(_archive(tarfile.USTAR_FORMAT, members))
     cases = {
-        "truncated": gzip.compress(good[:700]),
+        "truncated in a member": gzip.compress(good[:1025]),
         "not gzip": b"PK\x03\x04 not a tar.gz",
         "bad checksum": gzip.compress(good[:148] + b"0000000\0" + good[156:]),
         "a symlink": gzip.compress(_header("docs/a.md", b"2", 0) + b"\0" * 1024),
@@ -125,3 +128,24 @@ def test_hostile_archives_fail_with_one_sentence() -> None:
         assert not ok and isinstance(details["reason"], str) and details["reason"], (what, details)
     assert _archive_matches(cases["a long-name header over its cap"], members)[1]["label"] == ARCHIVE_OVER_CAP
     assert _archive_matches(cases["data past the budget"], members)[1]["label"] == ARCHIVE_OVER_CAP
+    many_headers = gzip.compress(b"".join(_header(f"d{i}/", b"5", 0) for i in range(20_000)))  # 10 MiB of headers
+    assert _archive_matches(many_headers, members)[1]["label"] == ARCHIVE_OVER_CAP
+
+
+def test_archives_read_as_tarfile_reads_them() -> None:
+    """The check's verdicts stay tarfile's where tarfile was safe: the fix changes no honest score."""
+    members = {"docs/a.md": "a\n"}
+    tar = gzip.decompress(_archive(tarfile.USTAR_FORMAT, members))
+    end = tar.rstrip(b"\0")
+    end += b"\0" * (-len(end) % 512)
+    tails = {"junk after the last member": b"x" * 512, "a header cut off": b"\0" * 100 + b"x" * 100,
+             "zero blocks then junk": b"\0" * 1024 + b"junk"}
+    for what, tail in tails.items():
+        data = gzip.compress(end + tail)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+            by_tarfile = {m.name: archive.extractfile(m).read().decode() for m in archive if m.isfile()}
+        assert by_tarfile == members, what
+        assert _archive_matches(data, members)[0], what
+    # a folder entry with a declared size: tarfile reads the next header right after it
+    folder_with_size = gzip.compress(_header("docs/", b"5", 5000) + end[512:])
+    assert _archive_matches(folder_with_size, members)[0]

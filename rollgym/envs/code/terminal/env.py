@@ -83,7 +83,11 @@ class TerminalEnv(CodeToolEnv):
     ``max_output_chars`` (4000), ``split``, ``render_mode``.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. Fixed in place (a host DoS, not a scoring rule): ``backup.tar.gz`` is read
+      through a reader that counts every inflated byte, headers included; an archive past 8 MiB
+      inflated, or with an extension header over 64 KiB, fails the check (``archive_over_cap``),
+      where ``tarfile`` read a pax header of any size into memory. No archive under the caps
+      scores differently, except a GNU sparse member, which is no longer a regular file.
     """
 
     default_env_id = DEFAULT_ENV_ID
@@ -194,10 +198,10 @@ def _archive_matches(data: bytes | None, members: dict[str, str]) -> tuple[bool,
     stream = CountedGzip(io.BytesIO(data), MAX_INFLATED_BYTES)
     try:
         total = 0
-        for header in iter_members(stream, max_members=MAX_ARCHIVE_MEMBERS, max_extension_bytes=MAX_EXTENSION_BYTES):
+        for header in iter_members(stream, max_members=MAX_ARCHIVE_MEMBERS, max_extension_bytes=MAX_EXTENSION_BYTES,
+                                   lenient_end=True):
             name = header.name.decode("utf-8", "surrogateescape")
-            if header.is_dir:
-                stream.skip(header.padded, "a folder entry")
+            if header.is_dir:  # as tarfile reads it, a folder entry's declared size is ignored
                 continue
             if not header.is_file:
                 return False, {"reason": f"{name} is not a regular file"}
