@@ -86,8 +86,9 @@ class TerminalEnv(CodeToolEnv):
     * v0: initial release. Fixed in place (a host DoS, not a scoring rule): ``backup.tar.gz`` is read
       through a reader that counts every inflated byte, headers included; an archive past 8 MiB
       inflated, or with an extension header over 64 KiB, fails the check (``archive_over_cap``),
-      where ``tarfile`` read a pax header of any size into memory. No archive under the caps
-      scores differently, except a GNU sparse member, which is no longer a regular file.
+      where ``tarfile`` read a pax header of any size into memory. Under the caps archives are
+      read as ``tarfile`` read them (tested on ustar, GNU and pax archives and its edge cases),
+      except that a GNU sparse member is no longer a regular file.
     """
 
     default_env_id = DEFAULT_ENV_ID
