@@ -19,9 +19,10 @@ first of:
 - a header with a bad checksum, an archive that ends early (in a member or before the
   gzip checksum), or anything but zero padding after the end-of-archive blocks.
 
-The tar headers are parsed here (the POSIX ustar layout, 512-byte blocks) rather
-than by :mod:`tarfile`, which would read pax and GNU extension headers of any
-declared size into memory before the caller sees a member. :func:`extract_archive`
+The stream and the tar headers (the POSIX ustar layout, 512-byte blocks) are read by
+:mod:`rollgym.core.tarstream`, the counted reader the Terminal env's archive check
+shares, rather than by :mod:`tarfile`, which would read pax and GNU extension headers
+of any declared size into memory before the caller sees a member. :func:`extract_archive`
 runs the same checks over the whole archive first and writes files only after
 they all passed. Both are synchronous and CPU-bound: a server runs them in a
 worker thread, never on its event loop.
@@ -29,21 +30,20 @@ worker thread, never on its event loop.
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from rollgym.core.errors import ConfigError
+from rollgym.core.tarstream import BLOCK, ArchiveError, ArchiveTooLarge, CountedGzip, TarHeader, parse_header
 
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
 TRANSCRIPTS = "transcripts"
-_BLOCK = 512
+_BLOCK = BLOCK
 TRANSCRIPT_PATH = re.compile(r"^transcripts/[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\.jsonl$")
 _MIB = 1024 * 1024
 _TYPE_NAMES = {
@@ -112,88 +112,49 @@ class Member:
     size: int
 
 
-class _CountingGzip:
-    """A gzip stream that refuses to hand out more bytes than the limits allow."""
+class _CountingGzip(CountedGzip):
+    """The shared counted gzip stream (:class:`~rollgym.core.tarstream.CountedGzip`) with a bundle's limits and
+    :class:`BundleError` sentences."""
 
     def __init__(self, raw: BinaryIO, limits: BundleLimits) -> None:
-        self.raw = raw
+        # the unpacked budget, plus a header and padding block for every member and two end blocks
+        super().__init__(raw, limits.max_unpacked_bytes + _BLOCK * (2 * limits.max_members + 2),
+                         max_ratio=limits.max_ratio, ratio_grace_bytes=limits.ratio_grace_bytes)
         self.limits = limits
-        self.gzip = gzip.GzipFile(fileobj=raw, mode="rb")
-        self.unpacked = 0
 
-    def read_exact(self, n: int, what: str) -> bytes:
-        """Exactly ``n`` unpacked bytes, or a :class:`BundleError` (truncated, corrupt or over budget)."""
-        if self.unpacked + n > self.limits.max_unpacked_bytes + _BLOCK * (2 * self.limits.max_members + 2):
-            raise BundleError(f"The bundle unpacks to more than {self.limits.max_unpacked_bytes // _MIB} MiB; "
-                              "it is too large.")
-        chunks = []
-        wanted = n
-        while wanted:
-            try:
-                data = self.gzip.read(min(wanted, 1024 * 1024))
-            except (OSError, EOFError, zlib.error) as exc:
-                raise BundleError(f"The bundle archive is corrupt or truncated ({type(exc).__name__}).") from None
-            if not data:
-                if n == _BLOCK and wanted == n:
-                    return b""  # a clean end of stream where a header would start
-                raise BundleError(f"The bundle archive ends in the middle of {what}; it is truncated.")
-            chunks.append(data)
-            wanted -= len(data)
-            self.unpacked += len(data)
-            self._check_ratio()
-        return b"".join(chunks)
+    def read_exact(self, n: int, what: str = "a member", *, may_end: bool = False) -> bytes:
+        """Exactly ``n`` unpacked bytes (with ``may_end``, ``b""`` at a clean end), or a :class:`BundleError`."""
+        try:
+            return super().read_exact(n, what, may_end=may_end)
+        except ArchiveError as exc:
+            raise _bundle_error(exc, self.limits) from None
 
     def finish(self) -> None:
         """Read the stream to its end (the gzip checksum is checked there); only zero padding may be left."""
-        while True:
-            if self.unpacked > self.limits.max_unpacked_bytes + _BLOCK * (2 * self.limits.max_members + 2):
-                raise BundleError(f"The bundle unpacks to more than {self.limits.max_unpacked_bytes // _MIB} MiB; "
-                                  "it is too large.")
-            try:
-                data = self.gzip.read(_MIB)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise BundleError(f"The bundle archive is corrupt or truncated ({type(exc).__name__}).") from None
-            if not data:
-                return
-            self.unpacked += len(data)
-            self._check_ratio()
-            if data.count(0) != len(data):
-                raise BundleError("The bundle archive has data after its end; pack it with `rollgym bench pack`.")
-
-    def _check_ratio(self) -> None:
-        if self.unpacked <= self.limits.ratio_grace_bytes:
-            return
-        compressed = max(1, self.raw.tell())
-        if self.unpacked > self.limits.max_ratio * compressed:
-            raise BundleError(
-                f"The bundle archive expands more than {self.limits.max_ratio:g} times (a compression bomb); "
-                "pack real transcripts with `rollgym bench pack`."
-            )
+        try:
+            clean = self.rest_is_zeros()
+        except ArchiveError as exc:
+            raise _bundle_error(exc, self.limits) from None
+        if not clean:
+            raise BundleError("The bundle archive has data after its end; pack it with `rollgym bench pack`.")
 
 
-def _octal(field: bytes, what: str) -> int:
-    if what == "size" and field[:1] and field[0] & 0x80:  # GNU base-256: only for sizes far beyond any limit here
-        raise BundleError(f"The bundle archive declares a {what} too large to be a bundle.")
-    text = field.split(b"\0", 1)[0].strip(b" ")
-    if not text:
-        return 0
-    if not re.fullmatch(rb"[0-7]{1,12}", text):
-        raise BundleError(f"The bundle archive has a corrupt header (its {what} is not an octal number).")
-    return int(text, 8)
+def _bundle_error(exc: ArchiveError, limits: BundleLimits) -> BundleError:
+    if isinstance(exc, ArchiveTooLarge) and exc.reason == "ratio":
+        return BundleError(f"The bundle archive expands more than {limits.max_ratio:g} times (a compression bomb); "
+                           "pack real transcripts with `rollgym bench pack`.")
+    if isinstance(exc, ArchiveTooLarge):
+        return BundleError(f"The bundle unpacks to more than {limits.max_unpacked_bytes // _MIB} MiB; "
+                           "it is too large.")
+    return BundleError(f"The bundle archive {exc}.")
 
 
-def _member_name(header: bytes) -> str:
-    raw = header[0:100].split(b"\0", 1)[0]
-    if header[257:262] == b"ustar":
-        prefix = header[345:500].split(b"\0", 1)[0]
-        if prefix:
-            raw = prefix + b"/" + raw
+def _member_name(header: TarHeader) -> str:
     try:
-        name = raw.decode("utf-8")
+        return header.name.decode("utf-8")
     except UnicodeDecodeError:
         raise BundleError("The bundle archive has a member name that is not UTF-8; pack it with "
                           "`rollgym bench pack`.") from None
-    return name
 
 
 def _normalise(name: str, is_file: bool) -> str:
@@ -227,27 +188,25 @@ def _iter_members(stream: _CountingGzip, limits: BundleLimits) -> Iterator[tuple
     total = 0
     count = 0
     while True:
-        header = stream.read_exact(_BLOCK, "a header")
-        if not header or header == b"\0" * _BLOCK:
+        try:
+            header = parse_header(stream.read_exact(_BLOCK, "a header", may_end=True) or b"\0" * _BLOCK)
+        except ArchiveError as exc:
+            raise _bundle_error(exc, limits) from None
+        if header is None:
             return  # end of archive: nothing after it is read
-        stored = _octal(header[148:156], "checksum")
-        unsigned = sum(header[:148]) + 8 * 32 + sum(header[156:])
-        signed = unsigned - 256 * sum(1 for b in header[:148] + header[156:] if b > 127)  # old tars sum signed bytes
-        if stored not in (unsigned, signed):
-            raise BundleError("The bundle archive has a corrupt header (bad checksum); it is damaged or not a tar.")
         count += 1
         if count > limits.max_members:
             raise BundleError(f"The bundle archive has more than {limits.max_members} members; it is not a bundle.")
-        kind = header[156:157]
+        kind = header.kind
         if kind in _TYPE_NAMES:
-            name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+            name = header.name.decode("utf-8", "replace")
             raise BundleError(f"The bundle archive holds {_TYPE_NAMES[kind]} ({name[:80]!r}); only plain files "
                               "are allowed (pack it with `rollgym bench pack`).")
         if kind not in (b"0", b"\0", b"5"):
             raise BundleError(f"The bundle archive holds a member of unknown type {kind!r}; only plain files are "
                               "allowed.")
         is_file = kind != b"5"
-        size = _octal(header[124:136], "size")
+        size = header.size
         path = _normalise(_member_name(header), is_file)
         if not is_file and size:
             raise BundleError("The bundle archive has a folder entry with data; it is corrupt.")
@@ -260,7 +219,7 @@ def _iter_members(stream: _CountingGzip, limits: BundleLimits) -> Iterator[tuple
         if total > limits.max_unpacked_bytes:
             raise BundleError(f"The bundle unpacks to more than {limits.max_unpacked_bytes // _MIB} MiB; "
                               "it is too large.")
-        yield Member(path, is_file, size), -(-size // _BLOCK) * _BLOCK
+        yield Member(path, is_file, size), header.padded
 
 
 def _open_stream(path: Path, limits: BundleLimits) -> tuple[BinaryIO, _CountingGzip]:
@@ -298,19 +257,12 @@ def check_archive(path: str | os.PathLike[str], limits: BundleLimits = DEFAULT_L
     members: list[Member] = []
     with raw:
         for member, padded in _iter_members(stream, limits):
-            _skip(stream, padded, member.name)
+            stream.skip(padded, repr(member.name))
             members.append(member)
         stream.finish()
     if not any(m.name == MANIFEST for m in members):
         raise BundleError(f"The bundle archive has no {MANIFEST}; pack the bundle folder with `rollgym bench pack`.")
     return members
-
-
-def _skip(stream: _CountingGzip, length: int, name: str) -> None:
-    while length:
-        step = min(length, _MIB)
-        stream.read_exact(step, repr(name))
-        length -= step
 
 
 def extract_archive(path: str | os.PathLike[str], dest: str | os.PathLike[str],
@@ -335,7 +287,7 @@ def extract_archive(path: str | os.PathLike[str], dest: str | os.PathLike[str],
                     data = stream.read_exact(min(left, _MIB), repr(member.name))
                     out.write(data)
                     left -= len(data)
-            _skip(stream, padded - member.size, member.name)
+            stream.skip(padded - member.size, repr(member.name))
     return checked
 
 
@@ -352,5 +304,5 @@ def read_member(path: str | os.PathLike[str], name: str, limits: BundleLimits = 
         for member, padded in _iter_members(stream, limits):
             if member.name == name:
                 return stream.read_exact(member.size, repr(name))
-            _skip(stream, padded, member.name)
+            stream.skip(padded, repr(member.name))
     return None

@@ -21,7 +21,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, create_engine, event, select, update
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    create_engine,
+    event,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -103,6 +116,22 @@ class TicketError(ConfigError):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class DuplicateBundleError(ConfigError):
+    """An upload whose archive is byte for byte one that is already queued, being verified or accepted."""
+
+    def __init__(self, earlier_id: str, earlier_status: str) -> None:
+        super().__init__(
+            f"This bundle was submitted already: it is submission {earlier_id} ({earlier_status}), and a bundle is "
+            f"ranked once. See /api/submissions/{earlier_id}; to rank another run, upload that run's bundle."
+        )
+        self.earlier_id = earlier_id
+        self.status = 409
+
+
+#: Submissions that hold a bundle's place: a byte-identical upload is refused while one of them exists.
+_HOLDS_ITS_BUNDLE = ("queued", "verifying", "accepted")
 
 
 class Job(Base):
@@ -285,8 +314,14 @@ class Store:
         With ``ticket``, the submission takes the ticket's id and seed, and the ticket is used up in the
         same transaction (a conditional update, so two uploads racing for one ticket cannot both win).
 
+        A bundle is ranked once: when ``fields["bundle_sha256"]`` equals that of a submission that is
+        queued, being verified or accepted, by anyone, nothing is written (a rejected one may be
+        uploaded again, to be verified again). The check runs after this submission's row is written,
+        inside the same transaction, so of two identical uploads at the same time one wins.
+
         Raises:
             TicketError: for a ticket that is not open, not the submitter's, or for another suite.
+            DuplicateBundleError: for a bundle already on the board or in its queue (HTTP 409).
             ConfigError: when a submission with this id exists already.
         """
         now = now or utcnow()
@@ -295,6 +330,8 @@ class Store:
             submission_id = ticket
             fields = {**fields, "seed": issued.seed}
         with self.session() as s:
+            if s.get_bind().dialect.name == "postgresql":  # one enqueue at a time, so the duplicate check holds
+                s.execute(text("LOCK TABLE submissions IN SHARE ROW EXCLUSIVE MODE"))
             if ticket is not None:
                 used = s.execute(
                     update(Ticket)
@@ -310,7 +347,17 @@ class Store:
             for key, value in fields.items():
                 setattr(sub, key, value)
             s.add(sub)
-            s.flush()
+            s.flush()  # on SQLite this takes the write lock: an identical upload waits, then sees this row
+            digest = fields.get("bundle_sha256")
+            if digest is not None:
+                earlier = s.scalars(
+                    select(Submission)
+                    .where(Submission.bundle_sha256 == digest, Submission.id != sub.id,
+                           Submission.status.in_(_HOLDS_ITS_BUNDLE))
+                    .order_by(Submission.created).limit(1)
+                ).first()
+                if earlier is not None:
+                    raise DuplicateBundleError(earlier.id, earlier.status)
             s.add(Job(submission_id=sub.id, state="queued"))
         return sub
 

@@ -12,7 +12,8 @@ call :func:`ingest_archive`, so every submission is checked the same way:
    as *self-reported*: nothing can verify who or what produced a transcript;
 4. a hidden-seed ticket must be the submitter's own, open and for the bundle's suite;
 5. the archive is renamed into the data folder and the submission and its job are
-   written in one transaction (which also uses up the ticket).
+   written in one transaction (which also uses up the ticket, and refuses, with 409, an
+   archive byte-identical to one queued, being verified or accepted: a bundle is ranked once).
 
 Everything here is synchronous and may take a while on a large archive: the server
 calls it from a worker thread, never on its event loop.
@@ -36,7 +37,7 @@ from rollgym.benchmarks.archive import DEFAULT_LIMITS, MANIFEST, BundleError, Bu
 from rollgym.benchmarks.bundle import MAX_LABEL_CHARS, check_manifest
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import move_into_place
-from rollgym.leaderboard.db import Store, Submission, TicketError
+from rollgym.leaderboard.db import DuplicateBundleError, Store, Submission, TicketError
 
 
 class IngestError(ConfigError):
@@ -209,7 +210,7 @@ def ingest_archive(
             except ConfigError:
                 final.unlink(missing_ok=True)
                 raise
-        except TicketError as exc:
+        except (TicketError, DuplicateBundleError) as exc:
             raise IngestError(str(exc), exc.status) from None
         except IngestError:
             raise

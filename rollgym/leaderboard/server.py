@@ -7,8 +7,8 @@ API (JSON; authenticate with ``Authorization: Bearer TOKEN``, tokens from
   ``.tar.gz`` (``rollgym bench run ... --tar``). It is checked (see
   :mod:`rollgym.leaderboard.ingest`), stored, and queued for verification:
   ``202 {"id", "status": "queued"}``. Too large: 413; not a bundle: 400; bad token: 401;
-  a ticket of someone else: 403, used: 409, expired: 410; too many waiting uploads: 429;
-  too many uploads in progress on the server: 503.
+  a ticket of someone else: 403, used: 409, expired: 410; a bundle submitted already: 409; too many
+  waiting uploads: 429; too many uploads in progress on the server: 503.
 - ``POST /api/tickets?suite=quick``: with hidden test seeds (the server holds a secret), issues a
   ticket: a submission id and the seed to run with (``rollgym bench run --seed``); upload with
   ``ticket=``. Tickets are single-use, expire, are limited per submitter per day (429), and all

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from rollgym.serve import protocol as wire
 
 if TYPE_CHECKING:
-    from rollgym.serve.server import EnvServer
+    from collections.abc import Callable
+
     from rollgym.serve.sessions import Session, SessionHub
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -99,11 +100,13 @@ async def handle_jsonrpc(hub: SessionHub, session: Session, request: dict[str, A
         return _rpc_error(request_id, INVALID_PARAMS if code else INTERNAL_ERROR, str(exc))
 
 
-async def handle_http_jsonrpc(server: EnvServer, request: Any, body: dict[str, Any]) -> dict[str, Any]:
-    """``POST /mcp``: OpenEnv's session methods plus ``tools/*`` on the session named in params."""
+async def handle_http_jsonrpc(hub: SessionHub, env_id: Callable[[], str], body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /mcp``: OpenEnv's session methods plus ``tools/*`` on the session named in params.
+
+    ``env_id`` names the env of the request's path (it raises ``SessionError`` when the path names none).
+    """
     from rollgym.serve.protocol import SessionError
 
-    hub = server.hub
     request_id = body.get("id")
     method = body.get("method")
     params = body.get("params") or {}
@@ -112,7 +115,7 @@ async def handle_http_jsonrpc(server: EnvServer, request: Any, body: dict[str, A
                                                        "object params.")
     try:
         if method == "openenv/session/create":
-            session = hub.open(server._env_id(request))
+            session = hub.open(env_id())
             data = {k: params[k] for k in ("seed", "task_index", "split", "options", "make") if k in params}
             reply = await hub.handle(session, {"type": "reset", "data": data})
             if reply is None or reply["type"] == "error":
@@ -120,10 +123,11 @@ async def handle_http_jsonrpc(server: EnvServer, request: Any, body: dict[str, A
                 return _rpc_error(request_id, SERVER_ERROR, reply["data"]["message"] if reply else "reset failed")
             return _rpc_result(request_id, {"session_id": session.id})
         session_id = params.get("session_id")
-        if not session_id:
+        if not session_id or not isinstance(session_id, str):
             return _rpc_error(request_id, INVALID_PARAMS,
-                              "Pass params.session_id from openenv/session/create (sessions keep the episode).")
-        session = hub.get(str(session_id))
+                              "Pass params.session_id (a string) from openenv/session/create (sessions keep the "
+                              "episode).")
+        session = hub.get(session_id)
         if method == "openenv/session/close":
             await hub.close(session)
             return _rpc_result(request_id, {"session_id": session.id, "closed": True})

@@ -80,17 +80,52 @@ def dumps(obj: Any) -> str:
     return json.dumps(_finite(obj), default=_default)
 
 
-def loads(text: str | bytes) -> Any:
-    """Decode JSON text; raise :class:`ProtocolError` (``INVALID_JSON``) when it is not JSON."""
+def loads(text: str | bytes, max_depth: int | None = None) -> Any:
+    """Decode JSON text; raise :class:`ProtocolError` (``INVALID_JSON``) when it is not JSON.
+
+    With ``max_depth``, a message nested deeper than that (arrays and objects) is refused too, as is
+    one too deep for the parser itself, whatever ``max_depth`` says.
+    """
+    value: Any = _NOTHING
     if _orjson is not None:
         try:
-            return _orjson.loads(text)
+            value = _orjson.loads(text)
         except ValueError:
-            pass  # orjson refuses escaped lone surrogates ("\ud800"), which model text can hold; json takes them
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError) as exc:
-        raise ProtocolError(INVALID_JSON, f"The message is not valid JSON ({exc}); send one JSON object.") from None
+            pass  # orjson refuses escaped lone surrogates ("\ud800") and deep nesting; json decides
+    if value is _NOTHING:
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise ProtocolError(INVALID_JSON, "The message is nested too deeply to read; send a flatter JSON "
+                                              "object.") from None
+        except (ValueError, TypeError) as exc:
+            raise ProtocolError(INVALID_JSON, f"The message is not valid JSON ({exc}); send one JSON object.") from None
+    if max_depth is not None and _depth_over(value, max_depth):
+        raise ProtocolError(INVALID_JSON, f"The message is nested more than {max_depth} levels deep; send a flatter "
+                                          "JSON object.")
+    return value
+
+
+_NOTHING = object()
+#: How deep a client's message may nest (actions, options and tool arguments are far shallower).
+MAX_DEPTH = 64
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` deep (iterative: no recursion to exhaust)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _default(obj: Any) -> Any:
@@ -131,21 +166,21 @@ def parse_message(raw: str | bytes, max_chars: int) -> dict[str, Any]:
             f"The message is {len(raw):,} characters; this server accepts at most {max_chars:,}. "
             "Shorten the action, or start the server with a larger --max-action-chars.",
         )
-    message = loads(raw)
+    message = loads(raw, MAX_DEPTH)
     if not isinstance(message, dict):
         raise ProtocolError(INVALID_JSON, f"A message is a JSON object, got {type(message).__name__}.")
     kind = message.get("type")
     if kind not in {"reset", "step", "state", "close", "mcp"}:
         raise ProtocolError(
             UNKNOWN_TYPE,
-            f"Unknown message type {kind!r}; use one of reset, step, state, close, mcp.",
+            f"Unknown message type {_short(kind)}; use one of reset, step, state, close, mcp.",
         )
     data = message.get("data", {})
     if not isinstance(data, dict):
         raise ProtocolError(VALIDATION_ERROR, f"'data' must be a JSON object, got {type(data).__name__}.")
     seq = message.get("seq")
     if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
-        raise ProtocolError(VALIDATION_ERROR, f"'seq' must be an integer, got {seq!r}.")
+        raise ProtocolError(VALIDATION_ERROR, f"'seq' must be an integer, got {_short(seq)}.")
     return message
 
 
@@ -157,13 +192,26 @@ def check_reset(data: dict[str, Any]) -> dict[str, Any]:
             VALIDATION_ERROR,
             f"Unknown reset field(s) {unknown}; use {', '.join(sorted(RESET_FIELDS))}.",
         )
-    seed = data.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-        raise ProtocolError(VALIDATION_ERROR, f"seed must be a non-negative integer or null, got {seed!r}.")
+    for name in ("seed", "task_index"):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**64):
+            raise ProtocolError(VALIDATION_ERROR,
+                                f"{name} must be a non-negative integer below 2**64 or null, got {_short(value)}.")
+    for name in ("split", "episode_id"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise ProtocolError(VALIDATION_ERROR, f"{name} must be a string or null, got {_short(data[name])}.")
+    if data.get("compact") is not None and not isinstance(data["compact"], bool):
+        raise ProtocolError(VALIDATION_ERROR, f"compact must be true or false, got {_short(data['compact'])}.")
     for name in ("options", "make"):
         if data.get(name) is not None and not isinstance(data[name], dict):
-            raise ProtocolError(VALIDATION_ERROR, f"{name} must be a JSON object, got {data[name]!r}.")
+            raise ProtocolError(VALIDATION_ERROR, f"{name} must be a JSON object, got {_short(data[name])}.")
     return data
+
+
+def _short(value: Any) -> str:
+    """A value for an error message, at most 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def reset_options(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -189,7 +237,7 @@ def action_text(data: dict[str, Any], max_chars: int) -> str:
         if not isinstance(name, str) or not name:
             raise ProtocolError(VALIDATION_ERROR, "call_tool needs 'tool_name', a non-empty string.")
         if not isinstance(arguments, dict):
-            raise ProtocolError(VALIDATION_ERROR, f"call_tool 'arguments' must be an object, got {arguments!r}.")
+            raise ProtocolError(VALIDATION_ERROR, f"call_tool 'arguments' must be an object, got {_short(arguments)}.")
         text = ToolCall(name, arguments).to_hermes()
     else:
         unknown = sorted(set(data) - {"text", "metadata"})

@@ -32,7 +32,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rollgym.serve import http
 from rollgym.serve import protocol as wire
+from rollgym.serve.mcp import PARSE_ERROR, handle_http_jsonrpc
 from rollgym.serve.sessions import ServeConfig, Session, SessionError, SessionHub
 
 WS_CLOSE_POLICY = 1008
@@ -124,7 +126,7 @@ class EnvServer:
         if self.nemo_gym:
             from rollgym.serve.adapters.nemo_gym import nemo_gym_routes
 
-            routes += nemo_gym_routes(self)
+            routes += nemo_gym_routes(self.hub, self.config.max_body_bytes)
         routes += [
             Route("/health", self._health, methods=["GET"]),
             Route("/metrics", self._metrics, methods=["GET"]),
@@ -224,39 +226,23 @@ class EnvServer:
 
     # -- http -----------------------------------------------------------------
     async def _json_body(self, request: Any) -> dict[str, Any]:
-        raw = await request.body()
-        if len(raw) > self.config.max_action_chars * 4 + 65536:
-            raise wire.ProtocolError(wire.ACTION_TOO_LARGE, f"The request body is {len(raw):,} bytes; too large.")
-        body = wire.loads(raw) if raw else {}
-        if not isinstance(body, dict):
-            raise wire.ProtocolError(wire.VALIDATION_ERROR, "The request body must be a JSON object.")
-        return body
-
-    def _respond(self, payload: Any, status: int = 200) -> Any:
-        from starlette.responses import Response
-
-        return Response(wire.dumps(payload), status_code=status, media_type="application/json")
+        return await http.json_body(request, self.config.max_body_bytes)
 
     def _fail(self, exc: Exception) -> Any:
-        code = getattr(exc, "code", wire.VALIDATION_ERROR)
-        self.hub.metrics.errors[code] += 1
-        status = {wire.CAPACITY_REACHED: 503, wire.SHUTTING_DOWN: 503, wire.UNKNOWN_ENV: 404,
-                  wire.SESSION_ERROR: 404, wire.ACTION_TOO_LARGE: 413}.get(code, 400)
-        return self._respond({"detail": str(exc), "code": code}, status)
+        return http.fail(exc, self.hub.metrics.errors)
 
     def _unwrap(self, reply: dict[str, Any]) -> Any:
         if reply["type"] == "error":
-            return self._respond({"detail": reply["data"]["message"], "code": reply["data"]["code"]},
-                                 400 if reply["data"]["code"] != wire.EXECUTION_ERROR else 500)
+            return http.error_reply(reply)
         if reply["type"] != "observation":
-            return self._respond(reply["data"])
+            return http.respond(reply["data"])
         extra = {"session_id": reply["session_id"]} if "session_id" in reply else {}
-        return self._respond({**reply["data"], **extra})
+        return http.respond({**reply["data"], **extra})
 
     async def _http_reset(self, request: Any) -> Any:
         try:
             body = await self._json_body(request)
-            session_id = body.pop("session_id", None)
+            session_id = _session_id(body.pop("session_id", None))
             session = self.hub.get(session_id, self._env_id(request)) if session_id else \
                 self.hub.open(self._env_id(request))
             reply = await self.hub.handle(session, {"type": "reset", "data": body})
@@ -281,19 +267,19 @@ class EnvServer:
             return self._fail(exc)
 
     def _http_session(self, request: Any, body: dict[str, Any]) -> Session:
-        session_id = body.get("session_id") or request.query_params.get("session_id")
+        session_id = _session_id(body.get("session_id")) or request.query_params.get("session_id")
         if not session_id:
             raise wire.ProtocolError(
                 wire.VALIDATION_ERROR,
                 "HTTP steps need the 'session_id' that /reset returned (or use the WebSocket /ws).",
             )
         env_id = request.path_params.get("env_id")
-        return self.hub.get(str(session_id), self.hub.resolve(env_id).id if env_id else None)
+        return self.hub.get(session_id, self.hub.resolve(env_id).id if env_id else None)
 
     async def _http_state(self, request: Any) -> Any:
         try:
             session = self._http_session(request, {})
-            return self._respond(session.state())
+            return http.respond(session.state())
         except (SessionError, wire.ProtocolError) as exc:
             return self._fail(exc)
 
@@ -302,7 +288,7 @@ class EnvServer:
             body = await self._json_body(request)
             session = self._http_session(request, body)
             await self.hub.close(session)
-            return self._respond({"session_id": session.id, "closed": True})
+            return http.respond({"session_id": session.id, "closed": True})
         except (SessionError, wire.ProtocolError) as exc:
             return self._fail(exc)
 
@@ -331,35 +317,33 @@ class EnvServer:
                 steps.append(reply["data"])
                 total += reply["data"]["reward"]
                 done = reply["data"]["done"]
-            return self._respond({"env_id": session.info.id, "spec_hash": session.info.content_hash,
+            return http.respond({"env_id": session.info.id, "spec_hash": session.info.content_hash,
                                   "observation": first["data"]["observation"], "steps": steps,
                                   "total_reward": total, "done": done, "actions_used": len(steps)})
         finally:
             await self.hub.close(session)
 
     async def _http_mcp(self, request: Any) -> Any:
-        from rollgym.serve.mcp import handle_http_jsonrpc
-
         try:
             body = await self._json_body(request)
         except wire.ProtocolError as exc:
-            return self._respond({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": str(exc)}})
-        return self._respond(await handle_http_jsonrpc(self, request, body))
+            return http.respond({"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": str(exc)}})
+        return http.respond(await handle_http_jsonrpc(self.hub, lambda: self._env_id(request), body))
 
     async def _http_schema(self, request: Any) -> Any:
-        return self._respond(_SCHEMAS)
+        return http.respond(_SCHEMAS)
 
     async def _http_metadata(self, request: Any) -> Any:
         try:
             info = self.hub.resolve(self._env_id(request))
         except SessionError as exc:
             return self._fail(exc)
-        return self._respond({"name": info.id, "description": info.description, "version": info.content_hash,
+        return http.respond({"name": info.id, "description": info.description, "version": info.content_hash,
                               "author": "rollgym", "documentation_url": None, "readme_content": None})
 
     async def _health(self, request: Any) -> Any:
         status = "unhealthy" if self.hub.closing else "healthy"
-        return self._respond({"status": status, "sessions": len(self.hub.sessions),
+        return http.respond({"status": status, "sessions": len(self.hub.sessions),
                               "max_sessions": self.config.max_sessions}, 503 if self.hub.closing else 200)
 
     async def _metrics(self, request: Any) -> Any:
@@ -368,7 +352,7 @@ class EnvServer:
         return PlainTextResponse(self.hub.metrics.render(self.hub.gauges()), media_type="text/plain; version=0.0.4")
 
     async def _envs(self, request: Any) -> Any:
-        return self._respond({"default": self.default_env, "envs": [
+        return http.respond({"default": self.default_env, "envs": [
             {"id": i.id, "family": i.family, "description": i.description, "spec_hash": i.content_hash}
             for i in self.hub.served()]})
 
@@ -380,7 +364,7 @@ class EnvServer:
 
         return uvicorn.Config(
             self.app, host=host, port=port, log_level=log_level, lifespan="on",
-            ws_max_size=max(16 * 2**20, self.config.max_action_chars * 4 + 65536),
+            ws_max_size=max(16 * 2**20, self.config.max_body_bytes),
             ws_ping_interval=20.0, ws_ping_timeout=60.0, timeout_graceful_shutdown=5,
             ws_per_message_deflate=self.config.compression,
             backlog=max(2048, self.config.max_sessions), timeout_keep_alive=30,
@@ -389,6 +373,15 @@ class EnvServer:
     def run_in_thread(self, host: str = "127.0.0.1", port: int = 0) -> _Running:
         """Serve on a background thread; use as a context manager that yields the base URL."""
         return _Running(self, host, port)
+
+
+def _session_id(value: Any) -> str | None:
+    """A session id from a request body: a string, or nothing."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise wire.ProtocolError(wire.VALIDATION_ERROR, f"'session_id' must be a string, got {type(value).__name__}.")
+    return value
 
 
 class _Running:

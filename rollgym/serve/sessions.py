@@ -76,6 +76,11 @@ class ServeConfig:
     token: str | None = None
     compression: bool = False
 
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest HTTP body or WebSocket frame accepted: four bytes per action character, plus room for fields."""
+        return self.max_action_chars * 4 + 65536
+
     def __post_init__(self) -> None:
         from rollgym.core.errors import ConfigError
 
@@ -344,8 +349,15 @@ class SessionHub:
                 await self._offload(session, old.close)
             try:
                 session.env = await self._offload(session, self._make, session, make_args)
-            except Exception as exc:
-                raise SessionError(wire.FACTORY_ERROR, f"Could not make {session.info.id}: {_describe(exc)}") from None
+            except Exception:
+                # the reason stays in the server's log: its text could tell a client whether a path it named
+                # in 'make' exists on the server, so the reply is the same sentence for every failure
+                _log.warning("serve-env could not make %s with make=%r", session.info.id, make_args, exc_info=True)
+                raise SessionError(
+                    wire.FACTORY_ERROR,
+                    f"Could not make {session.info.id} with the make arguments {sorted(make_args)}; check their "
+                    "names and values against the env's documented arguments (the server's log has the reason).",
+                ) from None
             session.make_args = make_args
         options = wire.reset_options(data)
         try:
@@ -358,6 +370,8 @@ class SessionHub:
                 await self._offload(session, broken.close)
             except Exception:
                 pass
+            if isinstance(exc, RollgymError):  # the env refused the request's options (a task_index out of range)
+                raise SessionError(wire.VALIDATION_ERROR, f"reset refused: {_describe(exc)}") from None
             raise SessionError(wire.EXECUTION_ERROR, f"reset failed: {_describe(exc)}") from None
         session.started, session.done = True, False
         session.steps, session.total_reward = 0, 0.0

@@ -273,7 +273,7 @@ def answers_equal_many(
         if mismatch is not None:
             results[i] = Equivalence(False, "claim", mismatch)
             continue
-        quick = quick_compare(gold, pred)
+        quick = quick_compare(gold, pred, rules=config.rules)
         if quick.verdict is not None:
             results[i] = Equivalence(quick.verdict, quick.method, quick.error)
             continue

@@ -38,43 +38,19 @@ import re
 from collections import Counter
 
 from rollgym.verifiers.math_normalize import (
+    RELATION_CHARS,
+    RELATION_COMMANDS,
     _bracketed,
+    as_equals,
     clean_latex,
     is_text_answer,
     parse_number,
+    relation_names,
     split_assignment,
     split_top_level,
     strip_units,
 )
 
-# canonical name of every relation token; LaTeX commands match whole names only (\le, not \left)
-_COMMAND_RELATIONS = {
-    "lt": "lt", "gt": "gt", "le": "le", "leq": "le", "leqslant": "le", "leqq": "le", "ge": "ge", "geq": "ge",
-    "geqslant": "ge", "geqq": "ge", "ne": "ne", "neq": "ne", "approx": "approx", "approxeq": "approx",
-    "thickapprox": "approx", "sim": "sim", "simeq": "sim", "thicksim": "sim", "backsim": "sim", "eqsim": "sim",
-    "equiv": "equiv", "cong": "cong", "propto": "propto", "varpropto": "propto", "to": "to",
-    "rightarrow": "to", "longrightarrow": "to", "mapsto": "to", "longmapsto": "to", "Rightarrow": "implies",
-    "Longrightarrow": "implies", "implies": "implies", "iff": "iff", "Leftrightarrow": "iff",
-    "Longleftrightarrow": "iff", "leftrightarrow": "iff", "longleftrightarrow": "iff", "Leftarrow": "implies",
-    "impliedby": "implies", "in": "in", "notin": "notin", "ni": "in", "owns": "in", "subset": "subset",
-    "subseteq": "subset", "subsetneq": "subset", "supset": "supset", "supseteq": "supset", "supsetneq": "supset",
-    "parallel": "parallel", "perp": "perp", "mid": "mid", "nmid": "nmid", "divides": "mid", "asymp": "asymp",
-    "doteq": "eq", "coloneqq": "eq", "eqqcolon": "eq", "triangleq": "eq", "stackrel": "rel", "overset": "rel",
-    "ll": "lt", "gg": "gt", "lesssim": "le", "gtrsim": "ge", "lessapprox": "le", "gtrapprox": "ge",
-    "prec": "lt", "succ": "gt", "preceq": "le", "succeq": "ge", "nless": "ne", "ngtr": "ne", "nleq": "ne",
-    "ngeq": "ne", "not": "not", "models": "models", "vdash": "models", "vDash": "models", "Vdash": "models",
-    "bowtie": "rel", "smile": "rel", "frown": "rel", "vartriangleleft": "rel", "lhd": "rel", "unlhd": "rel",
-    "bmod": "mod", "pmod": "mod", "mod": "mod", "pod": "mod",
-}
-_CHAR_RELATIONS = {
-    "=": "eq", "<": "lt", ">": "gt", "\u2248": "approx", "\u2260": "ne", "\u2264": "le", "\u2265": "ge",
-    "\u223c": "sim", "\u2243": "sim", "\u2261": "equiv", "\u2245": "cong", "\u221d": "propto", "\u2192": "to",
-    "\u21d2": "implies", "\u27f9": "implies", "\u21d4": "iff", "\u2194": "iff", "\u2208": "in", "\u2209": "notin",
-    "\u2282": "subset", "\u2286": "subset", "\u2283": "supset", "\u2287": "supset", "\u2225": "parallel",
-    "\u22a5": "perp", "\u2223": "mid", "\u226a": "lt", "\u226b": "gt", "\u2272": "le", "\u2273": "ge",
-    "\u2250": "eq", "\u225c": "eq", "\u2254": "eq", "\u2a7d": "le", "\u2a7e": "ge", "\u2266": "le", "\u2267": "ge",
-}
-_TOKEN_RE = re.compile(r"\\([a-zA-Z]+)|\\.|[" + re.escape("".join(_CHAR_RELATIONS)) + r"]|:=")
 _TEXT_RE = re.compile(
     r"\\(?:text|mbox|textrm|textnormal|textbf|textit|textsf|texttt|mathrm|operatorname)\s*\{([^{}]*)\}"
 )
@@ -118,15 +94,7 @@ def relations(text: str) -> Counter[str]:
     found: Counter[str] = Counter()
     if _bars(text) % 2:  # an unpaired bar is "divides", not absolute value bars
         found["mid"] += 1
-    for m in _TOKEN_RE.finditer(text):
-        if m.group(1) is not None:
-            name = _COMMAND_RELATIONS.get(m.group(1))
-        elif m.group(0) == ":=":
-            name = "eq"
-        else:
-            name = _CHAR_RELATIONS.get(m.group(0))
-        if name is not None:
-            found[name] += 1
+    found.update(relation_names(text))
     return found
 
 
@@ -143,9 +111,9 @@ def unknown_notation(text: str) -> set[str]:
     """
     s = re.sub(r"\^\s*\{?\s*\\circ\s*\}?", "", text)  # degrees are a unit, not the operator \circ
     unknown = {name for name in re.findall(r"\\([a-zA-Z]+)", s) if name not in VALUE_COMMANDS}
-    unknown -= set(_COMMAND_RELATIONS) | _SEPARATOR_COMMANDS  # relations and separators have their own rules
+    unknown -= set(RELATION_COMMANDS) | _SEPARATOR_COMMANDS  # relations and separators have their own rules
     body = _TEXT_RE.sub(" ", s)  # words inside \text{} are judged by the several-values rule
-    unknown |= {ch for ch in body if ord(ch) > 127 and ch not in _VALUE_CHARS and ch not in _CHAR_RELATIONS
+    unknown |= {ch for ch in body if ord(ch) > 127 and ch not in _VALUE_CHARS and ch not in RELATION_CHARS
                 and not ("\u0370" <= ch <= "\u03ff")}  # Greek letters are variables
     return unknown
 
@@ -233,7 +201,7 @@ def claim_mismatch(gold: str, pred: str, *, percent_context: bool = False) -> st
         >>> claim_mismatch("3", "x = 3"), claim_mismatch("3", r"300\\%", percent_context=True)
         (None, None)
     """
-    g, p = clean_latex(gold), clean_latex(pred)
+    g, p = as_equals(clean_latex(gold)), as_equals(clean_latex(pred))
     if g == p or is_text_answer(g):
         return None
     pred_value = _as_value(p)

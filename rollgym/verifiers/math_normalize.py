@@ -14,6 +14,7 @@ punctuation folding. Sizes are capped so that no input can make this slow.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -222,6 +223,76 @@ def parse_base(text: str) -> tuple[str, int] | None:
     return digits, base
 
 
+# -- relations ---------------------------------------------------------------------------
+# The one table of relations: the claim reader (math_claims) counts them, and the comparisons
+# here (v1 rules) split on every spelling of "equals" in it and treat any of them as a relation.
+# Canonical name of every relation token; LaTeX commands match whole names only (\le, not \left).
+RELATION_COMMANDS = {
+    "lt": "lt", "gt": "gt", "le": "le", "leq": "le", "leqslant": "le", "leqq": "le", "ge": "ge", "geq": "ge",
+    "geqslant": "ge", "geqq": "ge", "ne": "ne", "neq": "ne", "approx": "approx", "approxeq": "approx",
+    "thickapprox": "approx", "sim": "sim", "simeq": "sim", "thicksim": "sim", "backsim": "sim", "eqsim": "sim",
+    "equiv": "equiv", "cong": "cong", "propto": "propto", "varpropto": "propto", "to": "to",
+    "rightarrow": "to", "longrightarrow": "to", "mapsto": "to", "longmapsto": "to", "Rightarrow": "implies",
+    "Longrightarrow": "implies", "implies": "implies", "iff": "iff", "Leftrightarrow": "iff",
+    "Longleftrightarrow": "iff", "leftrightarrow": "iff", "longleftrightarrow": "iff", "Leftarrow": "implies",
+    "impliedby": "implies", "in": "in", "notin": "notin", "ni": "in", "owns": "in", "subset": "subset",
+    "subseteq": "subset", "subsetneq": "subset", "supset": "supset", "supseteq": "supset", "supsetneq": "supset",
+    "parallel": "parallel", "perp": "perp", "mid": "mid", "nmid": "nmid", "divides": "mid", "asymp": "asymp",
+    "doteq": "eq", "coloneqq": "eq", "eqqcolon": "eq", "triangleq": "eq", "stackrel": "rel", "overset": "rel",
+    "ll": "lt", "gg": "gt", "lesssim": "le", "gtrsim": "ge", "lessapprox": "le", "gtrapprox": "ge",
+    "prec": "lt", "succ": "gt", "preceq": "le", "succeq": "ge", "nless": "ne", "ngtr": "ne", "nleq": "ne",
+    "ngeq": "ne", "not": "not", "models": "models", "vdash": "models", "vDash": "models", "Vdash": "models",
+    "bowtie": "rel", "smile": "rel", "frown": "rel", "vartriangleleft": "rel", "lhd": "rel", "unlhd": "rel",
+    "bmod": "mod", "pmod": "mod", "mod": "mod", "pod": "mod",
+}
+RELATION_CHARS = {
+    "=": "eq", "<": "lt", ">": "gt", "\u2248": "approx", "\u2260": "ne", "\u2264": "le", "\u2265": "ge",
+    "\u223c": "sim", "\u2243": "sim", "\u2261": "equiv", "\u2245": "cong", "\u221d": "propto", "\u2192": "to",
+    "\u21d2": "implies", "\u27f9": "implies", "\u21d4": "iff", "\u2194": "iff", "\u2208": "in", "\u2209": "notin",
+    "\u2282": "subset", "\u2286": "subset", "\u2283": "supset", "\u2287": "supset", "\u2225": "parallel",
+    "\u22a5": "perp", "\u2223": "mid", "\u226a": "lt", "\u226b": "gt", "\u2272": "le", "\u2273": "ge",
+    "\u2250": "eq", "\u225c": "eq", "\u2254": "eq", "\u2a7d": "le", "\u2a7e": "ge", "\u2266": "le", "\u2267": "ge",
+}
+_RELATION_TOKEN_RE = re.compile(r"\\([a-zA-Z]+)|\\.|[" + re.escape("".join(RELATION_CHARS)) + r"]|:=")
+_EQUALS_RE = re.compile(
+    r"\\(?:" + "|".join(sorted((n for n, r in RELATION_COMMANDS.items() if r == "eq"), key=len, reverse=True))
+    + r")(?![a-zA-Z])|:=|[" + "".join(c for c, r in RELATION_CHARS.items() if r == "eq" and c != "=") + "]"
+)
+
+
+def relation_names(text: str) -> Iterator[str]:
+    """The canonical name of each relation token in ``text``, in order (``:=`` and ``\\doteq`` are ``"eq"``).
+
+    Example:
+        >>> list(relation_names(r"x \\coloneqq 3 \\le 4 \u2250 5"))
+        ['eq', 'le', 'eq']
+    """
+    for m in _RELATION_TOKEN_RE.finditer(text):
+        if m.group(1) is not None:
+            name = RELATION_COMMANDS.get(m.group(1))
+        elif m.group(0) == ":=":
+            name = "eq"
+        else:
+            name = RELATION_CHARS.get(m.group(0))
+        if name is not None:
+            yield name
+
+
+def as_equals(text: str) -> str:
+    """Every spelling of "equals" in the relation table written as ``=`` (v1 rules).
+
+    Example:
+        >>> as_equals(r"3 \\doteq 4"), as_equals("x := 5"), as_equals("a \u225c b")
+        ('3 = 4', 'x = 5', 'a = b')
+    """
+    return _EQUALS_RE.sub("=", text)
+
+
+def has_relation(text: str) -> bool:
+    """Whether ``text`` asserts any relation the table knows (v1 rules)."""
+    return next(relation_names(text), None) is not None
+
+
 # -- equations -------------------------------------------------------------------------
 _BARE_SYMBOL_RE = re.compile(r"^(?:[A-Za-z]|\\[a-zA-Z]+)(?:_\{?[A-Za-z0-9]+\}?)?'*$")
 
@@ -320,11 +391,14 @@ class QuickResult:
     error: str | None = None
 
 
-def quick_compare(gold: str, pred: str) -> QuickResult:
+def quick_compare(gold: str, pred: str, *, rules: str = "v1") -> QuickResult:
     """Decide easy cases exactly and cheaply; ``verdict=None`` means "ask the symbolic worker".
 
     ``error`` is set on a decided wrong answer with a reason worth reporting
-    (``"equation"`` for a boxed equation that is not ``variable = value``).
+    (``"equation"`` for a boxed equation that is not ``variable = value``). Under ``rules="v1"``
+    every spelling of "equals" in the relation table (``\\doteq``, ``\\coloneqq``, ``:=``, ``≐``...)
+    is an ``=`` and every relation in it makes a side "not a scalar"; ``"v0"`` keeps v0's
+    ``=``, ``<``, ``>``, ``\\le``, ``\\ge``, ``\\neq``, ``\\in``.
 
     Example:
         >>> quick_compare(r"\\frac12", "0.5").verdict, quick_compare("27.0", "27").verdict
@@ -333,13 +407,16 @@ def quick_compare(gold: str, pred: str) -> QuickResult:
         (False, None)
     """
     g, p = clean_latex(gold), clean_latex(pred)
+    related = _v0_has_relation if rules == "v0" else has_relation
+    if rules != "v0":
+        g, p = as_equals(g), as_equals(p)
     if g == p:
         return QuickResult(True, "string", g, p)
     if is_text_answer(g):
         gk, pk = text_key(g), text_key(strip_units(p)) if p else None
         return QuickResult(gk is not None and gk == pk, "text", g, p)
     ga, pa = split_assignment(g), split_assignment(p)
-    if pa.equation and not ga.equation and not _has_relation(g):
+    if pa.equation and not ga.equation and not related(g):
         return QuickResult(False, "equation", g, p, "equation")
     if not ga.equation and not pa.equation:
         if ga.names and pa.names and ga.names[0] != pa.names[0]:
@@ -357,10 +434,10 @@ def quick_compare(gold: str, pred: str) -> QuickResult:
             return QuickResult(gn == pn, "number", g, p)
         if (pb := parse_base(pu)) is not None:
             return QuickResult(int(pb[0], pb[1]) == gn, "base", g, p)
-        if _not_a_scalar(pu):
+        if _not_a_scalar(pu, related):
             return QuickResult(False, "shape", g, p)
         return QuickResult(None, "symbolic", g, p)
-    if parse_number(pu) is not None and _not_a_scalar(gu):
+    if parse_number(pu) is not None and _not_a_scalar(gu, related):
         return QuickResult(False, "shape", g, p)
     gl, pl = _number_list(gu), _number_list(pu)
     gbr, pbr = _bracketed(gu), _bracketed(pu)
@@ -381,10 +458,10 @@ _COMMAND_RE = re.compile(r"\\[a-zA-Z]+")
 _VARIABLE_RE = re.compile(r"[a-dA-Zf-hj-z]")
 
 
-def _not_a_scalar(s: str) -> bool:
+def _not_a_scalar(s: str, related: Callable[[str], bool]) -> bool:
     """True when ``s`` is clearly not a number: a list, tuple, set, interval, matrix or relation,
     or an expression with a free variable (a letter other than ``e`` and ``i`` outside commands)."""
-    if len(split_top_level(s, ",")) > 1 or "\\cup" in s or "\\begin" in s or _has_relation(s):
+    if len(split_top_level(s, ",")) > 1 or "\\cup" in s or "\\begin" in s or related(s):
         return True
     bracketed = _bracketed(s)
     if bracketed and len(split_top_level(bracketed[1], ",")) > 1:
@@ -392,7 +469,8 @@ def _not_a_scalar(s: str) -> bool:
     return bool(_VARIABLE_RE.search(_COMMAND_RE.sub("", s)))
 
 
-def _has_relation(s: str) -> bool:
+def _v0_has_relation(s: str) -> bool:
+    """v0's short list of relations, kept so that v0 ids score as they did."""
     return bool(re.search(r"=|<|>|\\le|\\ge|\\neq|\\in(?![a-zA-Z])", s))
 
 

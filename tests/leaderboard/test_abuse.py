@@ -36,7 +36,15 @@ import httpx
 import pytest
 
 from tests.benchmarks.archives import MIB, bundle_members, member, raw_header, tar_gz, with_manifest, zero_bomb
-from tests.leaderboard.conftest import Server, add_submitter, free_port, start_server, submit, wait_for
+from tests.leaderboard.conftest import (
+    Server,
+    add_submitter,
+    distinct_copy,
+    free_port,
+    start_server,
+    submit,
+    wait_for,
+)
 
 CANARY = "canary-5b1e07-do-not-echo"
 
@@ -231,7 +239,7 @@ def test_bombs_and_genuine_uploads_at_once(server: Server, token: str, baseline:
             results[kind].append(response)
 
     threads = [threading.Thread(target=send, args=("bomb", b, i)) for i, b in enumerate(bombs)]
-    threads += [threading.Thread(target=send, args=("genuine", genuine, i)) for i in range(4)]
+    threads += [threading.Thread(target=send, args=("genuine", distinct_copy(genuine, i), i)) for i in range(4)]
     with HealthProbe(server.url, tmp_path) as probe:
         for t in threads:
             t.start()
@@ -346,6 +354,61 @@ def test_too_many_uploads_at_once_get_503(server: Server, token: str, baseline: 
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_bundle_is_ranked_once(server: Server, token: str, baseline: dict[str, Any],
+                                  bundle_archives: dict[str, Path]) -> None:
+    """The same archive again, from its submitter or anyone else, alone or four at once: 409, nothing written."""
+    before = _count(server.db)
+    again = submit(server.url, token, bundle_archives["oracle"].read_bytes(), label="baseline again")
+    assert again.status_code == 409, again.text
+    assert baseline["id"] in again.json()["error"] and "submitted already" in again.json()["error"]
+    other = add_submitter(server.db, "copier")
+    copied = submit(server.url, other, bundle_archives["oracle"].read_bytes(), label="my own run")
+    assert copied.status_code == 409 and baseline["id"] in copied.json()["error"]
+    assert _count(server.db) == before and _leftovers(server) == []
+    # four identical uploads racing: one is queued, three are refused
+    data = distinct_copy(bundle_archives["random"].read_bytes(), 7)
+    racing = []
+    lock = threading.Lock()
+
+    def send(i: int) -> None:
+        response = submit(server.url, token, data, label=f"race-{i}")
+        with lock:
+            racing.append(response)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(r.status_code for r in racing) == [202, 409, 409, 409], [r.text[:200] for r in racing]
+    winner = next(r.json()["id"] for r in racing if r.status_code == 202)
+    assert wait_for(server.url, winner, {"accepted", "rejected"})["status"] == "accepted"
+    assert _count(server.db) == before + 1 and _leftovers(server) == []
+    assert submit(server.url, token, data).status_code == 409  # still ranked once after verification
+
+
+def test_a_rejected_bundle_may_be_uploaded_again_and_an_accepted_one_may_not(tmp_path: Path) -> None:
+    """A rejection (say, an infrastructure failure during verification) leaves the bundle free to verify again."""
+    from sqlalchemy import update
+
+    from rollgym.leaderboard.db import DuplicateBundleError, Store, Submission
+
+    store = Store(f"sqlite:///{tmp_path / 'lb.db'}")
+    person = store.ensure_submitter("alice")
+    fields = {"suite": "quick@v2", "bundle_sha256": "ab" * 32}
+    first = store.enqueue("first", person, fields)
+    with pytest.raises(DuplicateBundleError, match="submission first"):
+        store.enqueue("second", person, fields)
+    with store.session() as s:
+        s.execute(update(Submission).where(Submission.id == first.id).values(status="rejected"))
+    again = store.enqueue("again", person, fields)
+    with store.session() as s:
+        s.execute(update(Submission).where(Submission.id == again.id).values(status="accepted"))
+    with pytest.raises(DuplicateBundleError, match=r"submission again \(accepted\)"):
+        store.enqueue("third", person, fields)
+    assert store.get("second") is None and store.get("third") is None and store.job_of("second") is None
 
 
 def test_nothing_earlier_is_lost(server: Server, baseline: dict[str, Any]) -> None:

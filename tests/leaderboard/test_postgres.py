@@ -22,7 +22,14 @@ import httpx
 import pytest
 
 from tests.conftest import IN_CI, require_module
-from tests.leaderboard.conftest import add_submitter, free_port, submit, submit_concurrently, wait_for
+from tests.leaderboard.conftest import (
+    add_submitter,
+    distinct_copy,
+    free_port,
+    submit,
+    submit_concurrently,
+    wait_for,
+)
 
 
 def _missing(message: str) -> None:
@@ -124,7 +131,6 @@ def test_the_server_works_on_postgresql(postgres_url: str, server_factory: Any, 
 def test_tickets_on_postgresql(postgres_url: str, tmp_path: Path, bundle_archives: dict[str, Path]) -> None:
     """The daily limit and single use hold on PostgreSQL too: two uploads racing for one ticket, one wins."""
     import datetime as dt
-    import shutil
     import threading
 
     from rollgym.leaderboard.db import Store, TicketError
@@ -139,11 +145,12 @@ def test_tickets_on_postgresql(postgres_url: str, tmp_path: Path, bundle_archive
     except TicketError as exc:
         assert exc.status == 429
     outcomes: list[object] = []
+    run = distinct_copy(bundle_archives["oracle"].read_bytes(), 2000)
 
     def upload(i: int) -> None:
         copy = tmp_path / "data" / "bundles" / f".upload-{i}.tmp"
         copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(bundle_archives["oracle"], copy)
+        copy.write_bytes(run)  # the oracle's run is on this board already: a copy of its own
         try:
             outcomes.append(ingest_archive(store, copy, person, data_dir=tmp_path / "data", ticket=ticket.id).id)
         except IngestError as exc:

@@ -135,7 +135,7 @@ def test_malformed_and_unexpected_messages_get_one_clear_error_and_the_session_s
             ({"type": "step", "data": {"text": "x"}}, "EPISODE_NOT_STARTED"),
             ({"type": "reset", "data": {"seed": -1}}, "VALIDATION_ERROR"),
             ({"type": "reset", "data": {"colour": "red"}}, "VALIDATION_ERROR"),
-            ({"type": "reset", "data": {"split": "nope"}}, "EXECUTION_ERROR"),
+            ({"type": "reset", "data": {"split": "nope"}}, "VALIDATION_ERROR"),  # the env refused it: a 4xx
             ({"type": "step", "data": "text"}, "VALIDATION_ERROR"),
         ]
         for message, code in cases:

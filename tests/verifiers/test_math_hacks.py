@@ -103,6 +103,17 @@ HACKS = [
     ("x=5", r"\boxed{x = 5 = 6}", "relation"),
     ("4", r"\boxed{3 = 4}", "equation"),
     ("4", r"\boxed{x = 3 = 4}", "equation"),
+    # every spelling of "equals" the claim reader knows is an '=' for the comparison too (issue 28)
+    ("4", r"\boxed{3 \doteq 4}", "equation"),
+    ("3", r"\boxed{3 \doteq 4}", "equation"),
+    ("4", r"\boxed{3 \coloneqq 4}", "equation"),
+    ("4", r"\boxed{3 \eqqcolon 4}", "equation"),
+    ("4", r"\boxed{3 \triangleq 4}", "equation"),
+    ("4", r"\boxed{3 := 4}", "equation"),
+    ("4", "\\boxed{3 \u2250 4}", "equation"),  # ≐
+    ("4", "\\boxed{3 \u2254 4}", "equation"),  # ≔
+    ("4", "\\boxed{3 \u225c 4}", "equation"),  # ≜
+    ("y = 2x + 3", r"\boxed{y = 2x + 3 \doteq 7}", "relation"),
     # percent equivalence only when the gold or the problem is about percentages
     ("3", r"\boxed{300\%}", "percent"),
     ("3", r"\boxed{3\%}", "percent"),
@@ -145,6 +156,27 @@ def test_reward_hacks_score_zero(gold: str, response: str, error: str | None) ->
     assert score.reward == 0.0 and not score.correct
     if error is not None:
         assert score.error == error
+
+
+def test_every_relation_in_the_table_is_refused_around_the_gold() -> None:
+    """One table (math_normalize.RELATION_COMMANDS/CHARS) drives the claim reader and the comparison."""
+    from rollgym.verifiers.math_normalize import RELATION_CHARS, RELATION_COMMANDS
+
+    spellings = [f"\\{name} " for name in RELATION_COMMANDS] + list(RELATION_CHARS) + [":="]
+    for spelling in spellings:
+        for gold in ("3", "4"):
+            score = verify_math(gold, f"\\boxed{{3 {spelling} 4}}")
+            assert not score.correct and score.error in ("relation", "equation"), (spelling, gold, score.error)
+
+
+def test_an_assignment_in_any_spelling_of_equals_is_its_value() -> None:
+    assert verify_math("5", r"\boxed{x \coloneqq 5}").correct and verify_math("5", "\\boxed{x \u2254 5}").correct
+    assert verify_math("x=5", r"\boxed{x := 5}").correct
+    # v0 keeps its rules (the ids that reproduce old results)
+    from rollgym.verifiers.math import MathVerifyConfig
+
+    v0 = MathVerifyConfig(rules="v0")
+    assert verify_math("4", r"\boxed{3 = 4}", v0).error == "equation"
 
 
 def test_percent_equivalence_holds_where_the_problem_or_gold_is_a_percentage() -> None:

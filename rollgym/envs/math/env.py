@@ -75,6 +75,9 @@ class MathEnv(MathProblemEnv, SingleTurnEnv):
       (``3 \\text{, } 4``, ``\\{3\\}``), or a percentage where neither the gold nor the
       problem is one (``300\\%`` for 3) are wrong; decimals are exact (``0.57735026919``
       is not ``\\frac{\\sqrt3}{3}``); one response gets 10 s of symbolic work in total.
+      Fixed in place: every spelling of "equals" the relation table knows (``\\doteq``,
+      ``\\coloneqq``, ``\\eqqcolon``, ``≐``, ``≔``, ``≜``) is an equation, as ``=`` always was
+      (``3 \\doteq 4`` had been credited for 4, against the rule above).
     * v0: initial release (kept to reproduce its results; it accepts the answers above).
     """
 

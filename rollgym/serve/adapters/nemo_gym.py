@@ -26,13 +26,15 @@ answers with an error (HTTP 409), never with a silent reward 0.
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from rollgym.core.toolcalls import ToolCall, tool_response_bodies
+from rollgym.serve import http
 from rollgym.serve import protocol as wire
 
 if TYPE_CHECKING:
-    from rollgym.serve.server import EnvServer
+    from rollgym.serve.sessions import SessionHub
 
 COOKIE = "rollgym_nemo_session"
 TASK_INDEX_KEY = "_ng_task_index"  # nemo_gym's TASK_INDEX_KEY_NAME
@@ -71,20 +73,21 @@ def tool_outputs(observation: str, call_ids: list[str]) -> list[dict[str, str]]:
             for i, call_id in enumerate(call_ids)]
 
 
-def nemo_gym_routes(server: EnvServer) -> list[Any]:
-    """Starlette routes of the NeMo Gym protocol over ``server``'s sessions."""
+def nemo_gym_routes(hub: SessionHub, max_body_bytes: int) -> list[Any]:
+    """Starlette routes of the NeMo Gym protocol over ``hub``'s sessions (bodies up to ``max_body_bytes``)."""
     from starlette.routing import Route
 
-    hub = server.hub
-
     def respond(payload: Any, status: int = 200, session_id: str | None = None) -> Any:
-        response = server._respond(payload, status)
+        response = http.respond(payload, status)
         if session_id is not None:
             response.set_cookie(COOKIE, session_id, httponly=True, samesite="strict")
         return response
 
     async def body_of(request: Any) -> dict[str, Any]:
-        return await server._json_body(request)
+        return await http.json_body(request, max_body_bytes)
+
+    def fail(exc: Exception) -> Any:
+        return http.fail(exc, hub.metrics.errors)
 
     def reset_data(body: dict[str, Any]) -> dict[str, Any]:
         return {k: body[k] for k in ("seed", "task_index", "split", "options") if body.get(k) is not None}
@@ -107,14 +110,14 @@ def nemo_gym_routes(server: EnvServer) -> list[Any]:
         try:
             session, obs = await open_and_reset(request)
         except Exception as exc:
-            return server._fail(exc)
+            return fail(exc)
         return respond({"observation": obs["text"], "info": obs["info"]}, session_id=session.id)
 
     async def seed_session(request: Any) -> Any:
         try:
             session, _ = await open_and_reset(request)
         except Exception as exc:
-            return server._fail(exc)
+            return fail(exc)
         return respond({}, session_id=session.id)
 
     def session_of(request: Any) -> Any:
@@ -138,7 +141,7 @@ def nemo_gym_routes(server: EnvServer) -> list[Any]:
             if reply["type"] == "error":
                 raise wire.ProtocolError(reply["data"]["code"], reply["data"]["message"])
         except Exception as exc:
-            return server._fail(exc)
+            return fail(exc)
         data, obs = reply["data"], reply["data"]["observation"]
         info = wire.expand_info(obs["info"], session.base_info)
         if call_ids:
@@ -152,10 +155,10 @@ def nemo_gym_routes(server: EnvServer) -> list[Any]:
             body = await body_of(request)
             session = session_of(request)
         except Exception as exc:
-            return server._fail(exc)
+            return fail(exc)
         if not session.started:
-            return server._respond({"detail": "This session ran no episode, so it has no reward.",
-                                    "code": wire.EPISODE_NOT_STARTED}, 409)
+            return http.respond({"detail": "This session ran no episode, so it has no reward.",
+                                  "code": wire.EPISODE_NOT_STARTED}, 409)
         reward = session.total_reward
         await hub.close(session)
         return respond({**body, "reward": reward})
@@ -164,12 +167,20 @@ def nemo_gym_routes(server: EnvServer) -> list[Any]:
         try:
             body = await body_of(request)
         except Exception as exc:
-            return server._fail(exc)
+            return fail(exc)
         # AggregateMetrics of nemo_gym/config_types.py: group_level_metrics, agent_metrics, key_metrics
-        responses = [r for r in body.get("verify_responses") or [] if isinstance(r, dict) and "reward" in r]
+        given = body.get("verify_responses") or []
+        if not isinstance(given, list):
+            return fail(wire.ProtocolError(wire.VALIDATION_ERROR, "'verify_responses' must be a list."))
+        responses = [r for r in given if isinstance(r, dict) and "reward" in r]
         groups: dict[Any, list[float]] = {}
         for r in responses:
-            groups.setdefault(r.get(TASK_INDEX_KEY), []).append(float(r["reward"]))
+            reward, key = r["reward"], r.get(TASK_INDEX_KEY)
+            if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward) \
+                    or not isinstance(key, (int, str, type(None))):
+                return fail(wire.ProtocolError(wire.VALIDATION_ERROR, "Each verify response needs a finite number "
+                                               f"'reward' and an integer or string {TASK_INDEX_KEY!r}."))
+            groups.setdefault(key, []).append(float(reward))
         rewards = [reward for group in groups.values() for reward in group]
         overall = {"num_rollouts": len(rewards),
                    "mean/reward": sum(rewards) / len(rewards) if rewards else None}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-import tarfile
 from collections.abc import Sequence
 from typing import Any
 
+from rollgym.core.tarstream import ArchiveError, ArchiveTooLarge, CountedGzip, iter_members
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.code.config import TERMINAL_KINDS, TerminalConfig, choices
@@ -35,7 +35,13 @@ _MODES = (
     "            pass\n"
     "print(json.dumps(out))\n"
 )
-MAX_ARCHIVE_BYTES = 4 << 20
+MAX_ARCHIVE_BYTES = 4 << 20  # the members' data
+# Everything the archive may inflate to, headers, extension records and padding included: a pax header or a
+# gzip bomb is refused after this much work, never read whole.
+MAX_INFLATED_BYTES = 8 << 20
+MAX_EXTENSION_BYTES = 64 << 10  # one pax or GNU long-name header
+MAX_ARCHIVE_MEMBERS = 4096  # headers of every kind; a session holds at most 2048 files
+ARCHIVE_OVER_CAP = "archive_over_cap"
 
 
 class TerminalEnv(CodeToolEnv):
@@ -77,7 +83,12 @@ class TerminalEnv(CodeToolEnv):
     ``max_output_chars`` (4000), ``split``, ``render_mode``.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. Fixed in place (a host DoS, not a scoring rule): ``backup.tar.gz`` is read
+      through a reader that counts every inflated byte, headers included; an archive past 8 MiB
+      inflated, or with an extension header over 64 KiB, fails the check (``archive_over_cap``),
+      where ``tarfile`` read a pax header of any size into memory. Under the caps archives are
+      read as ``tarfile`` read them (tested on ustar, GNU and pax archives and its edge cases),
+      except that a GNU sparse member is no longer a regular file.
     """
 
     default_env_id = DEFAULT_ENV_ID
@@ -181,24 +192,30 @@ def check_state(session: Session, task: Task) -> Score:
 
 
 def _archive_matches(data: bytes | None, members: dict[str, str]) -> tuple[bool, ...] | Any:
+    """Read ``backup.tar.gz`` through a stream that counts every inflated byte, headers included."""
     if data is None:
         return False, {"reason": "backup.tar.gz is missing"}
     found: dict[str, str] = {}
+    stream = CountedGzip(io.BytesIO(data), MAX_INFLATED_BYTES)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-            total = 0
-            for member in archive:
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    return False, {"reason": f"{member.name} is not a regular file"}
-                total += member.size
-                if total > MAX_ARCHIVE_BYTES:
-                    return False, {"reason": "the archive is too large"}
-                handle = archive.extractfile(member)
-                found[member.name.removeprefix("./")] = handle.read().decode("utf-8", "replace") if handle else ""
-    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
-        return False, {"reason": f"not a gzip-compressed tar archive ({type(exc).__name__})"}
+        total = 0
+        for header in iter_members(stream, max_members=MAX_ARCHIVE_MEMBERS, max_extension_bytes=MAX_EXTENSION_BYTES,
+                                   lenient_end=True):
+            name = header.name.decode("utf-8", "surrogateescape")
+            if header.is_dir:  # as tarfile reads it, a folder entry's declared size is ignored
+                continue
+            if not header.is_file:
+                return False, {"reason": f"{name} is not a regular file"}
+            total += header.size
+            if total > MAX_ARCHIVE_BYTES:
+                return False, {"reason": "the archive is too large", "label": ARCHIVE_OVER_CAP}
+            text = stream.read_exact(header.size, "a member")
+            stream.skip(header.padded - header.size, "a member")
+            found[name.removeprefix("./")] = text.decode("utf-8", "replace")
+    except ArchiveTooLarge as exc:
+        return False, {"reason": f"backup.tar.gz {exc}", "label": ARCHIVE_OVER_CAP}
+    except ArchiveError as exc:
+        return False, {"reason": f"backup.tar.gz is not a readable gzip-compressed tar: it {exc}"}
     return found == members, {"members": len(found), "expected": len(members)}
 
 
