@@ -80,6 +80,8 @@ from .files import collect_files, empty_folder, write_inputs
 from .zygote import PRELUDES_KEPT, Zygote
 
 MAX_FRAME = 1 << 30
+# what the job's process reads of its header
+SPEC_FIELDS = ("kind", "limits", "env", "cwd", "argv", "echo", "audit_hook", "open_files", "data")
 GRACE_S = 5.0  # how long the zygote may take to fork a job, or to report one that was killed
 
 
@@ -307,8 +309,7 @@ class Supervisor:
                     os.set_blocking(r, False)
                     outputs.append(Output(r, limit))
                     write_ends.append(w)
-            spec = {key: job[key] for key in ("kind", "limits", "env", "cwd", "argv", "echo", "audit_hook",
-                                               "open_files", "data") if key in job}
+            spec: dict[str, Any] = {key: job[key] for key in SPEC_FIELDS if key in job}
             spec["code"] = code
             self._execute(job, spec, prelude_key, stdin_data, result, outputs, write_ends)
         return self._finish(result, job, outputs)
