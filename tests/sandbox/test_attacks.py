@@ -504,7 +504,8 @@ def test_a_job_holds_no_byte_of_any_other_job(box: Sandbox, hook: bool, way: str
 
 
 # -- one job cannot poison a kept sandbox (issue 28) --------------------------------------------------
-DEEP_CHAIN = "import os\nos.chdir('/tmp')\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')\nprint('planted')"
+DEEP_CHAIN = ("import os\nos.chdir('/tmp')\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')\n"
+              "print('planted')")
 
 
 def test_a_deep_folder_chain_is_cleared_and_the_next_job_runs(box: Sandbox) -> None:
