@@ -285,12 +285,14 @@ class Sandbox:
 
         With ``reuse=True`` each worker keeps one sandbox and runs its jobs there one after
         another, ``batch`` jobs per round trip (:meth:`Session.run_batch`), each with
-        ``fresh=True``: the writable folders are emptied first, no process outlives a job, and
-        each job has an IPC namespace of its own, so a job costs a fork of the waiting
-        interpreter instead of a sandbox start, and one job leaves nothing for the next (see
-        ``SECURITY.md``). The pid and network namespaces, the tmpfs mount and the host uid are
-        shared by the jobs of one worker. The tmpfs quota of those sandboxes is this sandbox's
-        ``limits``.
+        ``fresh=True``: the writable folders are emptied before and after each job, no process
+        outlives a job, each job has an IPC namespace of its own, and each job's process is
+        forked from the sandbox's clean zygote, so it holds no byte of another job; a job costs
+        a fork instead of a sandbox start, and one job leaves nothing for the next (see
+        ``SECURITY.md``). A job that breaks its sandbox gets a ``sandbox_broken`` error; the
+        sandbox is replaced and the jobs after it run in the new one. The pid and network
+        namespaces, the tmpfs mount and the host uid are shared by the jobs of one worker. The
+        tmpfs quota of those sandboxes is this sandbox's ``limits``.
         """
         jobs = list(jobs)
         workers = max(1, min(concurrency or self.pool_size or 1, len(jobs) or 1))

@@ -1,11 +1,14 @@
 """``CodeRunner``: kept sandboxes that run untrusted jobs one after another, and the call harness on top.
 
 Starting a sandbox costs an interpreter start (tens of milliseconds of CPU); a job
-in a started sandbox costs a fork of its waiting interpreter. A runner keeps
-``workers`` sandbox sessions open for the life of the process and runs each job
-with ``Job.fresh`` (the writable folders are emptied first; no process survives a
-run; each job has an IPC namespace of its own), ``batch`` jobs per round trip to a
-sandbox, so that grading many samples costs a fork each. One runner per
+in a started sandbox costs a fork of its clean zygote (which holds nothing of any job).
+A runner keeps ``workers`` sandbox sessions open for the life of the process and runs
+each job with ``Job.fresh`` (the writable folders are emptied before and after; no
+process survives a run; each job has an IPC namespace of its own), ``batch`` jobs per
+round trip to a sandbox, so that grading many samples costs a fork each. Trusted jobs
+(``trusted=True``: a reference, hidden tests) get up to ``workers`` sandboxes of their
+own, which never run an untrusted job. A sandbox that a job broke is replaced, and the
+jobs after it run in the new one (:func:`~rollgym.sandbox.sandbox.run_batch_replacing`). One runner per
 configuration is shared by every env of the process (:func:`code_runner`).
 :meth:`CodeRunner.run_stages` runs work that unlocks more work (HumanEval's
 recording, then each recorded problem's candidates) as one queue.

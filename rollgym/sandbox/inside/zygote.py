@@ -147,7 +147,8 @@ class Zygote:
             os.dup2(status_fd, STATUS_FD)
             os.closerange(STATUS_FD + 1, 1 << 16)  # the zygote's socket and every other descriptor
             os.set_inheritable(STATUS_FD, False)
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the zygote
+            if self.mode != "bwrap":  # under bubblewrap the supervisor kills it when the zygote dies, then exits
+                prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             job = json.loads(_read_all(SPEC_FD))
             os.close(SPEC_FD)
             cwd = os.path.join(self.workdir, *safe_parts(job["cwd"])) if job.get("cwd", ".") != "." else self.workdir
