@@ -355,6 +355,13 @@ class Supervisor:
             data = [bytes(out.data) for out in outputs] or [b"", b""]
             result["stdout_total"], result["stderr_total"] = [out.total for out in outputs] or [0, 0]
             captured = (data[0], data[1])
+        if ran and self.broken is None and self.zygote_pid > 0:
+            try:  # the zygote must be there for the next job: a job that killed it broke the sandbox
+                gone = os.waitpid(self.zygote_pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                gone = True
+            if gone:
+                self.broken, self.zygote_pid = "the sandbox's zygote died", -1
         if job.get("fresh") and ran and self.broken is None:
             try:  # a fresh job leaves nothing behind; if it cannot be cleared away, this job broke the sandbox
                 self.empty()
