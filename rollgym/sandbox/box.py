@@ -26,6 +26,7 @@ from rollgym.sandbox.spawn import BwrapLauncher, DirectLauncher, Plan
 
 GRACE_S = 5.0  # beyond the wall-clock limit, for set-up, killing and collecting files
 SETUP_TIMEOUT_S = 60.0
+NOT_RUN = "not_run"  # the error label of a job that a retired sandbox did not run (it may run elsewhere)
 PRELUDES_KEPT = 8  # as the supervisor (inside/supervisor.py): a ninth prelude makes it forget the others
 
 
@@ -294,8 +295,17 @@ class Box:
             return RunResult(out.text(), err.text(), truncated=out.overflow + err.overflow > 0,
                              error=note, backend=self.backend, total_s=total)
         reply = json.loads(frames[0])
+        self._retire_if_asked(reply)
         names = [name for name, _ in reply.get("files", [])]
         return _result(reply, dict(zip(names, frames[1:])), out, err, limits, self.backend, total)
+
+    def _retire_if_asked(self, reply: dict[str, Any]) -> bool:
+        """End the box if the supervisor said it cannot run another job (the job of ``reply`` broke it)."""
+        if not reply.get("retire"):
+            return False
+        self.kill(f"{NOT_RUN}: the sandbox was retired before this job ran (a job before it broke it: "
+                  f"{str(reply['retire'])[:200]})")
+        return True
 
     def run_batch(self, jobs: list[tuple[dict[str, Any], bytes, Limits]]) -> list[RunResult]:
         """Run encoded jobs one after another in one round trip; each job's output is read by the
@@ -333,6 +343,10 @@ class Box:
             names = [name for name, _ in reply.get("files", [])]
             results.append(_result(reply, dict(zip(names, frames[1:])), out, err, limits, self.backend, now - start))
             start = now
+            if self._retire_if_asked(reply):
+                note = self.dead or NOT_RUN
+                results += [RunResult(error=note, backend=self.backend) for _ in range(len(jobs) - len(results))]
+                break
         return results
 
     # -- ending -----------------------------------------------------------------------------------

@@ -53,8 +53,11 @@ class Job:
             links are never followed.
         audit_hook: For Python code, whether the in-process audit hook (a second wall) is installed.
         fresh: Empty the sandbox's writable folders (working folder, ``/tmp``, ``/dev/shm``) before
-            this run, so that a session reused for unrelated jobs starts each one as a new sandbox
-            would (processes and System V IPC objects never outlive a run).
+            this run and after its files are collected, so that a session reused for unrelated jobs
+            starts each one as a new sandbox would and a job leaves nothing behind (processes and
+            System V IPC objects never outlive a run; no job's process holds another job's data).
+            A job whose folders cannot be emptied breaks the sandbox: its result is a
+            ``sandbox_broken`` error and the sandbox is retired.
             Used by batch graders: a job in a warm, reused sandbox costs a fork instead of a
             sandbox start.
         prelude: *Trusted* Python source (never model output) that the sandbox's supervisor runs

@@ -12,13 +12,13 @@ import os
 import threading
 import warnings
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.sandbox import isolation as _isolation
-from rollgym.sandbox.box import Box, BoxError
+from rollgym.sandbox.box import NOT_RUN, Box, BoxError
 from rollgym.sandbox.isolation import Isolation
 from rollgym.sandbox.job import Job, encode
 from rollgym.sandbox.limits import Limits
@@ -285,12 +285,14 @@ class Sandbox:
 
         With ``reuse=True`` each worker keeps one sandbox and runs its jobs there one after
         another, ``batch`` jobs per round trip (:meth:`Session.run_batch`), each with
-        ``fresh=True``: the writable folders are emptied first, no process outlives a job, and
-        each job has an IPC namespace of its own, so a job costs a fork of the waiting
-        interpreter instead of a sandbox start, and one job leaves nothing for the next (see
-        ``SECURITY.md``). The pid and network namespaces, the tmpfs mount and the host uid are
-        shared by the jobs of one worker. The tmpfs quota of those sandboxes is this sandbox's
-        ``limits``.
+        ``fresh=True``: the writable folders are emptied before and after each job, no process
+        outlives a job, each job has an IPC namespace of its own, and each job's process is
+        forked from the sandbox's clean zygote, so it holds no byte of another job; a job costs
+        a fork instead of a sandbox start, and one job leaves nothing for the next (see
+        ``SECURITY.md``). A job that breaks its sandbox gets a ``sandbox_broken`` error; the
+        sandbox is replaced and the jobs after it run in the new one. The pid and network
+        namespaces, the tmpfs mount and the host uid are shared by the jobs of one worker. The
+        tmpfs quota of those sandboxes is this sandbox's ``limits``.
         """
         jobs = list(jobs)
         workers = max(1, min(concurrency or self.pool_size or 1, len(jobs) or 1))
@@ -312,12 +314,8 @@ class Sandbox:
                         if not queue:
                             return
                         first = queue.popleft()
-                    if session is None or not session.box.alive:
-                        if session is not None:
-                            session.close()
-                        session = self.session()
                     chunk = [dataclasses.replace(job, fresh=True) for job in jobs[first : first + size]]
-                    results[first : first + size] = session.run_batch(chunk)
+                    results[first : first + size], session = run_batch_replacing(session, chunk, self.session)
             finally:
                 if session is not None:
                     session.close()
@@ -458,6 +456,32 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def run_batch_replacing(
+    session: Session | None, jobs: Sequence[Job], start: Callable[[], Session]
+) -> tuple[list[RunResult], Session]:
+    """Run ``jobs`` as one batch in ``session``, replacing a sandbox that died or was retired (a new one
+    from ``start``) and running there the jobs it did not run; the results, and the session now in use.
+
+    The job that broke a sandbox keeps its own result (a labelled error); the jobs after it run again
+    in the new sandbox, so none of them pays for it."""
+    results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(jobs)
+    pending = list(range(len(jobs)))
+    while pending:
+        if session is None or not session.box.alive:
+            if session is not None:
+                session.close()
+            session = start()
+        done = session.run_batch([jobs[i] for i in pending])
+        for i, result in zip(pending, done):
+            results[i] = result
+        unrun = [i for i, r in zip(pending, done) if (r.error or "").startswith(NOT_RUN)]
+        if len(unrun) == len(pending):  # not one ran: a new sandbox would do no better
+            break
+        pending = unrun
+    assert session is not None
+    return results, session
 
 
 _shared: dict[tuple[Any, ...], Sandbox] = {}

@@ -432,3 +432,99 @@ def test_math500tool_survives_the_attacks_end_to_end(host: HostState, shared_dat
     assert terminated and reward == 0.0 and final["details"]["verification"]["calls"] == len(attacks) + 1
     env.close()
     host.assert_unchanged()
+
+
+# -- one job, one process: nothing of another job (issue 28) -----------------------------------------
+# Job B of a kept sandbox looks for the secrets of job A before it (its program, its stdout, its returned
+# file) and of job C after it (its program, in the same round trip): in every frame of its process and
+# what their variables hold, which the audit hook allows, and (with the hook off) in every readable
+# byte of its memory through /proc/self/mem, where freed buffers would still be. Its own secret, in
+# its own program, must be found: the search works.
+HUNT = r"""
+import json, os, re, sys
+pattern = re.compile(rb"ROLLGYM-LEAK-([0-9a-f]{16})")
+own = "ROLLGYM-LEAK-OWN"
+found = set()
+todo, seen, frame = [], set(), sys._getframe()
+while frame is not None:
+    todo += [frame.f_locals, frame.f_globals]
+    frame = frame.f_back
+while todo and len(seen) < 500000:
+    value = todo.pop()
+    if id(value) in seen:
+        continue
+    seen.add(id(value))
+    if isinstance(value, dict):
+        todo += list(value.values())
+    elif isinstance(value, (list, tuple, set)):
+        todo += list(value)
+    elif isinstance(value, (bytes, bytearray, memoryview, str)):
+        data = value.encode(errors="replace") if isinstance(value, str) else bytes(value)
+        found.update(m.decode() for m in pattern.findall(data))
+if MEMORY:
+    fd = os.open("/proc/self/mem", os.O_RDONLY)
+    for line in open("/proc/self/maps").read().splitlines():
+        fields = line.split()
+        if "r" not in fields[1] or fields[-1] in ("[vvar]", "[vsyscall]", "[vvar_vclock]"):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        for at in range(start, end, 1 << 20):
+            try:
+                data = os.pread(fd, min(1 << 20, end - at) + 64, at)
+            except OSError:
+                break
+            found.update(m.decode() for m in pattern.findall(data))
+print(json.dumps(sorted(found)))
+"""
+
+
+@HOOK
+@pytest.mark.parametrize("way", ["batch", "session"])
+def test_a_job_holds_no_byte_of_any_other_job(box: Sandbox, hook: bool, way: str) -> None:
+    """Before, each job was a fork of the supervisor, which held the previous job's reply and this round
+    trip's jobs: job B found A's stdout and file and C's program (frames with the hook, the heap without)."""
+    secrets = {name: os.urandom(8).hex() for name in ("a_code", "a_stdout", "a_file", "c_code", "own")}
+    leak = {name: f"ROLLGYM-LEAK-{value}" for name, value in secrets.items()}
+    a = Job.python(f"x = {leak['a_code']!r}\nprint({leak['a_stdout']!r})\nopen('f.txt', 'w').write({leak['a_file']!r})",
+                   return_files=("f.txt",))
+    hunt = HUNT.replace("MEMORY", str(not hook)).replace("ROLLGYM-LEAK-OWN", leak["own"])
+    b = Job.python(hunt, audit_hook=hook, limits=Limits(wall_s=60, cpu_s=30, mem_mb=1024))
+    c = Job.python(f"x = {leak['c_code']!r}")
+    if way == "batch":
+        first, hunted, _ = box.run_many([a, b, c], reuse=True, concurrency=1, batch=3)
+    else:
+        with box.session() as session:
+            first, hunted, _ = (session.run(j) for j in (a, b, c))
+        assert_sandbox_gone(session)
+    assert leak["a_stdout"] in first.stdout and first.files["f.txt"] == leak["a_file"].encode()
+    assert hunted.ok, (hunted.error, hunted.stderr[-800:])
+    found = set(json.loads(hunted.stdout))
+    assert secrets["own"] in found  # the search works
+    assert found == {secrets["own"]}, {k for k, v in secrets.items() if v in found}
+
+
+# -- one job cannot poison a kept sandbox (issue 28) --------------------------------------------------
+DEEP_CHAIN = ("import os\nos.chdir('/tmp')\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')\n"
+              "print('planted')")
+
+
+def test_a_deep_folder_chain_is_cleared_and_the_next_job_runs(box: Sandbox) -> None:
+    """The cleanup between jobs recursed once per folder: a 1500-deep chain raised RecursionError in the
+    supervisor and every later job of that sandbox failed. It is iterative now."""
+    jobs = [Job.python(DEEP_CHAIN), Job.python("import os\nprint(os.listdir('/tmp'))")] * 2
+    results = box.run_many(jobs, reuse=True, concurrency=1, batch=4)
+    assert [r.stdout for r in results] == ["planted\n", "[]\n"] * 2, [(r.error, r.stderr[-300:]) for r in results]
+
+
+def test_a_job_that_breaks_its_sandbox_bears_it_and_the_jobs_after_it_run_elsewhere(box: Sandbox) -> None:
+    """A job of several processes kills every process it may signal, the sandbox's zygote included: the
+    sandbox can fork no more jobs. That job's result says so (a labelled error); the sandbox is retired,
+    and the jobs after it in the round trip run in a new one, as if nothing happened."""
+    breaker = Job.command(["bash", "-c", "kill -9 -1; sleep 1"], limits=Limits(wall_s=20, nproc=8))
+    jobs = [Job.python("print('before')"), breaker, *[Job.python(f"print({i})") for i in range(3)]]
+    started = box.stats["started"]
+    before, broke, *after = box.run_many(jobs, reuse=True, concurrency=1, batch=5)
+    assert before.stdout == "before\n"
+    assert broke.error is not None and broke.error.startswith("sandbox_broken"), broke
+    assert [r.stdout for r in after] == ["0\n", "1\n", "2\n"], [r.error for r in after]
+    assert box.stats["started"] == started + 2  # the first sandbox, and the one that replaced it

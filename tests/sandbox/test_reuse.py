@@ -75,7 +75,9 @@ try:
 except OSError as exc:
     seen["socket"] = type(exc).__name__
 pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-seen["processes"] = sorted(open(f"/proc/{p}/comm").read().strip() for p in pids if p not in (1, os.getpid()))
+# the supervisor (pid 1) and the zygote that forked this job (its parent) are the sandbox's own
+seen["processes"] = sorted(open(f"/proc/{p}/comm").read().strip() for p in pids
+                           if p not in (1, os.getppid(), os.getpid()))
 print(json.dumps(seen))
 """
 

@@ -6,14 +6,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rollgym.core.env import SingleTurnEnv
+from rollgym.core.env import SingleTurnEnv, StepResult
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.code.humaneval_data import ONLY_SPLIT, HumanEvalSource
 from rollgym.envs.code.humaneval_grader import HumanEvalGrader
 from rollgym.envs.code.program import build_program, extract_code
-from rollgym.envs.code.runner import code_runner
+from rollgym.envs.code.runner import code_runner, failure_info
 from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
 from rollgym.sandbox import Job, Limits
 
@@ -155,6 +155,10 @@ class HumanEvalEnv(SingleTurnEnv):
         """Grade many ``(task, response)`` pairs in one batch (what RL reward functions should call):
         the same scores as :meth:`verify` one by one, at a fraction of the cost."""
         return self.grader.grade(items)
+
+    def _advance(self, action: str) -> StepResult:
+        observation, reward, terminated, truncated, info = super()._advance(action)
+        return observation, reward, terminated, truncated, failure_info(info)  # a sandbox failure is retried
 
 
 class HumanEvalToolEnv(CodeToolEnv):

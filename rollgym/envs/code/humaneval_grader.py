@@ -1,6 +1,8 @@
 """``HumanEvalGrader``: HumanEval's hidden ``check`` decides, out of the candidate's reach.
 
-Three kinds of sandbox run, never mixing the candidate with the check or the reference:
+Three kinds of sandbox run, never mixing the candidate with the check or the reference (the
+trusted runs, 1 and 3, go to sandboxes of their own that never run a candidate, before or after:
+``CodeRunner.run(..., trusted=True)``):
 
 1. **record** (once per problem and process; trusted code only): ``check`` runs against the
    canonical solution behind a recorder, which writes down each call's arguments and the
@@ -35,14 +37,17 @@ from rollgym.core.task import Score, Task
 from rollgym.envs.code.harness import conforms, kind
 from rollgym.envs.code.program import build_program, extract_code
 from rollgym.envs.code.runner import (
+    BROKE_SANDBOX,
     HARNESS_SOURCE,
     MAX_CALLS,
+    SANDBOX_ERROR,
     CallOutcome,
     CodeRunner,
     Stage,
     call_job,
     code_runner,
     parse_outcome,
+    sandbox_failure,
 )
 from rollgym.sandbox import Job, Limits, RunResult
 
@@ -52,7 +57,7 @@ REPLAY_SOURCE = Path(__file__).with_name("checkreplay.py").read_text(encoding="u
 TRUSTED_LIMITS = Limits(wall_s=600, cpu_s=600, mem_mb=2048, max_output_bytes=1 << 16)
 MAX_DETAIL_REPLAYS = 16
 LOAD_ERRORS = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
-               "missing_function": "missing_function", "Timeout": "timeout"}
+               "missing_function": "missing_function", "Timeout": "timeout", BROKE_SANDBOX: BROKE_SANDBOX}
 TRUSTED_PRELUDE = f"{HARNESS_SOURCE}\n{REPLAY_SOURCE}\n"  # encode/decode, then record and replay
 
 
@@ -105,7 +110,8 @@ def _trusted_lines(result: RunResult, main: str, out_name: str) -> list[dict[str
 def _trusted(runner: CodeRunner, main: str, spec_name: str, spec: list[Any], out_name: str) -> list[dict[str, Any]]:
     """Run trusted code on ``spec`` over the runner's sandboxes (:func:`_trusted_jobs`); the output lines."""
     jobs = _trusted_jobs(runner, main, spec_name, spec, out_name)
-    return [line for result in runner.run(jobs, batch=1) for line in _trusted_lines(result, main, out_name)]
+    results = runner.run(jobs, batch=1, trusted=True)
+    return [line for result in results for line in _trusted_lines(result, main, out_name)]
 
 
 def _record_spec(missing: dict[str, Task]) -> list[dict[str, Any]]:
@@ -233,7 +239,8 @@ class HumanEvalGrader:
             if missing else []
         # the recording first (it unlocks the rest), then the samples already recorded; each recorded part
         # queues its samples' calls while the other sandboxes go on
-        self.runner.run_stages([*(Stage([job], recorded, math.inf) for job in record), *calls(list(known.values()))])
+        recording = [Stage([job], recorded, math.inf, trusted=True) for job in record]
+        self.runner.run_stages([*recording, *calls(list(known.values()))])
         work = [(i, recs[i]) for i in runnable if i in recs]
         judged = [_Judgement(rec, outcomes[i]) for i, rec in work]
         self._replay(items, work, judged, details)
@@ -299,6 +306,8 @@ class _Judgement:
     def score(self, program: str | None) -> Score:
         outcome, n = self.outcome, len(self.rec.calls)
         run_label = outcome.run
+        if outcome.load == SANDBOX_ERROR:
+            return sandbox_failure(outcome, program, n)
         if outcome.load != "ok":
             if outcome.load == "no_result":
                 error = "timeout" if run_label == "timeout" else "output_limit" if run_label == "output" else "crashed"

@@ -1,11 +1,14 @@
 """``CodeRunner``: kept sandboxes that run untrusted jobs one after another, and the call harness on top.
 
 Starting a sandbox costs an interpreter start (tens of milliseconds of CPU); a job
-in a started sandbox costs a fork of its waiting interpreter. A runner keeps
-``workers`` sandbox sessions open for the life of the process and runs each job
-with ``Job.fresh`` (the writable folders are emptied first; no process survives a
-run; each job has an IPC namespace of its own), ``batch`` jobs per round trip to a
-sandbox, so that grading many samples costs a fork each. One runner per
+in a started sandbox costs a fork of its clean zygote (which holds nothing of any job).
+A runner keeps ``workers`` sandbox sessions open for the life of the process and runs
+each job with ``Job.fresh`` (the writable folders are emptied before and after; no
+process survives a run; each job has an IPC namespace of its own), ``batch`` jobs per
+round trip to a sandbox, so that grading many samples costs a fork each. Trusted jobs
+(``trusted=True``: a reference, hidden tests) get up to ``workers`` sandboxes of their
+own, which never run an untrusted job. A sandbox that a job broke is replaced, and the
+jobs after it run in the new one (:func:`~rollgym.sandbox.sandbox.run_batch_replacing`). One runner per
 configuration is shared by every env of the process (:func:`code_runner`).
 :meth:`CodeRunner.run_stages` runs work that unlocks more work (HumanEval's
 recording, then each recorded problem's candidates) as one queue.
@@ -18,6 +21,7 @@ once per sandbox as the jobs' prelude), and returns the parsed claims
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import json
@@ -34,7 +38,10 @@ from typing import Any, NamedTuple
 from rollgym.core.task import Score
 from rollgym.envs.code.harness import conforms, kind, same
 from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_sandbox
+from rollgym.sandbox.sandbox import run_batch_replacing
 
+SANDBOX_ERROR = "sandbox_error"  # the Score label of a sample the sandbox failed to run (retried, never a 0)
+BROKE_SANDBOX = "broke_sandbox"  # the Score label of a sample whose run left its sandbox unusable
 HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
 MAX_CALLS = 10_000
 
@@ -46,6 +53,7 @@ class Stage(NamedTuple):
     jobs: Sequence[Job]
     then: Callable[[list[RunResult]], Iterable[Stage]]
     weight: float = 0.0
+    trusted: bool = False  # trusted code only (a reference, hidden tests): run in the trusted sandboxes
 
 
 class CodeRunner:
@@ -78,16 +86,17 @@ class CodeRunner:
         self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         self.pin = (len(self.cpus) == self.workers if pin is None else pin) and len(self.cpus) > 1
         self._pinned: dict[int, Session | None] = {}  # CPU -> the session on it (None: starting)
-        self._free: list[Session] = []
+        self._free: dict[bool, list[Session]] = {False: [], True: []}  # by trust: the two never share a sandbox
         self._lock = threading.Lock()
         self._owner = os.getpid()
 
-    def _take(self) -> Session:
+    def _take(self, trusted: bool = False) -> Session:
+        """A kept sandbox of the kind asked for: one that runs trusted code only, or one for untrusted jobs."""
         with self._lock:
             if self._owner != os.getpid():  # a forked copy: the sessions belong to the parent
-                self._free, self._pinned, self._owner = [], {}, os.getpid()
-            while self._free:
-                session = self._free.pop()
+                self._free, self._pinned, self._owner = {False: [], True: []}, {}, os.getpid()
+            while self._free[trusted]:
+                session = self._free[trusted].pop()
                 if session.box.alive and session.error is None:
                     return session
                 session.close()
@@ -109,10 +118,11 @@ class CodeRunner:
                 self._pinned[cpu] = session
         return session
 
-    def _give(self, session: Session) -> None:
+    def _give(self, session: Session, trusted: bool = False) -> None:
         with self._lock:
-            if session.box.alive and len(self._free) < self.workers and self._owner == os.getpid():
-                self._free.append(session)
+            kept = self._free[trusted]
+            if session.box.alive and len(kept) < self.workers and self._owner == os.getpid():
+                kept.append(session)
                 return
         session.close()
 
@@ -124,12 +134,13 @@ class CodeRunner:
         finally:
             self._give(session)
 
-    def run(self, jobs: Sequence[Job], *, batch: int | None = None) -> list[RunResult]:
+    def run(self, jobs: Sequence[Job], *, batch: int | None = None, trusted: bool = False) -> list[RunResult]:
         """Run ``jobs`` in emptied kept sandboxes, ``workers`` sandboxes at once and up to ``batch`` jobs per
         round trip (default: the runner's); the results in the order of ``jobs``. Never raises on what the
         jobs do. A sandbox that finishes its round trip takes the next, so a small ``batch`` evens out
-        jobs of very different lengths."""
-        if len(jobs) <= 1:
+        jobs of very different lengths. ``trusted``: the jobs run trusted code only (a reference solution,
+        hidden tests) and go to sandboxes that never run an untrusted job, before or after."""
+        if len(jobs) <= 1 and not trusted:
             return [self.run_one(job) for job in jobs]
         fresh = [replace(job, fresh=True) for job in jobs]
         size = max(1, min(batch or self.batch, -(-len(fresh) // self.workers)))
@@ -138,19 +149,17 @@ class CodeRunner:
         lock = threading.Lock()
 
         def work() -> None:
-            session = self._take()
+            session = self._take(trusted)
             try:
                 while True:
                     with lock:
                         if not chunks:
                             return
                         first = chunks.popleft()
-                    if not session.box.alive:
-                        session.close()
-                        session = self._take()
-                    results[first : first + size] = session.run_batch(fresh[first : first + size])
+                    results[first : first + size], session = run_batch_replacing(
+                        session, fresh[first : first + size], lambda: self._take(trusted))
             finally:
-                self._give(session)
+                self._give(session, trusted)
 
         workers = min(self.workers, len(chunks))
         if workers == 1:
@@ -182,6 +191,7 @@ class CodeRunner:
 
         def work() -> None:
             session: Session | None = None
+            trusted = False  # the kind of ``session``
             try:
                 while True:
                     with ready:
@@ -189,15 +199,16 @@ class CodeRunner:
                             ready.wait()
                         if errors or not queue:
                             return
-                        jobs, then, _ = heapq.heappop(queue)[2]
+                        jobs, then, _, wanted = heapq.heappop(queue)[2]
                         state["busy"] += 1
                     try:
-                        if session is None or not session.box.alive:
-                            if session is not None:
-                                session.close()
-                            session = self._take()
+                        if session is not None and trusted != wanted:  # never one sandbox for both kinds
+                            self._give(session, trusted)
+                            session = None
+                        trusted = wanted
                         fresh = [replace(job, fresh=True) for job in jobs]
-                        more = list(then(session.run_batch(fresh)))
+                        done, session = run_batch_replacing(session, fresh, functools.partial(self._take, wanted))
+                        more = list(then(done))
                     except BaseException as exc:
                         with ready:
                             errors.append(exc)
@@ -210,7 +221,7 @@ class CodeRunner:
                         ready.notify_all()
             finally:
                 if session is not None:
-                    self._give(session)
+                    self._give(session, trusted)
 
         if not queue:
             return
@@ -223,7 +234,8 @@ class CodeRunner:
     def close(self) -> None:
         """End the kept sandboxes."""
         with self._lock:
-            sessions, self._free = self._free, []
+            sessions = [*self._free[False], *self._free[True]]
+            self._free = {False: [], True: []}
         for session in sessions:
             session.close()
 
@@ -250,6 +262,9 @@ class CallOutcome:
             ``"SyntaxError"``, ``"missing_function"``, ``"Timeout"``, or ``"no_result"`` when
             the run left no report (it exited, was killed, or deleted the results).
         values: Per call, the encoded return value, or ``None``.
+            ``"sandbox_error"`` when the sandbox failed through no fault of the run (the collector
+            retries it: see :func:`failure_info`), ``"broke_sandbox"`` when this run left its
+            sandbox unusable (it is retired; the run scores 0).
         errors: Per call, ``None`` or what went wrong: an exception class, ``"Timeout"``,
             ``"UnencodableResult"``, or ``"missing"`` (the run ended before the call reported).
         run: The sandbox run's label (``None``, ``"timeout"``, ``"memory"``, ``"output"``...).
@@ -261,6 +276,7 @@ class CallOutcome:
     errors: list[str | None] = field(default_factory=list)
     run: str | None = None
     elapsed_s: float = 0.0
+    sandbox: str | None = None  # what the sandbox said when it (not the program) failed
 
     @property
     def complete(self) -> bool:
@@ -288,6 +304,9 @@ def parse_outcome(result: RunResult, nonce: str, n_calls: int) -> CallOutcome:
     values: list[Any] = [None] * n_calls
     errors: list[str | None] = ["missing"] * n_calls
     load = "no_result"
+    if result.error is not None:  # the sandbox, not the program, failed: this job broke it, or it is not to blame
+        load = BROKE_SANDBOX if result.error.startswith("sandbox_broken") else SANDBOX_ERROR
+        return CallOutcome(load, values, errors, result.label, result.elapsed_s, sandbox=result.error[:300])
     data = result.files.get("results.jsonl", b"")
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
@@ -340,9 +359,12 @@ def judge_expected(outcome: CallOutcome, expected: Sequence[Any], *, parsed: Any
     n = len(expected)
     run_label = outcome.run
     ended = {"timeout": "timeout", "cpu": "timeout", "output": "output_limit"}.get(run_label or "", "crashed")
+    if outcome.load == SANDBOX_ERROR:
+        return sandbox_failure(outcome, parsed, n)
     if outcome.load != "ok":
         error = {"SyntaxError": "syntax_error", "IndentationError": "syntax_error", "TabError": "syntax_error",
-                 "missing_function": "missing_function", "Timeout": "timeout"}.get(outcome.load, "load_error")
+                 "missing_function": "missing_function", "Timeout": "timeout",
+                 BROKE_SANDBOX: BROKE_SANDBOX}.get(outcome.load, "load_error")
         if outcome.load == "no_result":
             error = ended
         return Score.fail(error, parsed=parsed, tests=n, passed=0, exception=outcome.load, run=run_label)
@@ -374,3 +396,20 @@ def judge_expected(outcome: CallOutcome, expected: Sequence[Any], *, parsed: Any
         if label in reasons:
             return Score.fail(label, parsed=parsed, **details)
     return Score.fail("wrong_answer", parsed=parsed, **details)
+
+
+def sandbox_failure(outcome: CallOutcome, parsed: Any, tests: int) -> Score:
+    """The score of a sample the sandbox failed to run through no fault of its own: labelled
+    ``sandbox_error``, with the sandbox's message in ``details["sandbox"]``; :func:`failure_info` turns it
+    into the ``info["failure"]`` that makes the rollout collector retry the episode."""
+    return Score.fail(SANDBOX_ERROR, parsed=parsed, tests=tests, passed=0, sandbox=outcome.sandbox)
+
+
+def failure_info(info: dict[str, Any]) -> dict[str, Any]:
+    """A step's ``info`` with ``info["failure"]`` added when its score is a ``sandbox_error`` (an
+    infrastructure failure, never a reward 0 for the answer: the collector marks the rollout failed
+    and plays it again)."""
+    if info.get("error") != SANDBOX_ERROR:
+        return info
+    message = str((info.get("details") or {}).get("sandbox") or "the sandbox failed")
+    return {**info, "failure": {"type": "SandboxError", "message": message}}

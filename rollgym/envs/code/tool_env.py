@@ -16,6 +16,7 @@ from rollgym.core.env import StepResult, TaskSource, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
+from rollgym.envs.code.runner import failure_info
 
 
 def tool_schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -125,7 +126,7 @@ class CodeToolEnv(TextEnv):
             score = Score.fail("verifier_error", exception=f"{type(exc).__name__}: {exc}")
         finally:
             self._end()
-        return "", score.reward, True, False, {**score.to_info(), "turn": self._turns}
+        return "", score.reward, True, False, failure_info({**score.to_info(), "turn": self._turns})
 
     def close(self) -> None:
         self._end()

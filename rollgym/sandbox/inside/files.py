@@ -165,23 +165,42 @@ def _collect_named(workdir: str, patterns: list[str], limit: int) -> tuple[list[
     return found, cut
 
 
-def empty_folder(path: str) -> int:
+def empty_folder(path: str, limit: int = 1 << 22) -> int:
     """Remove everything inside ``path`` (not ``path`` itself), never following a symbolic link;
     folders the code made unreadable are made readable first. Returns how many entries were removed.
 
-    Only called between jobs, when every process of the previous job is dead, so nothing races it."""
+    Iterative, with one folder open at a time (it climbs back through ``..``), so a chain of folders
+    of any depth costs its size and nothing more: no recursion, no path that grows with the depth,
+    no descriptor per level. ``OSError`` after ``limit`` entries. Only called between jobs, when
+    every process of the previous job is dead, so nothing races it."""
     removed = 0
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    names: list[str] = []  # the folders below ``path`` that lead to the open one
+    fd = os.open(path, flags)
     try:
-        for name in os.listdir(fd):
-            info = os.lstat(name, dir_fd=fd)
-            if stat.S_ISDIR(info.st_mode):
-                os.chmod(name, 0o700, dir_fd=fd)  # lstat said a folder, and nothing runs to swap it
-                removed += empty_folder(os.path.join(path, name))
-                os.rmdir(name, dir_fd=fd)
-            else:
+        while True:
+            below = None
+            for name in os.listdir(fd):
+                if removed >= limit:
+                    raise OSError(f"more than {limit} entries to remove")
+                if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                    below = name
+                    break
                 os.unlink(name, dir_fd=fd)
+                removed += 1
+            if below is not None:  # lstat said a folder, and nothing runs to swap it
+                os.chmod(below, 0o700, dir_fd=fd)
+                inner = os.open(below, flags, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+                names.append(below)
+                continue
+            if not names:
+                return removed
+            parent = os.open("..", flags, dir_fd=fd)  # empty now: back up, and remove it
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
             removed += 1
     finally:
         os.close(fd)
-    return removed

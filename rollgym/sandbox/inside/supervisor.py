@@ -15,13 +15,17 @@ supervisor's stdin and reads replies from ``result_fd``:
    ``/etc/passwd`` and friends, makes ``/`` and ``/dev`` read-only, switches to the
    host uid it was given, enters a new user namespace in which it is uid 65534,
    and drops every capability (effective, permitted, inheritable, ambient and the
-   bounding set). Reply: what it measured about itself.
+   bounding set). Then it forks the *zygote* (:mod:`zygote`), which forks every job, before
+   it reads a byte of any job. Reply: what it measured about itself.
 2. ``{"kind": "python" | "exec" | "none", ...}`` then one payload frame (code, stdin,
-   input files): write the files, fork a child that applies rlimits, seccomp, (in
-   Python mode) the audit hook, and runs; wait for it with a wall-clock limit (a
-   ``{"type": "kill"}`` frame from the host ends it early); kill every process the
-   child left; collect the files asked for. Reply: the result, then one frame per
-   file. Repeat for the next job (a session) until the host closes stdin.
+   input files): write the files, have the zygote fork a child that reads the job's spec
+   (only the child ever holds it), applies rlimits, seccomp, (in Python mode) the audit
+   hook, and runs; wait for it with a wall-clock limit (a ``{"type": "kill"}`` frame from
+   the host ends it early); kill every process the child left; collect the files asked
+   for; a ``fresh`` job's folders are emptied before it runs and after. Reply: the result,
+   then one frame per file. Repeat for the next job (a session) until the host closes stdin.
+   A sandbox that cannot be emptied, whose zygote died, or whose supervisor failed says so
+   in the job's reply (``"retire"``) and exits: the host retires it.
 3. ``{"type": "batch", "jobs": [job, ...]}`` then one payload frame per job: run the jobs one
    after another as in 2, but with each job's stdout and stderr read by the supervisor
    (kept up to ``capture.limit`` bytes each; the job is killed when it writes far more),
@@ -35,23 +39,25 @@ share them with, cannot make any (its seccomp filter refuses the calls). The sup
 the base seccomp filter once after set-up; each job adds its own (:mod:`seccomp`).
 
 A job may name a *prelude*: trusted Python source (from the host, never from the
-sandboxed code) that the supervisor runs once and keeps; each job's process is forked with
+sandboxed code) that the zygote runs once and keeps; each job's process is forked with
 the prelude's globals ready, as the namespace its code runs in (a harness compiled once
 instead of once per job). The host sends a prelude's source with the first job that names it
-and then only its key, while the supervisor keeps it (the last ``PRELUDES_KEPT`` keys); the
-job's own code, the host's one-line call into the prelude, is compiled once too.
+and then only its key, while the supervisor keeps it (the last ``PRELUDES_KEPT`` keys).
+
+The supervisor holds every job's input and output; it never forks a job. A job's process is
+forked from the zygote, which holds no byte of any job, so no job can find another's data in
+its own memory (:mod:`zygote`).
 """
 
 from __future__ import annotations
 
-import _signal
 import errno
-import gc
 import json
 import os
-import resource  # here, not in each job's process: importing an extension module there costs a lot
+import resource  # noqa: F401  # here, not in each job's process: importing an extension module there costs a lot
 import select
 import signal
+import socket
 import sys
 import time
 from typing import Any
@@ -67,15 +73,16 @@ from .confine import (
     make_read_only,
     mount_box,
     prctl,
-    private_ipc,
     self_report,
     write_etc,
 )
-from .files import collect_files, empty_folder, open_for_writing, safe_parts, write_inputs
+from .files import collect_files, empty_folder, write_inputs
+from .zygote import PRELUDES_KEPT, Zygote
 
 MAX_FRAME = 1 << 30
-PRELUDES_KEPT = 8  # the host's Box keeps the same count (box.PRELUDES_KEPT)
-RESET_SIGNALS = (signal.SIGINT, signal.SIGPIPE, signal.SIGTERM, signal.SIGHUP)
+# what the job's process reads of its header
+SPEC_FIELDS = ("kind", "limits", "env", "cwd", "argv", "echo", "audit_hook", "open_files", "data")
+GRACE_S = 5.0  # how long the zygote may take to fork a job, or to report one that was killed
 
 
 # -- frames ------------------------------------------------------------------------------------
@@ -123,25 +130,6 @@ def send_reply(fd: int, reply: Reply) -> None:
     result, files, captured = reply
     frames = [json.dumps(result).encode("utf-8"), *(captured or ()), *(data for _, data in files)]
     write_frame(fd, *frames)
-
-
-def _set_rlimits(limits: dict[str, Any], own_user_namespace: bool) -> None:
-    def cap(which: int, soft: int, hard: int | None = None) -> None:
-        try:
-            resource.setrlimit(which, (soft, soft if hard is None else hard))
-        except (ValueError, OSError):
-            pass
-
-    cap(resource.RLIMIT_CORE, 0)
-    cpu = int(limits["cpu_s"])
-    cap(resource.RLIMIT_CPU, cpu, cpu + 1)
-    cap(resource.RLIMIT_AS, int(limits["mem_bytes"]))
-    cap(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
-    cap(resource.RLIMIT_NOFILE, int(limits["nofile"]))
-    cap(resource.RLIMIT_MEMLOCK, 0)
-    cap(resource.RLIMIT_MSGQUEUE, 0)
-    # counted per user namespace: in its own, the job's processes alone; else the supervisor counts too
-    cap(resource.RLIMIT_NPROC, int(limits["nproc"]) + (0 if own_user_namespace else 1))
 
 
 class Output:
@@ -193,10 +181,11 @@ class Supervisor:
         self.kill_all = bool(config.get("kill_all"))
         self.write_roots = (self.root, "/tmp", "/dev/shm") if self.mode == "bwrap" else (self.root,)
         self.prelude_sources: dict[str, str] = {}  # by key, as received (the host keeps the same list)
-        self.preludes: dict[str, dict[str, Any] | str] = {}  # by key, run
-        self.compiled: dict[str, Any] = {}  # the one-line calls of prelude jobs, compiled once
-        self.filters: dict[tuple[bool, bool, bool], seccomp.Prepared] = {}
-        self.environment: dict[str, str] | None = None
+        self.zygote_keys: set[str] = set()  # the prelude keys whose source the zygote was sent
+        self.zygote_pid = 0
+        self.zygote: socket.socket | None = None
+        self.broken: str | None = None  # why this sandbox must run nothing more (the host retires it)
+        self.clean = False  # the writable folders are empty (a fresh job need not empty them again)
         # the audit hooks (with and without processes), built once: a job's process only adds one
         self.read_roots = pyrun.python_roots()  # for the audit hook and Landlock; the same for every job
         self.hooks = {allow: pyrun.make_hook(pyrun.real_roots(self.write_roots), self.read_roots, allow)
@@ -240,7 +229,31 @@ class Supervisor:
             report["max_files"] = fs.f_files
         except OSError:
             pass
+        self.start_zygote()
+        self.clean = True
         return report
+
+    def start_zygote(self) -> None:
+        """Fork the zygote, which forks every job; now, before this process has read a byte of any job."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                null = os.open("/dev/null", os.O_RDONLY)
+                os.dup2(null, 0)  # the host's frames are the supervisor's to read, never the zygote's
+                os.close(null)
+                os.close(self.result_fd)
+                if not self.pid_one:  # else the kernel ends it with the pid namespace
+                    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+                Zygote(theirs, mode=self.mode, root=self.root, config=self.config, read_roots=self.read_roots,
+                       hooks=self.hooks).serve()
+            finally:
+                os._exit(1)
+        theirs.close()
+        self.zygote, self.zygote_pid = ours, pid
 
     # jobs ----------------------------------------------------------------------------------
     def run(self, job: dict[str, Any], payload: bytes, capture: bool = False) -> Reply:
@@ -259,14 +272,16 @@ class Supervisor:
         outputs: list[Output] = []
         if capture:
             result.update(captured=True, stdout_total=0, stderr_total=0)
-        if job.get("fresh"):
+        if job.get("fresh") and not self.clean:
             try:
                 self.empty()
-            except OSError as exc:
-                result["error"] = f"fresh: could not empty the sandbox ({exc})"
-                return self._finish(result, job, outputs)
+            except Exception as exc:
+                self.broken = f"the sandbox's folders could not be emptied ({type(exc).__name__}: {exc})"[:300]
+                result["error"] = f"sandbox_broken: {self.broken}"
+                return self._finish(result, job, outputs, ran=False)
         try:
             if job.get("files"):
+                self.clean = False
                 write_inputs(self.workdir, job["files"], view[code_size + stdin_size :])
         except OSError as exc:
             result["error"] = "input_files: " + (os.strerror(exc.errno) if exc.errno else str(exc))
@@ -281,19 +296,11 @@ class Supervisor:
             result["error"] = ("process_limit: without bubblewrap the code runs as root here, where the kernel does "
                                "not limit processes; use nproc=1 or install bubblewrap")
             return self._finish(result, job, outputs)
-        namespace = None
-        if prelude_key:
-            loaded = self.prelude(prelude_key)
-            if isinstance(loaded, str):
-                result["error"] = f"prelude: {loaded}"
-                return self._finish(result, job, outputs)
-            namespace = loaded
-            if job["kind"] == "python" and not job.get("echo", True):
-                code = self.compile_call(code)
-        if "data" in job:  # parsed here, with the header: the job's process finds it ready
-            namespace = dict(namespace) if namespace is not None else {"__builtins__": __builtins__}
-            namespace["job_data"] = job["data"]
+        if prelude_key and prelude_key not in self.prelude_sources:
+            result["error"] = "prelude: this sandbox holds no prelude of that key (a protocol error)"
+            return self._finish(result, job, outputs)
         if job["kind"] != "none":
+            self.clean = False
             write_ends: list[int] = []
             if capture:
                 limit = int(job.get("capture", {}).get("limit", 1 << 16))
@@ -302,38 +309,10 @@ class Supervisor:
                     os.set_blocking(r, False)
                     outputs.append(Output(r, limit))
                     write_ends.append(w)
-            self._execute(job, code, stdin_data, result, namespace, outputs, write_ends)
+            spec: dict[str, Any] = {key: job[key] for key in SPEC_FIELDS if key in job}
+            spec["code"] = code
+            self._execute(job, spec, prelude_key, stdin_data, result, outputs, write_ends)
         return self._finish(result, job, outputs)
-
-    def _environment(self, env: dict[str, str]) -> None:
-        """Make ``env`` the environment (of the supervisor, so that each forked job has it already)."""
-        if env != self.environment:
-            os.environ.clear()
-            os.environ.update(env)
-            self.environment = env
-
-    def seccomp_filter(self, nproc: int, python: bool) -> seccomp.Prepared:
-        """The filter of a job's process, built once per kind of job (in the supervisor, then forked)."""
-        # several processes may signal each other only inside a pid namespace of their own; one
-        # process has nobody to share IPC objects with (and no IPC namespace of its own)
-        key = (nproc <= 1, python and nproc <= 1, nproc <= 1 or self.mode != "bwrap")
-        if key not in self.filters:
-            self.filters[key] = seccomp.Prepared(no_new_processes=key[0], no_exec=key[1], own_signals_only=key[2],
-                                                 no_ipc=key[0])
-        return self.filters[key]
-
-    def compile_call(self, code: str) -> Any:
-        """The code object of a prelude job's code (the host's call into its trusted prelude, the same for
-        every job of a kind), compiled once; the source itself where it does not compile (the job's
-        process then reports the error as for any code)."""
-        if code not in self.compiled:
-            if len(self.compiled) >= 64:
-                self.compiled.clear()
-            try:
-                self.compiled[code] = compile(code, "<sandbox>", "exec")
-            except (SyntaxError, ValueError):
-                return code
-        return self.compiled[code]
 
     def keep_prelude(self, key: str, source: str) -> None:
         """Keep a prelude's source under ``key``; a ninth key forgets the others (as the host's
@@ -341,22 +320,7 @@ class Supervisor:
         if key not in self.prelude_sources:
             if len(self.prelude_sources) >= PRELUDES_KEPT:
                 self.prelude_sources.clear()
-                self.preludes.clear()
             self.prelude_sources[key] = source
-
-    def prelude(self, key: str) -> dict[str, Any] | str:
-        """The globals of a kept prelude, run once per key; a string says why it failed."""
-        if key not in self.preludes:
-            source = self.prelude_sources.get(key)
-            if source is None:
-                return "this sandbox holds no prelude of that key (a protocol error)"
-            namespace: dict[str, Any] = {"__name__": "__prelude__", "__builtins__": __builtins__}
-            try:
-                exec(compile(source, "<prelude>", "exec"), namespace)
-                self.preludes[key] = namespace
-            except Exception as exc:
-                self.preludes[key] = f"{type(exc).__name__}: {exc}"[:300]
-        return self.preludes[key]
 
     def empty(self) -> None:
         """Empty every writable folder (the working folder, ``/tmp``, ``/dev/shm``), as a new sandbox has them."""
@@ -371,15 +335,17 @@ class Supervisor:
                 os.rmdir(path)
             else:
                 os.unlink(path)
+        self.clean = True
 
-    def _finish(self, result: dict[str, Any], job: dict[str, Any], outputs: list[Output]) -> Reply:
+    def _finish(self, result: dict[str, Any], job: dict[str, Any], outputs: list[Output], ran: bool = True) -> Reply:
         try:
             fs = os.statvfs(self.root)
             result["disk_full"] = fs.f_bavail * fs.f_frsize < 64 * 1024
             result["inodes_full"] = fs.f_favail == 0
         except OSError:
             pass
-        files, cut = collect_files(self.workdir, list(job.get("return_files", [])), int(job.get("return_limit", 0)))
+        files, cut = collect_files(self.workdir, list(job.get("return_files", []))
+                                   if ran else [], int(job.get("return_limit", 0)))
         result["files"] = [[name, len(data)] for name, data in files]
         result["files_truncated"] = cut
         captured: tuple[bytes, bytes] | None = None
@@ -389,57 +355,103 @@ class Supervisor:
             data = [bytes(out.data) for out in outputs] or [b"", b""]
             result["stdout_total"], result["stderr_total"] = [out.total for out in outputs] or [0, 0]
             captured = (data[0], data[1])
+        if ran and self.broken is None and self.zygote_pid > 0:
+            try:  # the zygote must be there for the next job: a job that killed it broke the sandbox
+                gone = os.waitpid(self.zygote_pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                gone = True
+            if gone:
+                self.broken, self.zygote_pid = "the sandbox's zygote died", -1
+        if job.get("fresh") and ran and self.broken is None:
+            try:  # a fresh job leaves nothing behind; if it cannot be cleared away, this job broke the sandbox
+                self.empty()
+            except Exception as exc:
+                self.broken = f"the job's files could not be removed ({type(exc).__name__}: {exc})"[:300]
+        if self.broken is not None:
+            result["retire"] = self.broken
+            if result.get("error") is None:
+                result["error"] = f"sandbox_broken: {self.broken}"
         return result, files, captured
 
     def _execute(
-        self, job: dict[str, Any], code: Any, stdin_data: memoryview, result: dict[str, Any],
-        namespace: dict[str, Any] | None, outputs: list[Output], write_ends: list[int],
+        self, job: dict[str, Any], spec: dict[str, Any], prelude_key: str, stdin_data: memoryview,
+        result: dict[str, Any], outputs: list[Output], write_ends: list[int],
     ) -> None:
+        """Have the zygote fork the job, wait for it (with the wall-clock limit and the host's kill
+        frames), kill what it left and note how it ended."""
+        assert self.zygote is not None
+        spec_fd = os.memfd_create("job", os.MFD_CLOEXEC)
+        _write_all(spec_fd, json.dumps(spec).encode("utf-8"))
         stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC) if stdin_data else os.open("/dev/null", os.O_RDONLY)
         if stdin_data:
-            data = stdin_data
-            while data:
-                data = data[os.write(stdin_fd, data) :]
+            _write_all(stdin_fd, stdin_data)
             os.lseek(stdin_fd, 0, os.SEEK_SET)
         status_r, status_w = os.pipe()
+        nproc = int(job["limits"]["nproc"])
+        python = job["kind"] == "python"
+        command: dict[str, Any] = {"prelude": prelude_key, "capture": bool(write_ends)}
         if seccomp.supported():
-            self.seccomp_filter(int(job["limits"]["nproc"]), job["kind"] == "python")  # build it here, once
-        self._environment({str(k): str(v) for k, v in job["env"].items()})
+            # several processes may signal each other only inside a pid namespace of their own; one
+            # process has nobody to share IPC objects with (and no IPC namespace of its own)
+            command["filter"] = [nproc <= 1, python and nproc <= 1, nproc <= 1 or self.mode != "bwrap", nproc <= 1]
+        fds = [spec_fd, stdin_fd, status_w, *write_ends]
+        source_fd = None
+        if prelude_key and prelude_key not in self.zygote_keys:
+            if len(self.zygote_keys) >= PRELUDES_KEPT:  # the zygote forgets them all for a ninth, as this set does
+                self.zygote_keys.clear()
+            self.zygote_keys.add(prelude_key)
+            source_fd = os.memfd_create("prelude", os.MFD_CLOEXEC)
+            _write_all(source_fd, self.prelude_sources[prelude_key].encode("utf-8"))
+            fds.append(source_fd)
+            command["source"] = True
         wall_s = float(job["limits"]["wall_s"])
         kill_at = int(job.get("capture", {}).get("kill_at", 1 << 20))
-        # everything the wait needs is made before the fork: while the child lives, each page this
-        # process writes is copied, so it goes from the fork to its poll with as little as it can
         poller = select.poll()
         poller.register(0, select.POLLIN)
+        poller.register(self.zygote.fileno(), select.POLLIN)
         for out in outputs:
             poller.register(out.fd, select.POLLIN)
         sys.stdout.flush()
         sys.stderr.flush()
-        gc.freeze()  # the child's collections skip what is here: fewer copy-on-write pages
         start = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
+        try:
+            socket.send_fds(self.zygote, [json.dumps(command).encode()], fds)
+            answer = self._from_zygote(start + GRACE_S)
+        except OSError:
+            answer = None
+        finally:
+            for fd in fds:  # with the job's ends of its output pipes: closed, so the drain below meets their end
+                os.close(fd)
+        if answer is None or "pid" not in answer:
             os.close(status_r)
-            self._child(job, code, stdin_fd, status_w, namespace, write_ends)
+            if answer is None:
+                self.broken = "the sandbox's zygote died or stopped answering"
+                result["error"] = f"sandbox_broken: {self.broken}"
+            else:
+                result["error"] = str(answer.get("error"))[:400]
+            return
+        pid = int(answer["pid"])
         reason = self._wait(pid, start + wall_s, poller, outputs, kill_at)
-        os.close(status_w)
-        os.close(stdin_fd)
-        for fd in write_ends:  # the job's ends of its output pipes: closed, so the drain below meets their end
-            os.close(fd)
         if reason == "wall":
             result["timed_out"] = True
         elif reason is not None:
             result["killed_for"] = reason
-        self._kill_everything(pid)
-        _, status, usage = os.wait4(pid, 0)
+        self._kill_job(pid, nproc > 1 or not seccomp.supported())
+        ended = self._from_zygote(time.monotonic() + GRACE_S)
         result["elapsed_s"] = time.monotonic() - start
-        result["cpu_s"] = usage.ru_utime + usage.ru_stime
-        result["maxrss_kb"] = usage.ru_maxrss
-        if os.WIFSIGNALED(status):
-            result["signal"] = os.WTERMSIG(status)
+        if ended is None or "status" not in ended:
+            self.broken = "the sandbox's zygote died while a job ran"
+            result["error"] = f"sandbox_broken: {self.broken}"
+            result["signal"] = signal.SIGKILL
         else:
-            result["exit_code"] = os.WEXITSTATUS(status)
-        result["leftovers"] = self._reap_others()
+            status = int(ended["status"])
+            result["cpu_s"] = float(ended["cpu_s"])
+            result["maxrss_kb"] = int(ended["maxrss_kb"])
+            if os.WIFSIGNALED(status):
+                result["signal"] = os.WTERMSIG(status)
+            else:
+                result["exit_code"] = os.WEXITSTATUS(status)
+        result["leftovers"] = self._reap_others(nproc > 1 or not seccomp.supported())
         self._drain(outputs)
         try:
             os.set_blocking(status_r, False)
@@ -449,66 +461,106 @@ class Supervisor:
             pass
         os.close(status_r)
 
+    def _from_zygote(self, deadline: float) -> dict[str, Any] | None:
+        """The zygote's next message; ``None`` if it died or said nothing before ``deadline``."""
+        assert self.zygote is not None
+        if not select.select([self.zygote], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            return None
+        message = self.zygote.recv(4096)
+        return json.loads(message) if message else None
+
     def _wait(
         self, pid: int, deadline: float, poller: select.poll, outputs: list[Output], kill_at: int
     ) -> str | None:
-        """Wait for the child, reading its captured output (``poller`` has stdin and the outputs); the
-        reason it was stopped early (``"wall"``, ``"output"``, or the host's), or ``None``."""
-        try:
-            pidfd = os.pidfd_open(pid)
-            poller.register(pidfd, select.POLLIN)
-        except (AttributeError, OSError):
-            pidfd = None
+        """Wait for the job to end (the zygote says so), reading its captured output (``poller`` has
+        stdin, the zygote and the outputs); the reason it was stopped early (``"wall"``, ``"output"``,
+        or the host's), or ``None``."""
+        assert self.zygote is not None
         streams = {out.fd: out for out in outputs}
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return "wall"
-                timeout_ms = int(min(remaining, 0.05 if pidfd is None else remaining) * 1000) + 1
-                events = poller.poll(timeout_ms)
-                if pidfd is None and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+        zygote = self.zygote.fileno()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "wall"
+            events = poller.poll(int(remaining * 1000) + 1)
+            for fd, _ in events:
+                if fd in streams:
+                    out = streams[fd]
+                    out.read()
+                    if not out.open:
+                        poller.unregister(fd)
+                        del streams[fd]
+                    if sum(o.overflow for o in outputs) > kill_at:
+                        return "output"
+                    continue
+                if fd == zygote:
                     return None
-                for fd, _ in events:
-                    if fd in streams:
-                        out = streams[fd]
-                        out.read()
-                        if not out.open:
-                            poller.unregister(fd)
-                            del streams[fd]
-                        if sum(o.overflow for o in outputs) > kill_at:
-                            return "output"
-                        continue
-                    if fd == pidfd:
-                        return None
-                    if fd == 0:
-                        frame = read_frame(0)
-                        if frame is None:
-                            return "host_gone"
-                        message = json.loads(frame)
-                        if message.get("type") == "kill":
-                            return str(message.get("reason") or "host")
-        finally:
-            if pidfd is not None:
-                os.close(pidfd)
+                if fd == 0:
+                    frame = read_frame(0)
+                    if frame is None:
+                        return "host_gone"
+                    message = json.loads(frame)
+                    if message.get("type") == "kill":
+                        return str(message.get("reason") or "host")
 
-    def _kill_everything(self, pid: int) -> None:
-        """SIGKILL the child's whole tree: under a pid namespace (we are its init) every other process."""
-        for target in (-pid,):
+    def _kill_job(self, pid: int, many: bool) -> None:
+        """SIGKILL the job's process group, and (``many``: it may have made processes) every process it left."""
+        for target in (-pid, pid):
             try:
                 os.kill(target, signal.SIGKILL)
             except OSError:
                 pass
-        if os.getpid() == 1 or self.kill_all:
+        if many:
+            self._kill_others()
+
+    def _others(self) -> list[int]:
+        """The processes a job may have left: under a pid namespace of our own, every one but this one and
+        the zygote; else this process's children but the zygote (orphans come back to it, a subreaper)."""
+        found = []
+        me = os.getpid()
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in (me, self.zygote_pid):
+                continue
+            if not self.pid_one:
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as stat:
+                        if int(stat.read().rsplit(b")", 1)[1].split()[1]) != me:
+                            continue
+                except (OSError, ValueError, IndexError):
+                    continue
+            found.append(int(name))
+        return found
+
+    def _kill_others(self) -> int:
+        killed = 0
+        for other in self._others():
             try:
-                os.kill(-1, signal.SIGKILL)  # all processes we may signal but ourselves
+                os.kill(other, signal.SIGKILL)
+                killed += 1
             except OSError:
                 pass
-        else:
+        return killed
+
+    def _reap_others(self, many: bool) -> int:
+        """Reap the processes the job left behind (killed already); how many there were. A zygote found
+        dead here marks the sandbox broken."""
+        reaped = 0
+        deadline = time.monotonic() + 5.0
+        while True:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+                done, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                done = 0
+            if done == self.zygote_pid and done:
+                self.broken = "the sandbox's zygote died"
+                self.zygote_pid = -1
+                continue
+            if done:
+                reaped += 1
+                continue
+            if not many or time.monotonic() > deadline or not self._kill_others():
+                return reaped
+            time.sleep(0.002)
 
     def _drain(self, outputs: list[Output]) -> None:
         """Read the captured output to its end (every writer is dead by now; a bounded wait in case not)."""
@@ -521,93 +573,26 @@ class Supervisor:
                     out.read()
             live = [o for o in live if o.open]
 
-    def _reap_others(self) -> int:
-        """Reap the processes the child left behind (killed already); how many there were."""
-        reaped = 0
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
+    def close(self) -> None:
+        """End the zygote and every process left."""
+        if self.zygote is not None:
+            self.zygote.close()
+        if self.zygote_pid > 0:
             try:
-                done, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return reaped
-            reaped += done != 0
-            if done == 0:
-                if os.getpid() == 1 or self.kill_all:
-                    try:
-                        os.kill(-1, signal.SIGKILL)
-                    except OSError:
-                        pass
-                time.sleep(0.002)
-        return reaped
-
-    def _child(
-        self, job: dict[str, Any], code: Any, stdin_fd: int, status_w: int, namespace: dict[str, Any] | None,
-        write_ends: list[int],
-    ) -> None:
-        try:
-            os.setsid()
-            os.dup2(stdin_fd, 0)
-            if write_ends:  # a batch: stdout and stderr go to the supervisor, not to the host directly
-                os.dup2(write_ends[0], 1)
-                os.dup2(write_ends[1], 2)
-            os.closerange(3, status_w)
-            os.closerange(status_w + 1, 1 << 16)
-            os.set_inheritable(status_w, False)
-            cwd = os.path.join(self.workdir, *safe_parts(job["cwd"])) if job.get("cwd", ".") != "." else self.workdir
-            os.chdir(cwd)
-            for sig in RESET_SIGNALS:
-                _signal.signal(sig, _signal.SIG_DFL)  # the C function: the enum wrapper costs more than the calls
-            if not self.pid_one:  # else the kernel kills every process of the namespace when we die
-                prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            prctl(PR_SET_DUMPABLE, 1)  # its own /proc entries; seccomp denies ptrace anyway
-            limits = job["limits"]
-            nproc = int(limits["nproc"])
-            python = job["kind"] == "python"
-            filtered = seccomp.supported()
-            own_namespace = nproc > 1 or not filtered  # else its filter refuses the IPC calls
-            if own_namespace:
-                try:
-                    private_ipc()  # IPC objects die with this job; a later job in this sandbox sees none
-                except SetupError:
-                    if self.mode == "bwrap":
-                        raise
-                    own_namespace = False  # the fallback without bubblewrap: best effort
-            if self.config.get("landlock"):
-                from . import landlock
-
-                read = [*self.read_roots, *self.config.get("read_paths", [])]
-                landlock.restrict(read, [self.root])
-            _set_rlimits(limits, own_namespace)
-            if filtered:
-                self.seccomp_filter(nproc, python).install(os.getpid())  # built before the fork
-            if python:
-                if job.get("open_files"):  # before the audit hook: no audited open for the harness's own files
-                    namespace = namespace if namespace is not None else {"__builtins__": __builtins__}
-                    namespace["job_files"] = {name: open_for_writing(self.workdir, name) for name in job["open_files"]}
-                if job.get("audit_hook", True):
-                    pyrun.add_hook(self.hooks[nproc > 1])
-                sys.argv = ["<sandbox>"]
-                sys.path.insert(0, cwd)  # as for a script in the working folder: its modules import
-                status, exception = pyrun.run_code(code, namespace, echo=job.get("echo", True))
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                except BaseException:
-                    pass
-                if exception:
-                    try:
-                        os.write(status_w, exception.encode()[:200])
-                    except OSError:
-                        pass
-                os._exit(status)
-            argv = [str(a) for a in job["argv"]]
-            os.execvp(argv[0], argv)  # the job's environment is the supervisor's by now
-        except BaseException as exc:
-            try:
-                os.write(2, f"sandbox: could not start: {type(exc).__name__}: {exc}\n".encode())
+                os.kill(self.zygote_pid, signal.SIGKILL)
             except OSError:
                 pass
-            os._exit(127)
+        if os.getpid() == 1 or self.kill_all:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _site(paths: list[str]) -> None:
@@ -664,12 +649,14 @@ def main(argv: list[str]) -> None:
             assert payload is not None
             try:
                 reply = supervisor.run(header, payload, capture=job.get("type") == "batch")
-            except Exception as exc:  # a supervisor bug: say so instead of hanging the host
-                write_json(out, {"error": f"supervisor: {type(exc).__name__}: {exc}", "files": []})
-                continue
+            except Exception as exc:  # a supervisor bug: say so, and retire the sandbox, instead of hanging the host
+                supervisor.broken = f"supervisor: {type(exc).__name__}: {exc}"[:300]
+                write_json(out, {"error": f"sandbox_broken: {supervisor.broken}", "retire": supervisor.broken,
+                                 "files": []})
+                break
             send_reply(out, reply)
-    if os.getpid() == 1 or supervisor.kill_all:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except OSError:
-            pass
+            if supervisor.broken is not None:  # the host retires this sandbox; the rest of a batch is not run
+                break
+        if supervisor.broken is not None:
+            break
+    supervisor.close()

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rollgym.core.difficulty import Difficulty, Level
-from rollgym.core.env import SingleTurnEnv
+from rollgym.core.env import SingleTurnEnv, StepResult
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.codegen.source import DEFAULT_ENV_ID, CodeGenSource
 from rollgym.envs.code.config import CODEGEN_FAMILIES, CODEGEN_LEVELS, CodeGenConfig, choices, ladder
 from rollgym.envs.code.program import build_program, extract_code
-from rollgym.envs.code.runner import CodeRunner, code_runner, judge_expected, run_calls
+from rollgym.envs.code.runner import CodeRunner, code_runner, failure_info, judge_expected, run_calls
 from rollgym.sandbox import Limits
 
 SYSTEM_PROMPT = (
@@ -113,6 +113,10 @@ class CodeGenEnv(SingleTurnEnv):
         """Grade many ``(task, response)`` pairs in one batch (what RL reward functions should call):
         the same scores as :meth:`verify` one by one, at a fraction of the cost."""
         return grade_codegen(self.runner, items, self.limits, self.call_timeout_s)
+
+    def _advance(self, action: str) -> StepResult:
+        observation, reward, terminated, truncated, info = super()._advance(action)
+        return observation, reward, terminated, truncated, failure_info(info)  # a sandbox failure is retried
 
 
 def grade_codegen(
