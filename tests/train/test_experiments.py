@@ -19,7 +19,7 @@ from rollgym.train.experiments.runner import (
     run_experiment,
     verdict_of,
 )
-from rollgym.train.stats import estimate, paired, t_quantile_975
+from rollgym.train.stats import estimate, minimum_detectable_effect, paired, t_quantile_80, t_quantile_975
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "experiments.md"
@@ -39,6 +39,18 @@ def test_t_quantiles_and_intervals_by_hand():
     assert estimate([1.0]).verdict() == "too few seeds" and estimate([1.0]).to_dict()["half_width"] is None
     with pytest.raises(ValueError):
         paired([1.0], [1.0, 2.0])
+
+
+def test_minimum_detectable_effect_by_hand():
+    """MDE = (t_{0.975,n-1} + t_{0.8,n-1}) * sd / sqrt(n): the 80%-power difference of a paired t test at 0.05."""
+    assert t_quantile_80(4) == 0.941 and t_quantile_80(1) == 1.376 and t_quantile_80(0) == math.inf
+    assert t_quantile_80(120) == pytest.approx(0.8446, abs=1e-3)  # the series past the table
+    d = [0.1, 0.3, 0.2, 0.4, 0.5]
+    sd = math.sqrt(sum((x - 0.3) ** 2 for x in d) / 4)
+    assert minimum_detectable_effect(d) == pytest.approx((2.776 + 0.941) * sd / math.sqrt(5))
+    # the MDE is wider than the interval's half-width by the power term, whatever the spread
+    assert minimum_detectable_effect(d) / estimate(d).half_width == pytest.approx((2.776 + 0.941) / 2.776)
+    assert minimum_detectable_effect([0.2]) == math.inf and minimum_detectable_effect([0.2, 0.2]) == 0.0
 
 
 def toy(calls):
@@ -68,6 +80,10 @@ def test_the_runner_pairs_seeds_resumes_and_renders(tmp_path):
     table = render_markdown(again)
     assert "| better − base | score | +0.0" in table and "higher" in table and "seeds 0-6" in table
     assert "python -m rollgym.train.experiments toy --seeds 7" in table
+    first = again["comparisons"][0]
+    assert first["mde"] == pytest.approx(minimum_detectable_effect(
+        [b - a for a, b in zip(again["arms"]["base"]["per_seed"], again["arms"]["better"]["per_seed"])]))
+    assert "MDE (80% power)" in table and f"| {first['mde']:.3f} | 7 (0-6) |" in table
 
 
 def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_path):
@@ -112,6 +128,13 @@ def test_committed_tables_are_what_the_runner_renders_from_the_committed_results
         assert data["arms"][arm]["seeds"] == list(range(data["n_seeds"]))
     for c in data["comparisons"]:
         assert c["half_width"] is not None and c["verdict"] in ("higher", "lower", "no detectable difference")
+        # the power statement recomputes from the stored per-seed values of both arms
+        primary = c["metric"] == data["metric"]
+        values = {(r["arm"], r["seed"]): float(r["metric"] if primary else r["extras"][c["metric"]])
+                  for r in data["runs"] if r["arm"] in (c["a"], c["b"])}
+        differences = [values[c["a"], s] - values[c["b"], s] for s in c["seeds"]]
+        assert c["mde"] == pytest.approx(minimum_detectable_effect(differences), rel=1e-9, abs=1e-12)
+        assert c["mean"] == pytest.approx(sum(differences) / len(differences), rel=1e-9, abs=1e-12)
     assert doc_section(DOC, data["experiment"]) == render_markdown(data)
     assert (REPO / "docs" / "img" / f"experiment_{data['experiment']}.png").exists()
 

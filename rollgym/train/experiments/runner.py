@@ -7,7 +7,9 @@ An :class:`Experiment` names its arms, its baseline, the primary metric, a
 gives every arm the same tasks and sampling seeds, so differences are paired),
 then reports per arm the mean and 95% t interval, and per comparison the mean
 paired difference and its interval with a reading: "higher", "lower", or "no
-detectable difference" when the interval contains 0.
+detectable difference" when the interval contains 0, and its minimum detectable
+effect (the paired difference found with 80% power at alpha 0.05 over these seeds,
+:func:`~rollgym.train.stats.minimum_detectable_effect`).
 
 Results are written as JSON after every run (an interrupted run resumes when
 started again with the same settings), then rendered to Markdown and a PNG.
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
-from rollgym.train.stats import Estimate, estimate, paired
+from rollgym.train.stats import Estimate, estimate, minimum_detectable_effect
 
 SCHEMA = 1
 
@@ -182,6 +184,14 @@ def _extra(key: str) -> Callable[[dict[str, Any]], float | None]:
     return read
 
 
+def _comparison(a: str, b: str, metric: str, seeds: list[int], differences: list[float]) -> dict[str, Any]:
+    """One comparison's JSON: the paired estimate of ``a - b``, its reading and its minimum detectable effect."""
+    diff = estimate(differences)
+    mde = minimum_detectable_effect(differences)
+    return {"a": a, "b": b, "metric": metric, "seeds": seeds, **diff.to_dict(), "verdict": diff.verdict(),
+            "mde": mde if math.isfinite(mde) else None}
+
+
 def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence[dict[str, Any]], n_seeds: int,
               command: str, seconds: float) -> dict[str, Any]:
     """The JSON document of an experiment: settings, every run, per-arm estimates and paired comparisons."""
@@ -206,16 +216,12 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
     for a, b in exp.pairs():
         left, right = _by_arm(runs, a, lambda r: r["metric"]), _by_arm(runs, b, lambda r: r["metric"])
         common = sorted(set(left) & set(right))
-        diff = paired([left[s] for s in common], [right[s] for s in common])
-        entry = {"a": a, "b": b, "metric": exp.metric, "seeds": common, **diff.to_dict(), "verdict": diff.verdict()}
-        comparisons.append(entry)
+        comparisons.append(_comparison(a, b, exp.metric, common, [left[s] - right[s] for s in common]))
         for key in exp.secondary:
             ls, rs = _by_arm(runs, a, _extra(key)), _by_arm(runs, b, _extra(key))
             both = sorted(set(ls) & set(rs))
             if both:
-                d = paired([ls[s] for s in both], [rs[s] for s in both])
-                comparisons.append({"a": a, "b": b, "metric": key, "seeds": both, **d.to_dict(),
-                                    "verdict": d.verdict()})
+                comparisons.append(_comparison(a, b, key, both, [ls[s] - rs[s] for s in both]))
     return {
         "schema": SCHEMA, "experiment": exp.name, "title": exp.title, "question": exp.question,
         "metric": exp.metric, "baseline": exp.baseline, "arms_order": list(exp.arms), "mode": mode,
@@ -255,12 +261,17 @@ def render_markdown(data: dict[str, Any]) -> str:
         row = data["arms"][arm]
         per_seed = ", ".join(_fmt(v, digits) for v in row["per_seed"])
         lines.append(f"| {arm} | {_interval(row['estimate'], digits)} | {per_seed} | {_cost_text(row['cost'])} |")
-    lines += ["", "| comparison | measure | paired difference (mean ± 95% CI) | seeds | reading |",
-              "|---|---|---|---|---|"]
+    lines += ["", "| comparison | measure | paired difference (mean ± 95% CI) | MDE (80% power) | seeds | reading |",
+              "|---|---|---|---|---|---|"]
     for c in data["comparisons"]:
         seeds = f"{len(c['seeds'])} ({c['seeds'][0]}-{c['seeds'][-1]})" if c["seeds"] else "0"
         difference = _interval(c, digits, signed=True)
-        lines.append(f"| {c['a']} − {c['b']} | {c['metric']} | {difference} | {seeds} | {c['verdict']} |")
+        mde = "n/a" if c.get("mde") is None else f"{c['mde']:.{digits}f}"
+        lines.append(f"| {c['a']} − {c['b']} | {c['metric']} | {difference} | {mde} | {seeds} | {c['verdict']} |")
+    lines += ["", f"Power: MDE is the paired difference a two-sided paired t test at alpha 0.05 detects with 80% "
+                  f"probability over these {data['n_seeds']} seeds, (t_0.975,n−1 + t_0.8,n−1) · sd(differences) / √n "
+                  f"with the observed sd; a true effect smaller than it is likely to read \"no detectable "
+                  f"difference\"."]
     cfg = json.dumps(data["config"], sort_keys=True)
     command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
