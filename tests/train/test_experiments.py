@@ -143,3 +143,90 @@ def test_every_experiment_has_a_documented_table_or_is_pending():
     text = DOC.read_text()
     for name in EXPERIMENTS:
         assert f"<!-- experiment:{name}:begin -->" in text, name
+
+
+WARM_MODULE = '''
+import torch
+
+from rollgym.train.experiments.runner import ArmResult, Experiment
+
+
+def prepare(config, workdir):
+    """A warm-up with real matrix products: a small MLP trained a few steps from seed 0."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(), torch.nn.Linear(256, 8))
+    x, y = torch.randn(512, 64), torch.randn(512, 8)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    for _ in range(config["steps"]):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        opt.step()
+    return {"net": net}
+
+
+def run(ctx, arm, seed, config):
+    return ArmResult(float(seed) + (0.1 if arm == "b" else 0.0))
+
+
+EXPERIMENT = Experiment(name="warm", title="Warm", question="?", metric="m", arms=("a", "b"), baseline="a",
+                        prepare=prepare, run=run, configs={"full": {"steps": 20}, "quick": {"steps": 20}}, seeds=2)
+'''
+
+
+def _warm_experiment(tmp_path):
+    import importlib.util
+
+    (tmp_path / "warm_exp.py").write_text(WARM_MODULE)
+    spec = importlib.util.spec_from_file_location("warm_exp", tmp_path / "warm_exp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.EXPERIMENT
+
+
+def test_the_recorded_warm_up_hash_is_recomputed_in_a_fresh_process_with_other_thread_settings(tmp_path):
+    """The runner records the warm-up's hash; a fresh process with other OMP/MKL threads, pinned the way the
+    experiment command pins them, builds the same weights bit for bit."""
+    torch = pytest.importorskip("torch")
+    from rollgym.train.experiments.runner import pin_threads, state_hash
+
+    exp = _warm_experiment(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        pin_threads(1)
+        data = run_experiment(exp, tmp_path / "out", progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    start = data["starting_point"]
+    assert start["torch"] == torch.__version__ and start["torch_threads"] == 1 and "numpy" in start
+    assert len(start["warm_state_sha256"]) == 64
+    assert f"Starting point: warm-up weights sha256 `{start['warm_state_sha256'][:16]}`" in render_markdown(data)
+    assert start["warm_state_sha256"] == state_hash(exp.prepare(exp.configs["full"], tmp_path)["net"].state_dict())
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import warm_exp, torch\n"
+              "from rollgym.train.experiments.runner import pin_threads, starting_point\n"
+              "pin_threads(1)\n"
+              "exp = warm_exp.EXPERIMENT\n"
+              "print(starting_point(exp, exp.prepare(exp.configs['full'], None))['warm_state_sha256'])\n")
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == start["warm_state_sha256"]
+
+
+def test_a_resume_from_another_warm_up_is_refused_and_a_differing_reference_warns(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from rollgym.core.errors import ConfigError
+
+    exp = _warm_experiment(tmp_path)
+    out = tmp_path / "out"
+    data = run_experiment(exp, out, progress=False, seeds=1)
+    reference = tmp_path / "reference.json"
+    reference.write_text(json.dumps({**data, "starting_point": {**data["starting_point"], "torch": "0.0"}}))
+    run_experiment(exp, tmp_path / "other", progress=False, seeds=1, reference=reference)
+    assert "warning: the warm-up matches the reference results" in capsys.readouterr().out
+    moved = {**data, "starting_point": {**data["starting_point"], "warm_state_sha256": "0" * 64}}
+    (out / "warm.json").write_text(json.dumps(moved))
+    with pytest.raises(ConfigError, match=r"Cannot resume: this machine's warm-up differs .* 000000000000 ->"):
+        run_experiment(exp, out, progress=False, seeds=2)
+    (out / "warm.json").write_text(json.dumps(data))  # the same warm-up: the resume adds seed 1
+    assert run_experiment(exp, out, progress=False, seeds=2)["n_seeds"] == 2

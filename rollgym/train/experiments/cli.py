@@ -12,7 +12,7 @@ from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.train.experiments import EXPERIMENTS, get
-from rollgym.train.experiments.runner import plot, render_markdown, run_experiment, write_doc_section
+from rollgym.train.experiments.runner import pin_threads, plot, render_markdown, run_experiment, write_doc_section
 
 DOC = Path("docs") / "experiments.md"
 
@@ -53,9 +53,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     else:
         out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rollgym-experiments-"))
     try:
-        import torch
-
-        torch.set_num_threads(max(1, args.threads))
+        pin_threads(args.threads)
     except ImportError:  # pragma: no cover - the experiments themselves need torch
         pass
     for name in names:
@@ -66,7 +64,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                 raise ConfigError(f"{json_path} does not exist; run the experiment first.")
             data: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))
         else:
-            data = run_experiment(exp, out, quick=args.quick, seeds=args.seeds)
+            data = run_experiment(exp, out, quick=args.quick, seeds=args.seeds,
+                                  reference=Path("docs") / "experiments" / f"{name}.json")  # warns when it differs
         table = render_markdown(data)
         image = (Path("docs") / "img" / f"experiment_{name}.png") if args.doc else out / f"{name}.png"
         plot(data, image)

@@ -19,6 +19,8 @@ be checked against its committed JSON without rerunning anything.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import math
 import platform
@@ -76,6 +78,7 @@ class Experiment:
     notes: str = ""
     render_extra: Callable[[dict[str, Any]], str] | None = None
     plot_curves: bool = True
+    warm_state: Callable[[Any], Any] | None = None
 
     def pairs(self) -> list[tuple[str, str]]:
         """The comparisons reported: the listed ones, else every arm against the baseline."""
@@ -98,6 +101,86 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def pin_threads(threads: int = 1) -> None:
+    """Fix torch's CPU threads (the experiment command does, to 1): the warm-up then does not depend on the
+    OMP_NUM_THREADS / MKL_NUM_THREADS of the machine's environment."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+
+
+def state_hash(state: Any) -> str:
+    """SHA-256 of a ``state_dict`` (names, dtypes, shapes and the exact bytes of every tensor, in name order)."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _warm_state(exp: Experiment, context: Any) -> Any:
+    """The prepared model's weights: ``exp.warm_state(context)``, else a ``warm`` state_dict or a ``net`` module."""
+    if exp.warm_state is not None:
+        return exp.warm_state(context)
+    for key in ("warm", "net", "model"):
+        value = context.get(key) if isinstance(context, dict) else getattr(context, key, None)
+        if value is None:
+            continue
+        return value.state_dict() if hasattr(value, "state_dict") else value
+    return None
+
+
+def starting_point(exp: Experiment, context: Any) -> dict[str, Any]:
+    """What a run's starting point depends on: library versions, torch threads and CPU kernels, the warm-up's hash."""
+    import numpy
+
+    info: dict[str, Any] = {"numpy": numpy.__version__}
+    try:
+        import torch
+
+        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads(),
+                    cpu_capability=torch.backends.cpu.get_cpu_capability())
+    except ImportError:
+        pass
+    for library in ("transformers", "tokenizers"):  # a tiny model's tokenizer is trained by the tokenizers library
+        try:
+            info[library] = importlib.import_module(library).__version__
+        except ImportError:
+            pass
+    tokenizer = context.get("tokenizer") if isinstance(context, dict) else getattr(context, "tokenizer", None)
+    if tokenizer is not None and hasattr(tokenizer, "get_vocab"):
+        vocab = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False).encode()
+        info["tokenizer_sha256"] = hashlib.sha256(vocab).hexdigest()
+    state = _warm_state(exp, context)
+    info["warm_state_sha256"] = state_hash(state) if state is not None else None
+    return info
+
+
+def starting_point_moved(recorded: dict[str, Any] | None, current: dict[str, Any]) -> bool:
+    """Whether the warm-up weights or the tokenizer differ from ``recorded`` (runs from the two are not paired)."""
+    return recorded is not None and any(recorded.get(k) != current.get(k)
+                                        for k in ("warm_state_sha256", "tokenizer_sha256"))
+
+
+def check_starting_point(recorded: dict[str, Any] | None, current: dict[str, Any], what: str) -> str | None:
+    """One sentence on how ``current`` differs from ``recorded`` (``None`` when it does not, or none was recorded)."""
+    if not recorded:
+        return None
+    changed = [f"{k} {recorded.get(k)} -> {current.get(k)}" for k in sorted(set(recorded) | set(current))
+               if not k.endswith("sha256") and recorded.get(k) != current.get(k)]
+    if starting_point_moved(recorded, current):
+        hashes = ", ".join(f"{k} {str(recorded.get(k))[:12]} -> {str(current.get(k))[:12]}"
+                           for k in ("warm_state_sha256", "tokenizer_sha256") if recorded.get(k) != current.get(k))
+        return (f"this machine's warm-up differs from the one {what} started from ({hashes}"
+                + (f"; {', '.join(changed)}" if changed else "; same libraries, threads and CPU kernels") + ").")
+    if changed:
+        return f"the warm-up matches {what}, but {', '.join(changed)}."
+    return None
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -106,10 +189,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, seeds: int | None = None,
-                   progress: bool = True) -> dict[str, Any]:
+                   progress: bool = True, reference: str | Path | None = None) -> dict[str, Any]:
     """Run every arm on every seed, write ``<out>/<name>.json`` as it goes, and return the summary.
 
-    Runs already in an existing JSON with the same configuration are kept (resume).
+    Runs already in an existing JSON with the same configuration are kept (resume); the
+    resumed runs must have started from the same warm-up model (its hash is recorded as
+    ``starting_point``), else a :class:`ConfigError` says so. ``reference``, a results
+    file of the same settings (the committed one), only warns when its warm-up differs.
     """
     mode = "quick" if quick else "full"
     config = dict(exp.configs[mode])
@@ -120,10 +206,18 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     command = f"python -m rollgym.train.experiments {exp.name}" + (" --quick" if quick else "") + (
         f" --seeds {n_seeds}" if n_seeds != (exp.quick_seeds if quick else exp.seeds) else "")
     runs: list[dict[str, Any]] = []
+    start: dict[str, Any] | None = None  # the starting point the runs in the file came from
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
         if old.get("config") == config and old.get("mode") == mode:
             runs = [r for r in old.get("runs", []) if r["seed"] < n_seeds and r["arm"] in exp.arms]
+            start = old.get("starting_point") if runs else None
+    unknown_start = bool(runs) and start is None  # runs from before starting points were recorded
+    compare: dict[str, Any] | None = None
+    if reference is not None and Path(reference).exists() and Path(reference).resolve() != path.resolve():
+        ref = json.loads(Path(reference).read_text(encoding="utf-8"))
+        if ref.get("config") == config and ref.get("mode") == mode:
+            compare = ref.get("starting_point")
     done = {(r["arm"], r["seed"]) for r in runs}
     started = time.perf_counter()
     context = None
@@ -137,6 +231,18 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
                 context = exp.prepare(config, workdir)
                 if progress:
                     print(f"[{exp.name}] prepared in {time.perf_counter() - t0:.0f} s", flush=True)
+                current = starting_point(exp, context)
+                problem = check_starting_point(start, current, f"the runs in {path}")
+                if problem is not None and starting_point_moved(start, current):
+                    raise ConfigError(f"Cannot resume: {problem} Its seeds would not be paired with new ones; "
+                                      f"run into another folder or delete {path}.")
+                if problem is not None:
+                    print(f"[{exp.name}] warning: {problem}", flush=True)
+                warning = check_starting_point(compare, current, f"the reference results {reference}")
+                if warning is not None:
+                    print(f"[{exp.name}] warning: {warning} Arm means may fall outside the reference intervals.",
+                          flush=True)
+                start = None if unknown_start else current
             t0 = time.perf_counter()
             result = exp.run(context, arm, seed, config)
             seconds = time.perf_counter() - t0
@@ -147,10 +253,10 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
                 print(f"[{exp.name}] seed {seed} {arm:<28} {exp.metric} {result.metric:.4f} ({seconds:.0f} s)",
                       flush=True)
             _write_json(path, summarize(exp, config, mode, runs, n_seeds, command,
-                                        previous_seconds(path) + time.perf_counter() - started))
+                                        previous_seconds(path) + time.perf_counter() - started, start))
             started = time.perf_counter()
     shutil.rmtree(workdir, ignore_errors=True)
-    data = summarize(exp, config, mode, runs, n_seeds, command, previous_seconds(path))
+    data = summarize(exp, config, mode, runs, n_seeds, command, previous_seconds(path), start)
     _write_json(path, data)
     return data
 
@@ -193,7 +299,7 @@ def _comparison(a: str, b: str, metric: str, seeds: list[int], differences: list
 
 
 def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence[dict[str, Any]], n_seeds: int,
-              command: str, seconds: float) -> dict[str, Any]:
+              command: str, seconds: float, start: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document of an experiment: settings, every run, per-arm estimates and paired comparisons."""
     arms: dict[str, Any] = {}
     for arm in exp.arms:
@@ -228,7 +334,7 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
         "config": config, "n_seeds": n_seeds, "arms": arms, "comparisons": comparisons,
         "runs": sorted(runs, key=lambda r: (r["seed"], list(exp.arms).index(r["arm"]))),
         "seconds": round(seconds, 1), "machine": machine(), "command": command, "notes": exp.notes,
-        "x_label": exp.x_label, "digits": exp.digits,
+        "x_label": exp.x_label, "digits": exp.digits, "starting_point": start,
     }
 
 
@@ -276,6 +382,12 @@ def render_markdown(data: dict[str, Any]) -> str:
     command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
                   f"and sampling seeds); reproduce with `{command}` (the run time and machine are in the JSON)."]
+    start = data.get("starting_point")
+    if start and start.get("warm_state_sha256"):
+        libraries = ", ".join(f"{k} {start[k]}" for k in ("torch", "transformers", "tokenizers", "numpy") if k in start)
+        lines += ["", f"Starting point: warm-up weights sha256 `{start['warm_state_sha256'][:16]}`"
+                      f" ({libraries}; {start.get('torch_threads')} torch thread(s), {start.get('cpu_capability')} "
+                      f"kernels); a rerun warns when its warm-up differs, and a resume from another warm-up stops."]
     live = _registered(data["experiment"])
     notes = live.notes if live is not None else data.get("notes", "")  # documentation: today's wording
     if notes:
