@@ -156,10 +156,10 @@ def prepare(config, workdir):
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(), torch.nn.Linear(256, 8))
     x, y = torch.randn(512, 64), torch.randn(512, 8)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)  # Adam and softmax: vectorized kernels that differ by CPU level
     for _ in range(config["steps"]):
         opt.zero_grad()
-        torch.nn.functional.mse_loss(net(x), y).backward()
+        torch.nn.functional.mse_loss(torch.softmax(net(x), -1), y).backward()
         opt.step()
     return {"net": net}
 
@@ -183,34 +183,42 @@ def _warm_experiment(tmp_path):
     return module.EXPERIMENT
 
 
-def test_the_recorded_warm_up_hash_is_recomputed_in_a_fresh_process_with_other_thread_settings(tmp_path):
-    """The runner records the warm-up's hash; a fresh process with other OMP/MKL threads, pinned the way the
-    experiment command pins them, builds the same weights bit for bit."""
-    torch = pytest.importorskip("torch")
-    from rollgym.train.experiments.runner import pin_threads, state_hash
+def test_the_recorded_warm_up_hash_is_recomputed_in_a_fresh_process_with_other_thread_and_kernel_settings(tmp_path):
+    """A run records its warm-up's hash; a fresh process started with other OMP/MKL threads and another CPU kernel
+    level (as on a machine with AVX-512), pinned the way the experiment command pins them, builds the same weights
+    bit for bit. Without the pinning the kernel level alone changes the weights (checked first)."""
+    import os
+    import platform
 
-    exp = _warm_experiment(tmp_path)
-    threads = torch.get_num_threads()
-    try:
-        pin_threads(1)
-        data = run_experiment(exp, tmp_path / "out", progress=False)
-    finally:
-        torch.set_num_threads(threads)
+    pytest.importorskip("torch")
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the pinned kernel level is x86's AVX2")
+    _warm_experiment(tmp_path)  # writes warm_exp.py
+    head = "import sys; sys.path.insert(0, sys.argv[1])\nfrom rollgym.train.experiments import runner\n"
+    record = head + ("runner.pin_kernels(); runner.pin_threads(1)\nimport warm_exp\n"
+                     "runner.run_experiment(warm_exp.EXPERIMENT, sys.argv[2], progress=False)\n")
+    recompute = head + ("pin = sys.argv[2] == 'pin'\nif pin: runner.pin_kernels(); runner.pin_threads(1)\n"
+                        "import json, warm_exp\nexp = warm_exp.EXPERIMENT\n"
+                        "print(json.dumps(runner.starting_point(exp, exp.prepare(exp.configs['full'], None))))\n")
+
+    def python(script, *args, **env):
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path), *args], capture_output=True, text=True,
+                              timeout=300, cwd=REPO, env={**os.environ, **env})
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    python(record, str(tmp_path / "out"))
+    data = json.loads((tmp_path / "out" / "warm.json").read_text())
     start = data["starting_point"]
-    assert start["torch"] == torch.__version__ and start["torch_threads"] == 1 and "numpy" in start
+    assert start["torch_threads"] == 1 and start["cpu_capability"] == "AVX2" and "numpy" in start
     assert len(start["warm_state_sha256"]) == 64
     assert f"Starting point: warm-up weights sha256 `{start['warm_state_sha256'][:16]}`" in render_markdown(data)
-    assert start["warm_state_sha256"] == state_hash(exp.prepare(exp.configs["full"], tmp_path)["net"].state_dict())
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); import warm_exp, torch\n"
-              "from rollgym.train.experiments.runner import pin_threads, starting_point\n"
-              "pin_threads(1)\n"
-              "exp = warm_exp.EXPERIMENT\n"
-              "print(starting_point(exp, exp.prepare(exp.configs['full'], None))['warm_state_sha256'])\n")
-    env = {**__import__("os").environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300,
-                          cwd=REPO, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == start["warm_state_sha256"]
+    other = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "ATEN_CPU_CAPABILITY": "avx512"}
+    unpinned = json.loads(python(recompute, "native", **other))
+    if unpinned["cpu_capability"] == "AVX512":  # a CPU with AVX-512: its own kernels give other weights
+        assert unpinned["warm_state_sha256"] != start["warm_state_sha256"]
+    again = json.loads(python(recompute, "pin", **other))
+    assert again["cpu_capability"] == "AVX2" and again["warm_state_sha256"] == start["warm_state_sha256"]
 
 
 def test_a_resume_from_another_warm_up_is_refused_and_a_differing_reference_warns(tmp_path, capsys):

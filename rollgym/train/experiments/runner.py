@@ -101,6 +101,26 @@ def machine() -> dict[str, Any]:
     return info
 
 
+#: The CPU kernel level the experiment command pins (before torch loads): torch's own kernels, MKL's and
+#: oneDNN's. A machine with AVX-512 would otherwise run other kernels than one with AVX2 only, and the
+#: warm-up's weights differ in their last bits, which GRPO's sampling then amplifies.
+KERNEL_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def pin_kernels() -> bool:
+    """Pin the CPU kernel level to AVX2 (:data:`KERNEL_ENV`) for this process; False when torch was loaded already.
+
+    Torch reads these settings when it loads, so this must run before the first ``import torch``
+    (the experiment command calls it first thing). The level a run really used is recorded in its
+    ``starting_point`` as ``cpu_capability``.
+    """
+    import os
+    import sys
+
+    os.environ.update(KERNEL_ENV)
+    return "torch" not in sys.modules
+
+
 def pin_threads(threads: int = 1) -> None:
     """Fix torch's CPU threads (the experiment command does, to 1): the warm-up then does not depend on the
     OMP_NUM_THREADS / MKL_NUM_THREADS of the machine's environment."""
