@@ -19,7 +19,7 @@ from rollgym.train.experiments.runner import (
     run_experiment,
     verdict_of,
 )
-from rollgym.train.stats import estimate, paired, t_quantile_975
+from rollgym.train.stats import estimate, minimum_detectable_effect, paired, t_quantile_80, t_quantile_975
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "experiments.md"
@@ -39,6 +39,18 @@ def test_t_quantiles_and_intervals_by_hand():
     assert estimate([1.0]).verdict() == "too few seeds" and estimate([1.0]).to_dict()["half_width"] is None
     with pytest.raises(ValueError):
         paired([1.0], [1.0, 2.0])
+
+
+def test_minimum_detectable_effect_by_hand():
+    """MDE = (t_{0.975,n-1} + t_{0.8,n-1}) * sd / sqrt(n): the 80%-power difference of a paired t test at 0.05."""
+    assert t_quantile_80(4) == 0.941 and t_quantile_80(1) == 1.376 and t_quantile_80(0) == math.inf
+    assert t_quantile_80(120) == pytest.approx(0.8446, abs=1e-3)  # the series past the table
+    d = [0.1, 0.3, 0.2, 0.4, 0.5]
+    sd = math.sqrt(sum((x - 0.3) ** 2 for x in d) / 4)
+    assert minimum_detectable_effect(d) == pytest.approx((2.776 + 0.941) * sd / math.sqrt(5))
+    # the MDE is wider than the interval's half-width by the power term, whatever the spread
+    assert minimum_detectable_effect(d) / estimate(d).half_width == pytest.approx((2.776 + 0.941) / 2.776)
+    assert minimum_detectable_effect([0.2]) == math.inf and minimum_detectable_effect([0.2, 0.2]) == 0.0
 
 
 def toy(calls):
@@ -68,6 +80,10 @@ def test_the_runner_pairs_seeds_resumes_and_renders(tmp_path):
     table = render_markdown(again)
     assert "| better − base | score | +0.0" in table and "higher" in table and "seeds 0-6" in table
     assert "python -m rollgym.train.experiments toy --seeds 7" in table
+    first = again["comparisons"][0]
+    assert first["mde"] == pytest.approx(minimum_detectable_effect(
+        [b - a for a, b in zip(again["arms"]["base"]["per_seed"], again["arms"]["better"]["per_seed"])]))
+    assert "MDE (80% power)" in table and f"| {first['mde']:.3f} | 7 (0-6) |" in table
 
 
 def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_path):
@@ -112,6 +128,13 @@ def test_committed_tables_are_what_the_runner_renders_from_the_committed_results
         assert data["arms"][arm]["seeds"] == list(range(data["n_seeds"]))
     for c in data["comparisons"]:
         assert c["half_width"] is not None and c["verdict"] in ("higher", "lower", "no detectable difference")
+        # the power statement recomputes from the stored per-seed values of both arms
+        primary = c["metric"] == data["metric"]
+        values = {(r["arm"], r["seed"]): float(r["metric"] if primary else r["extras"][c["metric"]])
+                  for r in data["runs"] if r["arm"] in (c["a"], c["b"])}
+        differences = [values[c["a"], s] - values[c["b"], s] for s in c["seeds"]]
+        assert c["mde"] == pytest.approx(minimum_detectable_effect(differences), rel=1e-9, abs=1e-12)
+        assert c["mean"] == pytest.approx(sum(differences) / len(differences), rel=1e-9, abs=1e-12)
     assert doc_section(DOC, data["experiment"]) == render_markdown(data)
     assert (REPO / "docs" / "img" / f"experiment_{data['experiment']}.png").exists()
 
@@ -120,3 +143,98 @@ def test_every_experiment_has_a_documented_table_or_is_pending():
     text = DOC.read_text()
     for name in EXPERIMENTS:
         assert f"<!-- experiment:{name}:begin -->" in text, name
+
+
+WARM_MODULE = '''
+import torch
+
+from rollgym.train.experiments.runner import ArmResult, Experiment
+
+
+def prepare(config, workdir):
+    """A warm-up with real matrix products: a small MLP trained a few steps from seed 0."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh(), torch.nn.Linear(256, 8))
+    x, y = torch.randn(512, 64), torch.randn(512, 8)
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)  # Adam and softmax: vectorized kernels that differ by CPU level
+    for _ in range(config["steps"]):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(torch.softmax(net(x), -1), y).backward()
+        opt.step()
+    return {"net": net}
+
+
+def run(ctx, arm, seed, config):
+    return ArmResult(float(seed) + (0.1 if arm == "b" else 0.0))
+
+
+EXPERIMENT = Experiment(name="warm", title="Warm", question="?", metric="m", arms=("a", "b"), baseline="a",
+                        prepare=prepare, run=run, configs={"full": {"steps": 20}, "quick": {"steps": 20}}, seeds=2)
+'''
+
+
+def _warm_experiment(tmp_path):
+    import importlib.util
+
+    (tmp_path / "warm_exp.py").write_text(WARM_MODULE)
+    spec = importlib.util.spec_from_file_location("warm_exp", tmp_path / "warm_exp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.EXPERIMENT
+
+
+def test_the_recorded_warm_up_hash_is_recomputed_in_a_fresh_process_with_other_thread_and_kernel_settings(tmp_path):
+    """A run records its warm-up's hash; a fresh process started with other OMP/MKL threads and another CPU kernel
+    level (as on a machine with AVX-512), pinned the way the experiment command pins them, builds the same weights
+    bit for bit. Without the pinning the kernel level alone changes the weights (checked first)."""
+    import os
+    import platform
+
+    pytest.importorskip("torch")
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the pinned kernel level is x86's AVX2")
+    _warm_experiment(tmp_path)  # writes warm_exp.py
+    head = "import sys; sys.path.insert(0, sys.argv[1])\nfrom rollgym.train.experiments import runner\n"
+    record = head + ("runner.pin_kernels(); runner.pin_threads(1)\nimport warm_exp\n"
+                     "runner.run_experiment(warm_exp.EXPERIMENT, sys.argv[2], progress=False)\n")
+    recompute = head + ("pin = sys.argv[2] == 'pin'\nif pin: runner.pin_kernels(); runner.pin_threads(1)\n"
+                        "import json, warm_exp\nexp = warm_exp.EXPERIMENT\n"
+                        "print(json.dumps(runner.starting_point(exp, exp.prepare(exp.configs['full'], None))))\n")
+
+    def python(script, *args, **env):
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path), *args], capture_output=True, text=True,
+                              timeout=300, cwd=REPO, env={**os.environ, **env})
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    python(record, str(tmp_path / "out"))
+    data = json.loads((tmp_path / "out" / "warm.json").read_text())
+    start = data["starting_point"]
+    assert start["torch_threads"] == 1 and start["cpu_capability"] == "AVX2" and "numpy" in start
+    assert len(start["warm_state_sha256"]) == 64
+    assert f"Starting point: warm-up weights sha256 `{start['warm_state_sha256'][:16]}`" in render_markdown(data)
+    other = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2", "ATEN_CPU_CAPABILITY": "avx512"}
+    unpinned = json.loads(python(recompute, "native", **other))
+    if unpinned["cpu_capability"] == "AVX512":  # a CPU with AVX-512: its own kernels give other weights
+        assert unpinned["warm_state_sha256"] != start["warm_state_sha256"]
+    again = json.loads(python(recompute, "pin", **other))
+    assert again["cpu_capability"] == "AVX2" and again["warm_state_sha256"] == start["warm_state_sha256"]
+
+
+def test_a_resume_from_another_warm_up_is_refused_and_a_differing_reference_warns(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from rollgym.core.errors import ConfigError
+
+    exp = _warm_experiment(tmp_path)
+    out = tmp_path / "out"
+    data = run_experiment(exp, out, progress=False, seeds=1)
+    reference = tmp_path / "reference.json"
+    reference.write_text(json.dumps({**data, "starting_point": {**data["starting_point"], "torch": "0.0"}}))
+    run_experiment(exp, tmp_path / "other", progress=False, seeds=1, reference=reference)
+    assert "warning: the warm-up matches the reference results" in capsys.readouterr().out
+    moved = {**data, "starting_point": {**data["starting_point"], "warm_state_sha256": "0" * 64}}
+    (out / "warm.json").write_text(json.dumps(moved))
+    with pytest.raises(ConfigError, match=r"Cannot resume: this machine's warm-up differs .* 000000000000 ->"):
+        run_experiment(exp, out, progress=False, seeds=2)
+    (out / "warm.json").write_text(json.dumps(data))  # the same warm-up: the resume adds seed 1
+    assert run_experiment(exp, out, progress=False, seeds=2)["n_seeds"] == 2

@@ -12,7 +12,14 @@ from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.train.experiments import EXPERIMENTS, get
-from rollgym.train.experiments.runner import plot, render_markdown, run_experiment, write_doc_section
+from rollgym.train.experiments.runner import (
+    pin_kernels,
+    pin_threads,
+    plot,
+    render_markdown,
+    run_experiment,
+    write_doc_section,
+)
 
 DOC = Path("docs") / "experiments.md"
 
@@ -29,11 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "and the table in docs/experiments.md (full runs only)")
     parser.add_argument("--render", action="store_true", help="only re-render tables and plots from existing JSON")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
+    parser.add_argument("--native-kernels", action="store_true",
+                        help="use the CPU's own kernel level (e.g. AVX-512) instead of AVX2, which every run pins by "
+                             "default so that warm-ups match across machines")
     parser.add_argument("--list", action="store_true", help="list the experiments and exit")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the experiments that ``args`` name; returns the exit status."""
+    if not getattr(args, "native_kernels", False) and not pin_kernels():
+        print("warning: torch was loaded before the experiment command could pin its CPU kernels to AVX2; this run "
+              "uses the machine's own (its starting_point records which).", file=sys.stderr)
     if args.list or not args.names:
         for name in EXPERIMENTS:
             exp = get(name)
@@ -53,9 +66,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     else:
         out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="rollgym-experiments-"))
     try:
-        import torch
-
-        torch.set_num_threads(max(1, args.threads))
+        pin_threads(args.threads)
     except ImportError:  # pragma: no cover - the experiments themselves need torch
         pass
     for name in names:
@@ -66,7 +77,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                 raise ConfigError(f"{json_path} does not exist; run the experiment first.")
             data: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))
         else:
-            data = run_experiment(exp, out, quick=args.quick, seeds=args.seeds)
+            data = run_experiment(exp, out, quick=args.quick, seeds=args.seeds,
+                                  reference=Path("docs") / "experiments" / f"{name}.json")  # warns when it differs
         table = render_markdown(data)
         image = (Path("docs") / "img" / f"experiment_{name}.png") if args.doc else out / f"{name}.png"
         plot(data, image)

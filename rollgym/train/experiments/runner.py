@@ -7,7 +7,9 @@ An :class:`Experiment` names its arms, its baseline, the primary metric, a
 gives every arm the same tasks and sampling seeds, so differences are paired),
 then reports per arm the mean and 95% t interval, and per comparison the mean
 paired difference and its interval with a reading: "higher", "lower", or "no
-detectable difference" when the interval contains 0.
+detectable difference" when the interval contains 0, and its minimum detectable
+effect (the paired difference found with 80% power at alpha 0.05 over these seeds,
+:func:`~rollgym.train.stats.minimum_detectable_effect`).
 
 Results are written as JSON after every run (an interrupted run resumes when
 started again with the same settings), then rendered to Markdown and a PNG.
@@ -17,6 +19,8 @@ be checked against its committed JSON without rerunning anything.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import math
 import platform
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
-from rollgym.train.stats import Estimate, estimate, paired
+from rollgym.train.stats import Estimate, estimate, minimum_detectable_effect
 
 SCHEMA = 1
 
@@ -74,6 +78,7 @@ class Experiment:
     notes: str = ""
     render_extra: Callable[[dict[str, Any]], str] | None = None
     plot_curves: bool = True
+    warm_state: Callable[[Any], Any] | None = None
 
     def pairs(self) -> list[tuple[str, str]]:
         """The comparisons reported: the listed ones, else every arm against the baseline."""
@@ -96,6 +101,106 @@ def machine() -> dict[str, Any]:
     return info
 
 
+#: The CPU kernel level the experiment command pins (before torch loads): torch's own kernels, MKL's and
+#: oneDNN's. A machine with AVX-512 would otherwise run other kernels than one with AVX2 only, and the
+#: warm-up's weights differ in their last bits, which GRPO's sampling then amplifies.
+KERNEL_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def pin_kernels() -> bool:
+    """Pin the CPU kernel level to AVX2 (:data:`KERNEL_ENV`) for this process; False when torch was loaded already.
+
+    Torch reads these settings when it loads, so this must run before the first ``import torch``
+    (the experiment command calls it first thing). The level a run really used is recorded in its
+    ``starting_point`` as ``cpu_capability``.
+    """
+    import os
+    import sys
+
+    os.environ.update(KERNEL_ENV)
+    return "torch" not in sys.modules
+
+
+def pin_threads(threads: int = 1) -> None:
+    """Fix torch's CPU threads (the experiment command does, to 1): the warm-up then does not depend on the
+    OMP_NUM_THREADS / MKL_NUM_THREADS of the machine's environment."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+
+
+def state_hash(state: Any) -> str:
+    """SHA-256 of a ``state_dict`` (names, dtypes, shapes and the exact bytes of every tensor, in name order)."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _warm_state(exp: Experiment, context: Any) -> Any:
+    """The prepared model's weights: ``exp.warm_state(context)``, else a ``warm`` state_dict or a ``net`` module."""
+    if exp.warm_state is not None:
+        return exp.warm_state(context)
+    for key in ("warm", "net", "model"):
+        value = context.get(key) if isinstance(context, dict) else getattr(context, key, None)
+        if value is None:
+            continue
+        return value.state_dict() if hasattr(value, "state_dict") else value
+    return None
+
+
+def starting_point(exp: Experiment, context: Any) -> dict[str, Any]:
+    """What a run's starting point depends on: library versions, torch threads and CPU kernels, the warm-up's hash."""
+    import numpy
+
+    info: dict[str, Any] = {"numpy": numpy.__version__}
+    try:
+        import torch
+
+        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads(),
+                    cpu_capability=torch.backends.cpu.get_cpu_capability())
+    except ImportError:
+        pass
+    for library in ("transformers", "tokenizers"):  # a tiny model's tokenizer is trained by the tokenizers library
+        try:
+            info[library] = importlib.import_module(library).__version__
+        except ImportError:
+            pass
+    tokenizer = context.get("tokenizer") if isinstance(context, dict) else getattr(context, "tokenizer", None)
+    if tokenizer is not None and hasattr(tokenizer, "get_vocab"):
+        vocab = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False).encode()
+        info["tokenizer_sha256"] = hashlib.sha256(vocab).hexdigest()
+    state = _warm_state(exp, context)
+    info["warm_state_sha256"] = state_hash(state) if state is not None else None
+    return info
+
+
+def starting_point_moved(recorded: dict[str, Any] | None, current: dict[str, Any]) -> bool:
+    """Whether the warm-up weights or the tokenizer differ from ``recorded`` (runs from the two are not paired)."""
+    return recorded is not None and any(recorded.get(k) != current.get(k)
+                                        for k in ("warm_state_sha256", "tokenizer_sha256"))
+
+
+def check_starting_point(recorded: dict[str, Any] | None, current: dict[str, Any], what: str) -> str | None:
+    """One sentence on how ``current`` differs from ``recorded`` (``None`` when it does not, or none was recorded)."""
+    if not recorded:
+        return None
+    changed = [f"{k} {recorded.get(k)} -> {current.get(k)}" for k in sorted(set(recorded) | set(current))
+               if not k.endswith("sha256") and recorded.get(k) != current.get(k)]
+    if starting_point_moved(recorded, current):
+        hashes = ", ".join(f"{k} {str(recorded.get(k))[:12]} -> {str(current.get(k))[:12]}"
+                           for k in ("warm_state_sha256", "tokenizer_sha256") if recorded.get(k) != current.get(k))
+        return (f"this machine's warm-up differs from the one {what} started from ({hashes}"
+                + (f"; {', '.join(changed)}" if changed else "; same libraries, threads and CPU kernels") + ").")
+    if changed:
+        return f"the warm-up matches {what}, but {', '.join(changed)}."
+    return None
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -104,10 +209,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, seeds: int | None = None,
-                   progress: bool = True) -> dict[str, Any]:
+                   progress: bool = True, reference: str | Path | None = None) -> dict[str, Any]:
     """Run every arm on every seed, write ``<out>/<name>.json`` as it goes, and return the summary.
 
-    Runs already in an existing JSON with the same configuration are kept (resume).
+    Runs already in an existing JSON with the same configuration are kept (resume); the
+    resumed runs must have started from the same warm-up model (its hash is recorded as
+    ``starting_point``), else a :class:`ConfigError` says so. ``reference``, a results
+    file of the same settings (the committed one), only warns when its warm-up differs.
     """
     mode = "quick" if quick else "full"
     config = dict(exp.configs[mode])
@@ -118,10 +226,18 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     command = f"python -m rollgym.train.experiments {exp.name}" + (" --quick" if quick else "") + (
         f" --seeds {n_seeds}" if n_seeds != (exp.quick_seeds if quick else exp.seeds) else "")
     runs: list[dict[str, Any]] = []
+    start: dict[str, Any] | None = None  # the starting point the runs in the file came from
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
         if old.get("config") == config and old.get("mode") == mode:
             runs = [r for r in old.get("runs", []) if r["seed"] < n_seeds and r["arm"] in exp.arms]
+            start = old.get("starting_point") if runs else None
+    unknown_start = bool(runs) and start is None  # runs from before starting points were recorded
+    compare: dict[str, Any] | None = None
+    if reference is not None and Path(reference).exists() and Path(reference).resolve() != path.resolve():
+        ref = json.loads(Path(reference).read_text(encoding="utf-8"))
+        if ref.get("config") == config and ref.get("mode") == mode:
+            compare = ref.get("starting_point")
     done = {(r["arm"], r["seed"]) for r in runs}
     started = time.perf_counter()
     context = None
@@ -135,6 +251,18 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
                 context = exp.prepare(config, workdir)
                 if progress:
                     print(f"[{exp.name}] prepared in {time.perf_counter() - t0:.0f} s", flush=True)
+                current = starting_point(exp, context)
+                problem = check_starting_point(start, current, f"the runs in {path}")
+                if problem is not None and starting_point_moved(start, current):
+                    raise ConfigError(f"Cannot resume: {problem} Its seeds would not be paired with new ones; "
+                                      f"run into another folder or delete {path}.")
+                if problem is not None:
+                    print(f"[{exp.name}] warning: {problem}", flush=True)
+                warning = check_starting_point(compare, current, f"the reference results {reference}")
+                if warning is not None:
+                    print(f"[{exp.name}] warning: {warning} Arm means may fall outside the reference intervals.",
+                          flush=True)
+                start = None if unknown_start else current
             t0 = time.perf_counter()
             result = exp.run(context, arm, seed, config)
             seconds = time.perf_counter() - t0
@@ -145,10 +273,10 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
                 print(f"[{exp.name}] seed {seed} {arm:<28} {exp.metric} {result.metric:.4f} ({seconds:.0f} s)",
                       flush=True)
             _write_json(path, summarize(exp, config, mode, runs, n_seeds, command,
-                                        previous_seconds(path) + time.perf_counter() - started))
+                                        previous_seconds(path) + time.perf_counter() - started, start))
             started = time.perf_counter()
     shutil.rmtree(workdir, ignore_errors=True)
-    data = summarize(exp, config, mode, runs, n_seeds, command, previous_seconds(path))
+    data = summarize(exp, config, mode, runs, n_seeds, command, previous_seconds(path), start)
     _write_json(path, data)
     return data
 
@@ -182,8 +310,16 @@ def _extra(key: str) -> Callable[[dict[str, Any]], float | None]:
     return read
 
 
+def _comparison(a: str, b: str, metric: str, seeds: list[int], differences: list[float]) -> dict[str, Any]:
+    """One comparison's JSON: the paired estimate of ``a - b``, its reading and its minimum detectable effect."""
+    diff = estimate(differences)
+    mde = minimum_detectable_effect(differences)
+    return {"a": a, "b": b, "metric": metric, "seeds": seeds, **diff.to_dict(), "verdict": diff.verdict(),
+            "mde": mde if math.isfinite(mde) else None}
+
+
 def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence[dict[str, Any]], n_seeds: int,
-              command: str, seconds: float) -> dict[str, Any]:
+              command: str, seconds: float, start: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document of an experiment: settings, every run, per-arm estimates and paired comparisons."""
     arms: dict[str, Any] = {}
     for arm in exp.arms:
@@ -206,23 +342,19 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
     for a, b in exp.pairs():
         left, right = _by_arm(runs, a, lambda r: r["metric"]), _by_arm(runs, b, lambda r: r["metric"])
         common = sorted(set(left) & set(right))
-        diff = paired([left[s] for s in common], [right[s] for s in common])
-        entry = {"a": a, "b": b, "metric": exp.metric, "seeds": common, **diff.to_dict(), "verdict": diff.verdict()}
-        comparisons.append(entry)
+        comparisons.append(_comparison(a, b, exp.metric, common, [left[s] - right[s] for s in common]))
         for key in exp.secondary:
             ls, rs = _by_arm(runs, a, _extra(key)), _by_arm(runs, b, _extra(key))
             both = sorted(set(ls) & set(rs))
             if both:
-                d = paired([ls[s] for s in both], [rs[s] for s in both])
-                comparisons.append({"a": a, "b": b, "metric": key, "seeds": both, **d.to_dict(),
-                                    "verdict": d.verdict()})
+                comparisons.append(_comparison(a, b, key, both, [ls[s] - rs[s] for s in both]))
     return {
         "schema": SCHEMA, "experiment": exp.name, "title": exp.title, "question": exp.question,
         "metric": exp.metric, "baseline": exp.baseline, "arms_order": list(exp.arms), "mode": mode,
         "config": config, "n_seeds": n_seeds, "arms": arms, "comparisons": comparisons,
         "runs": sorted(runs, key=lambda r: (r["seed"], list(exp.arms).index(r["arm"]))),
         "seconds": round(seconds, 1), "machine": machine(), "command": command, "notes": exp.notes,
-        "x_label": exp.x_label, "digits": exp.digits,
+        "x_label": exp.x_label, "digits": exp.digits, "starting_point": start,
     }
 
 
@@ -255,16 +387,27 @@ def render_markdown(data: dict[str, Any]) -> str:
         row = data["arms"][arm]
         per_seed = ", ".join(_fmt(v, digits) for v in row["per_seed"])
         lines.append(f"| {arm} | {_interval(row['estimate'], digits)} | {per_seed} | {_cost_text(row['cost'])} |")
-    lines += ["", "| comparison | measure | paired difference (mean ± 95% CI) | seeds | reading |",
-              "|---|---|---|---|---|"]
+    lines += ["", "| comparison | measure | paired difference (mean ± 95% CI) | MDE (80% power) | seeds | reading |",
+              "|---|---|---|---|---|---|"]
     for c in data["comparisons"]:
         seeds = f"{len(c['seeds'])} ({c['seeds'][0]}-{c['seeds'][-1]})" if c["seeds"] else "0"
         difference = _interval(c, digits, signed=True)
-        lines.append(f"| {c['a']} − {c['b']} | {c['metric']} | {difference} | {seeds} | {c['verdict']} |")
+        mde = "n/a" if c.get("mde") is None else f"{c['mde']:.{digits}f}"
+        lines.append(f"| {c['a']} − {c['b']} | {c['metric']} | {difference} | {mde} | {seeds} | {c['verdict']} |")
+    lines += ["", f"Power: MDE is the paired difference a two-sided paired t test at alpha 0.05 detects with 80% "
+                  f"probability over these {data['n_seeds']} seeds, (t_0.975,n−1 + t_0.8,n−1) · sd(differences) / √n "
+                  f"with the observed sd; a true effect smaller than it is likely to read \"no detectable "
+                  f"difference\"."]
     cfg = json.dumps(data["config"], sort_keys=True)
     command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
                   f"and sampling seeds); reproduce with `{command}` (the run time and machine are in the JSON)."]
+    start = data.get("starting_point")
+    if start and start.get("warm_state_sha256"):
+        libraries = ", ".join(f"{k} {start[k]}" for k in ("torch", "transformers", "tokenizers", "numpy") if k in start)
+        lines += ["", f"Starting point: warm-up weights sha256 `{start['warm_state_sha256'][:16]}`"
+                      f" ({libraries}; {start.get('torch_threads')} torch thread(s), {start.get('cpu_capability')} "
+                      f"kernels); a rerun warns when its warm-up differs, and a resume from another warm-up stops."]
     live = _registered(data["experiment"])
     notes = live.notes if live is not None else data.get("notes", "")  # documentation: today's wording
     if notes:
