@@ -23,14 +23,43 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rollgym.serve import protocol as wire
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from rollgym.serve.sessions import Session, SessionHub
+
+
+class McpSession(Protocol):
+    """What MCP reads of a session (:class:`rollgym.serve.sessions.Session` is one)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def started(self) -> bool: ...
+    @property
+    def base_info(self) -> dict[str, Any]: ...
+
+
+S = TypeVar("S", bound=McpSession)
+
+
+class McpHub(Protocol[S]):
+    """What MCP asks of the session hub (:class:`rollgym.serve.sessions.SessionHub` is one).
+
+    Described here rather than imported, so that ``sessions`` (which dispatches MCP messages to this
+    module) is the only one of the two that imports the other.
+    """
+
+    def open(self, env_id: str) -> S: ...
+    def get(self, session_id: str, env_id: str | None = None) -> S: ...
+    async def close(self, session: S, *, reason: str = "closed") -> None: ...
+    async def handle(self, session: S, message: dict[str, Any]) -> dict[str, Any] | None: ...
+    async def _reset(self, session: S, data: dict[str, Any]) -> dict[str, Any]: ...
+    async def _step(self, session: S, data: dict[str, Any]) -> dict[str, Any]: ...
+
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 SERVER_ERROR = -32000
@@ -64,7 +93,7 @@ def call_result(reply: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def handle_jsonrpc(hub: SessionHub, session: Session, request: dict[str, Any]) -> dict[str, Any]:
+async def handle_jsonrpc(hub: McpHub[S], session: S, request: dict[str, Any]) -> dict[str, Any]:
     """Answer one JSON-RPC request (``tools/list``, ``tools/call``) for ``session``.
 
     Called with the session's lock held (from :meth:`SessionHub.handle`), so it steps the env
@@ -100,7 +129,7 @@ async def handle_jsonrpc(hub: SessionHub, session: Session, request: dict[str, A
         return _rpc_error(request_id, INVALID_PARAMS if code else INTERNAL_ERROR, str(exc))
 
 
-async def handle_http_jsonrpc(hub: SessionHub, env_id: Callable[[], str], body: dict[str, Any]) -> dict[str, Any]:
+async def handle_http_jsonrpc(hub: McpHub[Any], env_id: Callable[[], str], body: dict[str, Any]) -> dict[str, Any]:
     """``POST /mcp``: OpenEnv's session methods plus ``tools/*`` on the session named in params.
 
     ``env_id`` names the env of the request's path (it raises ``SessionError`` when the path names none).

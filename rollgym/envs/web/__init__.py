@@ -8,6 +8,7 @@ browser load when an env is first reset.
 """
 
 from rollgym.core.registration import register_env
+from rollgym.envs.web import gen as _gen  # noqa: F401  (registers the generated sites' family with the server)
 
 _COMPONENTS = [
     "rollgym.envs.web.env",
@@ -53,6 +54,7 @@ for _name, _sites, _what in _SITES:
 
 _GEN_COMPONENTS = [
     *_COMPONENTS,
+    "rollgym.envs.web.gen",  # its __init__ registers the generated sites and their grader (rollgym.envs.web.families)
     "rollgym.envs.web.gen.env",
     "rollgym.envs.web.gen.schema",
     "rollgym.envs.web.gen.kinds",

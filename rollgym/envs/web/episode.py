@@ -6,7 +6,8 @@ episode's database on the server and the text of ``answer(...)``; nothing the
 page shows, and nothing the agent can type into it, reaches the grader.
 
 Tasks of the hand-written sites are graded by :mod:`rollgym.envs.web.tasks`, tasks of
-generated sites (``task.meta["gen_site"]``) by :mod:`rollgym.envs.web.gen.tasks`; both
+generated sites (``task.meta["gen_site"]``) by :mod:`rollgym.envs.web.gen.tasks` (looked up in
+:mod:`rollgym.envs.web.families`, where the ``gen`` package registers it); both
 with the shared state-diff grader. In the screenshot modes (``obs_mode`` ``"screenshot"``
 or ``"both"``) each observation also takes a screenshot (:attr:`WebEpisode.last_screenshot`)
 and the screen verbs ``click_at``, ``type`` and ``scroll_at`` are allowed.
@@ -24,6 +25,7 @@ import numpy as np
 from rollgym.core.task import Score, Task
 from rollgym.envs.web.actions import Action, ActionError, parse_action
 from rollgym.envs.web.browser import SETTLE_TIMEOUT_MS, VIEWPORT, OpenedEpisode, WebRuntime
+from rollgym.envs.web.families import family_of
 from rollgym.envs.web.observation import OBSERVE_JS, format_observation
 from rollgym.envs.web.tasks import grade_answer, template_of
 
@@ -399,8 +401,9 @@ class WebEpisode:
         episode = self.runtime.server.episode(self.token)
         if episode is None:
             raise RuntimeError("The episode's server state is gone.")
-        if self.generated:
-            from rollgym.envs.web.gen.tasks import grade_answer as grade_generated
-
-            return grade_generated(self.task, self.answer, episode.query)
-        return grade_answer(self.task, self.answer, episode.query)
+        if not self.generated:
+            return grade_answer(self.task, self.answer, episode.query)
+        family = family_of(self.site_key)
+        if family is None:
+            raise RuntimeError(f"No site family is registered for the generated site {self.site_key!r}.")
+        return family.grade(self.task, self.answer, episode.query)

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from rollgym.core.errors import ConfigError
+from rollgym.envs.web.families import family_of
 from rollgym.envs.web.sites import SITES, Request, Response, Site
 from rollgym.envs.web.sites.base import safe_path, stylesheet
 
@@ -50,17 +51,12 @@ _SITE_OBJECTS: dict[str, Site] = {}
 
 def site(key: str) -> Site:
     """The shared :class:`Site` object for a site key: a hand-written site, or a generated one (``gen-shop-03``)."""
-    if key not in SITES and not key.startswith("gen-"):
+    family = None if key in SITES else family_of(key)
+    if key not in SITES and family is None:
         raise ConfigError(f"Unknown site {key!r}; use one of {', '.join(sorted(SITES))} or a generated site's key.")
     with _BASE_LOCK:
         if key not in _SITE_OBJECTS:
-            if key in SITES:
-                _SITE_OBJECTS[key] = SITES[key]()
-            else:
-                from rollgym.envs.web.gen.domain import site_spec
-                from rollgym.envs.web.gen.site import GeneratedSite
-
-                _SITE_OBJECTS[key] = GeneratedSite(site_spec(key))
+            _SITE_OBJECTS[key] = SITES[key]() if family is None else family.site(key)
         return _SITE_OBJECTS[key]
 
 

@@ -17,27 +17,6 @@ Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/N
 
 from __future__ import annotations
 
-import importlib
-
-from rollgym.train.experiments.runner import ArmResult, Experiment, render_markdown, run_experiment
-
-EXPERIMENTS: dict[str, str] = {
-    "erils": "rollgym.train.experiments.erils",
-    "t3rl": "rollgym.train.experiments.t3rl",
-    "dynamic": "rollgym.train.experiments.dynamic",
-    "worldmodel": "rollgym.train.experiments.worldmodel",
-    "april": "rollgym.train.experiments.april",
-    "generalization": "rollgym.train.experiments.generalization",
-}
+from rollgym.train.experiments.runner import EXPERIMENTS, ArmResult, Experiment, get, render_markdown, run_experiment
 
 __all__ = ["EXPERIMENTS", "ArmResult", "Experiment", "get", "render_markdown", "run_experiment"]
-
-
-def get(name: str) -> Experiment:
-    """The experiment called ``name``."""
-    from rollgym.core.errors import ConfigError
-
-    if name not in EXPERIMENTS:
-        raise ConfigError(f"Unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
-    experiment: Experiment = importlib.import_module(EXPERIMENTS[name]).EXPERIMENT
-    return experiment

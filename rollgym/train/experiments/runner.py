@@ -419,9 +419,27 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _registered(name: str) -> Experiment | None:
-    from rollgym.train.experiments import EXPERIMENTS, get
+EXPERIMENTS: dict[str, str] = {
+    "erils": "rollgym.train.experiments.erils",
+    "t3rl": "rollgym.train.experiments.t3rl",
+    "dynamic": "rollgym.train.experiments.dynamic",
+    "worldmodel": "rollgym.train.experiments.worldmodel",
+    "april": "rollgym.train.experiments.april",
+    "generalization": "rollgym.train.experiments.generalization",
+}
+"""Every experiment's module by name. They are imported by name only when asked for (:func:`get`): each
+imports this runner, which imports none of them, so the package's imports run one way."""
 
+
+def get(name: str) -> Experiment:
+    """The experiment called ``name``."""
+    if name not in EXPERIMENTS:
+        raise ConfigError(f"Unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}.")
+    experiment: Experiment = importlib.import_module(EXPERIMENTS[name]).EXPERIMENT
+    return experiment
+
+
+def _registered(name: str) -> Experiment | None:
     return get(name) if name in EXPERIMENTS else None
 
 

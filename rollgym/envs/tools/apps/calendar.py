@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, like, page_of, parse_time, tool
-from rollgym.envs.tools.world import WorldGen
+from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
 CREATE TABLE events (

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any
 
 from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, like, page_of, tool
-from rollgym.envs.tools.world import WorldGen
+from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
 CREATE TABLE notes (

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any, Literal
 
 from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, dollars, like, page_of, parse_time, to_cents, tool
-from rollgym.envs.tools.world import WorldGen
+from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
 CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT NOT NULL UNIQUE, balance_cents INTEGER NOT NULL);

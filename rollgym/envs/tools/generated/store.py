@@ -22,7 +22,7 @@ import numpy as np
 from rollgym.core.seeding import stable_int
 from rollgym.envs.tools.generated.domains import PHRASES
 from rollgym.envs.tools.generated.schema import AppSchema, Entity, Field
-from rollgym.envs.tools.world import FIRST_NAMES, LAST_NAMES
+from rollgym.envs.tools.people import FIRST_NAMES, LAST_NAMES
 from rollgym.verifiers.statediff import Snapshot, snapshot
 
 NOW = datetime(2025, 6, 4, 9, 30)
