@@ -435,6 +435,8 @@ def _result(
         elapsed_s=float(reply.get("elapsed_s") or 0.0),
         cpu_s=cpu,
         files=files,
+        modes={str(path): int(mode) for path, mode in reply.get("modes") or ()},
+        modes_truncated=bool(reply.get("modes_truncated")),
         exception=exception,
         leftovers=leftovers,
         error=reply.get("error"),

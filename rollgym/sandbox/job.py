@@ -75,6 +75,10 @@ class Job:
             finds their descriptors in the global ``job_files`` (path -> descriptor). A harness
             writes its results there without an audited ``open``, which costs a fresh process more
             than the write itself.
+        return_modes: After the run, list every entry below the working folder with its ``lstat``
+            mode in :attr:`RunResult.modes` (path -> ``st_mode``; symbolic links are listed, never
+            followed). The sandbox's supervisor reads the tree with its own code, so a check of
+            what untrusted code left behind starts no process where that code ran.
     """
 
     code: str | None = None
@@ -92,6 +96,7 @@ class Job:
     data: Any = None
     echo: bool = True
     open_files: tuple[str, ...] = ()
+    return_modes: bool = False
 
     def __post_init__(self) -> None:
         if self.code is not None and self.argv is not None:
@@ -202,6 +207,7 @@ def encode(job: Job, limits: Limits, env: Mapping[str, str], return_limit: int) 
         "echo": bool(job.echo),
         "open_files": [clean_path(p) for p in job.open_files],
         "fresh": bool(job.fresh),
+        "return_modes": bool(job.return_modes),
         "prelude_size": len(prelude),
         "prelude_key": prelude_key(prelude) if prelude else "",
         "capture": {"limit": limits.max_output_bytes, "kill_at": output_kill_at(limits.max_output_bytes)},

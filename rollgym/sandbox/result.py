@@ -27,6 +27,8 @@ class RunResult:
         elapsed_s: Wall-clock seconds of the run itself.
         cpu_s: CPU seconds it used (user + system).
         files: The output files asked for (``return_files``), path relative to the working folder -> bytes.
+        modes: With ``Job.return_modes``, every entry below the working folder -> its ``lstat`` mode,
+            read by the supervisor; ``modes_truncated`` when the listing was cut (4 MiB of paths).
         exception: For Python code, the class name of an uncaught exception (``"PermissionError"``...).
         leftovers: Processes still running when the main one ended (all killed then).
         error: Set when the *sandbox* failed (it could not start, its supervisor died, the input
@@ -47,6 +49,8 @@ class RunResult:
     elapsed_s: float = 0.0
     cpu_s: float = 0.0
     files: Mapping[str, bytes] = field(default_factory=dict)
+    modes: Mapping[str, int] = field(default_factory=dict)
+    modes_truncated: bool = False
     exception: str | None = None
     leftovers: int = 0
     error: str | None = None

@@ -137,3 +137,22 @@ def test_two_jobs_of_one_batch_do_not_share_ipc_objects(box: Sandbox) -> None:
         assert view["seen"] == {"shm": 0, "msg": 0, "sem": 0}
         assert {k: view["errors"][k] for k in ("shm", "msg", "sem")} == dict.fromkeys(("shm", "msg", "sem"), "made")
     assert len({alone_["ns"], first_["ns"], second_["ns"]}) == 3
+
+
+def test_return_modes_lists_the_tree_with_lstat_and_follows_no_link(box: Sandbox) -> None:
+    """``Job.return_modes``: the supervisor lists every entry (a folder chain deeper than Python's recursion
+    limit too) with its ``lstat`` mode; a link to a folder is listed, not entered; an unreadable folder is
+    listed without its contents."""
+    code = (
+        "import os\n"
+        "os.makedirs('bin'); open('bin/t.sh', 'w').close(); os.chmod('bin/t.sh', 0o750)\n"
+        "os.symlink('/etc', 'etc'); os.makedirs('locked/inner'); os.chmod('locked', 0)\n"
+        "for _ in range(1200):\n    os.mkdir('d'); os.chdir('d')\n"
+    )
+    with box.session() as session:
+        assert session.run(Job.python(code, audit_hook=False)).ok  # the hook refuses the link to /etc
+        result = session.run(Job(return_modes=True))
+    modes = result.modes
+    assert modes["bin/t.sh"] == 0o100750 and modes["etc"] == 0o120777 and modes["locked"] == 0o40000
+    assert not any(p.startswith(("etc/", "locked/")) for p in modes)
+    assert "/".join(["d"] * 1200) in modes and len(modes) == 1200 + 4 and not result.modes_truncated

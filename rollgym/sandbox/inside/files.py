@@ -118,6 +118,34 @@ def collect_files(workdir: str, patterns: list[str], limit: int) -> tuple[list[t
     return found, cut
 
 
+def list_modes(workdir: str, limit: int) -> tuple[dict[str, int], bool]:
+    """Every entry below ``workdir`` (files, folders, links...) -> its ``lstat`` mode, and whether the
+    listing was cut: it stops once the paths listed add up to ``limit`` bytes.
+
+    Iterative (a folder chain of any depth costs its size), never follows a symbolic link, imports
+    and runs nothing: the supervisor's own code reads the tree, not a process in the sandbox. A folder
+    that cannot be listed (the code made it unreadable) contributes its own entry and nothing below it."""
+    modes: dict[str, int] = {}
+    total = 0
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        try:
+            with os.scandir(os.path.join(workdir, rel) if rel else workdir) as entries:
+                found = sorted((entry.name, entry.stat(follow_symlinks=False).st_mode) for entry in entries)
+        except OSError:
+            continue
+        for name, mode in found:
+            path = f"{rel}/{name}" if rel else name
+            total += len(path) + 16
+            if total > limit:
+                return modes, True
+            modes[path] = mode
+            if stat.S_ISDIR(mode):
+                pending.append(path)
+    return modes, False
+
+
 def _read_limited(fd: int, room: int) -> tuple[bytes, bool]:
     """Up to ``room`` bytes of ``fd``, and whether there was more."""
     data = os.read(fd, room + 1) if room >= 0 else b""

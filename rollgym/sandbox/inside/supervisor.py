@@ -76,12 +76,13 @@ from .confine import (
     self_report,
     write_etc,
 )
-from .files import collect_files, empty_folder, write_inputs
+from .files import collect_files, empty_folder, list_modes, write_inputs
 from .zygote import PRELUDES_KEPT, Zygote
 
 MAX_FRAME = 1 << 30
 # what the job's process reads of its header
 SPEC_FIELDS = ("kind", "limits", "env", "cwd", "argv", "echo", "audit_hook", "open_files", "data")
+MODES_LIMIT = 1 << 22  # bytes of paths a return_modes listing may hold (the reply is one JSON frame)
 GRACE_S = 5.0  # how long the zygote may take to fork a job, or to report one that was killed
 
 
@@ -348,6 +349,12 @@ class Supervisor:
                                    if ran else [], int(job.get("return_limit", 0)))
         result["files"] = [[name, len(data)] for name, data in files]
         result["files_truncated"] = cut
+        if ran and job.get("return_modes"):
+            try:
+                modes, modes_cut = list_modes(self.workdir, MODES_LIMIT)
+            except (OSError, RecursionError, ValueError):
+                modes, modes_cut = {}, True
+            result["modes"], result["modes_truncated"] = sorted(modes.items()), modes_cut
         captured: tuple[bytes, bytes] | None = None
         if result.get("captured"):
             for out in outputs:

@@ -6,11 +6,16 @@ retired."""
 
 from __future__ import annotations
 
+import base64
+import json
+
 import gymnasium as gym
 
 from rollgym.envs.code import humaneval_grader
 from rollgym.envs.code.codegen.env import grade_codegen
 from rollgym.envs.code.policies import codegen_oracle
+from rollgym.envs.code.terminal.env import check_state
+from tests.conftest import require_binary
 from tests.envs.code.conftest import canonical
 
 # A candidate that computes nothing: it walks every frame of its process (and what their variables
@@ -125,3 +130,55 @@ def test_a_sandbox_failure_is_a_labelled_failure_that_the_collector_retries() ->
     assert lost.error == "sandbox_error" and failure_info(lost.to_info())["failure"]["type"] == "SandboxError"
     broke = judge_expected(parse_outcome(RunResult(error="sandbox_broken: the zygote died"), "nonce", 2), [1, 2])
     assert broke.error == "broke_sandbox" and "failure" not in failure_info(broke.to_info())
+
+
+# Terminal-v0 permissions task: everything right but secret.txt (left 0644), and modules planted in the working
+# folder that, if the mode listing imported them, would print a forged listing with secret.txt at 0600.
+FORGED_LISTING = (
+    "import sys, json as _j\n"
+    "sys.stdout.write(_j.dumps({'secret.txt': 0o100600, 'bin/tool0.sh': 0o100755, 'bin/tool1.sh': 0o100755,"
+    " 'bin/tool2.sh': 0o100755, 'bin/readme.txt': 0o100644}) + chr(10)); sys.stdout.flush()\n"
+)
+PLANTED = ("json", "os", "posixpath", "genericpath", "stat", "encodings", "codecs", "io", "abc", "_json",
+           "sitecustomize", "usercustomize")
+
+
+def _bash(env, command: str) -> str:
+    return env.step("<tool_call>" + json.dumps({"name": "bash", "arguments": {"command": command}}) + "</tool_call>")[0]
+
+
+def _permissions_env(fix_secret: bool):
+    env = gym.make("Terminal-v0", kinds="permissions")
+    env.reset(options={"task_index": 0})
+    expect = env.unwrapped.task.answer["expect"]
+    assert expect["mode_600"] == ["secret.txt"] and len(expect["executable"]) == 3, expect
+    _bash(env, "chmod +x " + " ".join(expect["executable"]) + (" && chmod 600 secret.txt" if fix_secret else ""))
+    planted = base64.b64encode(FORGED_LISTING.encode()).decode()
+    _bash(env, " && ".join(f"echo {planted} | base64 -d > {name}.py" for name in PLANTED))
+    return env
+
+
+def test_terminal_planted_modules_cannot_forge_the_modes_the_check_reads() -> None:
+    """Terminal-v0: modules planted in the working folder (json, os, sitecustomize...) do not stand in for the
+    mode listing's code: the unfinished task fails on secret.txt's mode, and the finished one still passes."""
+    env = _permissions_env(fix_secret=False)
+    _, reward, terminated, _, info = env.step("Done.")
+    assert terminated and reward == 0.0 and info["details"]["mode_600"] is False, info
+    env.close()
+    env = _permissions_env(fix_secret=True)
+    assert env.step("Done.")[1] == 1.0
+    env.close()
+
+
+def test_terminal_final_check_starts_no_process_in_the_agents_sandbox() -> None:
+    """The modes are listed by the sandbox's supervisor, not by a job forked where the agent's commands ran
+    (with the working folder on ``sys.path``): between two of the agent's commands, the final check of a
+    permissions task starts no process there (the sandbox's own pid namespace numbers them in turn)."""
+    require_binary("bwrap")
+    env = _permissions_env(fix_secret=True)
+    session = env.unwrapped.session
+    before = int(session.run_command(["bash", "-c", "echo $$"]).stdout)
+    assert check_state(session, env.unwrapped.task).correct
+    after = int(session.run_command(["bash", "-c", "echo $$"]).stdout)
+    assert after == before + 1, (before, after)
+    env.close()

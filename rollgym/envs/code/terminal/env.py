@@ -21,20 +21,10 @@ BASH_TOOL = tool_schema(
     {"command": {"type": "string", "description": "The command line."}}, ["command"],
 )
 SESSION_LIMITS = Limits(wall_s=20, cpu_s=20, mem_mb=512, nproc=32, disk_mb=32, max_files=2048)
-# Runs when every process of the agent is gone; it imports nothing that is not already loaded, so files the
-# agent left in the working folder cannot stand in for its modules.
-_MODES = (
-    "import os, json\n"
-    "out = {}\n"
-    "for d, dirs, files in os.walk('.'):\n"
-    "    for name in files + dirs:\n"
-    "        p = os.path.join(d, name)[2:]\n"
-    "        try:\n"
-    "            out[p] = os.lstat(p).st_mode\n"
-    "        except OSError:\n"
-    "            pass\n"
-    "print(json.dumps(out))\n"
-)
+# The modes are read by the sandbox's supervisor (Job.return_modes: lstat, no link followed), never by a
+# process started where the agent's commands ran. A listing longer than this (as JSON) fails the check, as
+# it did when a job printed it within its output cap.
+MAX_LISTING_BYTES = SESSION_LIMITS.max_output_bytes
 MAX_ARCHIVE_BYTES = 4 << 20  # the members' data
 # Everything the archive may inflate to, headers, extension records and padding included: a pax header or a
 # gzip bomb is refused after this much work, never read whole.
@@ -52,8 +42,8 @@ class TerminalEnv(CodeToolEnv):
     commands through a ``bash`` tool (no network, a private tmpfs, output cut to
     ``max_output_chars``; each command is its own run, files persist, processes do not).
     When it replies without a tool call, a checker inspects the final state: file contents
-    (read back by the sandbox's supervisor), modes (listed by a trusted run after every
-    process of the agent is gone), archive members (opened here, never extracted) and, for
+    (read back by the sandbox's supervisor), modes (listed by the supervisor, with
+    ``lstat``, after every process of the agent is gone), archive members (opened here, never extracted) and, for
     scripts, the script's output on hidden inputs.
 
     ## Action Space
@@ -88,7 +78,9 @@ class TerminalEnv(CodeToolEnv):
       inflated, or with an extension header over 64 KiB, fails the check (``archive_over_cap``),
       where ``tarfile`` read a pax header of any size into memory. Under the caps archives are
       read as ``tarfile`` read them (tested on ustar, GNU and pax archives and its edge cases),
-      except that a GNU sparse member is no longer a regular file.
+      except that a GNU sparse member is no longer a regular file. Fixed in place (no task or honest
+      score changes): the modes are listed by the sandbox's supervisor (``Job.return_modes``), not by a
+      Python job forked in the agent's sandbox with its working folder on ``sys.path``.
     """
 
     default_env_id = DEFAULT_ENV_ID
@@ -144,12 +136,13 @@ class TerminalEnv(CodeToolEnv):
 
 
 def _modes(session: Session) -> dict[str, int]:
-    result = session.run(Job.python(_MODES, audit_hook=False, limits=SESSION_LIMITS.replace(nproc=1)))
-    try:
-        modes = json.loads(result.stdout)
-    except ValueError:
+    """Every path below the working folder -> its ``lstat`` mode, listed by the supervisor; ``{}`` if it
+    could not be listed whole."""
+    result = session.run(Job(return_modes=True))
+    modes = dict(result.modes)
+    if result.error or result.modes_truncated or len(json.dumps(modes)) > MAX_LISTING_BYTES:
         return {}
-    return {str(k): int(v) for k, v in modes.items()} if isinstance(modes, dict) else {}
+    return modes
 
 
 def check_state(session: Session, task: Task) -> Score:
