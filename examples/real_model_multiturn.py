@@ -39,6 +39,42 @@ def fresh_ids(tokenizer: Any, trajectory: Trajectory, tools: list[dict[str, Any]
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+def reply_round_trips(tokenizer: Any, output_ids: list[int]) -> bool:
+    """Whether a reply's sampled ids are what its tokenizer makes of their text (the closing EOS aside).
+
+    A sampling model may emit a token sequence the tokenizer would never produce (``"Ch" "ron"`` where
+    the text tokenizes as ``"Chron"``), bytes that are no valid UTF-8, or a special token inside the
+    text; a fresh tokenization of such a conversation cannot give the sampled ids back, and must not.
+    """
+    ids = list(output_ids)
+    if ids and ids[-1] == tokenizer.eos_token_id:
+        ids = ids[:-1]
+    if set(ids) & set(tokenizer.all_special_ids):
+        return False
+    text = tokenizer.decode(ids, skip_special_tokens=False)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"]) == ids
+
+
+def describe_mismatch(tokenizer: Any, trajectory: Trajectory, ours: list[int], fresh: list[int]) -> dict[str, Any]:
+    """Where the two token lists part: which segment (the prompt, a turn's sampled tokens or env tokens) and the
+    tokens around it on both sides."""
+    at = next((i for i, (a, b) in enumerate(zip(ours, fresh)) if a != b), min(len(ours), len(fresh)))
+    segment, start = "prompt", len(trajectory.prompt_ids)
+    if at >= start:
+        for k, turn in enumerate(trajectory.turns):
+            if at < start + len(turn.output_ids):
+                segment = f"turn {k} sampled ({turn.finish_reason})"
+                break
+            start += len(turn.output_ids)
+            if at < start + len(turn.obs_ids):
+                segment = f"turn {k} env tokens"
+                break
+            start += len(turn.obs_ids)
+    return {"traj_id": trajectory.traj_id, "index": at, "lengths": [len(ours), len(fresh)], "segment": segment,
+            "ours": tokenizer.convert_ids_to_tokens(ours[max(0, at - 3):at + 4]),
+            "fresh": tokenizer.convert_ids_to_tokens(fresh[max(0, at - 3):at + 4])}
+
+
 def bad_action_label(info: dict[str, Any]) -> str | None:
     """The env's label for a malformed or rejected final action, if it gave one."""
     for key in ("error", "parse_error", "invalid_action", "illegal_move"):
@@ -61,8 +97,8 @@ def check_env(agent: ChatAgent, env_id: str, episodes: int, group: int, max_turn
                            concurrency=16, max_steps=max_turns)
     elapsed = time.perf_counter() - start
     trajectories = [t for g in groups for t in g.trajectories]
-    checked = mismatches = per_turn = 0
-    first_mismatch: dict[str, Any] | None = None
+    checked = mismatches = per_turn = canonical = canonical_mismatches = 0
+    details: list[dict[str, Any]] = []
     for trajectory in trajectories:
         if not trajectory.turns or not trajectory.turns[-1].output_ids:
             continue
@@ -72,13 +108,13 @@ def check_env(agent: ChatAgent, env_id: str, episodes: int, group: int, max_turn
         checked += 1
         ours = list(trajectory.prompt_ids) + list(trajectory.completion_ids)
         fresh = fresh_ids(agent.tokenizer, trajectory, tools)
+        replies_canonical = all(reply_round_trips(agent.tokenizer, t.output_ids) for t in trajectory.turns)
+        canonical += replies_canonical
         if ours != fresh:
             mismatches += 1
-            if first_mismatch is None:
-                at = next((i for i, (a, b) in enumerate(zip(ours, fresh)) if a != b), min(len(ours), len(fresh)))
-                first_mismatch = {"traj_id": trajectory.traj_id, "index": at,
-                                  "ours": agent.tokenizer.decode(ours[max(0, at - 5):at + 5]),
-                                  "fresh": agent.tokenizer.decode(fresh[max(0, at - 5):at + 5])}
+            canonical_mismatches += replies_canonical
+            details.append({**describe_mismatch(agent.tokenizer, trajectory, ours, fresh),
+                            "replies_canonical": replies_canonical})
     labels = Counter(label for t in trajectories if (label := bad_action_label(t.info)))
     return {
         "env_id": env_id,
@@ -86,8 +122,10 @@ def check_env(agent: ChatAgent, env_id: str, episodes: int, group: int, max_turn
         "turns": sum(len(t.turns) for t in trajectories),
         "checked": checked,
         "mismatches": mismatches,
+        "canonical_episodes": canonical,
+        "canonical_mismatches": canonical_mismatches,
         "per_turn_rows": per_turn,
-        "first_mismatch": first_mismatch,
+        "mismatch_details": details,
         "statuses": dict(Counter(t.status for t in trajectories)),
         "failed": sum(t.status == "failed" for t in trajectories),
         "correct": sum(t.correct for t in trajectories),
@@ -122,6 +160,8 @@ def main() -> None:
     }
     report["episodes"] = sum(e["episodes"] for e in report["envs"])
     report["mismatches"] = sum(e["mismatches"] for e in report["envs"])
+    report["canonical_episodes"] = sum(e["canonical_episodes"] for e in report["envs"])
+    report["canonical_mismatches"] = sum(e["canonical_mismatches"] for e in report["envs"])
     text = json.dumps(report, indent=1)
     print(text)
     if args.out:
