@@ -39,7 +39,7 @@ COLUMNS = ("what", "rollgym", "peer", "ratio")
 
 #: Benches in the order their rows appear; any other result file follows, by name.
 ORDER = ("countdown", "sudoku", "math", "games", "tools", "toolgen", "web", "search", "worldmodel", "collector",
-         "server", "partial", "code")
+         "realmodel", "server", "partial", "code")
 
 
 def machine() -> dict[str, Any]:

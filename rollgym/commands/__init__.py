@@ -18,4 +18,5 @@ COMMAND_MODULES: list[str] = [
     "rollgym.commands.leaderboard",
     "rollgym.commands.experiment",
     "rollgym.commands.serve_env",
+    "rollgym.commands.models",
 ]

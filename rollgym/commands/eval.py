@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("env", metavar="ENV", help="env id, e.g. Countdown-v0 (or module:Env-v0 to import module first)")
     p.add_argument("--agent", choices=["oracle", "random"], default="oracle", help="agent (default: oracle)")
     p.add_argument("--model", default=None, metavar="PATH_OR_URL",
-                   help="evaluate a language model instead: a model folder, hub id, vllm:PATH, or an "
+                   help="evaluate a language model instead: a model folder, a pulled model's name (rollgym models "
+                        "list), hub id, vllm:PATH, or an "
                         "OpenAI-compatible URL such as http://127.0.0.1:8000/v1")
     p.add_argument("--tokenizer", default=None, help="the model's tokenizer folder, for exact tokens over HTTP")
     p.add_argument("--max-tokens", type=positive_int, default=512, help="generation cap per turn (default: 512)")
@@ -52,7 +53,9 @@ def make_llm_agent(args: argparse.Namespace) -> Agent:
     if args.tokenizer:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+        from rollgym.agents.backends.catalog import resolve_model
+
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.tokenizer))
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
     agent = ChatAgent(backend, sampling, tokenizer=tokenizer)
     agent.name = f"llm:{args.model}"  # the results file's identity names the model

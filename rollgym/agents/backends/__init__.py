@@ -15,7 +15,9 @@ from rollgym.core.errors import ConfigError
 
 
 def make_backend(spec: str, **kwargs: Any) -> Backend:
-    """A backend from a string: an ``http(s)://`` URL, ``vllm:PATH``, or a model folder / hub id.
+    """A backend from a string: an ``http(s)://`` URL, ``vllm:PATH``, or a model folder / known name / hub id.
+
+    A known name (``rollgym models list``, e.g. ``smollm2-135m-instruct``) means its pulled folder.
 
     Example:
         >>> backend = make_backend("http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -27,9 +29,10 @@ def make_backend(spec: str, **kwargs: Any) -> Backend:
 
         return OpenAIBackend(spec, **kwargs)
     if spec.startswith("vllm:"):
+        from rollgym.agents.backends.catalog import resolve_model
         from rollgym.agents.backends.vllm_backend import VLLMBackend
 
-        return VLLMBackend(spec[len("vllm:"):], **kwargs)
+        return VLLMBackend(resolve_model(spec[len("vllm:"):]), **kwargs)
     from rollgym.agents.backends.hf import TransformersBackend
 
     return TransformersBackend.from_pretrained(spec, **kwargs)

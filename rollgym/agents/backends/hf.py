@@ -96,8 +96,11 @@ class TransformersBackend:
     def from_pretrained(
         cls, path_or_id: str, *, device: str = "cpu", dtype: str = "float32", **kwargs: Any
     ) -> TransformersBackend:
-        """Load a model folder (or a hub id, when the network allows) with its tokenizer."""
+        """Load a model folder, a pulled model's name (``rollgym models list``) or a hub id, with its tokenizer."""
+        from rollgym.agents.backends.catalog import resolve_model
+
         torch, transformers = _import_torch_transformers()
+        path_or_id = resolve_model(path_or_id)
         local = Path(path_or_id).expanduser()
         if not local.exists() and (path_or_id.startswith((".", "/", "~")) or path_or_id.count("/") > 1):
             raise ConfigError(f"Model folder {path_or_id!r} does not exist; pass a local folder or a hub id.")
