@@ -11,6 +11,7 @@ import pytest
 from packaging.version import Version
 
 from rollgym.core.deprecation import REMOVED_IN, moved_to, renamed
+from tests.conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 # "goes in rollgym 0.3.0", "until rollgym 0.3.0", "removed in rollgym 0.3.0", "goes in 0.3.0" ...
@@ -62,6 +63,10 @@ def test_the_warnings_name_the_version():
         warnings.simplefilter("always")
         renamed("GRPOConfig", "distill_coef", "distill_reverse_kl")
     assert f"rollgym {REMOVED_IN}" in str(caught[0].message)
+
+
+def test_the_moved_leaderboard_name_warns_with_the_version():
+    require_module("sqlalchemy")  # the leaderboard extra: the bare install's core tests skip this
     from rollgym.commands import leaderboard
 
     with pytest.warns(DeprecationWarning, match=re.escape(f"rollgym {REMOVED_IN}")):
