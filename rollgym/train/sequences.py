@@ -32,17 +32,24 @@ class Row:
     teacher_mask: list[float] | None = None
 
 
+def right_padded(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """``[B, W]`` token ids right-padded with ``pad_id`` and their attention mask (1 on real tokens)."""
+    import torch
+
+    width = max(len(seq) for seq in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(sequences), width), dtype=torch.long)
+    for i, seq in enumerate(sequences):
+        ids[i, : len(seq)] = torch.tensor(list(seq))
+        attention[i, : len(seq)] = 1
+    return ids, attention
+
+
 def _next_token_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> Any:
     """``[B, W, V]`` log-probabilities over the padded ``prompt + completion`` of every row."""
     import torch
 
-    width = max(len(r.prompt_ids) + len(r.completion_ids) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        seq = r.prompt_ids + r.completion_ids
-        ids[i, : len(seq)] = torch.tensor(seq)
-        attention[i, : len(seq)] = 1
+    ids, attention = right_padded([r.prompt_ids + r.completion_ids for r in rows], pad_id)
     logits = model(input_ids=ids, attention_mask=attention).logits.float()
     return torch.log_softmax(logits, dim=-1)
 

@@ -22,6 +22,7 @@ from rollgym.agents.backends.hf import render_chat_text
 from rollgym.core.registration import make
 from rollgym.core.task import Task
 from rollgym.rollout.types import Trajectory, Turn
+from rollgym.train.sequences import right_padded
 
 
 @dataclass
@@ -89,16 +90,8 @@ def _demonstrate(env: Any, options: dict[str, Any], tokenizer: Any, system_promp
 def padded_batch(demos: Sequence[Demonstration], rng: Any, batch_size: int, pad_id: int
                  ) -> tuple[list[Demonstration], Any, Any]:
     """A random batch of demonstrations (no repeats) and its right-padded prompt + answer ids and attention mask."""
-    import torch
-
     batch = [demos[int(i)] for i in rng.choice(len(demos), size=min(batch_size, len(demos)), replace=False)]
-    width = max(len(d.prompt_ids) + len(d.completion_ids) for d in batch)
-    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(batch), width), dtype=torch.long)
-    for row, d in enumerate(batch):
-        seq = d.prompt_ids + d.completion_ids
-        ids[row, : len(seq)] = torch.tensor(seq)
-        attention[row, : len(seq)] = 1
+    ids, attention = right_padded([d.prompt_ids + d.completion_ids for d in batch], pad_id)
     return batch, ids, attention
 
 

@@ -3,18 +3,15 @@ CriPO's localization masks, and the reverse-KL term's old name."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from rollgym.agents.backends.base import SamplingParams  # noqa: E402
-from rollgym.rollout.types import RolloutGroup, Trajectory, Turn  # noqa: E402
 from rollgym.train.grpo import GRPOConfig, GRPOTrainer, rows_from_groups  # noqa: E402
 from rollgym.train.loss import forward_kl_top_k, grpo_loss, top_k  # noqa: E402
 from rollgym.train.sequences import Row, sequence_distributions  # noqa: E402
 from rollgym.train.teacher import Teacher, teacher_top_k  # noqa: E402
+from tests.train.test_credit import sample_groups  # noqa: E402
 
 
 def exact_forward_kl(student, teacher):
@@ -107,20 +104,11 @@ def test_the_forward_term_is_weighted_and_masked_in_the_loss():
         grpo_loss(zeros, zeros, torch.zeros(2), mask, distill_forward_kl=1.0)
 
 
-def sampled_group(backend, prompt, n=2, seed=0, max_tokens=6):
-    gens = asyncio.run(backend.generate([prompt], SamplingParams(max_tokens=max_tokens, n=n, seed=seed)))
-    trajs = [Trajectory(f"s{i}", "g", i, "Toy-v0", "t", 0, prompt_ids=list(prompt),
-                        completion_ids=list(g.token_ids), loss_mask=[1] * len(g.token_ids),
-                        logprobs=list(g.logprobs), reward=0.0,
-                        turns=[Turn(list(prompt), list(g.token_ids), list(g.logprobs))]) for i, g in enumerate(gens)]
-    return [RolloutGroup("g", None, n, trajs)]
-
-
 def test_cripo_localization_limits_the_forward_kl_to_the_marked_tokens(tiny_model_dir, tiny_backend, models):
     from transformers import AutoModelForCausalLM
 
     _, teacher_model = models
-    groups = sampled_group(tiny_backend, [5, 17, 42, 99, 7])
+    groups = sample_groups(tiny_backend, [5, 17, 42, 99, 7], n=2)
     first = groups[0].trajectories[0]
     assert len(first.completion_ids) >= 3
 
@@ -154,7 +142,7 @@ def test_forward_kl_training_pulls_the_student_to_the_teacher(tiny_model_dir, ti
 
     _, teacher_model = models
     student = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    groups = sampled_group(tiny_backend, [5, 17, 42, 99, 7], n=4)
+    groups = sample_groups(tiny_backend, [5, 17, 42, 99, 7], n=4)
     rows = rows_for(groups[0].trajectories[0].prompt_ids, [t.completion_ids for t in groups[0].trajectories])
 
     def kl() -> float:
