@@ -169,6 +169,10 @@ class ChatAgent:
         images: ``"auto"`` sends screenshots when the backend accepts images, ``"never"`` sends only text,
             ``"always"`` raises :class:`~rollgym.core.errors.ConfigError` for a backend that does not.
         max_images: Screenshots kept in the conversation (older ones become a short note).
+        reply_prefix: Text that starts every reply (a prefill, e.g. ``"<answer>"`` or ``"<think>\n"``): its
+            tokens go after the template's generation prompt as prompt tokens (loss mask 0), the model
+            continues from them, and the env receives ``reply_prefix + sampled text``. Needs a tokenizer
+            (a chat API cannot be prefilled), so it works in tokens only.
     """
 
     name = "llm"
@@ -183,6 +187,7 @@ class ChatAgent:
         observation_role: str = "user",
         images: str = "auto",
         max_images: int = 1,
+        reply_prefix: str = "",
     ) -> None:
         if images not in IMAGE_POLICIES:
             raise ConfigError(f"images must be one of {', '.join(IMAGE_POLICIES)}, got {images!r}.")
@@ -200,6 +205,10 @@ class ChatAgent:
         if self.sampling.n != 1:
             self.sampling = dataclasses.replace(self.sampling, n=1)
         self.tokenizer: Any = tokenizer if tokenizer is not None else getattr(backend, "tokenizer", None)
+        if reply_prefix and self.tokenizer is None:
+            raise ConfigError("reply_prefix needs the model's tokenizer (a chat API cannot be prefilled); pass "
+                              "tokenizer=... or drop reply_prefix.")
+        self.reply_prefix = reply_prefix
         self.system_prompt = system_prompt
         self.observation_role = observation_role
         self._prompt_cache: PromptCache | None = None
@@ -212,7 +221,8 @@ class ChatAgent:
         It shares this agent's prompt cache (rendered first prompts, tokenized pieces).
         """
         agent = ChatAgent(self.backend, self.sampling, tokenizer=self.tokenizer, system_prompt=self.system_prompt,
-                          observation_role=self.observation_role, images=self.images, max_images=self.max_images)
+                          observation_role=self.observation_role, images=self.images, max_images=self.max_images,
+                          reply_prefix=self.reply_prefix)
         agent._prompt_cache = self.prompts if self.tokenizer is not None else None
         return agent
 
@@ -283,6 +293,12 @@ class ChatAgent:
             if tokens:
                 self._append_observation()
         self._drop_old_images()
+        prefix = self.reply_prefix
+        if prefix and not tokens:
+            raise ConfigError("reply_prefix works on text conversations only and this turn carries a screenshot; "
+                              "use images='never' or drop reply_prefix.")
+        if prefix:
+            self._prefill(prefix)
         sampling = self.sampling
         if self.seed is not None:
             sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + len(self.turns)) % 2**63)
@@ -297,8 +313,17 @@ class ChatAgent:
         ))
         if tokens:
             self.context_ids = self.context_ids + list(generation.token_ids)
-        self.messages.append({"role": "assistant", "content": generation.text})
-        return generation.text
+        self.messages.append({"role": "assistant", "content": prefix + generation.text})
+        return prefix + generation.text
+
+    def _prefill(self, prefix: str) -> None:
+        """Put ``reply_prefix``'s tokens at the end of the context: prompt tokens of the first turn, env tokens
+        (mask 0) of the previous turn after it."""
+        prefix_ids = self.prompts.encoder.encode(prefix)
+        if self.turns and not self.per_turn_rows:
+            self.turns[-1].obs_ids = self.turns[-1].obs_ids + prefix_ids
+        self.context_ids = self.context_ids + prefix_ids
+        self._context_text += prefix
 
     def tokens_used(self) -> int:
         """Tokens after the first prompt so far: sampled and env tokens (the collector's token budget)."""
@@ -319,7 +344,7 @@ class ChatAgent:
         assert self.tokenizer is not None
         prompts = self.prompts
         last = self.turns[-1]
-        reply = self.messages[-2]["content"]
+        reply = self.messages[-2]["content"][len(self.reply_prefix):]  # the prefix is in the context already
         rendered = prompts.render(self.messages, self.tools)
         head = self._context_text + reply
         if self.per_turn_rows or not rendered.startswith(head):

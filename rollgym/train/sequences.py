@@ -45,13 +45,45 @@ def right_padded(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, 
     return ids, attention
 
 
-def _next_token_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> Any:
-    """``[B, W, V]`` log-probabilities over the padded ``prompt + completion`` of every row."""
+def _completion_log_softmax(model: Any, rows: Sequence[Row], pad_id: int) -> Any:
+    """``[B, T, V]`` log-probabilities: position ``t`` of row ``i`` predicts ``rows[i].completion_ids[t]`` (0 after).
+
+    A model whose ``forward`` takes ``logits_to_keep`` (transformers' causal LMs do) runs on left-padded rows
+    with explicit positions and computes the output layer and the softmax on the last ``T + 1`` positions only:
+    the completion's, not the prompt's (with a 49k vocabulary and prompts ten times longer than completions,
+    most of a training step's memory and much of its time). Other models run right-padded over every position.
+    """
+    import inspect
+
     import torch
 
-    ids, attention = right_padded([r.prompt_ids + r.completion_ids for r in rows], pad_id)
-    logits = model(input_ids=ids, attention_mask=attention).logits.float()
-    return torch.log_softmax(logits, dim=-1)
+    seqs = [r.prompt_ids + r.completion_ids for r in rows]
+    comp = max(len(r.completion_ids) for r in rows)
+    if "logits_to_keep" in inspect.signature(model.forward).parameters:
+        width = max(len(seq) for seq in seqs)
+        ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, seq in enumerate(seqs):
+            ids[i, width - len(seq):] = torch.tensor(seq)
+            attention[i, width - len(seq):] = 1
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        # logit j of the kept comp + 1 is position width - comp - 1 + j; a completion of n tokens is
+        # predicted by positions width - n - 1 .. width - 2, i.e. logits comp - n .. comp - 1
+        logits = model(input_ids=ids, attention_mask=attention, position_ids=positions,
+                       logits_to_keep=comp + 1).logits[:, :-1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        out = torch.zeros_like(logp)
+        for i, r in enumerate(rows):
+            n = len(r.completion_ids)
+            out[i, :n] = logp[i, comp - n:]
+        return out
+    ids, attention = right_padded(seqs, pad_id)
+    logp = torch.log_softmax(model(input_ids=ids, attention_mask=attention).logits.float(), dim=-1)
+    out = torch.zeros((len(rows), comp, logp.shape[-1]))
+    for i, r in enumerate(rows):
+        start, n = len(r.prompt_ids), len(r.completion_ids)
+        out[i, :n] = logp[i, start - 1 : start - 1 + n]
+    return out
 
 
 def _completion_tensors(rows: Sequence[Row]) -> tuple[Any, Any]:
@@ -70,15 +102,7 @@ def _completion_tensors(rows: Sequence[Row]) -> tuple[Any, Any]:
 
 def sequence_logprobs(model: Any, rows: Sequence[Row], pad_id: int) -> tuple[Any, Any, Any]:
     """Logprobs of each row's completion tokens under ``model``: ``(logprobs, old, mask)``, all ``[B, T]``."""
-    import torch
-
-    logp = _next_token_logprobs(model, rows, pad_id)
-    old, mask = _completion_tensors(rows)
-    out = torch.zeros_like(old)
-    for i, r in enumerate(rows):
-        start, n = len(r.prompt_ids), len(r.completion_ids)
-        positions = torch.arange(start - 1, start - 1 + n)
-        out[i, :n] = logp[i, positions, torch.tensor(r.completion_ids)]
+    _, out, old, mask = sequence_distributions(model, rows, pad_id)
     return out, old, mask
 
 
@@ -86,18 +110,14 @@ def sequence_distributions(model: Any, rows: Sequence[Row], pad_id: int) -> tupl
     """:func:`sequence_logprobs` plus the whole next-token distribution: ``(dists, logprobs, old, mask)``.
 
     ``dists`` is ``[B, T, V]``: position ``t`` of row ``i`` holds the log-probabilities that predict
-    ``rows[i].completion_ids[t]`` (0 past a completion's end). It costs a ``[B, T, V]`` copy, so
-    the trainer asks for it only when a forward-KL term needs it.
+    ``rows[i].completion_ids[t]`` (0 past a completion's end); only completion positions are computed.
     """
     import torch
 
-    logp = _next_token_logprobs(model, rows, pad_id)
+    dists = _completion_log_softmax(model, rows, pad_id)
     old, mask = _completion_tensors(rows)
-    dists = torch.zeros((len(rows), old.shape[1], logp.shape[-1]))
     targets = torch.zeros(old.shape, dtype=torch.long)
     for i, r in enumerate(rows):
-        start, n = len(r.prompt_ids), len(r.completion_ids)
-        dists[i, :n] = logp[i, start - 1 : start - 1 + n]
-        targets[i, :n] = torch.tensor(r.completion_ids)
+        targets[i, : len(r.completion_ids)] = torch.tensor(r.completion_ids, dtype=torch.long)
     out = dists.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return dists, out, old, mask

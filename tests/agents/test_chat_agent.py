@@ -142,3 +142,36 @@ def test_agent_forces_one_sample_per_turn(tiny_backend, n):
     agent.reset(seed=1)
     asyncio.run(agent.aact("hi", {}))
     assert len(agent.turns) == 1
+
+
+def test_reply_prefix_is_prompt_tokens_the_model_continues_and_the_env_receives(tiny_backend):
+    agent = ChatAgent(tiny_backend, SamplingParams(max_tokens=8), reply_prefix="<answer>")
+    replies = play(agent)
+    tok = tiny_backend.tokenizer
+    prefix_ids = tok.encode("<answer>", add_special_tokens=False)
+    record = agent.token_record()
+    assert record.token_exact and not record.per_turn_rows
+    for reply, turn in zip(replies, agent.turns):
+        assert reply.startswith("<answer>")
+        assert reply == "<answer>" + turn.text
+        assert turn.prompt_ids[-len(prefix_ids):] == prefix_ids  # the model continued from the prefix
+    assert record.prompt_ids[-len(prefix_ids):] == prefix_ids
+    # later turns' prefixes are env tokens (mask 0), never sampled tokens
+    for turn in agent.turns[:-1]:
+        assert turn.obs_ids[-len(prefix_ids):] == prefix_ids
+    sampled = [t for t, m in zip(record.completion_ids, record.loss_mask) if m]
+    assert sampled == [t for turn in agent.turns for t in turn.output_ids]
+    # the conversation's tokens are one rendering of it: prefix and reply appear once per turn
+    whole = tok.decode(record.prompt_ids + record.completion_ids)
+    assert whole.count("<|im_start|>assistant\n<answer>") == len(OBSERVATIONS)
+    again = tiny_backend.logprobs_of(record.prompt_ids, record.completion_ids)
+    diffs = [abs(a - b) for a, b, m in zip(again, record.logprobs, record.loss_mask) if m]
+    assert diffs and max(diffs) < 1e-4
+
+
+def test_reply_prefix_without_a_tokenizer_is_one_clear_error(tiny_backend, tiny_server):
+    from rollgym.agents.backends.openai_http import OpenAIBackend
+    from rollgym.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="reply_prefix needs the model's tokenizer"):
+        ChatAgent(OpenAIBackend(tiny_server.url), reply_prefix="<answer>")
