@@ -526,8 +526,9 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
       logits), so the two gradients agree only at ``temperature=1``. With one update per batch the
       ratio is 1 in both and the clip never binds.
     * Advantages: TRL divides by the group's Bessel-corrected standard deviation plus ``1e-4``;
-      rollgym by the population standard deviation plus ``1e-6`` (for a group of 4, TRL's
-      advantages are ``sqrt(3/4)`` of rollgym's). Groups whose rewards are all equal get 0 in both.
+      rollgym by the population standard deviation plus ``1e-6``: for groups of one size a
+      constant factor (``sqrt(3/4)`` for 4), which AdamW's step all but ignores. Groups whose
+      rewards are all equal get 0 in both.
 
     Args:
         model: A transformers causal LM on the CPU (or one accelerator); trained in place.
