@@ -1,18 +1,22 @@
 """A real model on this machine: generation throughput, and the collector's share of an episode beside it.
 
 SmolLM2-135M-Instruct (``rollgym models pull smollm2-135m-instruct``; float32, torch's default
-threads), greedy, prompts rendered with its chat template from Countdown-v0's first observations.
+threads or ``--threads``), greedy, prompts rendered with its chat template from Countdown-v0's first observations.
 
 a. ``throughput``: new tokens per second of one ``TransformersBackend.generate`` call for batch sizes
    1, 2, 4, 8, 16 and 32 (the first B prompts), 32 new tokens at most (greedy may stop earlier; the
-   tokens actually generated are counted), prefill included; best of the repeats.
+   tokens actually generated are counted), prefill included; best of the repeats, with its CPU time:
+   with one thread, new tokens per CPU-second is what a quiet core would do on a shared machine,
+   and the README row reports that.
 b. ``overhead``: 32 Countdown episodes at 48 new tokens: the bare backend (one batched ``generate``
    over the same pre-rendered prompts) against ``collect_async`` with a ``ChatAgent`` (envs built
    and reset, chat template, tokenization, verification, trajectories), interleaved repeats. Greedy
    decoding makes both sample the very same tokens (checked). The collector's share of an episode is
    its extra CPU time over the collected run's CPU time.
 
-Run: ``python bench/bench_real_model.py`` (about 10 minutes on 2 cores; ``--quick`` saves nothing).
+Run: ``python bench/bench_real_model.py`` (about 10 minutes on 2 cores; ``--quick`` saves nothing;
+``--threads 1`` when another job holds a core: torch's threads then wait on each other, and batch 1 and
+2 ran 3-4 times slower with 2 threads than with 1 beside a training run).
 Without the pulled model it prints how to pull it and exits 0. Writes ``bench/results/realmodel.json``.
 """
 
@@ -119,43 +123,64 @@ def section_overhead(backend: Any, prompts: list[list[int]], quick: bool) -> dic
     return figures
 
 
+def per_cpu_second(row: dict[str, Any]) -> float:
+    """New tokens per CPU-second of the generating process: with one torch thread, what a quiet core would do,
+    however many other jobs share the machine."""
+    return float(row["new_tokens"] / row["cpu_s"])
+
+
 def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
     rows = []
     t = figures["throughput"]
-    if "1" in t and "32" in t:
+    sizes = [b for b in ("1", "8", "32") if b in t]
+    if figures.get("threads") == 1 and sizes:
+        rows.append({"what": "SmolLM2-135M-Instruct generation, float32, one torch thread, greedy, at most 32 new "
+                             f"tokens, prefill included (new tokens per CPU-second; batch {' / '.join(sizes)})",
+                     "rollgym": " / ".join(f"{per_cpu_second(t[b]):.0f}" for b in sizes), "peer": "", "ratio": ""})
+    elif "1" in t and "32" in t:
         rows.append({"what": "SmolLM2-135M-Instruct generation, float32 on this CPU, greedy, 32 new tokens "
                              "(batch 1 / batch 32)",
                      "rollgym": f"{t['1']['tokens_per_s']:.0f} / {t['32']['tokens_per_s']:.0f} tokens/s",
-                     "peer": "-", "ratio": "-"})
+                     "peer": "", "ratio": ""})
     o = figures["overhead"]
-    rows.append({"what": f"Collector (`collect_async` + `ChatAgent`) vs bare backend, SmolLM2-135M-Instruct, 48 new "
-                         f"tokens x {o['episodes']} Countdown episodes (best of {o['repeats']})",
-                 "rollgym": f"{o['collector']['best_s']:.1f} s", "peer": f"{o['bare']['best_s']:.1f} s",
-                 "ratio": f"collector {o['collector_cpu_ms_per_episode']:.0f} CPU ms/episode, "
-                          f"{o['collector_cpu_share']:.1%} of CPU"})
+    threads = "one torch thread" if figures.get("threads") == 1 else f"{figures.get('threads')} torch threads"
+    bare, collector = o["bare"]["best_cpu_s"], o["collector"]["best_cpu_s"]
+    extra = (f"+{o['collector_cpu_ms_per_episode']:.0f} CPU ms/episode" if collector > bare
+             else "no extra CPU above the noise")
+    rows.append({"what": f"Collector (`collect_async` + `ChatAgent`) vs bare backend, SmolLM2-135M-Instruct, "
+                         f"{threads}, greedy, {o['max_new_tokens']} new tokens x "
+                         f"{o['episodes']} Countdown episodes, identical tokens (CPU seconds, best of {o['repeats']})",
+                 "rollgym": f"{collector:.1f} s", "peer": f"{bare:.1f} s",
+                 "ratio": f"{collector / bare:.2f}x: {extra}; generation {bare / o['episodes']:.2f} CPU s/episode"})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, nothing saved")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     args = parser.parse_args()
     from rollgym.agents.backends.catalog import KNOWN_MODELS, is_pulled, model_dir
 
     if not is_pulled(model_dir(MODEL), KNOWN_MODELS[MODEL]):
         print(f"skipped: {MODEL} is not pulled (rollgym models pull {MODEL})")
         return
+    import torch
+
     from rollgym.agents.backends.hf import TransformersBackend
 
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     backend = TransformersBackend.from_pretrained(MODEL, max_batch=64)
     prompts = countdown_prompts(backend.tokenizer, max(BATCHES))
-    figures = {"model": MODEL, "threads": __import__("torch").get_num_threads(),
+    figures = {"model": MODEL, "threads": torch.get_num_threads(),
                "throughput": section_throughput(backend, prompts, args.quick),
                "overhead": section_overhead(backend, prompts, args.quick)}
     if not args.quick:
         from publish import save_results
 
-        path = save_results("realmodel", figures, readme_rows(figures), command="python bench/bench_real_model.py")
+        command = "python bench/bench_real_model.py" + (f" --threads {args.threads}" if args.threads > 0 else "")
+        path = save_results("realmodel", figures, readme_rows(figures), command=command)
         print(f"saved {path.relative_to(Path(__file__).resolve().parent.parent)}")
 
 

@@ -24,6 +24,11 @@ Three ways in, from the simplest:
   turns them into tool schemas), text-action envs (games) get a ``submit``
   method, and ``get_reward()`` returns the episode's reward.
 
+* **Step by step, beside rollgym's trainer.** :func:`run_trl_grpo` trains a model
+  in place on given prompts per step with a given ``reward(text, task)``, so
+  that TRL and :class:`~rollgym.train.grpo.GRPOTrainer` can be compared on the
+  same tasks.
+
 Nothing here imports TRL, torch or ``datasets`` at module level.
 """
 
@@ -32,7 +37,9 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError
@@ -477,3 +484,171 @@ def environment_factory(env_id: str, *, env_kwargs: dict[str, Any] | None = None
     base = TextActions if text_actions else EnvironmentBase
     class_name = re.sub(r"\W", "", env_id.replace("-", "_")) + "Environment"
     return type(class_name, (base,), members)
+
+
+# -- a GRPO run driven step by step, the twin of rollgym's own trainer -----------------------------------------------
+#: TRL's loss normalisation for each of rollgym's ``GRPOConfig.aggregation`` values.
+_LOSS_TYPES = {"token": "dapo", "sequence": "grpo"}
+
+
+def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], list[tuple[list[dict[str, Any]], Task]]],
+                 reward: Callable[[str, Task], float], steps: int, group_size: int, learning_rate: float,
+                 max_tokens: int, temperature: float, seed: int, evaluate: Callable[[int], float] | None = None,
+                 eval_every: int = 0, log_path: str | Path | None = None, clip_low: float = 0.2,
+                 clip_high: float = 0.2, scale: str = "group", aggregation: str = "token",
+                 max_grad_norm: float = 1.0, weight_decay: float = 0.0, micro_batch_size: int = 8) -> dict[str, Any]:
+    """Train ``model`` in place with TRL's ``GRPOTrainer``, on exactly the prompts rollgym's trainer would see.
+
+    Step ``k`` (from 0) samples ``group_size`` completions of each prompt of ``step_prompts(k)`` (chat
+    messages, any system message included, and the task they pose), scores each completion with
+    ``reward(text, task)`` and makes one optimiser update. Every step must have the same number of
+    prompts. The rows of all steps go to TRL in order, unshuffled, one step's prompts per generation
+    batch, so a run with the same ``step_prompts`` trains on the same tasks as rollgym's
+    :class:`~rollgym.train.grpo.GRPOTrainer`. Parameters with ``requires_grad=False`` stay as they are
+    (the optimiser only holds the trainable ones). ``evaluate(step)`` runs before the first update,
+    after every ``eval_every`` updates (0: never in between) and after the last one; the model is back
+    in training mode for TRL after each call and left in eval mode at the end.
+
+    The other settings default to rollgym's ``GRPOConfig``: no KL term (no reference model), PPO clip
+    ``[1 - clip_low, 1 + clip_high]``, ``scale`` of the advantages (``"group"``, ``"batch"``, ``"none"``),
+    ``aggregation="token"`` (TRL's ``"dapo"`` loss: token losses summed over the whole step and divided
+    by its sampled tokens, as rollgym's token averaging over micro-batches) or ``"sequence"`` (TRL's
+    ``"grpo"``), gradient clipping, AdamW at a constant learning rate, ``micro_batch_size`` completions
+    per forward pass (the largest divisor of the step's completions not above it).
+
+    What still differs from rollgym's trainer:
+
+    * Sampling: TRL renders the prompt with the tokenizer's chat template and samples with
+      ``model.generate`` (top-p and top-k off); rollgym's backend samples with its own per-request
+      seeds, so the same seed draws other completions. A completion stops at EOS only, the EOS token is
+      trained, and its text is decoded with ``skip_special_tokens=True`` before ``reward`` sees it.
+    * Loss: TRL's logprobs are of the logits divided by ``temperature`` (rollgym's are of the raw
+      logits), so the two gradients agree only at ``temperature=1``. With one update per batch the
+      ratio is 1 in both and the clip never binds.
+    * Advantages: TRL divides by the group's Bessel-corrected standard deviation plus ``1e-4``;
+      rollgym by the population standard deviation plus ``1e-6``: for groups of one size a
+      constant factor (``sqrt(3/4)`` for 4), which AdamW's step all but ignores. Groups whose
+      rewards are all equal get 0 in both.
+
+    Args:
+        model: A transformers causal LM on the CPU (or one accelerator); trained in place.
+        tokenizer: Its tokenizer, with a chat template.
+        step_prompts: ``step_prompts(k)`` gives step ``k``'s ``(messages, task)`` pairs; called for every
+            step before training starts.
+        reward: ``reward(text, task)``: a completion's reward.
+        steps: Optimiser updates.
+        group_size: Completions per prompt (at least 2).
+        learning_rate: AdamW learning rate.
+        max_tokens: Most new tokens per completion.
+        temperature: Sampling temperature (above 0).
+        seed: TRL's seed (sampling, and the shuffle inside a step's batch, which changes no sum).
+        evaluate: ``evaluate(step) -> float``, e.g. held-out greedy accuracy.
+        eval_every: Evaluate after every this many updates (0: only at the start and the end).
+        log_path: JSONL file that receives TRL's log line of every step.
+
+    Returns:
+        ``curve`` (``[(step, evaluate(step))]``), ``steps`` (updates made), ``seconds`` (wall time of
+        the whole run, evaluations included), ``eval_seconds``, ``reward_mean`` (the mean reward of each
+        step's completions) and ``log`` (TRL's log records).
+
+    Raises:
+        ConfigError: for a setting TRL cannot run, or steps with different numbers of prompts.
+    """
+    import time
+
+    started = time.perf_counter()
+    if steps < 1 or group_size < 2 or max_tokens < 1 or micro_batch_size < 1 or eval_every < 0:
+        raise ConfigError("run_trl_grpo needs steps >= 1, group_size >= 2, max_tokens >= 1, micro_batch_size >= 1 "
+                          f"and eval_every >= 0, got {steps}, {group_size}, {max_tokens}, {micro_batch_size}, "
+                          f"{eval_every}.")
+    if temperature <= 0:
+        raise ConfigError(f"TRL samples every completion, so temperature must be above 0, got {temperature}.")
+    if aggregation not in _LOSS_TYPES:
+        raise ConfigError(f"aggregation must be 'token' or 'sequence', got {aggregation!r}.")
+    if scale not in ("group", "batch", "none"):
+        raise ConfigError(f"scale must be 'group', 'batch' or 'none', got {scale!r}.")
+    tasks: list[Task] = []
+    rows: list[dict[str, Any]] = []
+    per_step = 0
+    for step in range(steps):
+        batch = list(step_prompts(step))
+        if not batch or (step and len(batch) != per_step):
+            raise ConfigError(f"step_prompts({step}) gave {len(batch)} prompts; every step needs the same number "
+                              f"(step 0 gave {per_step or len(batch)}), at least one.")
+        per_step = len(batch)
+        for messages, task in batch:
+            rows.append({"prompt": [dict(m) for m in messages], "row": len(tasks)})
+            tasks.append(task)
+    completions = per_step * group_size
+    micro = max(d for d in range(1, min(micro_batch_size, completions) + 1) if completions % d == 0)
+
+    try:
+        import datasets
+        from transformers import TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        from rollgym.core.errors import MissingDependencyError
+
+        raise MissingDependencyError("run_trl_grpo needs TRL: pip install 'rollgym[trl]'.") from exc
+
+    curve: list[tuple[int, float]] = []
+    eval_seconds = 0.0
+
+    def evaluate_at(step: int) -> None:
+        nonlocal eval_seconds
+        if evaluate is None or (curve and curve[-1][0] == step):
+            return
+        was_training = model.training
+        began = time.perf_counter()
+        curve.append((step, float(evaluate(step))))
+        eval_seconds += time.perf_counter() - began
+        model.train(was_training)
+
+    reward_mean: list[float] = []
+
+    def scored(prompts: list[Any], completions: list[Any], row: list[int], **_: Any) -> list[float | None]:
+        values = [float(reward(completion_text(c), tasks[int(r)])) for c, r in zip(completions, row)]
+        reward_mean.append(sum(values) / len(values))
+        return list[float | None](values)
+
+    scored.__name__ = "reward"
+    log: list[dict[str, Any]] = []
+    log_file = Path(log_path) if log_path else None
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+
+    class Hooks(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if eval_every and state.global_step % eval_every == 0:
+                evaluate_at(int(state.global_step))
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
+                   **kwargs: Any) -> None:
+            record = {"step": int(state.global_step), **(logs or {})}
+            log.append(record)
+            if log_file is not None:
+                with open(log_file, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(record, default=float) + "\n")
+
+    evaluate_at(0)
+    device = next(model.parameters()).device
+    with tempfile.TemporaryDirectory(prefix="rollgym-trl-") as output_dir:
+        args = GRPOConfig(
+            output_dir=output_dir, use_cpu=device.type == "cpu", bf16=False, report_to=[], save_strategy="no",
+            logging_steps=1, disable_tqdm=True, dataloader_num_workers=0, dataloader_pin_memory=False, seed=seed,
+            data_seed=seed, max_steps=steps, learning_rate=learning_rate, lr_scheduler_type="constant",
+            warmup_steps=0, weight_decay=weight_decay, max_grad_norm=max_grad_norm, optim="adamw_torch",
+            per_device_train_batch_size=micro, gradient_accumulation_steps=completions // micro,
+            num_generations=group_size, max_completion_length=max_tokens, temperature=temperature,
+            shuffle_dataset=False, num_iterations=1, beta=0.0, epsilon=clip_low, epsilon_high=clip_high,
+            scale_rewards=scale, loss_type=_LOSS_TYPES[aggregation], mask_truncated_completions=False,
+            remove_unused_columns=False, log_completions=False,
+        )
+        trainer = GRPOTrainer(model=model, reward_funcs=[scored], args=args, processing_class=tokenizer,
+                              train_dataset=datasets.Dataset.from_list(rows), callbacks=[Hooks()])
+        trainer.train()
+        done = int(trainer.state.global_step)
+    evaluate_at(done)
+    model.eval()
+    return {"curve": curve, "steps": done, "seconds": time.perf_counter() - started, "eval_seconds": eval_seconds,
+            "reward_mean": reward_mean, "log": log}
