@@ -1,0 +1,340 @@
+"""A real model learning on a CPU: SmolLM2-135M-Instruct, GRPO on the easiest Countdown level.
+
+The model is ``smollm2-135m-instruct`` (``rollgym models pull smollm2-135m-instruct``), float32, on the
+CPU. Out of the box it scores 0 on every Countdown level: it restates the target or copies the
+prompt's format example, ``(6 + 4) * 3``, and rarely closes an ``<answer>`` block (docs/baselines.md).
+The setting below was found by that search (reported in docs/experiments.md):
+
+- **Task**: Countdown level ``n2`` (two numbers from 1-20, a target of 10-99, ``+ - * /``): the
+  ladder's easiest level. Training tasks come from the ``train`` split, the held-out accuracy is
+  greedy decoding on the first ``eval_tasks`` tasks of the ``test`` split (the splits share no puzzle).
+- **Agent**: :class:`~rollgym.agents.chat.ChatAgent` with the env's own prompts and the reply prefilled
+  with ``<answer>`` (``reply_prefix``; the same agent before and after training), stopping at
+  ``</answer>``. The env scores the reply exactly as it scores any other.
+- **Reward shaping** (training only): the env's strict reward is 0 on nearly every sampled reply of
+  the untrained model, so GRPO would see no signal. The trainer's reward is 1.0 for a correct reply,
+  else 0.1 for a closed ``<answer>`` block plus 0.4 times the overlap between the numbers written in it
+  and the puzzle's offered numbers (as multisets, over the larger count; :func:`shaped_reward`). The
+  numbers are the puzzle's public statement, never its solution. A first setting that paid for the
+  env's error labels instead (closed 0.1, wrong numbers 0.2, right numbers 0.3) collapsed onto the
+  prompt's format example, ``(6 + 4) * 3``: after 12 steps 96 of 96 held-out replies and 93 of 96
+  samples were that copy. The metric is the env's strict reward.
+- **What trains**: the top ``train_layers`` transformer blocks (the rest and the tied embeddings are
+  frozen; a partial fine-tune, chosen because a full backward pass over 30 blocks costs about 2.5x a
+  forward on 2 cores).
+
+Arms: ``base`` (the untrained model's accuracy; the same on every seed), ``grpo`` (rollgym's
+:class:`~rollgym.train.grpo.GRPOTrainer`) and, when TRL is installed, ``trl`` (TRL's ``GRPOTrainer``
+through :func:`rollgym.train.adapters.trl.run_trl_grpo`, the same tasks, rewards, group size, learning
+rate and steps). Each seed draws its own training tasks and sampling seeds. A run checkpoints every
+``checkpoint_every`` steps under the cache (``~/.cache/rollgym/experiments/realmodel/<settings hash>/``) and resumes
+from there when interrupted; the runner keeps each finished (arm, seed) in the results file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rollgym.rollout.types import RolloutGroup, Trajectory
+from rollgym.train.experiments import countdown
+from rollgym.train.experiments.runner import ArmResult, Experiment
+
+MODEL = "smollm2-135m-instruct"
+
+ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+LEVEL_N2: dict[str, Any] = {"num_numbers": 2, "min_value": 1, "max_value": 20, "min_target": 10, "max_target": 99}
+
+BASE: dict[str, Any] = {
+    "model": MODEL, "env_id": "Countdown-v0", "env_kwargs": LEVEL_N2, "reply_prefix": "<answer>",
+    "stop": ["</answer>"], "max_tokens": 24, "temperature": 0.7, "group_size": 4, "tasks_per_step": 6,
+    "learning_rate": 5e-5, "train_layers": 6, "grpo_steps": 36, "eval_every": 12, "eval_tasks": 96,
+    "checkpoint_every": 4,
+}
+
+
+@dataclass
+class RealModel:
+    """The loaded model, its starting weights (the trainable part), and its held-out accuracy before training."""
+
+    model: Any
+    tokenizer: Any
+    start: dict[str, Any]
+    config: dict[str, Any]
+    accuracy_base: float
+    extras_base: dict[str, float]
+
+
+def shaped_reward(text: str, reward: float | None, info: dict[str, Any]) -> float:
+    """The training reward of a reply: 1.0 when correct, else 0.1 for a closed answer block plus 0.4 x the overlap
+    of the numbers in it with the offered numbers (multiset intersection over the larger count); 0 without one."""
+    if reward is None:
+        return 0.0
+    if reward >= 1.0:
+        return 1.0
+    blocks = ANSWER.findall(text)
+    if not blocks:
+        return 0.0
+    used = Counter(int(n) for n in re.findall(r"\d+", blocks[-1]))
+    offered = Counter(int(n) for n in (info.get("task_meta") or {}).get("numbers") or ())
+    larger = max(sum(used.values()), sum(offered.values()), 1)
+    return 0.1 + 0.4 * sum((used & offered).values()) / larger
+
+
+def shaped(traj: Trajectory) -> float:
+    """:func:`shaped_reward` of one rollout's reply."""
+    replies = [m["content"] for m in traj.messages if m.get("role") == "assistant"]
+    return shaped_reward(replies[-1] if replies else "", traj.reward, traj.info)
+
+
+def reward_of_text(env: Any, task: Any, text: str) -> float:
+    """:func:`shaped_reward` of a reply given as text (the TRL arm scores its own completions with this)."""
+    env.reset(options={"task": task})
+    _, reward, _, _, info = env.step(text)
+    return shaped_reward(text, float(reward), info)
+
+
+def freeze_all_but_top(model: Any, layers: int) -> list[str]:
+    """Leave only the top ``layers`` transformer blocks trainable; returns the trainable parameter names."""
+    blocks = model.model.layers
+    for param in model.parameters():
+        param.requires_grad_(False)
+    for block in blocks[len(blocks) - layers:]:
+        for param in block.parameters():
+            param.requires_grad_(True)
+    return [name for name, p in model.named_parameters() if p.requires_grad]
+
+
+def trainable_state(model: Any) -> dict[str, Any]:
+    """A copy of the trainable parameters (what a run changes)."""
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def restore(ctx: RealModel) -> None:
+    """Put the starting weights back (every arm and seed starts from the same model)."""
+    import torch
+
+    params = dict(ctx.model.named_parameters())
+    with torch.no_grad():
+        for name, value in ctx.start.items():
+            params[name].copy_(value)
+
+
+def agent_of(backend: Any, config: dict[str, Any], *, temperature: float, seed: int | None) -> Any:
+    """The agent of every arm and of the evaluation: env prompts, the reply prefilled, stop at the closing tag."""
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+
+    sampling = SamplingParams(max_tokens=config["max_tokens"], temperature=temperature, seed=seed,
+                              stop=tuple(config["stop"]))
+    return ChatAgent(backend, sampling, reply_prefix=config["reply_prefix"])
+
+
+def evaluate(backend: Any, config: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """Greedy held-out accuracy on the first ``eval_tasks`` test tasks, and the share of each error label."""
+    from rollgym.core.registration import make
+    from rollgym.train.adapters.episodes import play_tasks
+
+    env = make(config["env_id"], split="test", **config["env_kwargs"])
+    try:
+        tasks = []
+        for index in range(config["eval_tasks"]):
+            env.reset(options={"task_index": index})
+            tasks.append(env.unwrapped.task)  # type: ignore[attr-defined]
+    finally:
+        env.close()
+    trajs = play_tasks(agent_of(backend, config, temperature=0.0, seed=None), config["env_id"], tasks,
+                       env_kwargs={**config["env_kwargs"], "split": "test"}, max_turns=1)
+    labels: dict[str, float] = {}
+    for t in trajs:
+        label = "correct" if (t.reward or 0.0) >= 1.0 else str(t.info.get("error"))
+        labels[label] = labels.get(label, 0.0) + 1.0 / len(trajs)
+    return sum((t.reward or 0.0) >= 1.0 for t in trajs) / len(trajs), labels
+
+
+def prepare(config: dict[str, Any], workdir: Path) -> RealModel:
+    """Load the pulled model, freeze all but the top blocks, and measure it before any training."""
+    from rollgym.agents.backends.hf import TransformersBackend
+
+    backend = TransformersBackend.from_pretrained(config["model"], max_batch=128)
+    freeze_all_but_top(backend.model, config["train_layers"])
+    ctx = RealModel(backend.model, backend.tokenizer, trainable_state(backend.model), config, 0.0, {})
+    ctx.accuracy_base, ctx.extras_base = evaluate(backend, config)
+    return ctx
+
+
+def backend_of(ctx: RealModel) -> Any:
+    from rollgym.agents.backends.hf import TransformersBackend
+
+    return TransformersBackend(ctx.model, ctx.tokenizer, max_batch=128, batch_window_s=0.02)
+
+
+def checkpoint_dir(config: dict[str, Any], arm: str, seed: int) -> Path:
+    """Where a run's checkpoints live: keyed by the settings, so a changed setting never resumes an old run."""
+    from rollgym.agents.backends.catalog import cache_root
+
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    return cache_root().parent / "experiments" / "realmodel" / digest / f"{arm}-seed{seed}"
+
+
+def step_groups(backend: Any, config: dict[str, Any], seed: int, step: int) -> list[RolloutGroup]:
+    """Step ``step``'s groups: ``tasks_per_step`` training tasks x ``group_size`` sampled replies, shaped rewards."""
+    from rollgym.train.adapters.episodes import play_groups
+
+    tasks = countdown.train_tasks(config, step, seed)
+    sampling_seed = seed * 1_000_003 + step
+    agent = agent_of(backend, config, temperature=config["temperature"], seed=sampling_seed)
+    groups = play_groups(agent, config["env_id"], tasks, config["group_size"], env_kwargs=config["env_kwargs"],
+                         max_turns=1, seed=sampling_seed, prefix=f"s{step}-g")
+    return [dataclasses.replace(g, trajectories=[dataclasses.replace(t, reward=shaped(t), info={
+        **t.info, "env_reward": t.reward}) for t in g.trajectories]) for g in groups]
+
+
+def run_grpo(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
+    """rollgym's GRPO from the starting weights, resuming from the latest checkpoint of this (arm, seed)."""
+    from rollgym.train.grpo import GRPOConfig, GRPOTrainer
+
+    restore(ctx)
+    backend = backend_of(ctx)
+    trainer = GRPOTrainer(ctx.model, ctx.tokenizer, GRPOConfig(learning_rate=config["learning_rate"],
+                                                               micro_batch_size=8, seed=seed))
+    folder = checkpoint_dir(config, "grpo", seed)
+    latest = folder / "latest.pt"
+    state: dict[str, Any] = {"curve": [[0, ctx.accuracy_base]], "rewards": [], "strict": [], "seconds": 0.0}
+    if latest.exists():
+        state = trainer.load_checkpoint(latest)
+        print(f"[realmodel] grpo seed {seed}: resumed at step {trainer.global_step}", flush=True)
+    started = time.perf_counter() - state["seconds"]
+    while trainer.global_step < config["grpo_steps"]:
+        step = trainer.global_step
+        groups = step_groups(backend, config, seed, step)
+        trainer.step(groups)
+        trajs = [t for g in groups for t in g.trajectories]
+        state["rewards"].append(sum(t.reward or 0.0 for t in trajs) / len(trajs))
+        state["strict"].append(sum((t.info.get("env_reward") or 0.0) >= 1.0 for t in trajs) / len(trajs))
+        if trainer.global_step % config["eval_every"] == 0 or trainer.global_step == config["grpo_steps"]:
+            accuracy, state["labels"] = evaluate(backend, config)
+            state["curve"].append([trainer.global_step, accuracy])
+        print(f"[realmodel] grpo seed {seed} step {trainer.global_step}: shaped reward {state['rewards'][-1]:.3f} "
+              f"strict {state['strict'][-1]:.3f} ({time.perf_counter() - started:.0f} s)", flush=True)
+        if trainer.global_step % config["checkpoint_every"] == 0 or trainer.global_step == config["grpo_steps"]:
+            state["seconds"] = time.perf_counter() - started
+            trainer.save_checkpoint(latest, extra=state)
+    accuracy, labels = state["curve"][-1][1], state.get("labels")
+    seconds = time.perf_counter() - started
+    return ArmResult(accuracy, {"grpo_steps": float(trainer.global_step),
+                                "policy_rollouts": float(trainer.global_step * config["tasks_per_step"]
+                                                         * config["group_size"]), "train_seconds": seconds},
+                     [(float(x), float(y)) for x, y in state["curve"]],
+                     {"reward_curve": state["rewards"], "strict_train_curve": state["strict"], "labels": labels})
+
+
+def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
+    """TRL's GRPOTrainer on the same tasks, rewards and budget (the prompts rendered by the same agent)."""
+    from rollgym.core.registration import make
+    from rollgym.train.adapters.trl import run_trl_grpo
+
+    restore(ctx)
+    backend = backend_of(ctx)
+    env = make(config["env_id"], **config["env_kwargs"])
+
+    def step_prompts(step: int) -> list[tuple[list[dict[str, Any]], Any]]:
+        rows = []
+        for task in countdown.train_tasks(config, step, seed):
+            observation, info = env.reset(options={"task": task})
+            # a final assistant message is continued (TRL renders it with continue_final_message): the prefill
+            rows.append(([{"role": "system", "content": info["system_prompt"]},
+                          {"role": "user", "content": observation},
+                          {"role": "assistant", "content": config["reply_prefix"]}], task))
+        return rows
+
+    def reward(text: str, task: Any) -> float:
+        # TRL's generate has no stop strings here: score the reply up to the first stop, as the agent would see it
+        for stop in config["stop"]:
+            if stop in text:
+                text = text[: text.index(stop) + len(stop)]
+        return reward_of_text(env, task, config["reply_prefix"] + text)
+
+    try:
+        out = run_trl_grpo(ctx.model, ctx.tokenizer, step_prompts=step_prompts, reward=reward,
+                           steps=config["grpo_steps"], group_size=config["group_size"],
+                           learning_rate=config["learning_rate"], max_tokens=config["max_tokens"],
+                           temperature=config["temperature"], seed=seed,
+                           evaluate=lambda _step: evaluate(backend, config)[0], eval_every=config["eval_every"])
+    finally:
+        env.close()
+    accuracy, labels = evaluate(backend, config)
+    return ArmResult(accuracy, {"grpo_steps": float(out["steps"]), "train_seconds": float(out["seconds"])},
+                     [(float(x), float(y)) for x, y in out["curve"]],
+                     {"reward_curve": list(out.get("reward_mean", [])), "labels": labels})
+
+
+def run(ctx: RealModel, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
+    if arm == "base":
+        return ArmResult(ctx.accuracy_base, {"grpo_steps": 0.0}, [(0.0, ctx.accuracy_base)],
+                         {"labels": ctx.extras_base})
+    if arm == "grpo":
+        return run_grpo(ctx, seed, config)
+    return run_trl(ctx, seed, config)
+
+
+def warm_state(ctx: RealModel) -> dict[str, Any]:
+    return ctx.start
+
+
+def _arms() -> tuple[str, ...]:
+    try:
+        from rollgym.train.adapters.trl import run_trl_grpo  # noqa: F401
+    except ImportError:
+        return ("base", "grpo")
+    return ("base", "grpo", "trl") if os.environ.get("ROLLGYM_REALMODEL_TRL", "1") != "0" else ("base", "grpo")
+
+
+def labels_table(runs: Sequence[dict[str, Any]]) -> str:
+    """The share of each error label in the held-out replies, per arm (mean over seeds)."""
+    arms: dict[str, list[dict[str, float]]] = {}
+    for r in runs:
+        if r["extras"].get("labels"):
+            arms.setdefault(r["arm"], []).append(r["extras"]["labels"])
+    keys = sorted({k for rows in arms.values() for row in rows for k in row})
+    lines = ["| arm | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+    for arm, rows in arms.items():
+        lines.append(f"| {arm} | " + " | ".join(f"{sum(r.get(k, 0.0) for r in rows) / len(rows):.2f}" for k in keys)
+                     + " |")
+    return "\n".join(lines)
+
+
+EXPERIMENT = Experiment(
+    name="realmodel",
+    title="A real model learns: SmolLM2-135M-Instruct, GRPO on Countdown n2, on a CPU",
+    question="Does GRPO on rollgym's rewards raise a real small instruct model's held-out greedy accuracy, and do "
+             "rollgym's trainer and TRL's agree?",
+    metric="held-out greedy accuracy (strict env reward)",
+    arms=_arms(),
+    baseline="base",
+    prepare=prepare,
+    run=run,
+    configs={
+        "full": dict(BASE),
+        "quick": {**BASE, "grpo_steps": 2, "eval_every": 1, "eval_tasks": 4, "tasks_per_step": 2, "group_size": 2,
+                  "max_tokens": 8, "checkpoint_every": 1},
+    },
+    seeds=3,
+    quick_seeds=1,
+    warm_state=warm_state,
+    notes="Compute per trained arm and seed: grpo_steps x tasks_per_step x group_size sampled replies; the "
+          "trainable part is the top train_layers blocks. The base arm is the untrained model (no variance "
+          "across seeds: the held-out tasks are fixed).",
+    render_extra=lambda data: "Held-out reply labels (share of the eval tasks):\n\n" + labels_table(data["runs"]),
+)
