@@ -91,6 +91,7 @@ class TransformersBackend:
         params = inspect.signature(self.model.forward).parameters
         # transformers >= 5.2x renamed past_key_values to cache
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._keeps_logits = "logits_to_keep" in params
 
     @classmethod
     def from_pretrained(
@@ -227,7 +228,8 @@ class TransformersBackend:
             generator = torch.Generator()
             generator.manual_seed(seed if seed is not None else int(torch.seed() % 2**63))
             uniforms[i] = torch.rand(sampling.max_tokens, generator=generator, dtype=torch.float64)
-        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True)
+        keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the prefill's output layer on the last position
+        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **keep)
         past, logits = self._cache_of(out), out.logits[:, -1, :].float()
         tokens: list[list[int]] = [[] for _ in range(batch)]
         logps: list[list[float]] = [[] for _ in range(batch)]
