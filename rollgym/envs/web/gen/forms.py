@@ -11,7 +11,6 @@ favourites and account, and items when their role is the kind's editor role.
 from __future__ import annotations
 
 import re
-import secrets
 import sqlite3
 from datetime import date, timedelta
 from typing import Any
@@ -24,10 +23,8 @@ from rollgym.envs.web.sites.base import (
     Request,
     Response,
     Site,
-    password_hash,
     redirect,
     row_id,
-    safe_path,
     whole_number,
 )
 
@@ -118,22 +115,7 @@ class FormHandlers(Site):
 
     # -- accounts -------------------------------------------------------------------------------------------------
     def login_submit(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        username = request.form.get("username", "").strip()
-        password = request.form.get("password", "")
-        row = conn.execute("SELECT * FROM users WHERE username = ?", (username[:100],)).fetchone()
-        if row is None or row["password_hash"] != password_hash(password):
-            return self.login_form(conn, request, match, error="Wrong username or password.")
-        token = secrets.token_hex(16)
-        conn.execute("INSERT INTO sessions (token, user_id) VALUES (?, ?)", (token, row["id"]))
-        response = redirect(safe_path(request.form.get("next", "/")), flash=f"Welcome back, {username}.")
-        response.headers.append(("Set-Cookie", f"session={token}; Path=/; HttpOnly; SameSite=Lax"))
-        return response
-
-    def logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        conn.execute("DELETE FROM sessions WHERE token = ?", (request.cookies.get("session", ""),))
-        response = redirect("/", flash="You have signed out.")
-        response.headers.append(("Set-Cookie", "session=; Path=/; Max-Age=0"))
-        return response
+        return self.sign_in(conn, request) or self.login_form(conn, request, match, error="Wrong username or password.")
 
     def account_save(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)

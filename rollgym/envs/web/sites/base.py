@@ -249,7 +249,7 @@ class Site:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self.route("GET", r"/login", self._login_form)
         self.route("POST", r"/login", self._login_submit)
-        self.route("POST", r"/logout", self._logout)
+        self.route("POST", r"/logout", self.logout)
         self.setup_routes()
 
     # -- subclass hooks -----------------------------------------------------
@@ -387,20 +387,26 @@ class Site:
         return self.render(request, "Sign in", content, status=400 if error else 200, flash=error, flash_kind="error")
 
     def _login_submit(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
+        wrong = "Wrong username or password."
+        return self.sign_in(conn, request) or self._login_form(conn, request, match, error=wrong)
+
+    def sign_in(self, conn: sqlite3.Connection, request: Request) -> Response | None:
+        """The posted ``username`` and ``password`` signed in: a redirect to ``next`` that sets the session cookie;
+        ``None`` when they match no user (the caller shows its sign-in form again)."""
         username = request.form.get("username", "").strip()
         password = request.form.get("password", "")
-        row = conn.execute("SELECT * FROM users WHERE username = ?", (username,)).fetchone()
+        row = conn.execute("SELECT * FROM users WHERE username = ?", (username[:100],)).fetchone()
         if row is None or row["password_hash"] != password_hash(password):
-            return self._login_form(conn, request, match, error="Wrong username or password.")
+            return None
         token = secrets.token_hex(16)
         conn.execute("INSERT INTO sessions (token, user_id) VALUES (?, ?)", (token, row["id"]))
         response = redirect(safe_path(request.form.get("next", "/")), flash=f"Welcome back, {username}.")
         response.headers.append(("Set-Cookie", f"session={token}; Path=/; HttpOnly; SameSite=Lax"))
         return response
 
-    def _logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        token = request.cookies.get("session", "")
-        conn.execute("DELETE FROM sessions WHERE token = ?", (token,))
+    def logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
+        """End the visitor's session and go home."""
+        conn.execute("DELETE FROM sessions WHERE token = ?", (request.cookies.get("session", ""),))
         response = redirect("/", flash="You have signed out.")
         response.headers.append(("Set-Cookie", "session=; Path=/; Max-Age=0"))
         return response

@@ -21,6 +21,7 @@ import numpy as np
 
 from rollgym.envs.web.observation import Element, PageView
 from rollgym.envs.web.server import query_base
+from rollgym.envs.web.sites import SITES
 from rollgym.envs.web.tasks.rubric import Criterion, Rubric
 from rollgym.verifiers.rubric import collateral_gate
 from rollgym.verifiers.statediff import Rule, added, deleted
@@ -68,6 +69,16 @@ class TaskTemplate(ABC):
     @abstractmethod
     def solve(self, params: dict[str, Any], view: PageView) -> Solution:
         """The reference solution: yields actions, receives the page after each one."""
+
+    @staticmethod
+    def credentials(username: str) -> dict[str, str]:
+        """A seeded user's sign-in parameters (every seeded password is ``<username>123``)."""
+        return {"username": username, "password": username + "123"}
+
+    def sign_in_goal(self, p: dict[str, Any], role: str = "") -> str:
+        """The start of a goal that needs the task's user signed in, e.g. ``"Sign in to Northwind Market as alice
+        (password alice123)"``; ``role`` goes before the name (``"the moderator "``)."""
+        return f"Sign in to {SITES[self.site].name} as {role}{p['username']} (password {p['password']})"
 
     def user_id(self, username: str) -> int:
         """The id of a user of the site, from the seeded database."""

@@ -94,8 +94,7 @@ class ForumReply(TaskTemplate):
         t = self.pick(rng, self.rows("SELECT * FROM threads WHERE locked = 0 ORDER BY id"))
         phrase = f"{self.pick(rng, PHRASES)} (tip {int(rng.integers(100, 1000))})"
         params = {
-            "username": user["username"],
-            "password": user["username"] + "123",
+            **self.credentials(user["username"]),
             "title": t["title"],
             "phrase": phrase,
         }
@@ -103,7 +102,7 @@ class ForumReply(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Commons Q&A as {p['username']} (password {p['password']}) and reply to the thread "
+            f"{self.sign_in_goal(p)} and reply to the thread "
             f'"{p["title"]}" with a post that contains the phrase "{p["phrase"]}". Answer "done" when posted.'
         )
 
@@ -167,8 +166,7 @@ class ForumUpvote(TaskTemplate):
             if choices:
                 post = self.pick(rng, choices)
                 params = {
-                    "username": user["username"],
-                    "password": user["username"] + "123",
+                    **self.credentials(user["username"]),
                     "title": t["title"],
                     "author": post["username"],
                 }
@@ -176,7 +174,7 @@ class ForumUpvote(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Commons Q&A as {p['username']} (password {p['password']}) and up-vote the reply by "
+            f"{self.sign_in_goal(p)} and up-vote the reply by "
             f'{p["author"]} in the thread "{p["title"]}". Vote on nothing else. Answer "done" when finished.'
         )
 
@@ -227,8 +225,7 @@ class ForumModerate(TaskTemplate):
             ),
         )
         params = {
-            "username": mod["username"],
-            "password": mod["username"] + "123",
+            **self.credentials(mod["username"]),
             "title": spam["title"],
             "spammer": spam["username"],
         }
@@ -236,7 +233,7 @@ class ForumModerate(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Commons Q&A as the moderator {p['username']} (password {p['password']}). In the thread "
+            f"{self.sign_in_goal(p, 'the moderator ')}. In the thread "
             f'"{p["title"]}", delete the spam reply by {p["spammer"]} and then lock the thread. '
             'Answer "done" when finished.'
         )

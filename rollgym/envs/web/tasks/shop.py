@@ -88,8 +88,7 @@ class ShopPurchase(TaskTemplate):
         shipping = self.pick(rng, sorted(SHIPPING))
         address = random_address(random.Random(int(rng.integers(2**31))))
         params = {
-            "username": user["username"],
-            "password": user["username"] + "123",
+            **self.credentials(user["username"]),
             "product": prod["name"],
             "quantity": qty,
             "shipping": shipping,
@@ -99,7 +98,7 @@ class ShopPurchase(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Northwind Market as {p['username']} (password {p['password']}) and order "
+            f"{self.sign_in_goal(p)} and order "
             f'{p["quantity"]} × "{p["product"]}" with {p["shipping"]} shipping to the address '
             f'"{p["address"]}". Answer "done" when the order is placed.'
         )
@@ -180,12 +179,12 @@ class ShopOrderTotal(TaskTemplate):
     def sample(self, rng: np.random.Generator) -> tuple[dict[str, Any], Any]:
         user = _user(rng, self.rows("SELECT * FROM users ORDER BY id"))
         order = self.pick(rng, self.rows("SELECT * FROM orders WHERE user_id = ? ORDER BY id", (user["id"],)))
-        params = {"username": user["username"], "password": user["username"] + "123", "date": order["placed_on"]}
+        params = {**self.credentials(user["username"]), "date": order["placed_on"]}
         return params, order["total_cents"]
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Northwind Market as {p['username']} (password {p['password']}). What was the order total "
+            f"{self.sign_in_goal(p)}. What was the order total "
             f"of your order placed on {p['date']}? Answer with the amount in dollars, e.g. 123.45."
         )
 
@@ -233,12 +232,12 @@ class ShopCancelOrder(TaskTemplate):
             choices = [r for r in items if r["id"] in pending and counts[r["name"]] == 1]
             if choices:
                 row = self.pick(rng, choices)
-                params = {"username": user["username"], "password": user["username"] + "123", "product": row["name"]}
+                params = {**self.credentials(user["username"]), "product": row["name"]}
                 return params, {"order_id": row["id"]}
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Northwind Market as {p['username']} (password {p['password']}) and cancel your pending "
+            f"{self.sign_in_goal(p)} and cancel your pending "
             f'order that contains "{p["product"]}". Leave your other orders alone. Answer "done" when finished.'
         )
 

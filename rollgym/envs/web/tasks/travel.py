@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
 
@@ -43,6 +44,25 @@ def search_flights(view: PageView, origin: str, dest: str, day: str) -> Any:
 
 def _new_bookings(ctx: GradeContext, user_id: int) -> list[Any]:
     return [b for b in new_rows(ctx, "bookings") if b["user_id"] == user_id]
+
+
+def _booked(ctx: GradeContext, ans: dict[str, Any], target: str) -> list[Any]:
+    """The user's new confirmed bookings of the task's flight or hotel (``target`` is ``"flight_id"`` or
+    ``"hotel_id"``)."""
+    return [b for b in _new_bookings(ctx, ans["user_id"]) if b[target] == ans[target] and b["status"] == "confirmed"]
+
+
+def _one_new_booking(mine: Callable[[GradeContext], list[Any]]) -> Criterion:
+    """The gate of the booking templates: that booking is the only new one, and nothing was cancelled."""
+    return Criterion(
+        "bookings_one_new_none_cancelled",
+        0.2,
+        lambda ctx: (
+            len(mine(ctx)) == 1 and len(new_rows(ctx, "bookings")) == 1 and not changed_ids(ctx, "bookings", "status")
+        ),
+        "bookings: exactly one new booking, nothing cancelled",
+        gate=True,
+    )
 
 
 class TravelCheapestFlight(TaskTemplate):
@@ -93,8 +113,7 @@ class TravelBookFlight(TaskTemplate):
             if len(rows) >= 2 and rows[0]["depart"] < rows[1]["depart"] and rows[0]["seats_left"] > 0:
                 traveller = f"{self.pick(rng, GIVEN)} {self.pick(rng, SURNAMES)}"
                 params = {
-                    "username": user["username"],
-                    "password": user["username"] + "123",
+                    **self.credentials(user["username"]),
                     "origin": a,
                     "dest": b,
                     "date": day,
@@ -104,18 +123,14 @@ class TravelBookFlight(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Wayfarer Travel as {p['username']} (password {p['password']}) and book one seat on the "
+            f"{self.sign_in_goal(p)} and book one seat on the "
             f"earliest flight from {AIRPORTS[p['origin']]} to {AIRPORTS[p['dest']]} on {p['date']} for the "
             f'traveller "{p["traveller"]}". Answer "done" when it is booked.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
         def mine(ctx: GradeContext) -> list[Any]:
-            return [
-                b
-                for b in _new_bookings(ctx, ans["user_id"])
-                if b["flight_id"] == ans["flight_id"] and b["status"] == "confirmed"
-            ]
+            return _booked(ctx, ans, "flight_id")
 
         return [
             Criterion(
@@ -127,17 +142,7 @@ class TravelBookFlight(TaskTemplate):
                 lambda ctx: any(normalize_text(b["traveller"]) == normalize_text(p["traveller"]) for b in mine(ctx)),
                 "the booking is in the traveller's name",
             ),
-            Criterion(
-                "bookings_one_new_none_cancelled",
-                0.2,
-                lambda ctx: (
-                    len(mine(ctx)) == 1
-                    and len(new_rows(ctx, "bookings")) == 1
-                    and not changed_ids(ctx, "bookings", "status")
-                ),
-                "bookings: exactly one new booking, nothing cancelled",
-                gate=True,
-            ),
+            _one_new_booking(mine),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
@@ -169,8 +174,7 @@ class TravelCancelHotel(TaskTemplate):
         )
         b = self.pick(rng, rows)
         params = {
-            "username": b["username"],
-            "password": b["username"] + "123",
+            **self.credentials(b["username"]),
             "city": b["city"],
             "check_in": b["check_in"],
         }
@@ -178,7 +182,7 @@ class TravelCancelHotel(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Wayfarer Travel as {p['username']} (password {p['password']}) and cancel your hotel "
+            f"{self.sign_in_goal(p)} and cancel your hotel "
             f"booking in {p['city']} that starts on {p['check_in']}. Keep every other booking. "
             'Answer "done" when finished.'
         )
@@ -234,8 +238,7 @@ class TravelBookHotel(TaskTemplate):
                 start = _day(rng, LAST_DAY - timedelta(days=4))
                 nights = int(rng.integers(1, 5))
                 params = {
-                    "username": user["username"],
-                    "password": user["username"] + "123",
+                    **self.credentials(user["username"]),
                     "city": city,
                     "stars": stars,
                     "check_in": start.isoformat(),
@@ -245,18 +248,14 @@ class TravelBookHotel(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Wayfarer Travel as {p['username']} (password {p['password']}) and book the cheapest hotel "
+            f"{self.sign_in_goal(p)} and book the cheapest hotel "
             f"in {p['city']} with at least {p['stars']} stars, checking in on {p['check_in']} and checking out on "
             f'{p["check_out"]}. Answer "done" when it is booked.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
         def mine(ctx: GradeContext) -> list[Any]:
-            return [
-                b
-                for b in _new_bookings(ctx, ans["user_id"])
-                if b["hotel_id"] == ans["hotel_id"] and b["status"] == "confirmed"
-            ]
+            return _booked(ctx, ans, "hotel_id")
 
         return [
             Criterion("right_hotel", 0.5, lambda ctx: len(mine(ctx)) >= 1, "a confirmed booking of the cheapest match"),
@@ -266,17 +265,7 @@ class TravelBookHotel(TaskTemplate):
                 lambda ctx: any((b["check_in"], b["check_out"]) == (p["check_in"], p["check_out"]) for b in mine(ctx)),
                 "the booking has the requested dates",
             ),
-            Criterion(
-                "bookings_one_new_none_cancelled",
-                0.2,
-                lambda ctx: (
-                    len(mine(ctx)) == 1
-                    and len(new_rows(ctx, "bookings")) == 1
-                    and not changed_ids(ctx, "bookings", "status")
-                ),
-                "bookings: exactly one new booking, nothing cancelled",
-                gate=True,
-            ),
+            _one_new_booking(mine),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
