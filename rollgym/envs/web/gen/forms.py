@@ -18,15 +18,7 @@ from typing import Any
 from rollgym.envs.web.gen.domain import TODAY, SiteSpec
 from rollgym.envs.web.gen.kinds import FieldSpec, Kind
 from rollgym.envs.web.gen.themes import Theme
-from rollgym.envs.web.sites.base import (
-    HttpError,
-    Request,
-    Response,
-    Site,
-    redirect,
-    row_id,
-    whole_number,
-)
+from rollgym.envs.web.sites.base import HttpError, Request, Response, Site, redirect, row_id, whole_number
 
 MAX_TEXT = 500
 MAX_NAME = 80

@@ -1,7 +1,7 @@
 """HTML building blocks of the generated sites, drawn the way each :class:`~.themes.Theme` says.
 
 Every function returns markup; every piece of data goes through
-:func:`~rollgym.envs.web.sites.base.esc` (or :func:`~rollgym.envs.web.sites.base.user_text`
+:func:`~rollgym.envs.web.sites.page.esc` (or :func:`~rollgym.envs.web.sites.page.user_text`
 for text that users wrote), so nothing typed into a form becomes markup.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from rollgym.envs.web.gen.themes import Theme, stylesheet
-from rollgym.envs.web.sites.base import esc
+from rollgym.envs.web.sites.page import esc
 
 Link = tuple[str, str]
 

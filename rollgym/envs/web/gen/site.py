@@ -30,13 +30,12 @@ from rollgym.envs.web.sites.base import (
     HttpError,
     Request,
     Response,
-    esc,
     page_number,
     redirect,
     row_id,
     safe_path,
-    user_text,
 )
+from rollgym.envs.web.sites.page import esc, user_text
 
 
 class GeneratedSite(FormHandlers):

@@ -5,35 +5,32 @@ It never holds state of its own: every handler receives the episode's
 connection, so the same site object serves many isolated episodes at once.
 Pages are built from the package's ``templates/layout.html`` with
 :class:`string.Template`; every piece of user or database text goes through
-:func:`esc`, so text typed into a form can never become markup or script.
+:func:`~rollgym.envs.web.sites.page.esc`, so text typed into a form can never become markup or script.
 
 Hardening rules every handler follows: ids and numbers are read with
 :func:`row_id` and :func:`whole_number` (ASCII digits, bounded); redirects go
 only to same-site paths (:func:`safe_path`); the one-line notice after a form
 is carried by a server-set cookie (:data:`FLASH_COOKIE`), never by the URL, so
 a crafted link cannot put text in the site's banner; text written by users is
-wrapped by :func:`user_text` so observations can mark it; and a handler that
+wrapped by :func:`~rollgym.envs.web.sites.page.user_text` so observations can mark it; and a handler that
 raises anything rolls back its writes and answers a 500 page.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import logging
 import re
 import secrets
 import sqlite3
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
-PER_PAGE = 10
-"""Rows per page on every paginated listing."""
+from rollgym.envs.web.sites.page import esc
 
 MAX_ID = 2**63 - 1
 """The largest id SQLite can store; a path id beyond it names no row."""
@@ -134,21 +131,6 @@ class HttpError(Exception):
         self.message = message
 
 
-def esc(value: Any) -> str:
-    """HTML-escape any value for text or a quoted attribute."""
-    return html.escape(str(value), quote=True)
-
-
-def user_text(value: Any, tag: str = "span") -> str:
-    """Escaped text that a user wrote, in a ``tag`` marked ``data-rg-user``; observations show it quoted.
-
-    Example:
-        >>> user_text("SYSTEM: <b>hi</b>", "p")
-        '<p data-rg-user>SYSTEM: &lt;b&gt;hi&lt;/b&gt;</p>'
-    """
-    return f"<{tag} data-rg-user>{esc(value)}</{tag}>"
-
-
 def row_id(raw: str, what: str = "page") -> int:
     """An id taken from a URL path (already ASCII digits by the route); a 404 when no row can have it."""
     if not raw.isascii() or not raw.isdigit() or len(raw) > 19 or int(raw) > MAX_ID:
@@ -172,11 +154,6 @@ def whole_number(raw: str, *, low: int, high: int, message: str) -> int:
     return int(text)
 
 
-def money(cents: int) -> str:
-    """Format cents as dollars, e.g. ``money(1234) == "$12.34"``."""
-    return f"${cents // 100:,}.{cents % 100:02d}"
-
-
 def password_hash(password: str) -> str:
     """The stored form of a password (sites are practice sites; a salted KDF would only cost time)."""
     return hashlib.sha256(("rollgym:" + password).encode()).hexdigest()
@@ -192,34 +169,6 @@ def _layout() -> string.Template:
 def stylesheet() -> str:
     """The shared CSS file served at ``/static/style.css``."""
     return resources.files("rollgym.envs.web.sites").joinpath("static/style.css").read_text("utf-8")
-
-
-def options(values: Iterable[tuple[str, str]], selected: str) -> str:
-    """``<option>`` tags for ``(value, label)`` pairs with one selected."""
-    out = []
-    for value, label in values:
-        sel = " selected" if value == selected else ""
-        out.append(f'<option value="{esc(value)}"{sel}>{esc(label)}</option>')
-    return "".join(out)
-
-
-def pager(base: str, params: dict[str, str], page: int, total: int, per_page: int = PER_PAGE) -> str:
-    """Previous/next links and a "page i of n" marker for a listing of ``total`` rows."""
-    pages = max(1, (total + per_page - 1) // per_page)
-    if pages == 1:
-        return ""
-    keep = {k: v for k, v in params.items() if v and k != "page"}
-
-    def link(p: int, label: str) -> str:
-        return f'<a href="{esc(base)}?{esc(urlencode({**keep, "page": p}))}">{label}</a>'
-
-    parts = []
-    if page > 1:
-        parts.append(link(page - 1, "&larr; Previous"))
-    parts.append(f'<span class="current">Page {page} of {pages}</span>')
-    if page < pages:
-        parts.append(link(page + 1, "Next &rarr;"))
-    return f'<nav class="pager">{"".join(parts)}</nav>'
 
 
 def page_number(request: Request) -> int:

@@ -14,21 +14,8 @@ import re
 import sqlite3
 from datetime import date, timedelta
 
-from rollgym.envs.web.sites.base import (
-    PER_PAGE,
-    HttpError,
-    Request,
-    Response,
-    Site,
-    esc,
-    options,
-    page_number,
-    pager,
-    password_hash,
-    redirect,
-    row_id,
-    user_text,
-)
+from rollgym.envs.web.sites.base import HttpError, Request, Response, Site, page_number, password_hash, redirect, row_id
+from rollgym.envs.web.sites.page import PER_PAGE, esc, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,

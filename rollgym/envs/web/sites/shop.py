@@ -16,22 +16,17 @@ from datetime import date, timedelta
 
 from rollgym.envs.web.sites.base import (
     MAX_ID,
-    PER_PAGE,
     HttpError,
     Request,
     Response,
     Site,
-    esc,
-    money,
-    options,
     page_number,
-    pager,
     password_hash,
     redirect,
     row_id,
-    user_text,
     whole_number,
 )
+from rollgym.envs.web.sites.page import PER_PAGE, esc, money, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,

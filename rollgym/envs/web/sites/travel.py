@@ -17,22 +17,8 @@ import sqlite3
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
-from rollgym.envs.web.sites.base import (
-    PER_PAGE,
-    HttpError,
-    Request,
-    Response,
-    Site,
-    esc,
-    money,
-    options,
-    page_number,
-    pager,
-    password_hash,
-    redirect,
-    row_id,
-    user_text,
-)
+from rollgym.envs.web.sites.base import HttpError, Request, Response, Site, page_number, password_hash, redirect, row_id
+from rollgym.envs.web.sites.page import PER_PAGE, esc, money, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,

@@ -102,8 +102,8 @@ class ForumReply(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and reply to the thread "
-            f'"{p["title"]}" with a post that contains the phrase "{p["phrase"]}". Answer "done" when posted.'
+            f'{self.sign_in_goal(p)} and reply to the thread "{p["title"]}" with a post that contains the phrase '
+            f'"{p["phrase"]}". Answer "done" when posted.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -174,8 +174,8 @@ class ForumUpvote(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and up-vote the reply by "
-            f'{p["author"]} in the thread "{p["title"]}". Vote on nothing else. Answer "done" when finished.'
+            f'{self.sign_in_goal(p)} and up-vote the reply by {p["author"]} in the thread "{p["title"]}". Vote on '
+            'nothing else. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -233,9 +233,8 @@ class ForumModerate(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p, 'the moderator ')}. In the thread "
-            f'"{p["title"]}", delete the spam reply by {p["spammer"]} and then lock the thread. '
-            'Answer "done" when finished.'
+            f'{self.sign_in_goal(p, "the moderator ")}. In the thread "{p["title"]}", delete the spam reply by '
+            f'{p["spammer"]} and then lock the thread. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.envs.web.observation import PageView
-from rollgym.envs.web.sites.base import money
+from rollgym.envs.web.sites.page import money
 from rollgym.envs.web.sites.shop import SHIPPING, random_address
 from rollgym.envs.web.tasks.base import (
     Solution,
@@ -27,6 +27,7 @@ from rollgym.envs.web.tasks.rubric import (
     changed_ids,
     new_rows,
     normalize_text,
+    only_that_one_changed,
     parse_money,
 )
 from rollgym.verifiers.statediff import Rule, added, changed
@@ -98,9 +99,8 @@ class ShopPurchase(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and order "
-            f'{p["quantity"]} × "{p["product"]}" with {p["shipping"]} shipping to the address '
-            f'"{p["address"]}". Answer "done" when the order is placed.'
+            f'{self.sign_in_goal(p)} and order {p["quantity"]} × "{p["product"]}" with {p["shipping"]} shipping to '
+            f'the address "{p["address"]}". Answer "done" when the order is placed.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -184,8 +184,8 @@ class ShopOrderTotal(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)}. What was the order total "
-            f"of your order placed on {p['date']}? Answer with the amount in dollars, e.g. 123.45."
+            f"{self.sign_in_goal(p)}. What was the order total of your order placed on {p['date']}? Answer with the "
+            "amount in dollars, e.g. 123.45."
         )
 
     def criteria(self, p: dict[str, Any], expected: Any) -> list[Criterion]:
@@ -237,8 +237,8 @@ class ShopCancelOrder(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and cancel your pending "
-            f'order that contains "{p["product"]}". Leave your other orders alone. Answer "done" when finished.'
+            f'{self.sign_in_goal(p)} and cancel your pending order that contains "{p["product"]}". Leave your other '
+            'orders alone. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -250,13 +250,8 @@ class ShopCancelOrder(TaskTemplate):
 
         return [
             Criterion("order_cancelled", 0.7, cancelled, f"order #{oid} is cancelled"),
-            Criterion(
-                "orders_only_that_one_changed",
-                0.3,
-                lambda ctx: changed_ids(ctx, "orders", "status") == {oid} and not new_rows(ctx, "orders"),
-                "orders: no other order was changed or placed",
-                gate=True,
-            ),
+            only_that_one_changed("orders_only_that_one_changed", 0.3, "orders", oid,
+                                  "orders: no other order was changed or placed"),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:

@@ -12,7 +12,15 @@ import numpy as np
 from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.sites.travel import AIRPORTS, FIRST_DAY, LAST_DAY, SURNAMES
 from rollgym.envs.web.tasks.base import Solution, TaskTemplate, answer, click, fill, goto, select, sign_in
-from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, answer_equals, changed_ids, new_rows, normalize_text
+from rollgym.envs.web.tasks.rubric import (
+    Criterion,
+    GradeContext,
+    answer_equals,
+    changed_ids,
+    new_rows,
+    normalize_text,
+    only_that_one_changed,
+)
 from rollgym.verifiers.statediff import Rule, added, changed
 
 GIVEN = ["Alex", "Billie", "Charlie", "Dani", "Eli", "Frankie", "Jo", "Kim", "Robin", "Sam", "Toni", "Yuki"]
@@ -46,10 +54,11 @@ def _new_bookings(ctx: GradeContext, user_id: int) -> list[Any]:
     return [b for b in new_rows(ctx, "bookings") if b["user_id"] == user_id]
 
 
-def _booked(ctx: GradeContext, ans: dict[str, Any], target: str) -> list[Any]:
+def _booked(ans: dict[str, Any], target: str) -> Callable[[GradeContext], list[Any]]:
     """The user's new confirmed bookings of the task's flight or hotel (``target`` is ``"flight_id"`` or
-    ``"hotel_id"``)."""
-    return [b for b in _new_bookings(ctx, ans["user_id"]) if b[target] == ans[target] and b["status"] == "confirmed"]
+    ``"hotel_id"``), read from a grading context."""
+    return lambda ctx: [b for b in _new_bookings(ctx, ans["user_id"])
+                        if b[target] == ans[target] and b["status"] == "confirmed"]
 
 
 def _one_new_booking(mine: Callable[[GradeContext], list[Any]]) -> Criterion:
@@ -123,15 +132,13 @@ class TravelBookFlight(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and book one seat on the "
-            f"earliest flight from {AIRPORTS[p['origin']]} to {AIRPORTS[p['dest']]} on {p['date']} for the "
-            f'traveller "{p["traveller"]}". Answer "done" when it is booked.'
+            f"{self.sign_in_goal(p)} and book one seat on the earliest flight from {AIRPORTS[p['origin']]} to "
+            f'{AIRPORTS[p["dest"]]} on {p["date"]} for the traveller "{p["traveller"]}". Answer "done" when it is '
+            "booked."
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
-        def mine(ctx: GradeContext) -> list[Any]:
-            return _booked(ctx, ans, "flight_id")
-
+        mine = _booked(ans, "flight_id")
         return [
             Criterion(
                 "right_flight", 0.5, lambda ctx: len(mine(ctx)) >= 1, "a confirmed booking of the earliest flight"
@@ -182,9 +189,8 @@ class TravelCancelHotel(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and cancel your hotel "
-            f"booking in {p['city']} that starts on {p['check_in']}. Keep every other booking. "
-            'Answer "done" when finished.'
+            f"{self.sign_in_goal(p)} and cancel your hotel booking in {p['city']} that starts on {p['check_in']}. "
+            'Keep every other booking. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -196,13 +202,8 @@ class TravelCancelHotel(TaskTemplate):
                 lambda ctx: bool(ctx.db("SELECT 1 FROM bookings WHERE id = ? AND status = 'cancelled'", (bid,))),
                 "the booking is cancelled",
             ),
-            Criterion(
-                "bookings_only_that_one_changed",
-                0.3,
-                lambda ctx: changed_ids(ctx, "bookings", "status") == {bid} and not new_rows(ctx, "bookings"),
-                "bookings: no other booking changed or added",
-                gate=True,
-            ),
+            only_that_one_changed("bookings_only_that_one_changed", 0.3, "bookings", bid,
+                                  "bookings: no other booking changed or added"),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
@@ -248,15 +249,12 @@ class TravelBookHotel(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"{self.sign_in_goal(p)} and book the cheapest hotel "
-            f"in {p['city']} with at least {p['stars']} stars, checking in on {p['check_in']} and checking out on "
-            f'{p["check_out"]}. Answer "done" when it is booked.'
+            f"{self.sign_in_goal(p)} and book the cheapest hotel in {p['city']} with at least {p['stars']} stars, "
+            f'checking in on {p["check_in"]} and checking out on {p["check_out"]}. Answer "done" when it is booked.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
-        def mine(ctx: GradeContext) -> list[Any]:
-            return _booked(ctx, ans, "hotel_id")
-
+        mine = _booked(ans, "hotel_id")
         return [
             Criterion("right_hotel", 0.5, lambda ctx: len(mine(ctx)) >= 1, "a confirmed booking of the cheapest match"),
             Criterion(
