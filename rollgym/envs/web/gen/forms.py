@@ -122,12 +122,9 @@ class FormHandlers(Site):
     def own_record(self, conn: sqlite3.Connection, request: Request, raw: str) -> sqlite3.Row:
         """One of the signed-in user's records (a 404 for anyone else's)."""
         user = self.require_user(request)
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT r.*, i.name FROM records r JOIN items i ON i.id = r.item_id WHERE r.id = ? AND r.user_id = ?",
-            (row_id(raw, self.words["record"]), user["id"])).fetchone()
-        if row is None:
-            raise HttpError(404, f"We could not find that {self.words['record']} among yours.")
-        return row
+        return self.one_row(conn, "SELECT r.*, i.name FROM records r JOIN items i ON i.id = r.item_id "
+                            "WHERE r.id = ? AND r.user_id = ?", (row_id(raw, self.words["record"]), user["id"]),
+                            missing=f"We could not find that {self.words['record']} among yours.")
 
     def _amount(self, values: dict[str, Any]) -> int:
         """How much of the item's consumed field a record takes."""

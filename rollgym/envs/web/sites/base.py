@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from rollgym.envs.web.sites.page import esc
@@ -218,6 +219,14 @@ class Site:
         self.seed(conn)
         conn.commit()
         return conn
+
+    @staticmethod
+    def one_row(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, missing: str) -> sqlite3.Row:
+        """The first row ``sql`` selects; when there is none, a 404 that says ``missing``."""
+        row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+        if row is None:
+            raise HttpError(404, missing)
+        return row
 
     # -- routing ------------------------------------------------------------
     def route(self, method: str, pattern: str, handler: Handler) -> None:

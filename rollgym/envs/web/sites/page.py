@@ -63,3 +63,14 @@ def pager(base: str, params: dict[str, str], page: int, total: int, per_page: in
     if page < pages:
         parts.append(link(page + 1, "Next &rarr;"))
     return f'<nav class="pager">{"".join(parts)}</nav>'
+
+
+def data_table(heads: Iterable[str], body: str) -> str:
+    """A ``table.data``: a header row of plain-text ``heads``, then ``body``, its ``<tr>`` rows.
+
+    Example:
+        >>> data_table(["Order", "Total"], "")
+        '<table class="data"><thead><tr><th>Order</th><th>Total</th></tr></thead><tbody></tbody></table>'
+    """
+    cells = "".join(f"<th>{esc(head)}</th>" for head in heads)
+    return f'<table class="data"><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>'

@@ -26,7 +26,7 @@ from rollgym.envs.web.sites.base import (
     row_id,
     whole_number,
 )
-from rollgym.envs.web.sites.page import PER_PAGE, esc, money, options, pager, user_text
+from rollgym.envs.web.sites.page import PER_PAGE, data_table, esc, money, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,
@@ -313,14 +313,8 @@ class ShopSite(Site):
         return self.render(request, "Catalogue", content, flash=error, flash_kind="error")
 
     def _product_row(self, conn: sqlite3.Connection, pid: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT p.*, c.name AS category, c.slug FROM products p JOIN categories c ON c.id = p.category_id "
-            "WHERE p.id = ?",
-            (pid,),
-        ).fetchone()
-        if row is None:
-            raise HttpError(404, "That product does not exist.")
-        return row
+        return self.one_row(conn, "SELECT p.*, c.name AS category, c.slug FROM products p JOIN categories c "
+                            "ON c.id = p.category_id WHERE p.id = ?", (pid,), missing="That product does not exist.")
 
     def product(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         p = self._product_row(conn, row_id(match[1], "product"))
@@ -473,20 +467,17 @@ class ShopSite(Site):
             f'<td><span class="badge {o["status"]}">{o["status"]}</span></td><td>{money(o["total_cents"])}</td></tr>'
             for o in rows
         )
-        content = (
-            f'<h1>Your orders</h1><table class="data"><thead><tr><th>Order</th><th>Placed on</th><th>Status</th>'
-            f"<th>Total</th></tr></thead><tbody>{body}</tbody></table>"
-        )
+        content = "<h1>Your orders</h1>" + data_table(["Order", "Placed on", "Status", "Total"], body)
         return self.render(request, "Orders", content)
 
     def _own_order(self, conn: sqlite3.Connection, request: Request, oid: int) -> sqlite3.Row:
         user = self.require_user(request)
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT * FROM orders WHERE id = ? AND user_id = ?", (oid, user["id"])
-        ).fetchone()
-        if row is None:
-            raise HttpError(404, "We could not find that order in your account.")
-        return row
+        return self.one_row(
+            conn,
+            "SELECT * FROM orders WHERE id = ? AND user_id = ?",
+            (oid, user["id"]),
+            missing="We could not find that order in your account.",
+        )
 
     def order_detail(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
