@@ -82,17 +82,6 @@ def changed_ids(ctx: GradeContext, table: str, column: str, key: str = "id") -> 
     return {r[0] for r in ctx.db(f"SELECT {key}, {column} FROM {table}") if r[0] in before and before[r[0]] != r[1]}
 
 
-def only_that_one_changed(name: str, weight: float, table: str, row_id: Any, reason: str) -> Criterion:
-    """The gate of a cancelling task: of ``table``'s rows, only ``row_id`` changed its status, and none is new."""
-    return Criterion(
-        name,
-        weight,
-        lambda ctx: changed_ids(ctx, table, "status") == {row_id} and not new_rows(ctx, table),
-        reason,
-        gate=True,
-    )
-
-
 __all__ = [
     "Criterion",
     "GradeContext",
@@ -102,6 +91,5 @@ __all__ = [
     "changed_ids",
     "new_rows",
     "normalize_text",
-    "only_that_one_changed",
     "parse_money",
 ]

@@ -27,7 +27,6 @@ from rollgym.envs.web.tasks.rubric import (
     changed_ids,
     new_rows,
     normalize_text,
-    only_that_one_changed,
     parse_money,
 )
 from rollgym.verifiers.statediff import Rule, added, changed
@@ -243,15 +242,10 @@ class ShopCancelOrder(TaskTemplate):
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
         oid = ans["order_id"]
-
-        def cancelled(ctx: GradeContext) -> bool:
-            rows = ctx.db("SELECT status FROM orders WHERE id = ?", (oid,))
-            return bool(rows) and rows[0]["status"] == "cancelled"
-
         return [
-            Criterion("order_cancelled", 0.7, cancelled, f"order #{oid} is cancelled"),
-            only_that_one_changed("orders_only_that_one_changed", 0.3, "orders", oid,
-                                  "orders: no other order was changed or placed"),
+            Criterion("order_cancelled", 0.7, self.status_is("orders", oid, "cancelled"), f"order #{oid} is cancelled"),
+            self.only_that_one_changed("orders_only_that_one_changed", 0.3, "orders", oid,
+                                       "orders: no other order was changed or placed"),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:

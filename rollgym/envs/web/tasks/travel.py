@@ -12,15 +12,7 @@ import numpy as np
 from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.sites.travel import AIRPORTS, FIRST_DAY, LAST_DAY, SURNAMES
 from rollgym.envs.web.tasks.base import Solution, TaskTemplate, answer, click, fill, goto, select, sign_in
-from rollgym.envs.web.tasks.rubric import (
-    Criterion,
-    GradeContext,
-    answer_equals,
-    changed_ids,
-    new_rows,
-    normalize_text,
-    only_that_one_changed,
-)
+from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, answer_equals, changed_ids, new_rows, normalize_text
 from rollgym.verifiers.statediff import Rule, added, changed
 
 GIVEN = ["Alex", "Billie", "Charlie", "Dani", "Eli", "Frankie", "Jo", "Kim", "Robin", "Sam", "Toni", "Yuki"]
@@ -196,14 +188,10 @@ class TravelCancelHotel(TaskTemplate):
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
         bid = ans["booking_id"]
         return [
-            Criterion(
-                "booking_cancelled",
-                0.7,
-                lambda ctx: bool(ctx.db("SELECT 1 FROM bookings WHERE id = ? AND status = 'cancelled'", (bid,))),
-                "the booking is cancelled",
-            ),
-            only_that_one_changed("bookings_only_that_one_changed", 0.3, "bookings", bid,
-                                  "bookings: no other booking changed or added"),
+            Criterion("booking_cancelled", 0.7, self.status_is("bookings", bid, "cancelled"),
+                      "the booking is cancelled"),
+            self.only_that_one_changed("bookings_only_that_one_changed", 0.3, "bookings", bid,
+                                       "bookings: no other booking changed or added"),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
