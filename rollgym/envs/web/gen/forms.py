@@ -97,10 +97,6 @@ class FormHandlers(Site):
         """The values an enum field takes."""
         raise NotImplementedError
 
-    def must_sign_in(self, request: Request, message: str) -> Response:
-        """A redirect to the sign-in page."""
-        raise NotImplementedError
-
     def login_form(self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = "") -> Response:
         """The sign-in page."""
         raise NotImplementedError

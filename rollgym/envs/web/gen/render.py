@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 from rollgym.envs.web.gen.themes import Theme, stylesheet
 from rollgym.envs.web.sites.page import esc
+from rollgym.envs.web.sites.page import options as option_tags
 
 Link = tuple[str, str]
 
@@ -82,9 +83,7 @@ def control(theme: Theme, *, name: str, label: str, kind: str = "text", value: s
     named = {"for": f'id="{fid}"', "aria": f'aria-label="{esc(label)}"',
              "placeholder": f'placeholder="{esc(label)}"'}[mode]
     if kind == "select":
-        opts = "".join(f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(text)}</option>'
-                       for v, text in options)
-        widget = f'<select name="{esc(name)}" {named}>{opts}</select>'
+        widget = f'<select name="{esc(name)}" {named}>{option_tags(options, value)}</select>'
     elif kind == "textarea":
         widget = f'<textarea name="{esc(name)}" {named}>{esc(value)}</textarea>'
     else:

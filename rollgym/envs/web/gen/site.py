@@ -25,7 +25,7 @@ from rollgym.envs.web.gen import render as r
 from rollgym.envs.web.gen.domain import SiteSpec, build_database, slug
 from rollgym.envs.web.gen.forms import FormHandlers
 from rollgym.envs.web.gen.kinds import FieldSpec
-from rollgym.envs.web.sites.base import FLASH_COOKIE, Request, Response, page_number, redirect, row_id, safe_path
+from rollgym.envs.web.sites.base import FLASH_COOKIE, Request, Response, page_number, row_id, safe_path
 from rollgym.envs.web.sites.page import esc, user_text
 
 
@@ -157,9 +157,9 @@ class GeneratedSite(FormHandlers):
             response.headers.append(("Set-Cookie", f"{FLASH_COOKIE}=; Path=/; Max-Age=0"))
         return response
 
-    def must_sign_in(self, request: Request, message: str) -> Response:
-        """A redirect to the sign-in page that comes back here afterwards."""
-        return redirect(f"{self.path('login')}?next={quote(safe_path(request.path), safe='/')}", flash=message)
+    def login_path(self) -> str:
+        """Where the theme puts the sign-in page."""
+        return self.path("login")
 
     # -- reading rows ---------------------------------------------------------------------------------------------
     def item_row(self, conn: sqlite3.Connection, raw: str | int) -> sqlite3.Row:

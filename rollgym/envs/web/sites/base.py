@@ -320,6 +320,14 @@ class Site:
         ).fetchone()
         return row
 
+    def login_path(self) -> str:
+        """Where the sign-in page is."""
+        return "/login"
+
+    def must_sign_in(self, request: Request, message: str) -> Response:
+        """A redirect to the sign-in page that comes back to this page afterwards, with ``message`` as the notice."""
+        return redirect(f"{self.login_path()}?next={quote(safe_path(request.path), safe='/')}", flash=message)
+
     def require_user(self, request: Request) -> sqlite3.Row:
         """The logged-in user, or an :class:`HttpError` asking the visitor to sign in."""
         if request.user is None:

@@ -432,7 +432,7 @@ class ForumSite(Site):
 
     def new_form(self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = "") -> Response:
         if request.user is None:
-            return redirect("/login?next=/new", flash="Please sign in to start a thread.")
+            return self.must_sign_in(request, "Please sign in to start a thread.")
         boards = [(b["slug"], b["name"]) for b in conn.execute("SELECT * FROM boards ORDER BY name")]
         board = request.arg("board")
         content = f"""<h1>Start a new thread</h1><div class="card"><form class="stack" method="post" action="/new">

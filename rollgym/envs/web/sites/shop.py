@@ -343,7 +343,7 @@ class ShopSite(Site):
 
     def cart(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/cart", flash="Please sign in to see your cart.")
+            return self.must_sign_in(request, "Please sign in to see your cart.")
         rows = self._cart_rows(conn, request.user["id"])
         if not rows:
             return self.render(
@@ -405,7 +405,7 @@ class ShopSite(Site):
         self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = ""
     ) -> Response:
         if request.user is None:
-            return redirect("/login?next=/checkout", flash="Please sign in to check out.")
+            return self.must_sign_in(request, "Please sign in to check out.")
         rows = self._cart_rows(conn, request.user["id"])
         if not rows:
             return redirect("/cart", flash="Your cart is empty; add something before checking out.")
@@ -458,7 +458,7 @@ class ShopSite(Site):
     # -- orders and account -------------------------------------------------
     def orders(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/orders", flash="Please sign in to see your orders.")
+            return self.must_sign_in(request, "Please sign in to see your orders.")
         rows = conn.execute(
             "SELECT * FROM orders WHERE user_id = ? ORDER BY placed_on DESC, id DESC", (request.user["id"],)
         ).fetchall()
@@ -481,7 +481,7 @@ class ShopSite(Site):
 
     def order_detail(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect(f"/login?next=/orders/{match[1]}", flash="Please sign in to see your orders.")
+            return self.must_sign_in(request, "Please sign in to see your orders.")
         o = self._own_order(conn, request, row_id(match[1], "order"))
         items = conn.execute(
             "SELECT oi.*, p.name FROM order_items oi JOIN products p ON p.id = oi.product_id "
@@ -518,7 +518,7 @@ class ShopSite(Site):
 
     def account(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/account", flash="Please sign in to see your account.")
+            return self.must_sign_in(request, "Please sign in to see your account.")
         u = request.user
         content = f"""<h1>Your account</h1><div class="card"><form class="stack" method="post" action="/account">
 <label for="full_name">Full name</label>

@@ -447,7 +447,7 @@ class TravelSite(Site):
 
     def bookings(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/bookings", flash="Please sign in to see your bookings.")
+            return self.must_sign_in(request, "Please sign in to see your bookings.")
         rows = conn.execute(self._BOOKINGS + "WHERE b.user_id = ? ORDER BY b.id", (request.user["id"],)).fetchall()
         body = "".join(
             f'<tr><td><a href="/bookings/{b["ref"]}">{b["ref"]}</a></td><td>{esc(self._what(b))}</td>'
@@ -464,7 +464,7 @@ class TravelSite(Site):
 
     def booking(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect(f"/login?next=/bookings/{match[1]}", flash="Please sign in to see your bookings.")
+            return self.must_sign_in(request, "Please sign in to see your bookings.")
         b = self._own_booking(conn, request, match[1])
         cancel = ""
         if b["status"] == "confirmed":
