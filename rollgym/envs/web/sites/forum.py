@@ -395,10 +395,13 @@ class ForumSite(Site):
         )
         return redirect(f"/t/{t['id']}", flash="Your reply was posted.")
 
+    def _require_moderator(self, request: Request, what: str) -> None:
+        """A 403 unless the signed-in user is a moderator (a 403 asking to sign in when nobody is)."""
+        if self.require_user(request)["role"] != "moderator":
+            raise HttpError(403, f"Only moderators can {what}.")
+
     def lock(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        user = self.require_user(request)
-        if user["role"] != "moderator":
-            raise HttpError(403, "Only moderators can lock threads.")
+        self._require_moderator(request, "lock threads")
         t = self._thread(conn, row_id(match[1], "thread"))
         conn.execute("UPDATE threads SET locked = ? WHERE id = ?", (0 if t["locked"] else 1, t["id"]))
         return redirect(f"/t/{t['id']}", flash="Thread unlocked." if t["locked"] else "Thread locked.")
@@ -423,9 +426,7 @@ class ForumSite(Site):
         return redirect(f"/t/{p['thread_id']}", flash="Your vote was recorded.")
 
     def delete(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        user = self.require_user(request)
-        if user["role"] != "moderator":
-            raise HttpError(403, "Only moderators can delete posts.")
+        self._require_moderator(request, "delete posts")
         p = self._post(conn, row_id(match[1], "post"))
         conn.execute("UPDATE posts SET deleted = 1 WHERE id = ?", (p["id"],))
         return redirect(f"/t/{p['thread_id']}", flash="The post was removed.")

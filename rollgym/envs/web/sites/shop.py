@@ -467,8 +467,8 @@ class ShopSite(Site):
             f'<td><span class="badge {o["status"]}">{o["status"]}</span></td><td>{money(o["total_cents"])}</td></tr>'
             for o in rows
         )
-        content = "<h1>Your orders</h1>" + data_table(["Order", "Placed on", "Status", "Total"], body)
-        return self.render(request, "Orders", content)
+        table = data_table(["Order", "Placed on", "Status", "Total"], body)
+        return self.render(request, "Orders", f"<h1>Your orders</h1>{table}")
 
     def _own_order(self, conn: sqlite3.Connection, request: Request, oid: int) -> sqlite3.Row:
         user = self.require_user(request)
