@@ -16,6 +16,7 @@ _COMPONENTS = [
     "rollgym.envs.web.actions",
     "rollgym.envs.web.observation",
     "rollgym.envs.web.sites.base",
+    "rollgym.envs.web.sites.page",
     "rollgym.envs.web.sites.shop",
     "rollgym.envs.web.sites.forum",
     "rollgym.envs.web.sites.travel",

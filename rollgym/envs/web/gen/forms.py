@@ -11,7 +11,6 @@ favourites and account, and items when their role is the kind's editor role.
 from __future__ import annotations
 
 import re
-import secrets
 import sqlite3
 from datetime import date, timedelta
 from typing import Any
@@ -19,17 +18,7 @@ from typing import Any
 from rollgym.envs.web.gen.domain import TODAY, SiteSpec
 from rollgym.envs.web.gen.kinds import FieldSpec, Kind
 from rollgym.envs.web.gen.themes import Theme
-from rollgym.envs.web.sites.base import (
-    HttpError,
-    Request,
-    Response,
-    Site,
-    password_hash,
-    redirect,
-    row_id,
-    safe_path,
-    whole_number,
-)
+from rollgym.envs.web.sites.base import HttpError, Request, Response, Site, redirect, row_id, whole_number
 
 MAX_TEXT = 500
 MAX_NAME = 80
@@ -108,32 +97,13 @@ class FormHandlers(Site):
         """The values an enum field takes."""
         raise NotImplementedError
 
-    def must_sign_in(self, request: Request, message: str) -> Response:
-        """A redirect to the sign-in page."""
-        raise NotImplementedError
-
     def login_form(self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = "") -> Response:
         """The sign-in page."""
         raise NotImplementedError
 
     # -- accounts -------------------------------------------------------------------------------------------------
     def login_submit(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        username = request.form.get("username", "").strip()
-        password = request.form.get("password", "")
-        row = conn.execute("SELECT * FROM users WHERE username = ?", (username[:100],)).fetchone()
-        if row is None or row["password_hash"] != password_hash(password):
-            return self.login_form(conn, request, match, error="Wrong username or password.")
-        token = secrets.token_hex(16)
-        conn.execute("INSERT INTO sessions (token, user_id) VALUES (?, ?)", (token, row["id"]))
-        response = redirect(safe_path(request.form.get("next", "/")), flash=f"Welcome back, {username}.")
-        response.headers.append(("Set-Cookie", f"session={token}; Path=/; HttpOnly; SameSite=Lax"))
-        return response
-
-    def logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        conn.execute("DELETE FROM sessions WHERE token = ?", (request.cookies.get("session", ""),))
-        response = redirect("/", flash="You have signed out.")
-        response.headers.append(("Set-Cookie", "session=; Path=/; Max-Age=0"))
-        return response
+        return self.sign_in(conn, request) or self.login_form(conn, request, match, error="Wrong username or password.")
 
     def account_save(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
@@ -148,12 +118,9 @@ class FormHandlers(Site):
     def own_record(self, conn: sqlite3.Connection, request: Request, raw: str) -> sqlite3.Row:
         """One of the signed-in user's records (a 404 for anyone else's)."""
         user = self.require_user(request)
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT r.*, i.name FROM records r JOIN items i ON i.id = r.item_id WHERE r.id = ? AND r.user_id = ?",
-            (row_id(raw, self.words["record"]), user["id"])).fetchone()
-        if row is None:
-            raise HttpError(404, f"We could not find that {self.words['record']} among yours.")
-        return row
+        return self.one_row(conn, "SELECT r.*, i.name FROM records r JOIN items i ON i.id = r.item_id "
+                            "WHERE r.id = ? AND r.user_id = ?", (row_id(raw, self.words["record"]), user["id"]),
+                            missing=f"We could not find that {self.words['record']} among yours.")
 
     def _amount(self, values: dict[str, Any]) -> int:
         """How much of the item's consumed field a record takes."""

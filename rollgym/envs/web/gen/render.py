@@ -1,7 +1,7 @@
 """HTML building blocks of the generated sites, drawn the way each :class:`~.themes.Theme` says.
 
 Every function returns markup; every piece of data goes through
-:func:`~rollgym.envs.web.sites.base.esc` (or :func:`~rollgym.envs.web.sites.base.user_text`
+:func:`~rollgym.envs.web.sites.page.esc` (or :func:`~rollgym.envs.web.sites.page.user_text`
 for text that users wrote), so nothing typed into a form becomes markup.
 """
 
@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from urllib.parse import urlencode
 
 from rollgym.envs.web.gen.themes import Theme, stylesheet
-from rollgym.envs.web.sites.base import esc
+from rollgym.envs.web.sites.page import esc
+from rollgym.envs.web.sites.page import options as option_tags
 
 Link = tuple[str, str]
 
@@ -82,9 +83,7 @@ def control(theme: Theme, *, name: str, label: str, kind: str = "text", value: s
     named = {"for": f'id="{fid}"', "aria": f'aria-label="{esc(label)}"',
              "placeholder": f'placeholder="{esc(label)}"'}[mode]
     if kind == "select":
-        opts = "".join(f'<option value="{esc(v)}"{" selected" if v == value else ""}>{esc(text)}</option>'
-                       for v, text in options)
-        widget = f'<select name="{esc(name)}" {named}>{opts}</select>'
+        widget = f'<select name="{esc(name)}" {named}>{option_tags(options, value)}</select>'
     elif kind == "textarea":
         widget = f'<textarea name="{esc(name)}" {named}>{esc(value)}</textarea>'
     else:

@@ -25,18 +25,8 @@ from rollgym.envs.web.gen import render as r
 from rollgym.envs.web.gen.domain import SiteSpec, build_database, slug
 from rollgym.envs.web.gen.forms import FormHandlers
 from rollgym.envs.web.gen.kinds import FieldSpec
-from rollgym.envs.web.sites.base import (
-    FLASH_COOKIE,
-    HttpError,
-    Request,
-    Response,
-    esc,
-    page_number,
-    redirect,
-    row_id,
-    safe_path,
-    user_text,
-)
+from rollgym.envs.web.sites.base import FLASH_COOKIE, Request, Response, page_number, row_id, safe_path
+from rollgym.envs.web.sites.page import esc, user_text
 
 
 class GeneratedSite(FormHandlers):
@@ -123,22 +113,14 @@ class GeneratedSite(FormHandlers):
     def setup_routes(self) -> None:
         post = re.escape(self.theme.paths["post"])
         self.route("GET", r"/", self.home)
-        self.route("GET", self._pattern("list"), self.listing)
-        self.route("GET", self._pattern("new"), self.new_item_form)
-        self.route("POST", self._pattern("new"), self.new_item_submit)
-        self.route("GET", self._pattern("item"), self.item)
-        self.route("GET", self._pattern("mine"), self.mine)
-        self.route("GET", self._pattern("record"), self.record)
-        self.route("GET", self._pattern("saved"), self.saved)
-        self.route("GET", self._pattern("account"), self.account)
-        self.route("POST", self._pattern("account"), self.account_save)
-        self.route("GET", self._pattern("login"), self.login_form)
-        self.route("POST", self._pattern("login"), self.login_submit)
-        self.route("POST", self._pattern("logout"), self.logout)
-        self.route("GET", self._pattern("menu"), self.menu)
-        for action in ("create", "save", "unsave", "edit", "archive"):
-            self.route("POST", rf"{post}/{action}/([0-9]+)", getattr(self, f"do_{action}"))
-        for action in ("cancel", "update"):
+        pages = (("GET", "list", self.listing), ("GET", "new", self.new_item_form),
+                 ("POST", "new", self.new_item_submit), ("GET", "item", self.item), ("GET", "mine", self.mine),
+                 ("GET", "record", self.record), ("GET", "saved", self.saved), ("GET", "account", self.account),
+                 ("POST", "account", self.account_save), ("GET", "login", self.login_form),
+                 ("POST", "login", self.login_submit), ("POST", "logout", self.logout), ("GET", "menu", self.menu))
+        for method, name, handler in pages:
+            self.route(method, self._pattern(name), handler)
+        for action in ("create", "save", "unsave", "edit", "archive", "cancel", "update"):
             self.route("POST", rf"{post}/{action}/([0-9]+)", getattr(self, f"do_{action}"))
 
     # -- chrome ---------------------------------------------------------------------------------------------------
@@ -175,20 +157,17 @@ class GeneratedSite(FormHandlers):
             response.headers.append(("Set-Cookie", f"{FLASH_COOKIE}=; Path=/; Max-Age=0"))
         return response
 
-    def must_sign_in(self, request: Request, message: str) -> Response:
-        """A redirect to the sign-in page that comes back here afterwards."""
-        return redirect(f"{self.path('login')}?next={quote(safe_path(request.path), safe='/')}", flash=message)
+    def login_path(self) -> str:
+        """Where the theme puts the sign-in page."""
+        return self.path("login")
 
     # -- reading rows ---------------------------------------------------------------------------------------------
     def item_row(self, conn: sqlite3.Connection, raw: str | int) -> sqlite3.Row:
         """The item with this id (a 404 when there is none)."""
         iid = row_id(raw, self.words["singular"]) if isinstance(raw, str) else raw
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT i.*, c.name AS category, c.slug AS category_slug FROM items i "
-            "JOIN categories c ON c.id = i.category_id WHERE i.id = ?", (iid,)).fetchone()
-        if row is None:
-            raise HttpError(404, f"That {self.words['singular']} does not exist.")
-        return row
+        return self.one_row(conn, "SELECT i.*, c.name AS category, c.slug AS category_slug FROM items i "
+                            "JOIN categories c ON c.id = i.category_id WHERE i.id = ?", (iid,),
+                            missing=f"That {self.words['singular']} does not exist.")
 
     def enum_values(self, conn: sqlite3.Connection, key: str) -> list[str]:
         """The values an enum field takes on this site (its choices, or the values seeded for it)."""

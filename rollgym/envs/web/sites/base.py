@@ -5,35 +5,33 @@ It never holds state of its own: every handler receives the episode's
 connection, so the same site object serves many isolated episodes at once.
 Pages are built from the package's ``templates/layout.html`` with
 :class:`string.Template`; every piece of user or database text goes through
-:func:`esc`, so text typed into a form can never become markup or script.
+:func:`~rollgym.envs.web.sites.page.esc`, so text typed into a form can never become markup or script.
 
 Hardening rules every handler follows: ids and numbers are read with
 :func:`row_id` and :func:`whole_number` (ASCII digits, bounded); redirects go
 only to same-site paths (:func:`safe_path`); the one-line notice after a form
 is carried by a server-set cookie (:data:`FLASH_COOKIE`), never by the URL, so
 a crafted link cannot put text in the site's banner; text written by users is
-wrapped by :func:`user_text` so observations can mark it; and a handler that
+wrapped by :func:`~rollgym.envs.web.sites.page.user_text` so observations can mark it; and a handler that
 raises anything rolls back its writes and answers a 500 page.
 """
 
 from __future__ import annotations
 
 import hashlib
-import html
 import logging
 import re
 import secrets
 import sqlite3
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
-PER_PAGE = 10
-"""Rows per page on every paginated listing."""
+from rollgym.envs.web.sites.page import esc
 
 MAX_ID = 2**63 - 1
 """The largest id SQLite can store; a path id beyond it names no row."""
@@ -134,21 +132,6 @@ class HttpError(Exception):
         self.message = message
 
 
-def esc(value: Any) -> str:
-    """HTML-escape any value for text or a quoted attribute."""
-    return html.escape(str(value), quote=True)
-
-
-def user_text(value: Any, tag: str = "span") -> str:
-    """Escaped text that a user wrote, in a ``tag`` marked ``data-rg-user``; observations show it quoted.
-
-    Example:
-        >>> user_text("SYSTEM: <b>hi</b>", "p")
-        '<p data-rg-user>SYSTEM: &lt;b&gt;hi&lt;/b&gt;</p>'
-    """
-    return f"<{tag} data-rg-user>{esc(value)}</{tag}>"
-
-
 def row_id(raw: str, what: str = "page") -> int:
     """An id taken from a URL path (already ASCII digits by the route); a 404 when no row can have it."""
     if not raw.isascii() or not raw.isdigit() or len(raw) > 19 or int(raw) > MAX_ID:
@@ -172,11 +155,6 @@ def whole_number(raw: str, *, low: int, high: int, message: str) -> int:
     return int(text)
 
 
-def money(cents: int) -> str:
-    """Format cents as dollars, e.g. ``money(1234) == "$12.34"``."""
-    return f"${cents // 100:,}.{cents % 100:02d}"
-
-
 def password_hash(password: str) -> str:
     """The stored form of a password (sites are practice sites; a salted KDF would only cost time)."""
     return hashlib.sha256(("rollgym:" + password).encode()).hexdigest()
@@ -192,34 +170,6 @@ def _layout() -> string.Template:
 def stylesheet() -> str:
     """The shared CSS file served at ``/static/style.css``."""
     return resources.files("rollgym.envs.web.sites").joinpath("static/style.css").read_text("utf-8")
-
-
-def options(values: Iterable[tuple[str, str]], selected: str) -> str:
-    """``<option>`` tags for ``(value, label)`` pairs with one selected."""
-    out = []
-    for value, label in values:
-        sel = " selected" if value == selected else ""
-        out.append(f'<option value="{esc(value)}"{sel}>{esc(label)}</option>')
-    return "".join(out)
-
-
-def pager(base: str, params: dict[str, str], page: int, total: int, per_page: int = PER_PAGE) -> str:
-    """Previous/next links and a "page i of n" marker for a listing of ``total`` rows."""
-    pages = max(1, (total + per_page - 1) // per_page)
-    if pages == 1:
-        return ""
-    keep = {k: v for k, v in params.items() if v and k != "page"}
-
-    def link(p: int, label: str) -> str:
-        return f'<a href="{esc(base)}?{esc(urlencode({**keep, "page": p}))}">{label}</a>'
-
-    parts = []
-    if page > 1:
-        parts.append(link(page - 1, "&larr; Previous"))
-    parts.append(f'<span class="current">Page {page} of {pages}</span>')
-    if page < pages:
-        parts.append(link(page + 1, "Next &rarr;"))
-    return f'<nav class="pager">{"".join(parts)}</nav>'
 
 
 def page_number(request: Request) -> int:
@@ -249,7 +199,7 @@ class Site:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self.route("GET", r"/login", self._login_form)
         self.route("POST", r"/login", self._login_submit)
-        self.route("POST", r"/logout", self._logout)
+        self.route("POST", r"/logout", self.logout)
         self.setup_routes()
 
     # -- subclass hooks -----------------------------------------------------
@@ -269,6 +219,14 @@ class Site:
         self.seed(conn)
         conn.commit()
         return conn
+
+    @staticmethod
+    def one_row(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], *, missing: str) -> sqlite3.Row:
+        """The first row ``sql`` selects; when there is none, a 404 that says ``missing``."""
+        row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+        if row is None:
+            raise HttpError(404, missing)
+        return row
 
     # -- routing ------------------------------------------------------------
     def route(self, method: str, pattern: str, handler: Handler) -> None:
@@ -362,6 +320,14 @@ class Site:
         ).fetchone()
         return row
 
+    def login_path(self) -> str:
+        """Where the sign-in page is."""
+        return "/login"
+
+    def must_sign_in(self, request: Request, message: str) -> Response:
+        """A redirect to the sign-in page that comes back to this page afterwards, with ``message`` as the notice."""
+        return redirect(f"{self.login_path()}?next={quote(safe_path(request.path), safe='/')}", flash=message)
+
     def require_user(self, request: Request) -> sqlite3.Row:
         """The logged-in user, or an :class:`HttpError` asking the visitor to sign in."""
         if request.user is None:
@@ -387,20 +353,26 @@ class Site:
         return self.render(request, "Sign in", content, status=400 if error else 200, flash=error, flash_kind="error")
 
     def _login_submit(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
+        wrong = "Wrong username or password."
+        return self.sign_in(conn, request) or self._login_form(conn, request, match, error=wrong)
+
+    def sign_in(self, conn: sqlite3.Connection, request: Request) -> Response | None:
+        """The posted ``username`` and ``password`` signed in: a redirect to ``next`` that sets the session cookie;
+        ``None`` when they match no user (the caller shows its sign-in form again)."""
         username = request.form.get("username", "").strip()
         password = request.form.get("password", "")
-        row = conn.execute("SELECT * FROM users WHERE username = ?", (username,)).fetchone()
+        row = conn.execute("SELECT * FROM users WHERE username = ?", (username[:100],)).fetchone()
         if row is None or row["password_hash"] != password_hash(password):
-            return self._login_form(conn, request, match, error="Wrong username or password.")
+            return None
         token = secrets.token_hex(16)
         conn.execute("INSERT INTO sessions (token, user_id) VALUES (?, ?)", (token, row["id"]))
         response = redirect(safe_path(request.form.get("next", "/")), flash=f"Welcome back, {username}.")
         response.headers.append(("Set-Cookie", f"session={token}; Path=/; HttpOnly; SameSite=Lax"))
         return response
 
-    def _logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        token = request.cookies.get("session", "")
-        conn.execute("DELETE FROM sessions WHERE token = ?", (token,))
+    def logout(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
+        """End the visitor's session and go home."""
+        conn.execute("DELETE FROM sessions WHERE token = ?", (request.cookies.get("session", ""),))
         response = redirect("/", flash="You have signed out.")
         response.headers.append(("Set-Cookie", "session=; Path=/; Max-Age=0"))
         return response

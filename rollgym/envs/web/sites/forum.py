@@ -14,21 +14,8 @@ import re
 import sqlite3
 from datetime import date, timedelta
 
-from rollgym.envs.web.sites.base import (
-    PER_PAGE,
-    HttpError,
-    Request,
-    Response,
-    Site,
-    esc,
-    options,
-    page_number,
-    pager,
-    password_hash,
-    redirect,
-    row_id,
-    user_text,
-)
+from rollgym.envs.web.sites.base import HttpError, Request, Response, Site, page_number, password_hash, redirect, row_id
+from rollgym.envs.web.sites.page import PER_PAGE, data_table, esc, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,
@@ -263,10 +250,7 @@ class ForumSite(Site):
             f'<td>{t["replies"]}</td><td>{t["created"]}</td></tr>'
             for t in rows
         )
-        return (
-            '<table class="data"><thead><tr><th>Thread</th><th>Started by</th><th>Replies</th><th>Started</th>'
-            f"</tr></thead><tbody>{body}</tbody></table>"
-        )
+        return data_table(["Thread", "Started by", "Replies", "Started"], body)
 
     _THREADS = (
         "SELECT t.*, u.username AS author, (SELECT COUNT(*) - 1 FROM posts p WHERE p.thread_id = t.id "
@@ -292,9 +276,8 @@ class ForumSite(Site):
         return self.render(request, "Boards", content)
 
     def board(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        b = conn.execute("SELECT * FROM boards WHERE slug = ?", (match[1],)).fetchone()
-        if b is None:
-            raise HttpError(404, "There is no board with that name.")
+        b = self.one_row(conn, "SELECT * FROM boards WHERE slug = ?", (match[1],),
+                         missing="There is no board with that name.")
         sort = request.arg("sort", "new")
         order = {"new": "t.created DESC, t.id DESC", "replies": "replies DESC, t.id", "title": "t.title"}.get(
             sort, "t.created DESC, t.id DESC"
@@ -314,13 +297,12 @@ class ForumSite(Site):
         return self.render(request, b["name"], content)
 
     def _thread(self, conn: sqlite3.Connection, tid: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = conn.execute(
+        return self.one_row(
+            conn,
             "SELECT t.*, b.name AS board, b.slug FROM threads t JOIN boards b ON b.id = t.board_id WHERE t.id = ?",
             (tid,),
-        ).fetchone()
-        if row is None:
-            raise HttpError(404, "That thread does not exist.")
-        return row
+            missing="That thread does not exist.",
+        )
 
     def thread(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         t = self._thread(conn, row_id(match[1], "thread"))
@@ -413,19 +395,19 @@ class ForumSite(Site):
         )
         return redirect(f"/t/{t['id']}", flash="Your reply was posted.")
 
+    def _require_moderator(self, request: Request, what: str) -> None:
+        """A 403 unless the signed-in user is a moderator (a 403 asking to sign in when nobody is)."""
+        if self.require_user(request)["role"] != "moderator":
+            raise HttpError(403, f"Only moderators can {what}.")
+
     def lock(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        user = self.require_user(request)
-        if user["role"] != "moderator":
-            raise HttpError(403, "Only moderators can lock threads.")
+        self._require_moderator(request, "lock threads")
         t = self._thread(conn, row_id(match[1], "thread"))
         conn.execute("UPDATE threads SET locked = ? WHERE id = ?", (0 if t["locked"] else 1, t["id"]))
         return redirect(f"/t/{t['id']}", flash="Thread unlocked." if t["locked"] else "Thread locked.")
 
     def _post(self, conn: sqlite3.Connection, pid: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = conn.execute("SELECT * FROM posts WHERE id = ?", (pid,)).fetchone()
-        if row is None:
-            raise HttpError(404, "That post does not exist.")
-        return row
+        return self.one_row(conn, "SELECT * FROM posts WHERE id = ?", (pid,), missing="That post does not exist.")
 
     def vote(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         user = self.require_user(request)
@@ -444,16 +426,14 @@ class ForumSite(Site):
         return redirect(f"/t/{p['thread_id']}", flash="Your vote was recorded.")
 
     def delete(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        user = self.require_user(request)
-        if user["role"] != "moderator":
-            raise HttpError(403, "Only moderators can delete posts.")
+        self._require_moderator(request, "delete posts")
         p = self._post(conn, row_id(match[1], "post"))
         conn.execute("UPDATE posts SET deleted = 1 WHERE id = ?", (p["id"],))
         return redirect(f"/t/{p['thread_id']}", flash="The post was removed.")
 
     def new_form(self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = "") -> Response:
         if request.user is None:
-            return redirect("/login?next=/new", flash="Please sign in to start a thread.")
+            return self.must_sign_in(request, "Please sign in to start a thread.")
         boards = [(b["slug"], b["name"]) for b in conn.execute("SELECT * FROM boards ORDER BY name")]
         board = request.arg("board")
         content = f"""<h1>Start a new thread</h1><div class="card"><form class="stack" method="post" action="/new">
@@ -507,9 +487,9 @@ class ForumSite(Site):
         return self.render(request, "Search", content)
 
     def profile(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
-        u = conn.execute("SELECT * FROM users WHERE username = ?", (match[1],)).fetchone()
-        if u is None:
-            raise HttpError(404, "There is no user with that name.")
+        u = self.one_row(
+            conn, "SELECT * FROM users WHERE username = ?", (match[1],), missing="There is no user with that name."
+        )
         n_threads = conn.execute("SELECT COUNT(*) FROM threads WHERE user_id = ?", (u["id"],)).fetchone()[0]
         n_posts = conn.execute("SELECT COUNT(*) FROM posts WHERE user_id = ? AND deleted = 0", (u["id"],)).fetchone()[0]
         rows = conn.execute(

@@ -16,22 +16,17 @@ from datetime import date, timedelta
 
 from rollgym.envs.web.sites.base import (
     MAX_ID,
-    PER_PAGE,
     HttpError,
     Request,
     Response,
     Site,
-    esc,
-    money,
-    options,
     page_number,
-    pager,
     password_hash,
     redirect,
     row_id,
-    user_text,
     whole_number,
 )
+from rollgym.envs.web.sites.page import PER_PAGE, data_table, esc, money, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,
@@ -318,14 +313,8 @@ class ShopSite(Site):
         return self.render(request, "Catalogue", content, flash=error, flash_kind="error")
 
     def _product_row(self, conn: sqlite3.Connection, pid: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT p.*, c.name AS category, c.slug FROM products p JOIN categories c ON c.id = p.category_id "
-            "WHERE p.id = ?",
-            (pid,),
-        ).fetchone()
-        if row is None:
-            raise HttpError(404, "That product does not exist.")
-        return row
+        return self.one_row(conn, "SELECT p.*, c.name AS category, c.slug FROM products p JOIN categories c "
+                            "ON c.id = p.category_id WHERE p.id = ?", (pid,), missing="That product does not exist.")
 
     def product(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         p = self._product_row(conn, row_id(match[1], "product"))
@@ -354,7 +343,7 @@ class ShopSite(Site):
 
     def cart(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/cart", flash="Please sign in to see your cart.")
+            return self.must_sign_in(request, "Please sign in to see your cart.")
         rows = self._cart_rows(conn, request.user["id"])
         if not rows:
             return self.render(
@@ -416,7 +405,7 @@ class ShopSite(Site):
         self, conn: sqlite3.Connection, request: Request, match: re.Match[str], error: str = ""
     ) -> Response:
         if request.user is None:
-            return redirect("/login?next=/checkout", flash="Please sign in to check out.")
+            return self.must_sign_in(request, "Please sign in to check out.")
         rows = self._cart_rows(conn, request.user["id"])
         if not rows:
             return redirect("/cart", flash="Your cart is empty; add something before checking out.")
@@ -469,7 +458,7 @@ class ShopSite(Site):
     # -- orders and account -------------------------------------------------
     def orders(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/orders", flash="Please sign in to see your orders.")
+            return self.must_sign_in(request, "Please sign in to see your orders.")
         rows = conn.execute(
             "SELECT * FROM orders WHERE user_id = ? ORDER BY placed_on DESC, id DESC", (request.user["id"],)
         ).fetchall()
@@ -478,24 +467,21 @@ class ShopSite(Site):
             f'<td><span class="badge {o["status"]}">{o["status"]}</span></td><td>{money(o["total_cents"])}</td></tr>'
             for o in rows
         )
-        content = (
-            f'<h1>Your orders</h1><table class="data"><thead><tr><th>Order</th><th>Placed on</th><th>Status</th>'
-            f"<th>Total</th></tr></thead><tbody>{body}</tbody></table>"
-        )
-        return self.render(request, "Orders", content)
+        table = data_table(["Order", "Placed on", "Status", "Total"], body)
+        return self.render(request, "Orders", f"<h1>Your orders</h1>{table}")
 
     def _own_order(self, conn: sqlite3.Connection, request: Request, oid: int) -> sqlite3.Row:
         user = self.require_user(request)
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT * FROM orders WHERE id = ? AND user_id = ?", (oid, user["id"])
-        ).fetchone()
-        if row is None:
-            raise HttpError(404, "We could not find that order in your account.")
-        return row
+        return self.one_row(
+            conn,
+            "SELECT * FROM orders WHERE id = ? AND user_id = ?",
+            (oid, user["id"]),
+            missing="We could not find that order in your account.",
+        )
 
     def order_detail(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect(f"/login?next=/orders/{match[1]}", flash="Please sign in to see your orders.")
+            return self.must_sign_in(request, "Please sign in to see your orders.")
         o = self._own_order(conn, request, row_id(match[1], "order"))
         items = conn.execute(
             "SELECT oi.*, p.name FROM order_items oi JOIN products p ON p.id = oi.product_id "
@@ -532,7 +518,7 @@ class ShopSite(Site):
 
     def account(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/account", flash="Please sign in to see your account.")
+            return self.must_sign_in(request, "Please sign in to see your account.")
         u = request.user
         content = f"""<h1>Your account</h1><div class="card"><form class="stack" method="post" action="/account">
 <label for="full_name">Full name</label>

@@ -17,22 +17,8 @@ import sqlite3
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
-from rollgym.envs.web.sites.base import (
-    PER_PAGE,
-    HttpError,
-    Request,
-    Response,
-    Site,
-    esc,
-    money,
-    options,
-    page_number,
-    pager,
-    password_hash,
-    redirect,
-    row_id,
-    user_text,
-)
+from rollgym.envs.web.sites.base import HttpError, Request, Response, Site, page_number, password_hash, redirect, row_id
+from rollgym.envs.web.sites.page import PER_PAGE, data_table, esc, money, options, pager, user_text
 
 SCHEMA = """
 CREATE TABLE users (id INTEGER PRIMARY KEY, username TEXT UNIQUE NOT NULL, password_hash TEXT NOT NULL,
@@ -298,10 +284,8 @@ class TravelSite(Site):
         return self.render(request, "Flights", content)
 
     def _flight_row(self, conn: sqlite3.Connection, fid: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = conn.execute("SELECT * FROM flights WHERE id = ?", (fid,)).fetchone()
-        if row is None:
-            raise HttpError(404, "That flight does not exist.")
-        return row
+        return self.one_row(conn, "SELECT * FROM flights WHERE id = ?", (fid,),
+                            missing="That flight does not exist.")
 
     def flight(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         f = self._flight_row(conn, row_id(match[1], "flight"))
@@ -403,10 +387,8 @@ class TravelSite(Site):
         return self.render(request, f"Hotels in {city}", content)
 
     def _hotel_row(self, conn: sqlite3.Connection, hid: int) -> sqlite3.Row:
-        row: sqlite3.Row | None = conn.execute("SELECT * FROM hotels WHERE id = ?", (hid,)).fetchone()
-        if row is None:
-            raise HttpError(404, "That hotel does not exist.")
-        return row
+        return self.one_row(conn, "SELECT * FROM hotels WHERE id = ?", (hid,),
+                            missing="That hotel does not exist.")
 
     def hotel(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         h = self._hotel_row(conn, row_id(match[1], "hotel"))
@@ -465,31 +447,24 @@ class TravelSite(Site):
 
     def bookings(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect("/login?next=/bookings", flash="Please sign in to see your bookings.")
+            return self.must_sign_in(request, "Please sign in to see your bookings.")
         rows = conn.execute(self._BOOKINGS + "WHERE b.user_id = ? ORDER BY b.id", (request.user["id"],)).fetchall()
         body = "".join(
             f'<tr><td><a href="/bookings/{b["ref"]}">{b["ref"]}</a></td><td>{esc(self._what(b))}</td>'
             f'<td>{user_text(b["traveller"])}</td><td><span class="badge {b["status"]}">{b["status"]}</span></td></tr>'
             for b in rows
         )
-        content = (
-            f'<h1>My bookings</h1><table class="data"><thead><tr><th>Reference</th><th>Trip</th><th>Traveller</th>'
-            f"<th>Status</th></tr></thead><tbody>{body}</tbody></table>"
-        )
+        content = "<h1>My bookings</h1>" + data_table(["Reference", "Trip", "Traveller", "Status"], body)
         return self.render(request, "My bookings", content)
 
     def _own_booking(self, conn: sqlite3.Connection, request: Request, ref: str) -> sqlite3.Row:
         user = self.require_user(request)
-        row: sqlite3.Row | None = conn.execute(
-            self._BOOKINGS + "WHERE b.ref = ? AND b.user_id = ?", (ref, user["id"])
-        ).fetchone()
-        if row is None:
-            raise HttpError(404, "We could not find that booking in your account.")
-        return row
+        return self.one_row(conn, self._BOOKINGS + "WHERE b.ref = ? AND b.user_id = ?", (ref, user["id"]),
+                            missing="We could not find that booking in your account.")
 
     def booking(self, conn: sqlite3.Connection, request: Request, match: re.Match[str]) -> Response:
         if request.user is None:
-            return redirect(f"/login?next=/bookings/{match[1]}", flash="Please sign in to see your bookings.")
+            return self.must_sign_in(request, "Please sign in to see your bookings.")
         b = self._own_booking(conn, request, match[1])
         cancel = ""
         if b["status"] == "confirmed":

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
 
 from rollgym.envs.web.observation import Element, PageView
 from rollgym.envs.web.server import query_base
-from rollgym.envs.web.tasks.rubric import Criterion, Rubric
+from rollgym.envs.web.sites import SITES
+from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, Rubric, changed_ids, new_rows
 from rollgym.verifiers.rubric import collateral_gate
 from rollgym.verifiers.statediff import Rule, added, deleted
 
@@ -68,6 +69,28 @@ class TaskTemplate(ABC):
     @abstractmethod
     def solve(self, params: dict[str, Any], view: PageView) -> Solution:
         """The reference solution: yields actions, receives the page after each one."""
+
+    @staticmethod
+    def credentials(username: str) -> dict[str, str]:
+        """A seeded user's sign-in parameters (every seeded password is ``<username>123``)."""
+        return {"username": username, "password": username + "123"}
+
+    def sign_in_goal(self, p: dict[str, Any], role: str = "") -> str:
+        """The start of a goal that needs the task's user signed in, e.g. ``"Sign in to Northwind Market as alice
+        (password alice123)"``; ``role`` goes before the name (``"the moderator "``)."""
+        return f"Sign in to {SITES[self.site].name} as {role}{p['username']} (password {p['password']})"
+
+    @staticmethod
+    def status_is(table: str, row_id: Any, status: str) -> Callable[[GradeContext], bool]:
+        """A check that row ``row_id`` of ``table`` has ``status`` in the episode's database."""
+        return lambda ctx: bool(ctx.db(f"SELECT 1 FROM {table} WHERE id = ? AND status = ?", (row_id, status)))
+
+    @staticmethod
+    def only_that_one_changed(name: str, weight: float, table: str, row_id: Any, reason: str) -> Criterion:
+        """The gate of a cancelling task: of ``table``'s rows only ``row_id`` changed its status, and none is new."""
+        return Criterion(name, weight,
+                         lambda ctx: changed_ids(ctx, table, "status") == {row_id} and not new_rows(ctx, table),
+                         reason, gate=True)
 
     def user_id(self, username: str) -> int:
         """The id of a user of the site, from the seeded database."""

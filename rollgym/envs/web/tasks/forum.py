@@ -94,8 +94,7 @@ class ForumReply(TaskTemplate):
         t = self.pick(rng, self.rows("SELECT * FROM threads WHERE locked = 0 ORDER BY id"))
         phrase = f"{self.pick(rng, PHRASES)} (tip {int(rng.integers(100, 1000))})"
         params = {
-            "username": user["username"],
-            "password": user["username"] + "123",
+            **self.credentials(user["username"]),
             "title": t["title"],
             "phrase": phrase,
         }
@@ -103,8 +102,8 @@ class ForumReply(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Commons Q&A as {p['username']} (password {p['password']}) and reply to the thread "
-            f'"{p["title"]}" with a post that contains the phrase "{p["phrase"]}". Answer "done" when posted.'
+            f'{self.sign_in_goal(p)} and reply to the thread "{p["title"]}" with a post that contains the phrase '
+            f'"{p["phrase"]}". Answer "done" when posted.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -167,8 +166,7 @@ class ForumUpvote(TaskTemplate):
             if choices:
                 post = self.pick(rng, choices)
                 params = {
-                    "username": user["username"],
-                    "password": user["username"] + "123",
+                    **self.credentials(user["username"]),
                     "title": t["title"],
                     "author": post["username"],
                 }
@@ -176,8 +174,8 @@ class ForumUpvote(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Commons Q&A as {p['username']} (password {p['password']}) and up-vote the reply by "
-            f'{p["author"]} in the thread "{p["title"]}". Vote on nothing else. Answer "done" when finished.'
+            f'{self.sign_in_goal(p)} and up-vote the reply by {p["author"]} in the thread "{p["title"]}". Vote on '
+            'nothing else. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -227,8 +225,7 @@ class ForumModerate(TaskTemplate):
             ),
         )
         params = {
-            "username": mod["username"],
-            "password": mod["username"] + "123",
+            **self.credentials(mod["username"]),
             "title": spam["title"],
             "spammer": spam["username"],
         }
@@ -236,9 +233,8 @@ class ForumModerate(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Commons Q&A as the moderator {p['username']} (password {p['password']}). In the thread "
-            f'"{p["title"]}", delete the spam reply by {p["spammer"]} and then lock the thread. '
-            'Answer "done" when finished.'
+            f'{self.sign_in_goal(p, "the moderator ")}. In the thread "{p["title"]}", delete the spam reply by '
+            f'{p["spammer"]} and then lock the thread. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.envs.web.observation import PageView
-from rollgym.envs.web.sites.base import money
+from rollgym.envs.web.sites.page import money
 from rollgym.envs.web.sites.shop import SHIPPING, random_address
 from rollgym.envs.web.tasks.base import (
     Solution,
@@ -88,8 +88,7 @@ class ShopPurchase(TaskTemplate):
         shipping = self.pick(rng, sorted(SHIPPING))
         address = random_address(random.Random(int(rng.integers(2**31))))
         params = {
-            "username": user["username"],
-            "password": user["username"] + "123",
+            **self.credentials(user["username"]),
             "product": prod["name"],
             "quantity": qty,
             "shipping": shipping,
@@ -99,9 +98,8 @@ class ShopPurchase(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Northwind Market as {p['username']} (password {p['password']}) and order "
-            f'{p["quantity"]} × "{p["product"]}" with {p["shipping"]} shipping to the address '
-            f'"{p["address"]}". Answer "done" when the order is placed.'
+            f'{self.sign_in_goal(p)} and order {p["quantity"]} × "{p["product"]}" with {p["shipping"]} shipping to '
+            f'the address "{p["address"]}". Answer "done" when the order is placed.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
@@ -180,13 +178,13 @@ class ShopOrderTotal(TaskTemplate):
     def sample(self, rng: np.random.Generator) -> tuple[dict[str, Any], Any]:
         user = _user(rng, self.rows("SELECT * FROM users ORDER BY id"))
         order = self.pick(rng, self.rows("SELECT * FROM orders WHERE user_id = ? ORDER BY id", (user["id"],)))
-        params = {"username": user["username"], "password": user["username"] + "123", "date": order["placed_on"]}
+        params = {**self.credentials(user["username"]), "date": order["placed_on"]}
         return params, order["total_cents"]
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Northwind Market as {p['username']} (password {p['password']}). What was the order total "
-            f"of your order placed on {p['date']}? Answer with the amount in dollars, e.g. 123.45."
+            f"{self.sign_in_goal(p)}. What was the order total of your order placed on {p['date']}? Answer with the "
+            "amount in dollars, e.g. 123.45."
         )
 
     def criteria(self, p: dict[str, Any], expected: Any) -> list[Criterion]:
@@ -233,31 +231,21 @@ class ShopCancelOrder(TaskTemplate):
             choices = [r for r in items if r["id"] in pending and counts[r["name"]] == 1]
             if choices:
                 row = self.pick(rng, choices)
-                params = {"username": user["username"], "password": user["username"] + "123", "product": row["name"]}
+                params = {**self.credentials(user["username"]), "product": row["name"]}
                 return params, {"order_id": row["id"]}
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Northwind Market as {p['username']} (password {p['password']}) and cancel your pending "
-            f'order that contains "{p["product"]}". Leave your other orders alone. Answer "done" when finished.'
+            f'{self.sign_in_goal(p)} and cancel your pending order that contains "{p["product"]}". Leave your other '
+            'orders alone. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
         oid = ans["order_id"]
-
-        def cancelled(ctx: GradeContext) -> bool:
-            rows = ctx.db("SELECT status FROM orders WHERE id = ?", (oid,))
-            return bool(rows) and rows[0]["status"] == "cancelled"
-
         return [
-            Criterion("order_cancelled", 0.7, cancelled, f"order #{oid} is cancelled"),
-            Criterion(
-                "orders_only_that_one_changed",
-                0.3,
-                lambda ctx: changed_ids(ctx, "orders", "status") == {oid} and not new_rows(ctx, "orders"),
-                "orders: no other order was changed or placed",
-                gate=True,
-            ),
+            Criterion("order_cancelled", 0.7, self.status_is("orders", oid, "cancelled"), f"order #{oid} is cancelled"),
+            self.only_that_one_changed("orders_only_that_one_changed", 0.3, "orders", oid,
+                                       "orders: no other order was changed or placed"),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:

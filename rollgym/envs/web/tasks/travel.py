@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
 
@@ -43,6 +44,26 @@ def search_flights(view: PageView, origin: str, dest: str, day: str) -> Any:
 
 def _new_bookings(ctx: GradeContext, user_id: int) -> list[Any]:
     return [b for b in new_rows(ctx, "bookings") if b["user_id"] == user_id]
+
+
+def _booked(ans: dict[str, Any], target: str) -> Callable[[GradeContext], list[Any]]:
+    """The user's new confirmed bookings of the task's flight or hotel (``target`` is ``"flight_id"`` or
+    ``"hotel_id"``), read from a grading context."""
+    return lambda ctx: [b for b in _new_bookings(ctx, ans["user_id"])
+                        if b[target] == ans[target] and b["status"] == "confirmed"]
+
+
+def _one_new_booking(mine: Callable[[GradeContext], list[Any]]) -> Criterion:
+    """The gate of the booking templates: that booking is the only new one, and nothing was cancelled."""
+    return Criterion(
+        "bookings_one_new_none_cancelled",
+        0.2,
+        lambda ctx: (
+            len(mine(ctx)) == 1 and len(new_rows(ctx, "bookings")) == 1 and not changed_ids(ctx, "bookings", "status")
+        ),
+        "bookings: exactly one new booking, nothing cancelled",
+        gate=True,
+    )
 
 
 class TravelCheapestFlight(TaskTemplate):
@@ -93,8 +114,7 @@ class TravelBookFlight(TaskTemplate):
             if len(rows) >= 2 and rows[0]["depart"] < rows[1]["depart"] and rows[0]["seats_left"] > 0:
                 traveller = f"{self.pick(rng, GIVEN)} {self.pick(rng, SURNAMES)}"
                 params = {
-                    "username": user["username"],
-                    "password": user["username"] + "123",
+                    **self.credentials(user["username"]),
                     "origin": a,
                     "dest": b,
                     "date": day,
@@ -104,19 +124,13 @@ class TravelBookFlight(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Wayfarer Travel as {p['username']} (password {p['password']}) and book one seat on the "
-            f"earliest flight from {AIRPORTS[p['origin']]} to {AIRPORTS[p['dest']]} on {p['date']} for the "
-            f'traveller "{p["traveller"]}". Answer "done" when it is booked.'
+            f"{self.sign_in_goal(p)} and book one seat on the earliest flight from {AIRPORTS[p['origin']]} to "
+            f'{AIRPORTS[p["dest"]]} on {p["date"]} for the traveller "{p["traveller"]}". Answer "done" when it is '
+            "booked."
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
-        def mine(ctx: GradeContext) -> list[Any]:
-            return [
-                b
-                for b in _new_bookings(ctx, ans["user_id"])
-                if b["flight_id"] == ans["flight_id"] and b["status"] == "confirmed"
-            ]
-
+        mine = _booked(ans, "flight_id")
         return [
             Criterion(
                 "right_flight", 0.5, lambda ctx: len(mine(ctx)) >= 1, "a confirmed booking of the earliest flight"
@@ -127,17 +141,7 @@ class TravelBookFlight(TaskTemplate):
                 lambda ctx: any(normalize_text(b["traveller"]) == normalize_text(p["traveller"]) for b in mine(ctx)),
                 "the booking is in the traveller's name",
             ),
-            Criterion(
-                "bookings_one_new_none_cancelled",
-                0.2,
-                lambda ctx: (
-                    len(mine(ctx)) == 1
-                    and len(new_rows(ctx, "bookings")) == 1
-                    and not changed_ids(ctx, "bookings", "status")
-                ),
-                "bookings: exactly one new booking, nothing cancelled",
-                gate=True,
-            ),
+            _one_new_booking(mine),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
@@ -169,8 +173,7 @@ class TravelCancelHotel(TaskTemplate):
         )
         b = self.pick(rng, rows)
         params = {
-            "username": b["username"],
-            "password": b["username"] + "123",
+            **self.credentials(b["username"]),
             "city": b["city"],
             "check_in": b["check_in"],
         }
@@ -178,27 +181,17 @@ class TravelCancelHotel(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Wayfarer Travel as {p['username']} (password {p['password']}) and cancel your hotel "
-            f"booking in {p['city']} that starts on {p['check_in']}. Keep every other booking. "
-            'Answer "done" when finished.'
+            f"{self.sign_in_goal(p)} and cancel your hotel booking in {p['city']} that starts on {p['check_in']}. "
+            'Keep every other booking. Answer "done" when finished.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
         bid = ans["booking_id"]
         return [
-            Criterion(
-                "booking_cancelled",
-                0.7,
-                lambda ctx: bool(ctx.db("SELECT 1 FROM bookings WHERE id = ? AND status = 'cancelled'", (bid,))),
-                "the booking is cancelled",
-            ),
-            Criterion(
-                "bookings_only_that_one_changed",
-                0.3,
-                lambda ctx: changed_ids(ctx, "bookings", "status") == {bid} and not new_rows(ctx, "bookings"),
-                "bookings: no other booking changed or added",
-                gate=True,
-            ),
+            Criterion("booking_cancelled", 0.7, self.status_is("bookings", bid, "cancelled"),
+                      "the booking is cancelled"),
+            self.only_that_one_changed("bookings_only_that_one_changed", 0.3, "bookings", bid,
+                                       "bookings: no other booking changed or added"),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
@@ -234,8 +227,7 @@ class TravelBookHotel(TaskTemplate):
                 start = _day(rng, LAST_DAY - timedelta(days=4))
                 nights = int(rng.integers(1, 5))
                 params = {
-                    "username": user["username"],
-                    "password": user["username"] + "123",
+                    **self.credentials(user["username"]),
                     "city": city,
                     "stars": stars,
                     "check_in": start.isoformat(),
@@ -245,19 +237,12 @@ class TravelBookHotel(TaskTemplate):
 
     def goal(self, p: dict[str, Any]) -> str:
         return (
-            f"Sign in to Wayfarer Travel as {p['username']} (password {p['password']}) and book the cheapest hotel "
-            f"in {p['city']} with at least {p['stars']} stars, checking in on {p['check_in']} and checking out on "
-            f'{p["check_out"]}. Answer "done" when it is booked.'
+            f"{self.sign_in_goal(p)} and book the cheapest hotel in {p['city']} with at least {p['stars']} stars, "
+            f'checking in on {p["check_in"]} and checking out on {p["check_out"]}. Answer "done" when it is booked.'
         )
 
     def criteria(self, p: dict[str, Any], ans: Any) -> list[Criterion]:
-        def mine(ctx: GradeContext) -> list[Any]:
-            return [
-                b
-                for b in _new_bookings(ctx, ans["user_id"])
-                if b["hotel_id"] == ans["hotel_id"] and b["status"] == "confirmed"
-            ]
-
+        mine = _booked(ans, "hotel_id")
         return [
             Criterion("right_hotel", 0.5, lambda ctx: len(mine(ctx)) >= 1, "a confirmed booking of the cheapest match"),
             Criterion(
@@ -266,17 +251,7 @@ class TravelBookHotel(TaskTemplate):
                 lambda ctx: any((b["check_in"], b["check_out"]) == (p["check_in"], p["check_out"]) for b in mine(ctx)),
                 "the booking has the requested dates",
             ),
-            Criterion(
-                "bookings_one_new_none_cancelled",
-                0.2,
-                lambda ctx: (
-                    len(mine(ctx)) == 1
-                    and len(new_rows(ctx, "bookings")) == 1
-                    and not changed_ids(ctx, "bookings", "status")
-                ),
-                "bookings: exactly one new booking, nothing cancelled",
-                gate=True,
-            ),
+            _one_new_booking(mine),
         ]
 
     def allowed(self, p: dict[str, Any], ans: Any) -> list[Rule]:
