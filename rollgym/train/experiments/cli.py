@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--doc", action="store_true",
                         help="write the committed results: docs/experiments/NAME.json, docs/img/experiment_NAME.png "
                              "and the table in docs/experiments.md (full runs only)")
+    parser.add_argument("--arms", default=None,
+                        help="comma-separated arms to run (the others' finished runs stay in the results file)")
     parser.add_argument("--render", action="store_true", help="only re-render tables and plots from existing JSON")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1)")
     parser.add_argument("--native-kernels", action="store_true",
@@ -78,6 +80,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             data: dict[str, Any] = json.loads(json_path.read_text(encoding="utf-8"))
         else:
             data = run_experiment(exp, out, quick=args.quick, seeds=args.seeds,
+                                  arms=[a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None,
                                   reference=Path("docs") / "experiments" / f"{name}.json")  # warns when it differs
         table = render_markdown(data)
         image = (Path("docs") / "img" / f"experiment_{name}.png") if args.doc else out / f"{name}.png"

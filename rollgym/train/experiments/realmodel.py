@@ -74,6 +74,8 @@ class RealModel:
     config: dict[str, Any]
     accuracy_base: float
     extras_base: dict[str, float]
+    checkpoints: Path | None = None
+    """Where runs checkpoint: ``None`` for the cache (full runs); the quick form keeps them in its scratch folder."""
 
 
 def shaped_reward(text: str, reward: float | None, info: dict[str, Any]) -> float:
@@ -167,9 +169,15 @@ def prepare(config: dict[str, Any], workdir: Path) -> RealModel:
     """Load the pulled model, freeze all but the top blocks, and measure it before any training."""
     from rollgym.agents.backends.hf import TransformersBackend
 
-    backend = TransformersBackend.from_pretrained(config["model"], max_batch=128)
+    model = config["model"]
+    if model == "tiny":  # the quick form: the pipeline end to end on the tiny random model, no pulled weights
+        from rollgym.agents.backends.tiny import build_tiny_model
+
+        model = str(build_tiny_model(workdir / "tiny", seed=0))
+    backend = TransformersBackend.from_pretrained(model, max_batch=128)
     freeze_all_but_top(backend.model, config["train_layers"])
-    ctx = RealModel(backend.model, backend.tokenizer, trainable_state(backend.model), config, 0.0, {})
+    ctx = RealModel(backend.model, backend.tokenizer, trainable_state(backend.model), config, 0.0, {},
+                    workdir / "checkpoints" if config["model"] == "tiny" else None)
     ctx.accuracy_base, ctx.extras_base = evaluate(backend, config)
     return ctx
 
@@ -180,12 +188,13 @@ def backend_of(ctx: RealModel) -> Any:
     return TransformersBackend(ctx.model, ctx.tokenizer, max_batch=128, batch_window_s=0.02)
 
 
-def checkpoint_dir(config: dict[str, Any], arm: str, seed: int) -> Path:
+def checkpoint_dir(config: dict[str, Any], arm: str, seed: int, root: Path | None = None) -> Path:
     """Where a run's checkpoints live: keyed by the settings, so a changed setting never resumes an old run."""
     from rollgym.agents.backends.catalog import cache_root
 
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
-    return cache_root().parent / "experiments" / "realmodel" / digest / f"{arm}-seed{seed}"
+    base = root if root is not None else cache_root().parent / "experiments" / "realmodel"
+    return base / digest / f"{arm}-seed{seed}"
 
 
 def step_groups(backend: Any, config: dict[str, Any], seed: int, step: int) -> list[RolloutGroup]:
@@ -209,7 +218,7 @@ def run_grpo(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
     backend = backend_of(ctx)
     trainer = GRPOTrainer(ctx.model, ctx.tokenizer, GRPOConfig(learning_rate=config["learning_rate"],
                                                                micro_batch_size=8, seed=seed))
-    folder = checkpoint_dir(config, "grpo", seed)
+    folder = checkpoint_dir(config, "grpo", seed, ctx.checkpoints)
     latest = folder / "latest.pt"
     state: dict[str, Any] = {"curve": [[0, ctx.accuracy_base]], "rewards": [], "strict": [], "seconds": 0.0}
     if latest.exists():
@@ -327,8 +336,8 @@ EXPERIMENT = Experiment(
     run=run,
     configs={
         "full": dict(BASE),
-        "quick": {**BASE, "grpo_steps": 2, "eval_every": 1, "eval_tasks": 4, "tasks_per_step": 2, "group_size": 2,
-                  "max_tokens": 8, "checkpoint_every": 1},
+        "quick": {**BASE, "model": "tiny", "train_layers": 1, "grpo_steps": 2, "eval_every": 1, "eval_tasks": 4,
+                  "tasks_per_step": 2, "group_size": 2, "max_tokens": 8, "checkpoint_every": 1},
     },
     seeds=3,
     quick_seeds=1,

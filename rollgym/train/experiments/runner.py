@@ -209,8 +209,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, seeds: int | None = None,
-                   progress: bool = True, reference: str | Path | None = None) -> dict[str, Any]:
+                   progress: bool = True, reference: str | Path | None = None,
+                   arms: Sequence[str] | None = None) -> dict[str, Any]:
     """Run every arm on every seed, write ``<out>/<name>.json`` as it goes, and return the summary.
+
+    ``arms`` runs only those arms (e.g. one arm per process, side by side on a machine with the cores for
+    it); the file keeps every arm's finished runs, so runs copied in from another process's file of the
+    same settings are resumed, not rerun.
 
     Runs already in an existing JSON with the same configuration are kept (resume); the
     resumed runs must have started from the same warm-up model (its hash is recorded as
@@ -218,6 +223,9 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     file of the same settings (the committed one), only warns when its warm-up differs.
     """
     mode = "quick" if quick else "full"
+    unknown = sorted(set(arms or ()) - set(exp.arms))
+    if unknown:
+        raise ConfigError(f"{exp.name} has no arm {', '.join(map(repr, unknown))}; its arms are {', '.join(exp.arms)}.")
     config = dict(exp.configs[mode])
     n_seeds = seeds if seeds is not None else (exp.quick_seeds if quick else exp.seeds)
     if n_seeds < 1:
@@ -244,7 +252,7 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     workdir = Path(tempfile.mkdtemp(prefix=f"rollgym-{exp.name}-"))  # models and scratch files, never the output
     for seed in range(n_seeds):
         for arm in exp.arms:
-            if (arm, seed) in done:
+            if (arm, seed) in done or (arms and arm not in arms):
                 continue
             if context is None:
                 t0 = time.perf_counter()
