@@ -42,3 +42,11 @@ register_env(
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
+register_env(
+    "KuhnPoker-v0",
+    "rollgym.envs.games.kuhn:KuhnPokerEnv",
+    description="Kuhn poker (imperfect information, exact chip payoffs) against the Nash-equilibrium bot.",
+    family="games",
+    oracle="rollgym.agents.seat_bots:kuhn_oracle",
+    random_policy="rollgym.agents.seat_bots:random_seat_action",
+)
