@@ -119,8 +119,9 @@ def test_a_random_episode_ends_with_the_score_fields(env_id):
     _assert_score_fields(env_id, reward, info)
 
 
-# Games of chance: one episode can be lost by the best policy, so their oracle must beat the random agent on average.
-CHANCE_IDS = {"KuhnPoker-v0"}
+# Games where one episode can be lost by the best policy (chance, or a counterpart that decides): their oracle must
+# beat the random agent on average instead.
+CHANCE_IDS = {"KuhnPoker-v0", "Negotiation-v0"}
 
 
 @pytest.mark.parametrize("env_id", [i for i in CONTRACT_IDS if rollgym.env_info(i).oracle is not None])

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.envs.games.kuhn import NashKuhnBot, seeded_rng
+from rollgym.envs.games.negotiation import FairNegotiator
 
 
 def kuhn_oracle(observation: str, info: dict[str, Any]) -> str:
@@ -20,6 +21,11 @@ def kuhn_oracle(observation: str, info: dict[str, Any]) -> str:
     bot = NashKuhnBot()
     bot.rng = seeded_rng(info)
     return bot.act(observation, info)
+
+
+def negotiation_oracle(observation: str, info: dict[str, Any]) -> str:
+    """The fair negotiator's action for the seat's values, the standing offer and the turns left."""
+    return FairNegotiator().act(observation, info)
 
 
 def random_seat_action(observation: str, info: dict[str, Any], rng: np.random.Generator) -> str:

@@ -50,3 +50,11 @@ register_env(
     oracle="rollgym.agents.seat_bots:kuhn_oracle",
     random_policy="rollgym.agents.seat_bots:random_seat_action",
 )
+register_env(
+    "Negotiation-v0",
+    "rollgym.envs.games.negotiation:NegotiationEnv",
+    description="Item division with private values (deal or no deal, payoffs by formula) against a conceding bot.",
+    family="games",
+    oracle="rollgym.agents.seat_bots:negotiation_oracle",
+    random_policy="rollgym.agents.seat_bots:random_seat_action",
+)
