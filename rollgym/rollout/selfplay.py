@@ -34,7 +34,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, _Episode, _ReportedFailure
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
-__all__ = ["collect_seated", "play_seated", "seat_seed", "split_by_role"]
+__all__ = ["collect_seated", "play_seated", "round_robin", "seat_seed", "split_by_role"]
 
 
 def seat_seed(seed: int | None, episode: int, seat: int) -> int | None:
@@ -217,4 +217,34 @@ def split_by_role(groups: Sequence[RolloutGroup]) -> list[RolloutGroup]:
             roles.setdefault(str(traj.info.get("role", "")), []).append(traj)
         for role, members in roles.items():
             out.append(RolloutGroup(f"{group.group_id}/{role}", group.task, len(members), members))
+    return out
+
+
+def round_robin(
+    make_game: Callable[[], Any],
+    players: dict[str, Callable[[], Agent]],
+    *,
+    games_per_pair: int,
+    seed: int = 0,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> list[Trajectory]:
+    """Every pair of ``players`` (name -> agent factory: checkpoints, fixed bots) plays ``games_per_pair`` games.
+
+    Seats alternate between a pair's games and every game draws its own task from ``seed``; the
+    trajectories carry the names in ``info["players"]``, ready for
+    :func:`rollgym.benchmarks.ratings.seated_results` and :func:`~rollgym.benchmarks.ratings.fit_elo`.
+    """
+    if games_per_pair < 1:
+        raise ConfigError(f"games_per_pair must be at least 1, got {games_per_pair}.")
+    game = make_game()
+    names = list(players)
+    out: list[Trajectory] = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for k in range(games_per_pair):
+                seated = (a, b) if k % 2 == 0 else (b, a)
+                group_id = f"{a}|{b}:{k}"
+                out += play_seated(game, [players[seated[0]](), players[seated[1]]()],
+                                   seed=seed * 1_000_003 + len(out), group_id=group_id, traj_prefix=f"{group_id}:",
+                                   max_steps=max_steps, players=list(seated))
     return out

@@ -137,3 +137,24 @@ def test_chat_agents_in_both_seats_keep_exact_tokens(tiny_backend):
     loser = next(t for t in trajs if t.reward == 0.0)
     assert loser.info["error"] in ("no_move", "invalid", "illegal")
     assert loser.info["details"]["termination"] == "forfeit"
+
+
+def test_self_play_checkpoints_are_rated_beside_the_fixed_bots(tiny_backend):
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+    from rollgym.benchmarks.ratings import fit_elo, seated_results
+    from rollgym.rollout.selfplay import round_robin
+
+    players = {
+        "random": lambda: BotAgent("random", seed=0),
+        "greedy": lambda: BotAgent("greedy", seed=0),
+        "tiny-step0": lambda: ChatAgent(tiny_backend, SamplingParams(max_tokens=8)),  # a checkpoint as a player
+    }
+    trajs = round_robin(lambda: BoardSeats(rollgym.make("ConnectFour-v0", rows=5, columns=5), max_retries=0),
+                        players, games_per_pair=12, seed=0)
+    results = seated_results(trajs)
+    assert len(results) == 36
+    assert {r.first for r in results} == set(players)  # seats alternate
+    ratings = fit_elo(results, anchors={"random": 0.0})
+    assert ratings["greedy"].elo > ratings["random"].elo > ratings["tiny-step0"].elo
+    assert ratings["tiny-step0"].games == 24 and ratings["tiny-step0"].points == 0.0  # it cannot name a column yet
