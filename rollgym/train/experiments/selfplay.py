@@ -173,7 +173,8 @@ EXPERIMENT = Experiment(
     x_label="self-play games",
     digits=4,
     notes="Compute: every arm plays the same games (steps x deals x games per deal) on the same deals and sampling "
-          "seeds; only the advantage differs. The policy is tabular (24 logits): one run takes under 15 s, the 16 runs "
-          "2.5 minutes on a shared 2-core machine. Exploitability 0 means a Nash equilibrium; the uniform policy "
-          "it starts from is at 0.458.",
+          "seeds; only the advantage differs. The policy is tabular (24 logits). On a shared 2-core machine the 16 "
+          "runs took 2.5 minutes at a light load and 13.7 minutes (up to 84 s a run) at load average 10; the "
+          "results were the same. Exploitability 0 means a Nash equilibrium; the uniform policy it starts from is "
+          "at 0.458.",
 )
