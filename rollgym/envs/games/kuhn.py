@@ -38,7 +38,8 @@ Information:
 
 Arguments:
     ``opponent``: ``"nash"`` (the equilibrium family with ``alpha`` 1/6), ``"nash-<alpha>"`` with
-    alpha in [0, 1/3] as a fraction (``"nash-0"``, ``"nash-1/3"``), or ``"random"``;
+    alpha in [0, 1/3] as a fraction (``"nash-0"``, ``"nash-1/3"``), or ``"random"``. Difficulty levels:
+    ``random``, then ``nash``;
     ``agent_seat`` (``None`` alternates); ``max_retries``; ``illegal_move_policy``.
 
 Version History:
@@ -56,6 +57,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rollgym.core.difficulty import Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
@@ -339,6 +341,12 @@ def seeded_rng(info: dict[str, Any]) -> np.random.Generator:
 
 class KuhnPokerEnv(SeatedTextEnv):
     """Kuhn poker against a bot (Nash by default); see the module docstring."""
+
+    levels: ClassVar[tuple[Level, ...]] = (
+        Level("random", {"opponent": "random"}, "a uniformly random legal action"),
+        Level("nash", {"opponent": "nash"}, "the Nash equilibrium (alpha 1/6): unexploitable"),
+    )
+    levels_grow: ClassVar[str] = "the opponent: random play, then the Nash equilibrium (the oracle wins fewer chips)"
 
     def __init__(self, *, opponent: Any = "nash", agent_seat: int | None = None, max_retries: int = 1,
                  illegal_move_policy: str = "forfeit", split: str = "train", render_mode: str | None = None) -> None:

@@ -39,8 +39,9 @@ Information:
 
 Arguments:
     ``opponent``: ``"fair"`` (the reference bot: asks for 7 of 10, conceding one
-    point a turn down to 5, and accepts any offer at its current demand) or
-    ``"random"``; ``agent_seat`` (``None`` alternates); ``max_retries``; ``illegal_move_policy``.
+    point a turn down to 5, and accepts any offer at its current demand), ``"tough"``
+    (9 down to 7) or ``"random"``. Difficulty levels: ``fair``, then ``tough``; ``agent_seat``
+    (``None`` alternates); ``max_retries``; ``illegal_move_policy``.
 
 Version History:
     v0: initial release.
@@ -55,6 +56,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rollgym.core.difficulty import Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
@@ -277,13 +279,15 @@ class Negotiation(SeatedGame):
 
 
 class FairNegotiator:
-    """The reference bot: demands 7 of 10, concedes a point a turn down to 5, accepts an offer at its demand.
+    """The reference bot: demands ``start`` of 10, concedes a point a turn down to ``floor``, accepts at its demand.
 
     It proposes the split worth at least its demand that takes the fewest items (more left for the other
-    player), and on the last turn accepts any offer worth more than 0.
+    player), and on the last turn accepts any offer worth more than 0. ``"fair"`` is 7 down to 5;
+    ``"tough"`` is 9 down to 7.
     """
 
-    name = "fair"
+    def __init__(self, start: int = 7, floor: int = 5, name: str = "fair") -> None:
+        self.start, self.floor, self.name = start, floor, name
 
     def reset(self, seed: int | None = None) -> None:
         """Deterministic; nothing to reset."""
@@ -292,7 +296,7 @@ class FairNegotiator:
         counts, values = list(info["counts"]), list(info["values"])
         turns_left = int(info["turns_left"])
         my_turn = (MAX_TURNS - turns_left) // 2
-        demand = max(5, 7 - my_turn)
+        demand = max(self.floor, self.start - my_turn)
         offer = info.get("offer")
         if offer is not None and offer["by"] != info.get("seat"):
             mine = [c - t for c, t in zip(counts, offer["takes"])]
@@ -324,16 +328,25 @@ class RandomNegotiator:
 
 
 def make_negotiation_bot(name: str) -> SeatBot:
-    """``"fair"`` or ``"random"``."""
+    """``"fair"``, ``"tough"`` or ``"random"``."""
     if name == "fair":
         return FairNegotiator()
+    if name == "tough":
+        return FairNegotiator(9, 7, name="tough")
     if name == "random":
         return RandomNegotiator()
-    raise ConfigError(f"Unknown negotiation bot {name!r}; use 'fair' or 'random'.")
+    raise ConfigError(f"Unknown negotiation bot {name!r}; use 'fair', 'tough' or 'random'.")
 
 
 class NegotiationEnv(SeatedTextEnv):
     """The negotiation game against a bot (the fair negotiator by default); see the module docstring."""
+
+    levels: ClassVar[tuple[Level, ...]] = (
+        Level("fair", {"opponent": "fair"}, "demands 7 of 10, concedes to 5, accepts at its demand"),
+        Level("tough", {"opponent": "tough"}, "demands 9 of 10, concedes to 7, accepts at its demand"),
+    )
+    levels_grow: ClassVar[str] = ("the opponent's demand: the fair negotiator, then the tough one (the oracle's "
+                                  "payoff falls)")
 
     def __init__(self, *, opponent: Any = "fair", agent_seat: int | None = None, max_retries: int = 1,
                  illegal_move_policy: str = "forfeit", split: str = "train", render_mode: str | None = None) -> None:

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
@@ -267,17 +268,22 @@ class _GameTasks:
 
     family = "games"
 
-    def __init__(self, game: SeatedGame, seat_of: Callable[[int], int]) -> None:
+    def __init__(self, game: SeatedGame, seat_of: Callable[[int], int], level: Level | None = None) -> None:
         self.game = game
         self.seat_of = seat_of
+        self.level = level
 
     def size(self, split: str) -> int | None:
         return None
 
     def task(self, index: int, split: str = "train") -> Task:
         task = self.game.draw_task(split, index)
-        return Task(id=task.id, env_id=task.env_id, prompt=task.prompt, answer=task.answer,
-                    meta={**task.meta, "agent_seat": self.seat_of(index)})
+        meta = {**task.meta, "agent_seat": self.seat_of(index)}
+        task_id = task.id
+        if self.level is not None:  # the level's opponent, in the task itself
+            meta["opponent"] = self.level.knobs["opponent"]
+            task_id += f"@{self.level.name}"
+        return Task(id=task_id, env_id=task.env_id, prompt=task.prompt, answer=task.answer, meta=meta)
 
 
 class SeatedTextEnv(TextEnv):
@@ -286,10 +292,15 @@ class SeatedTextEnv(TextEnv):
     The agent's seat alternates with the task index (seat ``index % num_seats``) unless
     ``agent_seat`` fixes it. The reward is the agent's payoff, given at the end; the
     terminal ``info`` carries the Score fields from the agent's seat. Subclasses build
-    the game (:meth:`new_game`) and name the bots (:meth:`make_bot`).
+    the game (:meth:`new_game`) and name the bots (:meth:`make_bot`); their :attr:`levels`
+    are opponents, weakest first (``reset(options={"difficulty": k})`` plays level ``k``'s bot).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012
+    #: Difficulty levels, easiest first: each sets the knob ``opponent`` (a bot name).
+    levels: ClassVar[tuple[Level, ...]] = ()
+    #: What grows from one level to the next.
+    levels_grow: ClassVar[str] = "the opponent's strength"
 
     def __init__(self, *, opponent: Any, agent_seat: int | None = None, max_retries: int = 1,
                  illegal_move_policy: str = "forfeit", split: str = "train", render_mode: str | None = None) -> None:
@@ -301,6 +312,9 @@ class SeatedTextEnv(TextEnv):
         self.opponent = self.make_bot(opponent) if isinstance(opponent, str) else opponent
         if not callable(getattr(self.opponent, "act", None)):
             raise ConfigError("opponent must be a bot name or an object with act(observation, info).")
+        self._own_opponent = self.opponent
+        self._opponent_name = opponent if isinstance(opponent, str) else getattr(opponent, "name", None)
+        self._level_bots: dict[str, SeatBot] = {}
         super().__init__(split=split, render_mode=render_mode)
         self.game.env_id = self.env_id
         self.agent_seat = 0
@@ -320,7 +334,29 @@ class SeatedTextEnv(TextEnv):
         fixed = self.agent_seat_option
         return _GameTasks(self.game, lambda index: index % seats if fixed is None else fixed)
 
+    @property
+    def difficulty(self) -> Difficulty | None:
+        """The :attr:`levels` (opponents, weakest first); the default is the level of this env's own opponent."""
+        if not self.levels:
+            return None
+        default = next((i for i, level in enumerate(self.levels) if level.knobs["opponent"] == self._opponent_name),
+                       None)
+        return Difficulty(self.levels, default=default, grows=self.levels_grow)
+
+    def _level_source(self, env_id: str, level: Level) -> _GameTasks:
+        self.game.env_id = env_id
+        seats = self.game.num_seats
+        fixed = self.agent_seat_option
+        return _GameTasks(self.game, lambda index: index % seats if fixed is None else fixed, level=level)
+
     def _start(self, task: Task) -> str:
+        name = task.meta.get("opponent")
+        if name is None:
+            self.opponent = self._own_opponent
+        else:
+            if name not in self._level_bots:
+                self._level_bots[str(name)] = self.make_bot(str(name))
+            self.opponent = self._level_bots[str(name)]
         self.agent_seat = int(task.meta.get("agent_seat", 0))
         bot_seed = int(task.meta.get("bot_seed", 0))
         self.game.reset(bot_seed, task=task)

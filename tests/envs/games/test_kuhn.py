@@ -162,3 +162,24 @@ def test_seeded_bots_repeat():
     assert [a.act("", info) for _ in range(20)] == [b.act("", info) for _ in range(20)]
     assert np.isclose(np.mean([a.act("", {"card": "Jack", "history": []}) == "Final Answer: bet"
                                for _ in range(3000)]), 1 / 6, atol=0.03)
+
+
+def _oracle_mean_at_level(env_id: str, level: int, n: int = 200) -> float:
+    from rollgym.agents import make_agent
+
+    env, agent, total = rollgym.make(env_id), make_agent("oracle"), 0.0
+    for seed in range(n):
+        obs, info = env.reset(seed=seed, options={"difficulty": level})
+        done = False
+        while not done:
+            obs, reward, done, _, info = env.step(agent.act(obs, info))
+        total += reward
+    return total / n
+
+
+def test_the_levels_are_ordered_by_what_the_oracle_wins_against_them():
+    env = rollgym.make("KuhnPoker-v0")
+    assert env.unwrapped.difficulty.names == ("random", "nash") and env.unwrapped.difficulty.default == 1
+    _, info = env.reset(seed=0, options={"difficulty": "random"})
+    assert info["task_id"].endswith("@random") and env.unwrapped.opponent.name == "random"
+    assert _oracle_mean_at_level("KuhnPoker-v0", 0) > _oracle_mean_at_level("KuhnPoker-v0", 1) + 0.1

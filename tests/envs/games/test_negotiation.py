@@ -100,3 +100,11 @@ def test_the_fair_negotiator_makes_deals_with_itself_and_beats_random_play():
     assert deals >= 36 and sum(rewards) / len(rewards) >= 0.5
     with pytest.raises(ConfigError, match="Unknown negotiation bot"):
         make_negotiation_bot("shark")
+
+
+def test_the_levels_are_ordered_by_the_oracles_payoff_against_them():
+    from tests.envs.games.test_kuhn import _oracle_mean_at_level
+
+    env = rollgym.make("Negotiation-v0")
+    assert env.unwrapped.difficulty.names == ("fair", "tough") and env.unwrapped.difficulty.default == 0
+    assert _oracle_mean_at_level("Negotiation-v0", 0) > _oracle_mean_at_level("Negotiation-v0", 1)
