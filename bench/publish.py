@@ -38,8 +38,8 @@ END = "<!-- bench-table:end -->"
 COLUMNS = ("what", "rollgym", "peer", "ratio")
 
 #: Benches in the order their rows appear; any other result file follows, by name.
-ORDER = ("countdown", "sudoku", "math", "games", "tools", "toolgen", "web", "search", "worldmodel", "collector",
-         "realmodel", "server", "partial", "code")
+ORDER = ("countdown", "sudoku", "math", "games", "selfplay", "tools", "toolgen", "web", "search", "worldmodel",
+         "collector", "realmodel", "server", "partial", "code")
 
 
 def machine() -> dict[str, Any]:

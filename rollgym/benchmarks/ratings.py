@@ -14,6 +14,10 @@ Ratings of chess bots here are on the Stockfish scale (Stockfish's own
 
 :func:`run_tournament` plays bots against each other on any
 :class:`~rollgym.envs.games.base.GameState`, alternating colours.
+:func:`seated_results` turns self-play and multi-agent games
+(:func:`rollgym.rollout.selfplay.play_seated`, e.g. from
+:func:`rollgym.rollout.selfplay.round_robin` of checkpoints and fixed bots) into
+the same :class:`GameResult` records, so checkpoints are rated beside the bots.
 """
 
 from __future__ import annotations
@@ -257,6 +261,39 @@ def run_tournament(new_state: Callable[[], Any], bots: dict[str, Any], games_per
                 results.append(result)
                 if on_game is not None:
                     on_game(result)
+    return results
+
+
+def seated_results(trajectories: Iterable[Any]) -> list[GameResult]:
+    """One :class:`GameResult` per finished two-seat game in ``trajectories`` (seated-game trajectories).
+
+    A game is the seats sharing a ``group_id`` and ``info["episode"]``; the players are
+    ``info["players"]`` and the first seat scores 1, 0.5 or 0 as its payoff is above, equal to
+    or below the second seat's (so chip payoffs such as poker's count as wins and losses).
+    Games with a failed, aborted or truncated seat are left out (they have no result).
+
+    Example:
+        >>> from rollgym.rollout.types import Trajectory
+        >>> seats = [Trajectory(f"t{s}", "g", s, "K", "t", 0, reward=r,
+        ...                     info={"seat": s, "episode": 0, "players": ["ckpt-10", "nash"], "payoffs": [2.0, -2.0]})
+        ...          for s, r in enumerate([2.0, -2.0])]
+        >>> seated_results(seats)
+        [GameResult(first='ckpt-10', second='nash', score=1.0)]
+    """
+    games: dict[tuple[str, Any], list[Any]] = {}
+    for traj in trajectories:
+        games.setdefault((traj.group_id, traj.info.get("episode")), []).append(traj)
+    results = []
+    for seats in games.values():
+        seats.sort(key=lambda t: int(t.info.get("seat", 0)))
+        if len(seats) != 2 or any(t.status != "completed" for t in seats):
+            continue
+        players, payoffs = seats[0].info.get("players"), seats[0].info.get("payoffs")
+        if not players or payoffs is None or len(players) != 2 or len(payoffs) != 2:
+            continue
+        first, second = float(payoffs[0]), float(payoffs[1])
+        score = 1.0 if first > second else 0.5 if first == second else 0.0
+        results.append(GameResult(str(players[0]), str(players[1]), score))
     return results
 
 

@@ -26,12 +26,28 @@ Scaling (``scale``):
   rollouts centres its external ones on their own mean.
 - ``False`` (joint): one pool per group, as if every member were on-policy (the
   ablation that the ERILS paper reports collapsing).
+
+Self-play and multi-agent groups (:mod:`rollgym.rollout.selfplay`) hold every
+seat's trajectory, each with ``info["role"]``. Two advantages for them:
+
+- per-role GRPO: :func:`group_advantages` on
+  :func:`~rollgym.rollout.selfplay.split_by_role` of the groups (each role
+  centred on its own members' mean in that group);
+- :func:`role_advantages`, SPIRAL's role-conditioned advantage estimation
+  (RAE; Liu et al., "SPIRAL: Self-Play on Zero-Sum Games Incentivizes Reasoning
+  via Multi-Agent Multi-Turn Reinforcement Learning", 2025, arXiv:2506.24119):
+  one running baseline per (game, role), an exponential moving average of that
+  role's returns, ``b <- alpha * b + (1 - alpha) * R`` (alpha = 0.95 in the
+  paper), and the advantage ``A = R - b``. In a zero-sum game with a
+  first-mover edge, the shared group mean credits the favoured role for its
+  seat; the per-role baseline removes that edge from its advantage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
@@ -39,7 +55,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.rollout.strategies import zero_variance
 from rollgym.rollout.types import RolloutGroup
 
-__all__ = ["Scale", "group_advantages", "zero_variance"]
+__all__ = ["RoleBaselines", "Scale", "group_advantages", "role_advantages", "zero_variance"]
 
 Scale = Literal["group", "batch", "none"]
 
@@ -98,3 +114,64 @@ def _centre(members: list[tuple[str, float, bool]], centred: dict[str, float],
         centred[traj_id] = r - mean
         stds[traj_id] = std
     return mean, std
+
+
+@dataclass
+class RoleBaselines:
+    """SPIRAL's per-(game, role) baselines: exponential moving averages of each role's return.
+
+    ``decay`` is the paper's alpha (0.95); a baseline starts at 0. Keys are
+    ``"<env_id>/<role>"``. The state is plain JSON (:meth:`to_dict`, :meth:`from_dict`)
+    so that it goes into a checkpoint.
+
+    Example:
+        >>> b = RoleBaselines(decay=0.5)
+        >>> b.update("Kuhn/first", 1.0), b.update("Kuhn/first", 1.0)
+        (0.5, 0.75)
+    """
+
+    decay: float = 0.95
+    values: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.decay < 1.0:
+            raise ConfigError(f"decay must be in [0, 1), got {self.decay!r}.")
+
+    def update(self, key: str, reward: float) -> float:
+        """Fold ``reward`` into ``key``'s baseline; return the new baseline."""
+        value = self.decay * self.values.get(key, 0.0) + (1.0 - self.decay) * float(reward)
+        self.values[key] = value
+        return value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decay": self.decay, "values": dict(self.values)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RoleBaselines:
+        return cls(decay=float(data["decay"]), values={str(k): float(v) for k, v in data["values"].items()})
+
+
+def role_advantages(groups: Iterable[RolloutGroup], baselines: RoleBaselines) -> dict[str, float]:
+    """SPIRAL's role-conditioned advantages (RAE) of every usable rollout, keyed by ``traj_id``.
+
+    For each rollout in order, the baseline of its (env id, ``info["role"]``) is updated with its
+    return, then ``A = R - b`` (Algorithm 1 of Liu et al., 2025, arXiv:2506.24119). ``baselines``
+    carries the running averages from one training step to the next. A rollout without a role
+    counts as role ``""``.
+
+    Example:
+        >>> from rollgym.rollout.types import Trajectory
+        >>> ts = [Trajectory(f"t{i}", "g", i, "K", "t", 0, reward=r, info={"role": role})
+        ...       for i, (r, role) in enumerate([(1.0, "first"), (-1.0, "second")])]
+        >>> role_advantages([RolloutGroup("g", None, 2, ts)], RoleBaselines(decay=0.5))
+        {'t0': 0.5, 't1': -0.5}
+    """
+    advantages: dict[str, float] = {}
+    for group in groups:
+        for traj in group.usable():
+            if traj.reward is None:
+                continue
+            key = f"{traj.env_id}/{traj.info.get('role', '')}"
+            baseline = baselines.update(key, float(traj.reward))
+            advantages[traj.traj_id] = float(traj.reward) - baseline
+    return advantages

@@ -24,6 +24,12 @@ sampled-token reverse KL to the teacher, ``distill_forward_kl=...`` the forward 
 teacher's top-``distill_top_k`` tokens (Search-E1; CriPO's localized variant with a
 ``Teacher(locate=...)``), and ``teacher_credit="add" | "reweight"`` reshapes the token
 advantages by the teacher-minus-student logprob difference.
+
+Self-play groups (:mod:`rollgym.rollout.selfplay`, every seat's trajectory with its
+``info["role"]``): ``GRPOConfig(advantage="per_role")`` centres each role on its own
+members of the group, ``advantage="rae"`` uses SPIRAL's role-conditioned advantages
+(:func:`rollgym.train.advantages.role_advantages`, one running baseline per game and
+role, kept in the checkpoint).
 """
 
 from __future__ import annotations
@@ -39,14 +45,18 @@ from typing import TYPE_CHECKING, Any
 from rollgym.core.deprecation import renamed
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import atomic_path
+from rollgym.rollout.selfplay import split_by_role
 from rollgym.rollout.types import RolloutGroup, Trajectory
-from rollgym.train.advantages import Scale, group_advantages, zero_variance
+from rollgym.train.advantages import RoleBaselines, Scale, group_advantages, role_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
 from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
 from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
 
 if TYPE_CHECKING:
     from rollgym.train.teacher import Teacher
+
+#: The advantage estimators of :class:`GRPOConfig`.
+ADVANTAGES: tuple[str, ...] = ("group", "per_role", "rae")
 
 CreditFn = Callable[[Sequence[RolloutGroup], dict[str, float]], TokenAdvantages]
 
@@ -76,6 +86,11 @@ class GRPOConfig:
         teacher_credit: ``"none"``, ``"add"`` or ``"reweight"``: reshape token advantages by the
             teacher-minus-student logprob difference (:func:`rollgym.train.credit.teacher_credit_tensor`).
         teacher_credit_coef, teacher_credit_bound: Its scale and (for ``"reweight"``) clip.
+        advantage: ``"group"`` (every member of a group against the group), ``"per_role"`` (self-play:
+            each ``info["role"]`` against its own members of the group) or ``"rae"`` (SPIRAL's
+            role-conditioned advantage estimation: a running baseline per game and role; ``scale``
+            and ``by_source`` do not apply).
+        rae_decay: The decay (SPIRAL's alpha) of the ``"rae"`` baselines, in [0, 1).
     """
 
     learning_rate: float = 1e-5
@@ -97,8 +112,14 @@ class GRPOConfig:
     teacher_credit_coef: float = 1.0
     teacher_credit_bound: float = 0.5
     distill_coef: float | None = None
+    advantage: str = "group"
+    rae_decay: float = 0.95
 
     def __post_init__(self) -> None:
+        if self.advantage not in ADVANTAGES:
+            raise ConfigError(f"advantage must be one of {', '.join(map(repr, ADVANTAGES))}, got {self.advantage!r}.")
+        if not 0.0 <= self.rae_decay < 1.0:
+            raise ConfigError(f"rae_decay must be in [0, 1), got {self.rae_decay!r}.")
         if self.distill_coef is not None:
             renamed("GRPOConfig", "distill_coef", "distill_reverse_kl", stacklevel=4)
             if self.distill_reverse_kl not in (0.0, self.distill_coef):
@@ -230,6 +251,16 @@ class GRPOTrainer:
                                            weight_decay=self.config.weight_decay)
         self.global_step = 0
         self.log_path = Path(log_path) if log_path else None
+        self.role_baselines = RoleBaselines(decay=self.config.rae_decay)
+
+    def advantages(self, groups: Sequence[RolloutGroup]) -> dict[str, float]:
+        """The scalar advantage of every usable rollout, by ``config.advantage`` (``"rae"`` updates its baselines)."""
+        cfg = self.config
+        if cfg.advantage == "rae":
+            return role_advantages(groups, self.role_baselines)
+        if cfg.advantage == "per_role":
+            groups = split_by_role(groups)
+        return group_advantages(groups, scale=cfg.scale, by_source=cfg.by_source)
 
     @property
     def policy_version(self) -> int:
@@ -247,7 +278,7 @@ class GRPOTrainer:
 
         started = time.perf_counter()
         kept = [g for g in groups if not (self.config.drop_zero_variance and zero_variance(g))]
-        advantages = group_advantages(kept, scale=self.config.scale, by_source=self.config.by_source)
+        advantages = self.advantages(kept)
         if token_advantages is None and self.credit is not None:
             token_advantages = self.credit(kept, advantages)
         rows = [r for r in rows_from_groups(kept, advantages, token_advantages, self.teacher) if any(r.loss_mask)]
@@ -364,6 +395,7 @@ class GRPOTrainer:
             "global_step": self.global_step,
             "torch_rng": torch.get_rng_state(),
             "config": dataclasses.asdict(self.config),
+            "role_baselines": self.role_baselines.to_dict(),
             "extra": extra or {},
         }
         with atomic_path(path) as tmp:
@@ -379,6 +411,8 @@ class GRPOTrainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.global_step = int(state["global_step"])
         torch.set_rng_state(state["torch_rng"])
+        if "role_baselines" in state:
+            self.role_baselines = RoleBaselines.from_dict(state["role_baselines"])
         return dict(state.get("extra") or {})
 
 

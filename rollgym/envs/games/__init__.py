@@ -42,3 +42,19 @@ register_env(
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
+register_env(
+    "KuhnPoker-v0",
+    "rollgym.envs.games.kuhn:KuhnPokerEnv",
+    description="Kuhn poker (imperfect information, exact chip payoffs) against the Nash-equilibrium bot.",
+    family="games",
+    oracle="rollgym.agents.seat_bots:kuhn_oracle",
+    random_policy="rollgym.agents.seat_bots:random_seat_action",
+)
+register_env(
+    "Negotiation-v0",
+    "rollgym.envs.games.negotiation:NegotiationEnv",
+    description="Item division with private values (deal or no deal, payoffs by formula) against a conceding bot.",
+    family="games",
+    oracle="rollgym.agents.seat_bots:negotiation_oracle",
+    random_policy="rollgym.agents.seat_bots:random_seat_action",
+)

@@ -28,6 +28,10 @@ Three ways in, from the simplest:
   in place on given prompts per step with a given ``reward(text, task)``, so
   that TRL and :class:`~rollgym.train.grpo.GRPOTrainer` can be compared on the
   same tasks.
+* **Self-play.** :func:`seated_rows` turns self-play groups
+  (:mod:`rollgym.rollout.selfplay`, one trajectory per seat) into rows with a
+  per-role ``advantage`` (per-role GRPO or SPIRAL's RAE), sorted so that each
+  group's rows of one role sit next to each other.
 
 Nothing here imports TRL, torch or ``datasets`` at module level.
 """
@@ -317,6 +321,63 @@ def make_rollout_func(env_id: str, dataset: Any, *, env_kwargs: dict[str, Any] |
     return RolloutFunc(env_id, tasks, env_kwargs=env_kwargs, max_turns=max_turns,
                        max_tokens_per_turn=max_tokens_per_turn, temperature=temperature, seed=seed,
                        system_prompt=system_prompt)
+
+
+# -- self-play ------------------------------------------------------------------------------------------------------
+def seated_rows(groups: Sequence[Any], *, advantage: str = "per_role", baselines: Any = None
+                ) -> dict[str, list[Any]]:
+    """Rows of self-play groups for a trainer: tokens, ``env_mask``, and a role-conditioned ``advantage``.
+
+    ``advantage="per_role"`` centres each role on its own members of the group (per-seat GRPO,
+    mean only); ``"rae"`` is SPIRAL's role-conditioned advantage with ``baselines`` (a
+    :class:`~rollgym.train.advantages.RoleBaselines` kept across calls; a fresh one when ``None``).
+    Failed and aborted seats and seats without tokens are left out. Columns: ``prompt_ids``,
+    ``completion_ids``, ``logprobs``, ``env_mask``, ``advantage``, ``env_reward``, ``role``,
+    ``group_id`` (``<group>/<role>``, so that TRL's ``num_generations`` consecutive rows share a role)
+    and ``traj_id``.
+
+    TRL's ``GRPOTrainer`` computes its own advantages from rewards in groups of ``num_generations``
+    rows; to train on these advantages there, pass the ``advantage`` column as the reward with
+    ``scale_rewards="none"`` and ``num_generations`` equal to the games per group: TRL's centring then
+    subtracts the per-role mean, which is 0 for ``"per_role"`` (so the advantages pass unchanged) and
+    the residual per-role mean for ``"rae"``. rollgym's own :class:`~rollgym.train.grpo.GRPOTrainer`
+    (``GRPOConfig(advantage="rae")``) applies RAE exactly.
+
+    Example:
+        >>> from rollgym.rollout.types import RolloutGroup, Trajectory
+        >>> ts = [Trajectory(f"t{i}", "g", i, "K", "t", 0, prompt_ids=[1], completion_ids=[2], loss_mask=[1],
+        ...                  logprobs=[-0.5], reward=r, info={"role": ro})
+        ...       for i, (r, ro) in enumerate([(1.0, "first"), (-1.0, "second"), (-1.0, "first"), (1.0, "second")])]
+        >>> rows = seated_rows([RolloutGroup("g", None, 4, ts)])
+        >>> rows["group_id"], rows["advantage"]
+        (['g/first', 'g/first', 'g/second', 'g/second'], [1.0, -1.0, -1.0, 1.0])
+    """
+    from rollgym.rollout.selfplay import split_by_role
+    from rollgym.train.advantages import RoleBaselines, group_advantages, role_advantages
+
+    if advantage not in ("per_role", "rae"):
+        raise ConfigError(f"advantage must be 'per_role' or 'rae', got {advantage!r}.")
+    by_role = split_by_role(groups)
+    if advantage == "rae":
+        values = role_advantages(groups, baselines if baselines is not None else RoleBaselines())
+    else:
+        values = group_advantages(by_role, scale="none")
+    out: dict[str, list[Any]] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask",
+                                                 "advantage", "env_reward", "role", "group_id", "traj_id")}
+    for group in sorted(by_role, key=lambda g: g.group_id):
+        for traj in group.trajectories:
+            if traj.traj_id not in values or not traj.completion_ids:
+                continue
+            out["prompt_ids"].append(list(traj.prompt_ids))
+            out["completion_ids"].append(list(traj.completion_ids))
+            out["logprobs"].append(list(traj.logprobs))
+            out["env_mask"].append(list(traj.loss_mask))
+            out["advantage"].append(float(values[traj.traj_id]))
+            out["env_reward"].append(traj.reward)
+            out["role"].append(str(traj.info.get("role", "")))
+            out["group_id"].append(group.group_id)
+            out["traj_id"].append(traj.traj_id)
+    return out
 
 
 # -- environment_factory --------------------------------------------------------------------------------------------

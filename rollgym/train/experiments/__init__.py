@@ -9,7 +9,8 @@ exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
 - ``dynamic``: no filter / filter only / DAPO refill at the same rollout budget;
 - ``worldmodel``: reward fine-tune against the L1-on-own-rollouts control;
 - ``april``: synchronous against partial rollouts, accuracy against wall time with re-sent prefixes charged;
-- ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO.
+- ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO;
+- ``selfplay``: SPIRAL's role-conditioned advantages against per-seat GRPO, a tabular policy in Kuhn poker self-play.
 
 Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/NAME.json``, the plot in
 ``docs/img/`` and the table in ``docs/experiments.md``.
