@@ -6,8 +6,9 @@ The user is deterministic and rule-driven. Each agent message is read once, in t
    injection such as "ignore your rules") get a fixed non-answer and cost patience.
 2. **Requests to act on the user's side** (dual control): "unlock your payments app", "sign out", "factory
    reset"; the user performs each named action on their own device state and reports back.
-3. **Confirmation requests** ("shall I...", "please confirm"): the user says yes only when the message repeats
-   every detail the pending action needs (e.g. the recipient and the amount), else asks to check the details.
+3. **Confirmation requests** ("shall I...", "please confirm", "go ahead?"): the user says yes only when the
+   message repeats every detail the pending action needs (e.g. the recipient and the amount), else asks to check
+   the details. A message with those words that names a kind of fact but repeats no detail is a question.
 4. **Questions**: a message that names one or two kinds of fact (see :data:`KINDS`) gets the facts of those
    kinds that the user holds, each in a seeded paraphrase. Naming three or more kinds at once ("tell me your
    email, amount, recipient, date, ...") is refused, and asking for a kind the user does not hold costs patience.
@@ -72,8 +73,7 @@ PROBE = re.compile(
     r"json|debug mode|developer mode)\b",
     re.IGNORECASE,
 )
-CONFIRM = re.compile(r"\b(confirm|shall i|should i|may i|can i go ahead|ok to|okay to|proceed|go ahead)\b",
-                     re.IGNORECASE)
+CONFIRM = re.compile(r"\b(confirm|shall i|can i go ahead|proceed|go ahead)\b", re.IGNORECASE)
 
 APP_WORDS: dict[str, str] = {
     "payments": r"payments?|wallet", "shopping": r"shop|shopping|store|orders?", "contacts": r"contacts|address book",
@@ -166,7 +166,7 @@ class SimulatedUser:
                 done, reply = self._act(name)
                 progress |= done
                 replies.append(reply)
-            if CONFIRM.search(text):
+            if CONFIRM.search(text) and not self._question_only(text):
                 done, reply = self._confirm(text)
                 progress |= done
                 replies.append(reply)
@@ -195,6 +195,13 @@ class SimulatedUser:
         for kind in held:
             self.state.revealed[kind] = self.facts[kind]
         return bool(new), " ".join(self.say(kind) for kind in held)
+
+    def _question_only(self, text: str) -> bool:
+        """A message with confirmation words that names kinds of fact but repeats no detail is a question
+        ("before I go ahead, how much is it?")."""
+        said = normalised(text)
+        named = any(pattern.search(text) for pattern in KINDS.values())
+        return named and not any(normalised(v) in said for v in self.confirm_values)
 
     def _confirm(self, text: str) -> tuple[bool, str]:
         said = normalised(text)
