@@ -17,6 +17,7 @@ from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, call_tool, error
 from rollgym.envs.tools.tasks.source import world_seed
 from rollgym.envs.tools.world import APP_NAMES, base_world
 from rollgym.envs.usersim.grading import Conversation, grade_episode
+from rollgym.envs.usersim.llm_user import LLMUser, UserModel
 from rollgym.envs.usersim.scenarios import SCENARIOS, TRANSFER_LIMIT, VARIANTS, UserSimTaskSource, usersim_difficulty
 from rollgym.envs.usersim.user import SimulatedUser, default_device
 
@@ -98,7 +99,9 @@ class UserSimEnv(TextEnv):
     ## Arguments
     ``scenarios`` (names, default all), ``variants`` (``facts``, ``policy``, ``dual``; default all), ``split``
     (``train``, ``validation``, ``test``, or ``test_unseen``: the held-out calendar domain), ``max_turns`` (40),
-    ``max_calls`` (150), ``max_calls_per_turn`` (16), ``patience`` (4), ``render_mode``.
+    ``max_calls`` (150), ``max_calls_per_turn`` (16), ``patience`` (4), ``user_model`` (``None``: the
+    rule-driven user; a callable ``model(messages) -> str`` puts a model in the user's seat with the same graders,
+    see :mod:`rollgym.envs.usersim.llm_user` and :func:`rollgym.agents.llm_user.backend_user`), ``render_mode``.
 
     ## Version History
     * v0: initial version.
@@ -110,7 +113,7 @@ class UserSimEnv(TextEnv):
     def __init__(self, scenarios: list[str] | tuple[str, ...] | None = None,
                  variants: list[str] | tuple[str, ...] = VARIANTS, split: str = "train", max_turns: int = 40,
                  max_calls: int = 150, max_calls_per_turn: int = 16, patience: int = 4,
-                 render_mode: str | None = None) -> None:
+                 user_model: UserModel | None = None, render_mode: str | None = None) -> None:
         for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
                             ("max_calls_per_turn", max_calls_per_turn), ("patience", patience)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -120,7 +123,11 @@ class UserSimEnv(TextEnv):
         self._max_observation = 400_000
         super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
         self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
+        if user_model is not None and not callable(user_model):
+            raise ConfigError("user_model must be a callable model(messages) -> str, e.g. "
+                              "rollgym.agents.llm_user.backend_user(backend).")
         self.patience = patience
+        self.user_model = user_model
         self._tool_specs = agent_tools()
         self._tools_json = json.dumps([spec.schema for spec in self._tool_specs.values()])
         self._tools = json.loads(self._tools_json)
@@ -163,8 +170,13 @@ class UserSimEnv(TextEnv):
         device = default_device(APP_NAMES, locked)
         self.goal_device = default_device(APP_NAMES)
         confirm = tuple(answer["facts"][kind] for key, kind in scenario.asks if key in scenario.confirm)
-        self.user = SimulatedUser(answer["facts"], device, confirm_values=confirm, patience=self.patience,
-                                  seed=stable_int(task.id) % 2**63)
+        seed = stable_int(task.id) % 2**63
+        if self.user_model is not None:
+            self.user = LLMUser(self.user_model, task.prompt, answer["facts"], device, confirm_values=confirm,
+                                patience=self.patience, seed=seed)
+        else:
+            self.user = SimulatedUser(answer["facts"], device, confirm_values=confirm, patience=self.patience,
+                                      seed=seed)
         self.conversation = Conversation()
         self.turn = self.attempts = 0
         self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
