@@ -113,15 +113,19 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
 
 def spoken(key: str, value: Any) -> str:
     """How the user says a parameter's value: amounts in dollars, the rest as is."""
-    if key == "amount":
+    if key == "amount" and isinstance(value, int | float):
         return f"${float(value):.2f}"
     return str(value)
 
 
 def heard(key: str, text: str) -> Any:
-    """The parameter value back from how the user said it (the inverse of :func:`spoken`)."""
+    """The parameter value back from how the user said it (the inverse of :func:`spoken`); text that states no
+    amount stays text."""
     if key == "amount":
-        return round(float(text.strip().lstrip("$")), 2)
+        try:
+            return round(float(text.strip().lstrip("$")), 2)
+        except ValueError:
+            return text
     return text
 
 

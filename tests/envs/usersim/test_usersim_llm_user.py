@@ -105,3 +105,11 @@ def test_the_tiny_model_in_the_users_seat_with_the_same_graders(tiny_backend) ->
         replies = [m["content"] for m in env.user.messages if m["role"] == "assistant"][1:]
         assert replies and all(isinstance(r, str) for r in replies)  # the model's own words
     env.close()
+
+
+def test_the_oracle_never_crashes_on_replies_it_cannot_read() -> None:
+    env = rollgym.make("UserSim-v0", user_model=lambda messages: "¯\\_(ツ)_/¯", patience=50).unwrapped
+    for index in range(6):
+        traj, task = run_episode(env, OracleAgent(), seed=index, options={"task_index": index})
+        assert traj.status in {"completed", "truncated"} and traj.reward == 0.0, (task.id, traj.info.get("failure"))
+    env.close()
