@@ -210,3 +210,15 @@ def test_a_question_with_confirmation_words_is_still_a_question() -> None:
     simulated = user()
     assert "$12.50" in simulated.respond("Before I go ahead, how much is it?")
     assert simulated.state.confirmations == 0
+
+
+@pytest.mark.parametrize("agent", ["oracle", "random"])
+def test_conversation_suite_bundles_verify_by_replay(agent: str, tmp_path: Any) -> None:
+    """Re-verification replays every recorded action: the user's replies must come out the same."""
+    from rollgym.benchmarks.runner import AgentSpec, run_suite
+    from rollgym.benchmarks.suite import load_suite
+    from rollgym.benchmarks.verify import verify_bundle
+
+    run_suite(load_suite("conversation"), AgentSpec(agent=agent), tmp_path, limit=1)
+    report = verify_bundle(tmp_path)
+    assert report.ok, report.reasons
