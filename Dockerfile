@@ -6,7 +6,7 @@
 #
 # or let rollgym start it: `rollgym serve-env ToolWorld-v0 --docker-image rollgym-env:tools`.
 # FAMILY picks the pip extras and the Debian packages the family needs:
-#   puzzles, tools: none beyond the server   search: bm25s   games: Stockfish, python-chess
+#   puzzles, tools, conversation: none beyond the server   search: bm25s   games: Stockfish, python-chess
 #   math: the sandbox (bubblewrap) and math-verify   web: Chromium and Playwright
 #   all: everything that installs on a CPU machine
 # The MATH envs read their data from ROLLGYM_DATA_DIR: mount it (-v /data:/data -e ROLLGYM_DATA_DIR=/data).
@@ -21,8 +21,8 @@ RUN set -eux; \
       games) packages="stockfish" ;; \
       math)  packages="bubblewrap" ;; \
       all)   packages="chromium fonts-dejavu-core stockfish bubblewrap" ;; \
-      puzzles|tools|search) packages="" ;; \
-      *) echo "Unknown FAMILY=$FAMILY; use puzzles, tools, search, games, math, web or all." >&2; exit 2 ;; \
+      puzzles|tools|conversation|search) packages="" ;; \
+      *) echo "Unknown FAMILY=$FAMILY; use puzzles, tools, conversation, search, games, math, web or all." >&2; exit 2 ;; \
     esac; \
     apt-get update; \
     apt-get install -y --no-install-recommends curl $packages; \
@@ -35,7 +35,7 @@ COPY rollgym_verifiers ./rollgym_verifiers
 
 RUN set -eux; \
     case "$FAMILY" in \
-      puzzles|tools) extras="serve,mcp" ;; \
+      puzzles|tools|conversation) extras="serve,mcp" ;; \
       search) extras="serve,mcp,search" ;; \
       games)  extras="serve,games" ;; \
       math)   extras="serve,mcp,math" ;; \

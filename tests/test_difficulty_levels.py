@@ -89,7 +89,8 @@ def test_every_ladder_is_valid(env_id: str, request: pytest.FixtureRequest) -> N
 
 
 @pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku-v0", "Sudoku4x4-v0", "Search-v1", "SearchQA-v1",
-                                    "ToolWorld-v1", "ToolGen-v0", "CodeGen-v0", "ConnectFour-v0", "MATH500-v1"])
+                                    "ToolWorld-v1", "ToolGen-v0", "CodeGen-v0", "ConnectFour-v0", "MATH500-v1",
+                                    "UserSim-v0"])
 def test_reset_draws_each_level_and_says_so(env_id: str, request: pytest.FixtureRequest) -> None:
     env, _ = _make(env_id, request)
     try:
@@ -109,7 +110,8 @@ def test_reset_draws_each_level_and_says_so(env_id: str, request: pytest.Fixture
         env.close()
 
 
-@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku6x6-v0", "Search-v1", "ToolWorld-v1", "ToolGen-v0"])
+@pytest.mark.parametrize("env_id", ["Countdown-v0", "Sudoku6x6-v0", "Search-v1", "ToolWorld-v1", "ToolGen-v0",
+                                    "UserSim-v0"])
 def test_the_oracle_solves_every_level(env_id: str, request: pytest.FixtureRequest) -> None:
     from rollgym.agents import OracleAgent
 

@@ -12,6 +12,7 @@ from rollgym.envs import (
     search,  # noqa: F401  (Search-v1, SearchQA-v1)
     sudoku,  # noqa: F401  (Sudoku-v0, Sudoku4x4-v0, Sudoku6x6-v0)
     tools,  # noqa: F401  (ToolWorld-v1, its scenario ids and their -v0s)
+    usersim,  # noqa: F401  (UserSim-v0)
     web,  # noqa: F401  (WebShop-v2, WebForum-v2, WebTravel-v2, WebGym-v2 and their older versions)
     worldmodel,  # noqa: F401  (WorldModel-v0)
 )
