@@ -9,7 +9,9 @@ exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
 - ``dynamic``: no filter / filter only / DAPO refill at the same rollout budget;
 - ``worldmodel``: reward fine-tune against the L1-on-own-rollouts control;
 - ``april``: synchronous against partial rollouts, accuracy against wall time with re-sent prefixes charged;
-- ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO.
+- ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO;
+- ``branching``: independent rollouts against entropy-forked and randomly forked tree rollouts (ECHO-style) at the
+  same token budget per task (Countdown, tiny model).
 
 Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/NAME.json``, the plot in
 ``docs/img/`` and the table in ``docs/experiments.md``.

@@ -426,6 +426,7 @@ EXPERIMENTS: dict[str, str] = {
     "worldmodel": "rollgym.train.experiments.worldmodel",
     "april": "rollgym.train.experiments.april",
     "generalization": "rollgym.train.experiments.generalization",
+    "branching": "rollgym.train.experiments.branching",
 }
 """Every experiment's module by name. They are imported by name only when asked for (:func:`get`): each
 imports this runner, which imports none of them, so the package's imports run one way."""
