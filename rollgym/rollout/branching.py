@@ -24,6 +24,10 @@ what follows. This module gives the pieces:
   at least ``min_gap`` tokens apart so that one run of uncertain tokens cannot take the
   whole budget (ECHO's "rollout collapse").
 - :func:`agrow_tree`: roots, then forks at the selected points, until a token budget is spent.
+- ReSum-style branches: ``Branch.fork(injected_ids=...)`` continues a reply after tokens the
+  policy did not sample (a summarization phrase injected at a fork point); they are masked.
+  ReSum's other branch, one that suppresses a phrase the model did sample, needs a logit
+  bias the backends do not take and is not provided.
 
 Branch trajectories record ``parent_id``, ``fork_turn``, ``fork_token`` and
 ``shared_tokens`` (see :class:`~rollgym.rollout.types.Trajectory`). **Loss-mask choice:**
@@ -206,6 +210,7 @@ class Branch:
         self.traj_id, self.group_id = traj_id, group_id
         self.parent_id, self.fork_point = parent_id, fork_point
         self._prefix: tuple[list[int], list[float], list[float]] | None = None
+        self.injected = 0
 
     @classmethod
     def start(cls, env: Any, agent: Any, *, seed: int | None, agent_seed: int | None = None, env_id: str = "",
@@ -235,12 +240,15 @@ class Branch:
         return len(self.episode.turns)
 
     def fork(self, *, agent_seed: int | None, traj_id: str, prefix_ids: Sequence[int] = (),
-             prefix_logprobs: Sequence[float] = (), prefix_entropies: Sequence[float] = ()) -> Branch:
+             prefix_logprobs: Sequence[float] = (), prefix_entropies: Sequence[float] = (),
+             injected_ids: Sequence[int] = ()) -> Branch:
         """A copy of this episode, before its next reply, that continues on its own.
 
         ``agent_seed`` seeds the branch's sampling. ``prefix_ids`` are the first tokens of the
         branch's next reply (a fork inside a reply), with the logprobs and entropies they were
         sampled with; they need an agent that works in tokens (:class:`~rollgym.agents.chat.ChatAgent`).
+        ``injected_ids`` follow them: tokens the policy did not sample (ReSum's injected summarization
+        phrase), masked like the shared prefix and counted in ``metrics["injected_tokens"]``.
         Raises :class:`NotForkable` when the env cannot be copied.
         """
         if self.done:
@@ -254,12 +262,15 @@ class Branch:
         ep.task = self.episode.task
         child = Branch(env, agent, ep, seed=self.seed, env_id=self.env_id, traj_id=traj_id, group_id=self.group_id,
                        parent_id=self.traj_id, fork_point=ForkPoint(self.turn, len(prefix_ids)))
-        if prefix_ids:
+        if prefix_ids or injected_ids:
             aact = getattr(agent, "aact", None)
             if not callable(aact) or "prefix_ids" not in inspect.signature(aact).parameters:
                 raise NotForkable(f"{type(agent).__name__} cannot continue a reply from a token prefix; fork at a "
                                   "turn instead, or use a ChatAgent with a tokenizer.")
-            child._prefix = (list(prefix_ids), list(prefix_logprobs), list(prefix_entropies))
+            logprobs = list(prefix_logprobs) + [0.0] * len(injected_ids) if prefix_logprobs or not prefix_ids else []
+            entropies = list(prefix_entropies) if not injected_ids else []
+            child._prefix = (list(prefix_ids) + list(injected_ids), logprobs, entropies)
+            child.injected = len(injected_ids)
         return child
 
     async def aact(self) -> None:
@@ -318,8 +329,11 @@ class Branch:
             shared = sum(len(t.output_ids) + len(t.obs_ids) for t in traj.turns[:point.turn]) + point.token
         shared = min(shared, len(traj.completion_ids))
         traj.shared_tokens = shared
-        traj.loss_mask = [0] * shared + traj.loss_mask[shared:]
-        traj.logprobs = [0.0] * shared + traj.logprobs[shared:]
+        masked = min(shared + self.injected, len(traj.completion_ids))
+        traj.loss_mask = [0] * masked + traj.loss_mask[masked:]
+        traj.logprobs = [0.0] * masked + traj.logprobs[masked:]
+        if self.injected:
+            traj.metrics["injected_tokens"] = self.injected
         return traj
 
 

@@ -254,3 +254,25 @@ def test_candidates_come_from_entropies_or_surprisal() -> None:
     assert [p for p, _ in per_turn] == [ForkPoint(0, 0), ForkPoint(1, 0)]
     assert math.isclose(per_turn[0][1], 1.75) and math.isclose(per_turn[1][1], 0.8)
     assert select_forks(per_turn, 1) == [ForkPoint(0, 0)]
+
+
+def test_a_resum_branch_continues_after_an_injected_phrase_that_is_masked(tiny_backend: Any) -> None:
+    import asyncio
+
+    agent = ChatAgent(tiny_backend, SamplingParams(max_tokens=12))
+    root = Branch.start(rollgym.make("Countdown-v0"), agent, seed=4, agent_seed=1, traj_id="root")
+    snapshots: list[Branch] = []
+    parent = asyncio.run(root.aplay(snapshots=snapshots))
+    phrase = tiny_backend.tokenizer.encode(" think", add_special_tokens=False)
+    kept = parent.turns[0].output_ids[:2]
+    branch = snapshots[0].fork(agent_seed=9, traj_id="resum", prefix_ids=kept, injected_ids=phrase,
+                               prefix_logprobs=parent.turns[0].output_logprobs[:2])
+    traj = asyncio.run(branch.aplay())
+    n = len(phrase)
+    assert traj.completion_ids[:2] == kept and traj.completion_ids[2:2 + n] == phrase
+    assert (traj.shared_tokens, traj.fork_token, traj.metrics["injected_tokens"]) == (2, 2, n)
+    assert traj.loss_mask[:2 + n] == [0] * (2 + n) and traj.logprobs[:2 + n] == [0.0] * (2 + n)
+    assert sum(traj.loss_mask) == len(traj.turns[0].output_ids) - 2 - n > 0
+    again = tiny_backend.logprobs_of(traj.prompt_ids, traj.completion_ids)
+    own = [(a, b) for a, b, m in zip(again, traj.logprobs, traj.loss_mask) if m]
+    assert max(abs(a - b) for a, b in own) < 1e-4  # sampled after the phrase, exactly as recorded
