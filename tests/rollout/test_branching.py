@@ -276,3 +276,15 @@ def test_a_resum_branch_continues_after_an_injected_phrase_that_is_masked(tiny_b
     again = tiny_backend.logprobs_of(traj.prompt_ids, traj.completion_ids)
     own = [(a, b) for a, b, m in zip(again, traj.logprobs, traj.loss_mask) if m]
     assert max(abs(a - b) for a, b in own) < 1e-4  # sampled after the phrase, exactly as recorded
+
+
+def test_the_experiment_counts_rollouts_only_while_their_tokens_fit_the_budget() -> None:
+    from rollgym.train.experiments.branching import within_budget
+
+    def made(sampled: int) -> Trajectory:
+        return Trajectory("t", "g", 0, "Countdown-v0", None, None, completion_ids=[1] * 5,
+                          loss_mask=[0] * (5 - sampled) + [1] * sampled, logprobs=[0.0] * 5)
+
+    rollouts = [made(5), made(3), made(4), made(1)]
+    assert within_budget(rollouts, 12) == rollouts[:3]  # 5 + 3 + 4; the fourth would be the 13th token
+    assert within_budget(rollouts, 4) == []  # the first one alone is over: nothing counts
