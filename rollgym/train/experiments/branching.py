@@ -127,5 +127,9 @@ EXPERIMENT = Experiment(
           "cache serves it); every arm stops adding rollouts at the first one that would exceed it. Sampling at "
           "temperature 0.7 from the warm-up model, max 16 tokens a reply; entropies are the transformers "
           "backend's exact whole-vocabulary entropies of the raw next-token distribution. No training step: the "
-          "secondary columns say how many rollouts the budget bought and how many groups had a GRPO signal.",
+          "secondary columns say how many rollouts the budget bought and how many groups had a GRPO signal. "
+          "Spend: the trees used 89% (entropy) and 91% (random) of the 10,240-token budget per seed against 99.5% "
+          "for independent rollouts: a branch is forked again only after its own fork point, and a tree whose "
+          "newest branches have no such point left stops early, so part of the trees' lower pass@budget is fewer "
+          "tokens spent.",
 )
