@@ -90,6 +90,15 @@ class TurnRecord:
     finish_reason: str = "stop"
     text: str = ""
     output_versions: list[int] = field(default_factory=list)
+    output_entropies: list[float] = field(default_factory=list)
+
+    def copy(self) -> TurnRecord:
+        """A copy whose lists are its own (a forked agent's turns, see :meth:`ChatAgent.fork`)."""
+        return dataclasses.replace(
+            self, prompt_ids=list(self.prompt_ids), output_ids=list(self.output_ids),
+            output_logprobs=list(self.output_logprobs), obs_ids=list(self.obs_ids),
+            output_versions=list(self.output_versions), output_entropies=list(self.output_entropies),
+        )
 
 
 @dataclass
@@ -212,6 +221,7 @@ class ChatAgent:
         self.system_prompt = system_prompt
         self.observation_role = observation_role
         self._prompt_cache: PromptCache | None = None
+        self._prefix_scores: tuple[list[float], list[float]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.reset()
 
@@ -232,6 +242,27 @@ class ChatAgent:
         if self._prompt_cache is None or self._prompt_cache.tokenizer is not self.tokenizer:
             self._prompt_cache = PromptCache(self.tokenizer)
         return self._prompt_cache
+
+    def fork(self, seed: int | None = None) -> ChatAgent:
+        """A copy of this agent in the middle of its episode, for a branch that continues on its own.
+
+        The copy shares the backend and the prompt cache and owns copies of the conversation,
+        the token context and the turns, so the branch's tokens start exactly where this agent's
+        are (no re-rendering, no re-tokenizing) and nothing either one does later reaches the
+        other. ``seed`` seeds the branch's sampling from its next turn on (default: this agent's).
+        """
+        child = self.spawn()
+        child._prompt_cache = self._prompt_cache
+        child.seed = self.seed if seed is None else seed
+        child.messages = copy.deepcopy(self.messages)
+        child.tools = copy.deepcopy(self.tools)
+        child.context_ids = list(self.context_ids)
+        child._context_text = self._context_text
+        child.turns = [t.copy() for t in self.turns]
+        child.per_turn_rows = self.per_turn_rows
+        child.last_generation = self.last_generation
+        child.multimodal = self.multimodal
+        return child
 
     def reset(self, seed: int | None = None) -> None:
         """Forget the episode; ``seed`` seeds this episode's sampling."""
@@ -275,8 +306,14 @@ class ChatAgent:
                     if seen > self.max_images:
                         content[i] = {"type": "text", "text": OMITTED_IMAGE}
 
-    async def aact(self, observation: Any, info: dict[str, Any]) -> str:
-        """Add the observation to the conversation, sample one reply, and return its text."""
+    async def aact(self, observation: Any, info: dict[str, Any], *, prefix_ids: list[int] | None = None) -> str:
+        """Add the observation to the conversation, sample one reply, and return its text.
+
+        ``prefix_ids``, when given, are the first tokens of the reply, kept as they are (a branch forked
+        inside a reply, :mod:`rollgym.rollout.branching`): the model samples only what follows them,
+        within ``max_tokens`` in all, and the turn records the prefix with the logprobs and entropies
+        given to :meth:`set_prefix_scores` before the call (logprobs 0.0 and no entropies otherwise).
+        """
         content = self._content(observation)
         tokens = self.tokenizer is not None and not self.multimodal  # image turns go as messages
         if not self.messages:
@@ -293,28 +330,50 @@ class ChatAgent:
             if tokens:
                 self._append_observation()
         self._drop_old_images()
-        prefix = self.reply_prefix
-        if prefix and not tokens:
+        head = self.reply_prefix
+        if head and not tokens:
             raise ConfigError("reply_prefix works on text conversations only and this turn carries a screenshot; "
                               "use images='never' or drop reply_prefix.")
-        if prefix:
-            self._prefill(prefix)
+        if head:
+            self._prefill(head)
         sampling = self.sampling
         if self.seed is not None:
             sampling = dataclasses.replace(sampling, seed=(self.seed * 1_000_003 + len(self.turns)) % 2**63)
-        prompt: Any = list(self.context_ids) if tokens else list(self.messages)
+        prefix = list(prefix_ids or ())
+        if prefix:
+            if not tokens:
+                raise ConfigError("A reply can be continued from a token prefix only by an agent that works in "
+                                  "tokens (a tokenizer and no image turns).")
+            if len(prefix) >= sampling.max_tokens:
+                raise ConfigError(f"A token prefix of {len(prefix)} tokens leaves nothing to sample within "
+                                  f"max_tokens={sampling.max_tokens}.")
+            sampling = dataclasses.replace(sampling, max_tokens=sampling.max_tokens - len(prefix))
+        prompt: Any = list(self.context_ids) + prefix if tokens else list(self.messages)
         generation = (await self.backend.generate([prompt], sampling))[0]
+        if prefix:
+            scores = self._prefix_scores or ([0.0] * len(prefix), [])
+            self._prefix_scores = None
+            output = prefix + list(generation.token_ids)
+            entropies = (list(scores[1]) + list(generation.entropies)
+                         if len(scores[1]) == len(prefix) and len(generation.entropies) == len(generation.token_ids)
+                         else [])
+            generation = dataclasses.replace(
+                generation, token_ids=output, logprobs=list(scores[0]) + list(generation.logprobs),
+                text=self.tokenizer.decode(output, skip_special_tokens=True), entropies=entropies,
+                prompt_ids=list(self.context_ids), token_versions=[],
+            )
         self.last_generation = generation
         self.turns.append(TurnRecord(
             prompt_ids=list(self.context_ids) if tokens else list(generation.prompt_ids),
             output_ids=list(generation.token_ids), output_logprobs=list(generation.logprobs),
             policy_version=generation.policy_version, finish_reason=generation.finish_reason,
             text=generation.text, output_versions=list(generation.token_versions),
+            output_entropies=list(generation.entropies),
         ))
         if tokens:
             self.context_ids = self.context_ids + list(generation.token_ids)
-        self.messages.append({"role": "assistant", "content": prefix + generation.text})
-        return prefix + generation.text
+        self.messages.append({"role": "assistant", "content": head + generation.text})
+        return head + generation.text
 
     def _prefill(self, prefix: str) -> None:
         """Put ``reply_prefix``'s tokens at the end of the context: prompt tokens of the first turn, env tokens
@@ -324,6 +383,14 @@ class ChatAgent:
             self.turns[-1].obs_ids = self.turns[-1].obs_ids + prefix_ids
         self.context_ids = self.context_ids + prefix_ids
         self._context_text += prefix
+
+    def set_prefix_scores(self, logprobs: list[float], entropies: list[float]) -> None:
+        """The behaviour logprobs and entropies of the ``prefix_ids`` the next :meth:`aact` is given.
+
+        A branch forked inside a reply passes its parent's, so the kept tokens carry the numbers
+        they were sampled with (a trainer masks them in the branch; they are counted in the parent).
+        """
+        self._prefix_scores = (list(logprobs), list(entropies))
 
     def tokens_used(self) -> int:
         """Tokens after the first prompt so far: sampled and env tokens (the collector's token budget)."""

@@ -182,6 +182,12 @@ class Trajectory:
         messages: The chat transcript: ``{"role": "system"|"user"|"assistant", "content": str}``.
         info: The final step's ``info`` (``correct``, ``parsed``, ``error``, ...), JSON-safe.
         metrics: Measurements: ``num_turns``, ``agent_s``, ``env_s`` (seconds).
+        parent_id: For a branch of a tree rollout (:mod:`rollgym.rollout.branching`), the ``traj_id`` it
+            was forked from; ``None`` for an ordinary rollout (or a tree's root).
+        fork_turn: The turn the branch left its parent at (it redrew that turn's reply).
+        fork_token: How many tokens of that reply it kept from the parent (0: the whole reply redrawn).
+        shared_tokens: How many leading ``completion_ids`` it shares with its parent; ``loss_mask`` and
+            ``logprobs`` are 0 over them, so a shared token is trained once, in the parent.
     """
 
     traj_id: str
@@ -203,6 +209,10 @@ class Trajectory:
     messages: list[dict[str, str]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
+    parent_id: str | None = None
+    fork_turn: int | None = None
+    fork_token: int | None = None
+    shared_tokens: int = 0
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -235,8 +245,8 @@ class Trajectory:
         return self.info.get("correct") is True
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict of the trajectory (numpy values converted)."""
-        return {
+        """Return a JSON-ready dict of the trajectory (numpy values converted); branch fields only for branches."""
+        out = {
             "traj_id": self.traj_id,
             "group_id": self.group_id,
             "sample_idx": int(self.sample_idx),
@@ -257,6 +267,10 @@ class Trajectory:
             "info": to_jsonable(self.info),
             "metrics": to_jsonable(self.metrics),
         }
+        if self.parent_id is not None:
+            out |= {"parent_id": self.parent_id, "fork_turn": self.fork_turn, "fork_token": self.fork_token,
+                    "shared_tokens": int(self.shared_tokens)}
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
@@ -281,6 +295,10 @@ class Trajectory:
             messages=[dict(m) for m in data.get("messages") or []],
             info=dict(data.get("info") or {}),
             metrics=dict(data.get("metrics") or {}),
+            parent_id=None if data.get("parent_id") is None else str(data["parent_id"]),
+            fork_turn=None if data.get("fork_turn") is None else int(data["fork_turn"]),
+            fork_token=None if data.get("fork_token") is None else int(data["fork_token"]),
+            shared_tokens=int(data.get("shared_tokens") or 0),
         )
 
 

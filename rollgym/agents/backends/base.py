@@ -79,6 +79,10 @@ class Generation:
         token_versions: The weights version of each token, when they differ (a generation
             paused and resumed across an update, see :mod:`rollgym.rollout.partial`); empty
             when every token came from ``policy_version``, which is then the oldest version.
+        entropies: The entropy (nats) of the raw next-token distribution at each sampled position,
+            the same distribution ``logprobs`` come from; empty when the backend cannot report it
+            (only :class:`~rollgym.agents.backends.hf.TransformersBackend` does, exactly, over the
+            whole vocabulary). Branching rollouts (:mod:`rollgym.rollout.branching`) fork where it is high.
     """
 
     text: str
@@ -90,6 +94,7 @@ class Generation:
     error: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     token_versions: list[int] = field(default_factory=list)
+    entropies: list[float] = field(default_factory=list)
 
 
 @runtime_checkable

@@ -233,10 +233,12 @@ class TransformersBackend:
         past, logits = self._cache_of(out), out.logits[:, -1, :].float()
         tokens: list[list[int]] = [[] for _ in range(batch)]
         logps: list[list[float]] = [[] for _ in range(batch)]
+        entropies: list[list[float]] = [[] for _ in range(batch)]
         reasons: list[str | None] = [None] * batch
         eos = set(self.eos_ids)
         for step in range(sampling.max_tokens):
             raw = torch.log_softmax(logits, dim=-1)
+            entropy = -(raw.exp() * raw).nan_to_num().sum(dim=-1)  # of the raw distribution, as the logprobs
             chosen = self._choose(logits, sampling, uniforms[:, step].to(device))
             for i in range(batch):
                 if reasons[i] is not None:
@@ -244,6 +246,7 @@ class TransformersBackend:
                 tok = int(chosen[i])
                 tokens[i].append(tok)
                 logps[i].append(float(raw[i, tok]))
+                entropies[i].append(float(entropy[i]))
                 if tok in eos or (sampling.stop and self._hit_stop(tokens[i], sampling.stop)):
                     reasons[i] = "stop"
             if all(r is not None for r in reasons):
@@ -263,6 +266,7 @@ class TransformersBackend:
                 finish_reason=reasons[i] or "length",
                 policy_version=self.policy_version,
                 prompt_ids=list(prompts[i]),
+                entropies=entropies[i],
             )
             for i in range(batch)
         ]

@@ -436,6 +436,7 @@ EXPERIMENTS: dict[str, str] = {
     "generalization": "rollgym.train.experiments.generalization",
     "realmodel": "rollgym.train.experiments.realmodel",
     "selfplay": "rollgym.train.experiments.selfplay",
+    "branching": "rollgym.train.experiments.branching",
 }
 """Every experiment's module by name. They are imported by name only when asked for (:func:`get`): each
 imports this runner, which imports none of them, so the package's imports run one way."""
