@@ -59,7 +59,7 @@ LEVEL_N2: dict[str, Any] = {"num_numbers": 2, "min_value": 1, "max_value": 20, "
 BASE: dict[str, Any] = {
     "model": MODEL, "env_id": "Countdown-v0", "env_kwargs": LEVEL_N2, "reply_prefix": "<answer>",
     "stop": ["</answer>"], "max_tokens": 24, "temperature": 0.7, "group_size": 4, "tasks_per_step": 6,
-    "learning_rate": 5e-5, "train_layers": 6, "grpo_steps": 36, "eval_every": 12, "eval_tasks": 96,
+    "learning_rate": 1.5e-4, "train_layers": 6, "grpo_steps": 24, "eval_every": 12, "eval_tasks": 96,
     "checkpoint_every": 4,
 }
 
