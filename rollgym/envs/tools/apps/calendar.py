@@ -26,7 +26,6 @@ Response = Literal["accepted", "declined", "tentative"]
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """The user's events over two months, dinners on past Fridays, and others' private events."""
-    conn.executescript(SCHEMA)
     others = gen.others()
 
     def add(owner: str, title: str, start: str, minutes: int, location: str, guests: list[str]) -> None:

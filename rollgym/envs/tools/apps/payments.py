@@ -26,7 +26,6 @@ RequestStatus = Literal["pending", "paid", "declined", "cancelled"]
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """Balances for everyone, the user's transfer history and open requests, and others' private ones."""
-    conn.executescript(SCHEMA)
     for person in gen.people:
         conn.execute("INSERT INTO accounts (owner, balance_cents) VALUES (?,?)",
                      (person.email, int(gen.rng.integers(200, 3000)) * 100 + int(gen.rng.integers(100))))
