@@ -271,6 +271,21 @@ def parse_time(value: str, name: str) -> str:
     raise ToolError("invalid_arguments", f"{name} must look like 2025-03-14 09:30, got {value[:40]!r}.")
 
 
+def time_window(column: str, **bounds: str | None) -> tuple[str, list[Any]]:
+    """The SQL conditions and parameters of an optional time window on ``column``.
+
+    ``bounds`` are the agent's arguments by name, at most one lower bound (inclusive) first, then at most one upper
+    bound (exclusive), e.g. ``time_window("start", start_after=a, start_before=b)``; ``None`` leaves a side open.
+    Each value is checked with :func:`parse_time`.
+    """
+    sql, params = "", []
+    for (name, value), op in zip(bounds.items(), (">=", "<")):
+        if value is not None:
+            sql += f" AND {column} {op} ?"
+            params.append(parse_time(value, name))
+    return sql, params
+
+
 def to_cents(amount: float, name: str = "amount") -> int:
     """Dollars to whole cents; amounts must be positive with at most two decimals."""
     if not 0 < amount <= 10**7:
