@@ -1,4 +1,10 @@
-"""The tool registry: every API operation of every app, defined once as a typed function.
+"""The app model of every tool env: apps (tables, seeded rows, typed tools), the episode session, the tool calls.
+
+ToolWorld's six hand-written apps and ToolGen's 256 generated apps are both :class:`App` s: the
+``CREATE TABLE`` statements of their tables, a ``populate`` function that draws their rows from a
+seed, and their tools, each a :class:`ToolSpec` (a typed function and its OpenAI schema).
+:meth:`App.build` makes the base database, :func:`copy_db` one episode's copy of it and
+:func:`base_snapshot` the state-diff grader's "before" state.
 
 An operation is a plain function whose first parameter is the episode's
 :class:`Session` (which user is acting, the clock, the app databases); the
@@ -19,6 +25,7 @@ from typing import Any
 
 from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
 from rollgym.core.toolschema import check_arguments, coerce_arguments, function_schema
+from rollgym.verifiers.statediff import Snapshot, snapshot
 
 MAX_PAGE_SIZE = 50
 TIME_FORMAT = "%Y-%m-%d %H:%M"
@@ -108,6 +115,49 @@ def tool(app: str, *, writes: bool) -> Callable[[Callable[..., Any]], Callable[.
         return fn
 
     return register
+
+
+def tools_of(app: str) -> dict[str, ToolSpec]:
+    """The registered operations of one hand-written app, by name, in registration order."""
+    return {name: spec for name, spec in REGISTRY.items() if spec.app == app}
+
+
+@dataclass(frozen=True)
+class App:
+    """One app of a tool world: its tables, how its rows are drawn, and its tools.
+
+    Attributes:
+        name: The app's id; its tables are named ``<name>.<table>`` in a state diff.
+        tables: The ``CREATE TABLE`` statements (an SQL script).
+        populate: ``populate(conn, source)`` fills the new tables from a seeded ``source`` (the hand-written
+            apps take a :class:`~rollgym.envs.tools.people.WorldGen`, the generated ones an RNG).
+        tools: The app's operations by name.
+    """
+
+    name: str
+    tables: str = field(repr=False)
+    populate: Callable[[sqlite3.Connection, Any], None] = field(repr=False)
+    tools: Mapping[str, ToolSpec] = field(repr=False)
+
+    def build(self, source: Any) -> sqlite3.Connection:
+        """A new in-memory base database: the tables, filled by ``populate`` from ``source``."""
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        conn.executescript(self.tables)
+        self.populate(conn, source)
+        conn.commit()
+        return conn
+
+
+def copy_db(base: sqlite3.Connection) -> sqlite3.Connection:
+    """A fresh in-memory copy of a base database, for one episode (SQLite's online backup)."""
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    base.backup(conn)
+    return conn
+
+
+def base_snapshot(base: sqlite3.Connection) -> Snapshot:
+    """The state-diff grader's snapshot of a base database (its "before" state)."""
+    return snapshot(lambda sql, params=(): base.execute(sql, params).fetchall())
 
 
 def tool_schemas(apps: Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -219,6 +269,21 @@ def parse_time(value: str, name: str) -> str:
         except ValueError:
             continue
     raise ToolError("invalid_arguments", f"{name} must look like 2025-03-14 09:30, got {value[:40]!r}.")
+
+
+def time_window(column: str, **bounds: str | None) -> tuple[str, list[Any]]:
+    """The SQL conditions and parameters of an optional time window on ``column``.
+
+    ``bounds`` are the agent's arguments by name, at most one lower bound (inclusive) first, then at most one upper
+    bound (exclusive), e.g. ``time_window("start", start_after=a, start_before=b)``; ``None`` leaves a side open.
+    Each value is checked with :func:`parse_time`.
+    """
+    sql, params = "", []
+    for (name, value), op in zip(bounds.items(), (">=", "<")):
+        if value is not None:
+            sql += f" AND {column} {op} ?"
+            params.append(parse_time(value, name))
+    return sql, params
 
 
 def to_cents(amount: float, name: str = "amount") -> int:

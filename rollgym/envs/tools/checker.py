@@ -24,11 +24,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from rollgym.core.task import Score
+from rollgym.envs.tools.api import base_snapshot
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_criteria
 from rollgym.verifiers.statediff import (
@@ -140,12 +142,15 @@ def _tolerated(version: int) -> list[Rule]:
     return [*rules, changed("email.mailbox", to={"is_read": 1}, note="reading marks mail read")]
 
 
-def expectation_rules(expectation: Expectation, version: int = 1) -> list[Rule]:
-    """The allow-list of a task: its required changes (``Expectation``) and the apps' tolerated side effects."""
+def required_rules(expectation: Expectation, companions: Callable[[str, str], set[str]] | None = None) -> list[Rule]:
+    """The rules of a task's required changes (``Expectation``), over tables named ``<app>.<table>``.
+
+    ``companions(app, table)`` names columns an asked-for update may change besides (a note's edit stamp).
+    """
     rules: list[Rule] = []
     for (app, table, row_id), fields in expectation.updates.items():
-        companions = {"updated_at"} if (app, table) == ("notes", "notes") and version >= 1 else set()
-        rules.append(changed(f"{app}.{table}", {"id": row_id}, to=fields, columns=companions, required=True,
+        also = companions(app, table) if companions is not None else set()
+        rules.append(changed(f"{app}.{table}", {"id": row_id}, to=fields, columns=also, required=True,
                              note=f"{app}.{table} row {row_id} was not changed as required"))
     for app, table, row_id in sorted(expectation.deletes):
         rules.append(deleted(f"{app}.{table}", {"id": row_id}, required=True,
@@ -153,52 +158,70 @@ def expectation_rules(expectation: Expectation, version: int = 1) -> list[Rule]:
     for app, table, fields in expectation.inserts:
         rules.append(added(f"{app}.{table}", fields, required=True,
                            note=f"no new {app}.{table} row matches {sorted(fields)}"))
-    return rules + _tolerated(version)
+    return rules
+
+
+def _note_stamp(app: str, table: str) -> set[str]:
+    return {"updated_at"} if (app, table) == ("notes", "notes") else set()
+
+
+def expectation_rules(expectation: Expectation, version: int = 1) -> list[Rule]:
+    """The allow-list of a task: its required changes (``Expectation``) and the apps' tolerated side effects."""
+    return required_rules(expectation, _note_stamp if version >= 1 else None) + _tolerated(version)
 
 
 def world_snapshots(world: World) -> dict[str, Snapshot]:
     """Snapshots of the base world's databases, read once per world (the base never changes)."""
     if not world.snapshots:
         for app, conn in world.dbs.items():
-            world.snapshots[app] = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall())
+            world.snapshots[app] = base_snapshot(conn)
     return world.snapshots
 
 
-def diff_world(world: World, after: dict[str, sqlite3.Connection],
+def diff_bases(bases: Mapping[str, Snapshot], after: Mapping[str, sqlite3.Connection],
                touched: set[tuple[str, str]] | None = None) -> StateDiff:
-    """Every row added, changed or deleted in any table of any app, between ``world`` and an episode's databases.
+    """Every row added, changed or deleted in any table of any app, between the apps' base snapshots and an
+    episode's databases; tables are named ``"<app>.<table>"``, e.g. ``"email.mailbox"``.
 
-    Tables are named ``"<app>.<table>"``, e.g. ``"email.mailbox"``. ``touched`` (an episode
-    :class:`~rollgym.envs.tools.api.Session`'s record of every ``(app, table)`` that an INSERT, UPDATE or DELETE
-    statement reached, kept by its SQLite authorizer, which sees every statement and forbids triggers) skips
-    reading tables that cannot have changed; ``None`` reads every table. Both give the same diff.
+    ``touched`` (an episode :class:`~rollgym.envs.tools.api.Session`'s record of every ``(app, table)`` that an
+    INSERT, UPDATE or DELETE statement reached, kept by its SQLite authorizer, which sees every statement and
+    forbids triggers) skips reading tables that cannot have changed; ``None`` reads every table. Both give the
+    same diff.
     """
     parts = []
-    for app, base in world_snapshots(world).items():
+    for app, base in bases.items():
         conn = after.get(app)
         if conn is None:
             parts.append(StateDiff({}, (f"the database of {app} is missing",)))
             continue
         tables = None if touched is None else {t for a, t in touched if a == app}
-        # the episode's connection denies PRAGMA (its authorizer), so the schema comes from the base world
+        # the episode's connection denies PRAGMA (its authorizer), so the schema comes from the base
         now = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall(), base.schema, tables)
         parts.append(diff_snapshots(base, now, prefix=f"{app}."))
     return merge(parts)
 
 
-def rubric(expectation: Expectation, version: int = 1) -> Rubric:
-    """The task's criteria: the required changes, the answer (for questions) and the whole-world gate.
+def diff_world(world: World, after: dict[str, sqlite3.Connection],
+               touched: set[tuple[str, str]] | None = None) -> StateDiff:
+    """The diff of every app of ``world`` against an episode's databases (see :func:`diff_bases`)."""
+    return diff_bases(world_snapshots(world), after, touched)
 
-    ToolWorld keeps binary rewards: 1.0 when every criterion passes, else 0.0.
-    """
-    rules = expectation_rules(expectation, version)
-    criteria = state_criteria(rules, goal="required_changes", gate=GATE,
-                              gate_description="no row of any app changed beyond what the task asks or tolerates")
+
+def expectation_rubric(expectation: Expectation, rules: list[Rule], gate_description: str) -> Rubric:
+    """The criteria of a task: ``required_changes`` (from ``rules``), the ``answer`` for questions, and the
+    whole-world gate :data:`GATE`. Binary: 1.0 when every criterion passes, else 0.0."""
+    criteria = state_criteria(rules, goal="required_changes", gate=GATE, gate_description=gate_description)
     if expectation.answer_kind != "none":
         kind, value = expectation.answer_kind, expectation.answer
         criteria.insert(1, Criterion("answer", 1.0, lambda ctx: check_answer(kind, value, ctx.answer),
                                      f"the answer states exactly the expected {kind}"))
     return Rubric(criteria, partial_credit=False, asks_answer=expectation.answer_kind != "none")
+
+
+def rubric(expectation: Expectation, version: int = 1) -> Rubric:
+    """The task's criteria: the required changes, the answer (for questions) and the whole-world gate."""
+    return expectation_rubric(expectation, expectation_rules(expectation, version),
+                              "no row of any app changed beyond what the task asks or tolerates")
 
 
 def grade(expectation: Expectation, diff: StateDiff, answer: str | None, version: int = 1) -> Score:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rollgym.core.difficulty import Difficulty, Level
-from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
-from rollgym.envs.tools.api import Session, call_tool, run_turn, tool_schemas
+from rollgym.envs.tools.api import Session, call_tool, tool_schemas
 from rollgym.envs.tools.checker import diff_world, grade, legacy_verdict
+from rollgym.envs.tools.episode import ToolEpisodeEnv, check_limits
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import VERSIONS
 from rollgym.envs.tools.tasks.source import toolworld_difficulty
@@ -44,7 +43,7 @@ def evaluate_session(task: Task, session: Session, answer: str | None = None, ve
     return grade(expectation, diff_world(world, session.dbs, session.touched), given, version)
 
 
-class ToolWorldEnv(TextEnv):
+class ToolWorldEnv(ToolEpisodeEnv):
     """Do a user's errands with the APIs of six apps that share one world of people.
 
     ## Description
@@ -119,10 +118,7 @@ class ToolWorldEnv(TextEnv):
     ) -> None:
         if version not in VERSIONS:
             raise ConfigError(f"version must be one of {list(VERSIONS)}, got {version!r}.")
-        for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
-                            ("max_calls_per_turn", max_calls_per_turn)):
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        check_limits(max_turns=max_turns, max_calls=max_calls, max_calls_per_turn=max_calls_per_turn)
         if scenario is not None:
             families = sorted({t.scenario for t in TEMPLATES.values()})
             if scenario not in families:
@@ -132,20 +128,8 @@ class ToolWorldEnv(TextEnv):
             templates = chosen
         self.version = version
         self._templates = templates
-        self._max_observation = 400_000
-        super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
-        self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
-        self._tools = tool_schemas()
-        self._tools_json = json.dumps(self._tools)
-        self.session: Session | None = None
-        self.turn = 0
-        self.attempts = 0
-        self.episode_id = ""
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of every app's operations and of ``complete_task``."""
-        return self._tools
+        super().__init__(split, render_mode, max_turns, max_calls, max_calls_per_turn)
+        self._set_tools(tool_schemas())
 
     def _make_source(self, env_id: str) -> ToolTaskSource:
         return ToolTaskSource(self._templates, env_id=env_id, version=self.version)
@@ -164,56 +148,19 @@ class ToolWorldEnv(TextEnv):
         if task.meta.get("template") not in TEMPLATES or not isinstance(task.meta.get("world"), int):
             raise ConfigError("A ToolWorld task needs meta['template'] and meta['world']; pass a task made by "
                               "this env's source (ToolTaskSource) or use options={'task_index': i}.")
-        self._close_session()
-        self.session = new_session(task)
-        self.turn = self.attempts = 0
-        # unique among live episodes (instance address) yet the same after reset(seed=s) of one instance
-        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
-        return task.prompt
+        return self._begin(task)
 
-    def _close_session(self) -> None:
-        if self.session is not None:
-            for conn in self.session.dbs.values():
-                conn.close()
-            self.session = None
+    def _new_session(self, task: Task) -> Session:
+        return new_session(task)
 
-    def _advance(self, action: str) -> StepResult:
-        assert self.session is not None and self.task is not None
-        self.turn += 1
-        session = self.session
-        observation, self.attempts = run_turn(
-            action, session, lambda name, arguments: call_tool(session, name, arguments),
-            attempts=self.attempts, max_calls_per_turn=self.max_calls_per_turn, max_calls=self.max_calls,
-            max_observation=self._max_observation)
-        info = self._step_info()
-        if self.session.completed:
-            score = self.evaluate()
-            info.update(score.to_info(), verdict=legacy_verdict(score), answer=self.session.answer)
-            return observation, score.reward, True, False, info
-        if self.turn >= self.max_turns or self.attempts >= self.max_calls:
-            graded = self.evaluate()
-            # the state is graded and reported, but an episode that never called complete_task is not solved
-            score = Score(0.0, False, None, "not_completed", {**graded.details, "completed": False})
-            info.update(score.to_info(), verdict=legacy_verdict(score), answer=None,
-                        truncated_by="turn or call limit")
-            return observation, 0.0, False, True, info
-        return observation, 0.0, False, False, info
+    def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        assert self.session is not None
+        return call_tool(self.session, name, arguments)
+
+    def _terminal_info(self, score: Score) -> dict[str, Any]:
+        return {"verdict": legacy_verdict(score)}
 
     def evaluate(self) -> Score:
         """Grade the current state against the task (also usable before ``complete_task``)."""
         assert self.session is not None and self.task is not None
         return evaluate_session(self.task, self.session, version=self.version)
-
-    def _step_info(self) -> dict[str, Any]:
-        return {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}
-
-    def _common_info(self) -> dict[str, Any]:
-        info = super()._common_info()
-        # fresh nested objects on every call: callers keep infos, and the env checker rejects shared ones
-        info["task_meta"] = json.loads(json.dumps(info["task_meta"]))
-        info["tools"] = json.loads(self._tools_json)
-        return {**info, "turn": self.turn, "episode_id": self.episode_id}
-
-    def close(self) -> None:
-        self._close_session()
-        super().close()

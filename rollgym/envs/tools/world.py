@@ -1,4 +1,8 @@
-"""The simulated world: seeded people and one SQLite database per app.
+"""The simulated world: seeded people and one SQLite database per hand-written app.
+
+The six apps are :class:`~rollgym.envs.tools.api.App` s, the model ToolGen's generated apps share:
+each app module holds the data (``SCHEMA``, its tables) and the code (``populate`` and its
+``@tool`` operations) that :data:`APPS` puts together.
 
 :func:`build_world` generates everything from a seed (people, messages,
 events, balances, orders) into in-memory databases; :func:`base_world` builds
@@ -12,7 +16,6 @@ tool.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -20,13 +23,18 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.envs.tools.api import App, copy_db, tools_of
 from rollgym.envs.tools.apps import calendar, contacts, email, notes, payments, shopping
 from rollgym.envs.tools.people import FIRST_NAMES, LAST_NAMES, N_PEOPLE, Person, WorldGen
 
-__all__ = ["APP_NAMES", "FIRST_NAMES", "LAST_NAMES", "N_PEOPLE", "Person", "World", "WorldGen", "base_world",
+__all__ = ["APPS", "APP_NAMES", "FIRST_NAMES", "LAST_NAMES", "N_PEOPLE", "Person", "World", "WorldGen", "base_world",
            "build_world"]
 
-APP_NAMES = ("contacts", "email", "calendar", "payments", "notes", "shopping")
+APPS = tuple(App(module.__name__.rpartition(".")[2], module.SCHEMA, module.populate,
+                 tools_of(module.__name__.rpartition(".")[2]))
+             for module in (contacts, email, calendar, payments, notes, shopping))
+"""The six apps, in the order their databases are built (each draws its rows from its own seed stream)."""
+APP_NAMES = tuple(app.name for app in APPS)
 
 
 @dataclass
@@ -44,12 +52,7 @@ class World:
 
     def copy(self) -> dict[str, sqlite3.Connection]:
         """Fresh in-memory copies of every app database, for one episode."""
-        copies = {}
-        for app, base in self.dbs.items():
-            conn = sqlite3.connect(":memory:", check_same_thread=False)
-            base.backup(conn)
-            copies[app] = conn
-        return copies
+        return {app: copy_db(base) for app, base in self.dbs.items()}
 
     def table(self, app: str, table: str) -> dict[int, tuple[Any, ...]]:
         """Every row of a base table by id (cached: the base world never changes)."""
@@ -79,12 +82,6 @@ def _people(rng: np.random.Generator) -> list[Person]:
     return people
 
 
-def _populators() -> dict[str, Callable[[sqlite3.Connection, WorldGen], None]]:
-    modules = {"contacts": contacts, "email": email, "calendar": calendar, "payments": payments,
-               "notes": notes, "shopping": shopping}
-    return {name: module.populate for name, module in modules.items()}
-
-
 def build_world(seed: int) -> World:
     """Generate the world of ``seed`` from scratch (tens of milliseconds); prefer :func:`base_world`."""
     root = np.random.SeedSequence(entropy=[int(seed), 0x70015])
@@ -93,12 +90,9 @@ def build_world(seed: int) -> World:
     start = datetime(2025, 1, 6, 9, 0) + timedelta(days=int(rng.integers(0, 300)))
     now = start.replace(hour=int(rng.integers(8, 11)), minute=0)
     dbs = {}
-    for index, (app, populate) in enumerate(_populators().items()):
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
+    for index, app in enumerate(APPS):
         app_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(seed), 0x70015, index + 1])))
-        populate(conn, WorldGen(app_rng, people, people[0], now))
-        conn.commit()
-        dbs[app] = conn
+        dbs[app.name] = app.build(WorldGen(app_rng, people, people[0], now))
     return World(seed, now, people, people[0], dbs)
 
 

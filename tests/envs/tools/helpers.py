@@ -58,3 +58,15 @@ DAMAGES = ["delete_contact", "trash_email", "stray_transfer", "stray_note", "ret
 def fresh(task: Task) -> Session:
     """A new episode state for a task."""
     return new_session(task)
+
+
+def play(env: Any, agent: Any, options: dict[str, Any] | None = None, seed: int = 0,
+         max_steps: int = 200) -> tuple[float, bool, bool, dict[str, Any]]:
+    """Play one episode of ``env`` with ``agent`` to its end: ``(reward, terminated, truncated, info)``."""
+    obs, info = env.reset(seed=seed, options=options)
+    agent.reset(seed)
+    for _ in range(max_steps):
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        if terminated or truncated:
+            return reward, terminated, truncated, info
+    raise AssertionError("the episode did not end")

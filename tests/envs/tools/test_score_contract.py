@@ -10,18 +10,10 @@ import pytest
 import rollgym
 from rollgym.agents.base import OracleAgent, RandomAgent
 
+from .helpers import play
+
 # ToolWorld's ids; the generated apps' ToolGen ids keep the same contract in test_toolgen_env.py
 TOOL_IDS = [info.id for info in rollgym.list_envs() if info.family == "tools" and info.id.startswith("ToolWorld")]
-
-
-def _finish(env: Any, agent: Any, seed: int, max_steps: int = 60) -> tuple[float, bool, bool, dict[str, Any]]:
-    obs, info = env.reset(seed=seed)
-    agent.reset(seed)
-    for _ in range(max_steps):
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        if terminated or truncated:
-            return reward, terminated, truncated, info
-    raise AssertionError("the episode did not end")
 
 
 def _check_score_fields(reward: float, info: dict[str, Any]) -> None:
@@ -45,12 +37,12 @@ def test_every_tool_id_is_listed():
 @pytest.mark.parametrize("env_id", TOOL_IDS)
 def test_oracle_and_random_episodes_end_with_score_fields(env_id):
     env = gym.make(env_id)
-    reward, terminated, _, info = _finish(env, OracleAgent(), seed=3)
+    reward, terminated, _, info = play(env, OracleAgent(), seed=3, max_steps=60)
     _check_score_fields(reward, info)
     assert terminated and info["correct"] is True and info["error"] is None
     env.close()
     env = gym.make(env_id, max_turns=8)
-    reward, terminated, truncated, info = _finish(env, RandomAgent(7), seed=4)
+    reward, terminated, truncated, info = play(env, RandomAgent(7), seed=4, max_steps=60)
     _check_score_fields(reward, info)
     if truncated:
         assert info["correct"] is False and info["error"] == "not_completed" and info["details"]["completed"] is False

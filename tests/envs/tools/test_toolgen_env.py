@@ -20,19 +20,10 @@ from rollgym.envs.tools.checker import GATE
 from rollgym.envs.tools.generated import SCENARIO_IDS, catalog
 from rollgym.envs.tools.generated.policies import solve_every_template
 
+from .helpers import play
+
 IDS = ["ToolGen-v0", *SCENARIO_IDS.values()]
 SPLITS = ("train", "test", "test_unseen")
-
-
-def play(env: Any, agent: Any, options: dict[str, Any] | None = None, seed: int = 0,
-         max_steps: int = 200) -> tuple[float, bool, bool, dict[str, Any]]:
-    obs, info = env.reset(seed=seed, options=options)
-    agent.reset(seed)
-    for _ in range(max_steps):
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        if terminated or truncated:
-            return reward, terminated, truncated, info
-    raise AssertionError("the episode did not end")
 
 
 def _checked(env: Any) -> None:

@@ -143,3 +143,13 @@ def test_rollgym_list_stats_prints_the_counts():
     for key in ("generated_apps", "tools", "templates", "test_unseen_apps"):
         rows = [[c.strip() for c in x.split("│")] for x in done.stdout.split("generated worlds")[1].splitlines()]
         assert [r[3] for r in rows if len(r) > 3 and r[2] == key] == [f"{counts[key]:,}"], key
+
+
+def test_the_domain_vocabulary_is_pinned_by_its_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the spec hash covers code only: a domains.json that no longer matches DATA_SHA256 must not load
+    from rollgym.envs.tools.generated import domains
+
+    assert domains._load() == DOMAINS and len(DOMAINS) == 32
+    monkeypatch.setattr(domains, "DATA_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match="does not match DATA_SHA256"):
+        domains._load()

@@ -6,7 +6,7 @@ import sqlite3
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, like, page_of, parse_time, tool
+from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, like, page_of, parse_time, time_window, tool
 from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
@@ -26,7 +26,6 @@ Response = Literal["accepted", "declined", "tentative"]
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """The user's events over two months, dinners on past Fridays, and others' private events."""
-    conn.executescript(SCHEMA)
     others = gen.others()
 
     def add(owner: str, title: str, start: str, minutes: int, location: str, guests: list[str]) -> None:
@@ -111,12 +110,9 @@ def calendar_search(
     sql = f"SELECT {_COLUMNS} FROM events WHERE {_VISIBLE} AND (title LIKE ? ESCAPE '\\' OR " \
           "location LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')"
     params: list[Any] = [session.user, session.user, like(query), like(query), like(query)]
-    if start_after is not None:
-        sql += " AND start >= ?"
-        params.append(parse_time(start_after, "start_after"))
-    if start_before is not None:
-        sql += " AND start < ?"
-        params.append(parse_time(start_before, "start_before"))
+    window, bounds = time_window("start", start_after=start_after, start_before=start_before)
+    sql += window
+    params += bounds
     if attendee:
         sql += " AND (owner LIKE ? ESCAPE '\\' OR id IN (SELECT event_id FROM attendees " \
                "WHERE email LIKE ? ESCAPE '\\'))"

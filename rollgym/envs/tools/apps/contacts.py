@@ -20,7 +20,6 @@ Relationship = Literal["friend", "family", "coworker", "neighbor"]
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """Fill the address books: most people for the user, a few for some others."""
-    conn.executescript(SCHEMA)
     books = [(gen.me, gen.pick(gen.others(), 17))] + [(p, gen.pick([q for q in gen.people if q != p], 5))
                                                       for p in gen.others()[:6]]
     for owner, known in books:

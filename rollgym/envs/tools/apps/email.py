@@ -39,7 +39,6 @@ NEWS_SUBJECTS = ["Your weekly digest", "Flash sale ends tonight", "New classes t
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """Mail between the user and others, newsletters, and private mail among others."""
-    conn.executescript(SCHEMA)
     others = gen.others()
     for _ in range(150):
         kind = gen.rng.random()

@@ -27,7 +27,6 @@ LINES = ["- first item", "- call back on Monday", "- buy fresh basil", "- check 
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """The user's notes in five folders (some shared), and others' private notes (some shared with the user)."""
-    conn.executescript(SCHEMA)
     for folder, titles in FOLDERS.items():
         for title in titles:
             if gen.rng.random() < 0.85:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Literal
 
-from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, dollars, like, page_of, parse_time, to_cents, tool
+from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, dollars, like, page_of, time_window, to_cents, tool
 from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
@@ -26,7 +26,6 @@ RequestStatus = Literal["pending", "paid", "declined", "cancelled"]
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """Balances for everyone, the user's transfer history and open requests, and others' private ones."""
-    conn.executescript(SCHEMA)
     for person in gen.people:
         conn.execute("INSERT INTO accounts (owner, balance_cents) VALUES (?,?)",
                      (person.email, int(gen.rng.integers(200, 3000)) * 100 + int(gen.rng.integers(100))))
@@ -116,12 +115,9 @@ def payments_transfers(
     if person:
         sql += " AND (CASE WHEN sender = ? THEN receiver ELSE sender END) LIKE ? ESCAPE '\\'"
         params += [me, like(person.strip().lower())]
-    if since is not None:
-        sql += " AND created_at >= ?"
-        params.append(parse_time(since, "since"))
-    if until is not None:
-        sql += " AND created_at < ?"
-        params.append(parse_time(until, "until"))
+    window, bounds = time_window("created_at", since=since, until=until)
+    sql += window
+    params += bounds
     return page_of(session.db("payments"), sql + " ORDER BY created_at DESC, id DESC", params, page, page_size,
                    _transfer_row)
 

@@ -42,7 +42,6 @@ Category = Literal["kitchen", "electronics", "books", "outdoors", "home", "toys"
 
 def populate(conn: sqlite3.Connection, gen: WorldGen) -> None:
     """A catalogue with seeded prices and the order history of the user and some others."""
-    conn.executescript(SCHEMA)
     for category, names in CATALOGUE.items():
         for name in names:
             conn.execute("INSERT INTO products (name, category, price_cents, stock, rating) VALUES (?,?,?,?,?)",

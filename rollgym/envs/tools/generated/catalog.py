@@ -99,8 +99,8 @@ def app_ids(split: str | None = None) -> tuple[str, ...]:
 
 @cache
 def app(app_id: str) -> GenApp:
-    """The built app (base database), cached per process."""
-    return build_app(schema(app_id))
+    """The built app (base database and tools), cached per process."""
+    return build_app(schema(app_id), tools(app_id))
 
 
 @cache

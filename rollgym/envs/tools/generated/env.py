@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rollgym.core.difficulty import Difficulty, Level
-from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
-from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, run_turn
+from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec
 from rollgym.envs.tools.apps import supervisor as _supervisor  # noqa: F401  (registers complete_task)
+from rollgym.envs.tools.episode import ToolEpisodeEnv, check_limits
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.grading import diff_apps, grade
 from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of, kind_group, toolgen_difficulty
@@ -64,7 +63,7 @@ def evaluate_session(task: Task, session: Session, answer: str | None = None) ->
     return grade(expectation_of(task), diff_apps(task.meta["world"], session.dbs, session.touched), given)
 
 
-class ToolGenEnv(TextEnv):
+class ToolGenEnv(ToolEpisodeEnv):
     """Do tasks in generated business apps: CRUD, searches, aggregates and domain actions with preconditions.
 
     ## Description
@@ -124,35 +123,18 @@ class ToolGenEnv(TextEnv):
                  apps: list[str] | tuple[str, ...] | None = None, distractors: int = 1, max_turns: int = 30,
                  max_calls: int = 150, max_calls_per_turn: int = 16, render_mode: str | None = None,
                  kinds: list[str] | tuple[str, ...] | None = None, tool_schemas: str = "full") -> None:
-        for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
-                            ("max_calls_per_turn", max_calls_per_turn)):
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        check_limits(max_turns=max_turns, max_calls=max_calls, max_calls_per_turn=max_calls_per_turn)
         if split not in catalog.SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(catalog.SPLITS)}.")
         if tool_schemas not in TOOL_SCHEMAS:
             raise ConfigError(f"tool_schemas must be one of {', '.join(TOOL_SCHEMAS)}, got {tool_schemas!r}.")
         self.tool_schemas = tool_schemas
         self._source_args = (groups, apps, distractors, kinds)
-        self._max_observation = 400_000
-        super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
+        super().__init__(split, render_mode, max_turns, max_calls, max_calls_per_turn)
         source = self.source
         assert isinstance(source, ToolGenTaskSource)
         source.pool(split)  # an app outside the split is a mistake to report now, not at reset
-        self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
-        self.session: Session | None = None
         self._registry: dict[str, ToolSpec] = {}
-        self._tools_json = "[]"
-        self._tools: list[dict[str, Any]] = []
-        self.turn = 0
-        self.attempts = 0
-        self.episode_id = ""
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of the current world's tools and of ``complete_task`` (do not mutate; every
-        ``info`` gets its own copy)."""
-        return self._tools
 
     def _make_source(self, env_id: str) -> ToolGenTaskSource:
         groups, apps, distractors, kinds = self._source_args
@@ -175,54 +157,20 @@ class ToolGenEnv(TextEnv):
         if not isinstance(task.meta.get("template"), str) or not isinstance(task.meta.get("world"), list):
             raise ConfigError("A ToolGen task needs meta['template'] and meta['world']; pass a task made by this "
                               "env's source (ToolGenTaskSource) or use options={'task_index': i}.")
-        self._close_session()
-        self.session = new_session(task)
+        prompt = self._begin(task)
         self._registry = world_tools(task)
-        self._tools = [spec.schema if self.tool_schemas == "full" else compact_schema(spec.schema)
-                       for spec in self._registry.values()]
-        self._tools_json = json.dumps(self._tools)
-        self.turn = self.attempts = 0
-        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
-        return task.prompt
+        self._set_tools([spec.schema if self.tool_schemas == "full" else compact_schema(spec.schema)
+                         for spec in self._registry.values()])
+        return prompt
 
-    def _close_session(self) -> None:
-        if self.session is not None:
-            for conn in self.session.dbs.values():
-                conn.close()
-            self.session = None
+    def _new_session(self, task: Task) -> Session:
+        return new_session(task)
 
-    def _advance(self, action: str) -> StepResult:
-        assert self.session is not None and self.task is not None
-        self.turn += 1
-        session = self.session
-        observation, self.attempts = run_turn(
-            action, session, lambda name, arguments: call(session, self._registry, name, arguments),
-            attempts=self.attempts, max_calls_per_turn=self.max_calls_per_turn, max_calls=self.max_calls,
-            max_observation=self._max_observation)
-        info: dict[str, Any] = {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}
-        if self.session.completed:
-            score = self.evaluate()
-            info.update(score.to_info(), answer=self.session.answer)
-            return observation, score.reward, True, False, info
-        if self.turn >= self.max_turns or self.attempts >= self.max_calls:
-            graded = self.evaluate()
-            score = Score(0.0, False, None, "not_completed", {**graded.details, "completed": False})
-            info.update(score.to_info(), answer=None, truncated_by="turn or call limit")
-            return observation, 0.0, False, True, info
-        return observation, 0.0, False, False, info
+    def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        assert self.session is not None
+        return call(self.session, self._registry, name, arguments)
 
     def evaluate(self) -> Score:
         """Grade the current state against the task (also usable before ``complete_task``)."""
         assert self.session is not None and self.task is not None
         return evaluate_session(self.task, self.session)
-
-    def _common_info(self) -> dict[str, Any]:
-        info = super()._common_info()
-        info["task_meta"] = json.loads(json.dumps(info["task_meta"]))
-        if self.task is not None:
-            info["tools"] = json.loads(self._tools_json)
-        return {**info, "turn": self.turn, "episode_id": self.episode_id}
-
-    def close(self) -> None:
-        self._close_session()
-        super().close()

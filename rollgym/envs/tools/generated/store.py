@@ -1,5 +1,9 @@
 """A generated app's SQLite database: its tables from the schema and seeded rows, built once and copied per episode.
 
+A generated app is an :class:`~rollgym.envs.tools.api.App` like each hand-written ToolWorld app
+(:func:`app_model`): the ``CREATE TABLE`` statements drawn from its schema, a populate function
+and its typed tools.
+
 :func:`build_app` creates the tables of an :class:`~rollgym.envs.tools.generated.schema.AppSchema`
 (typed columns, ``NOT NULL``, ``UNIQUE``, ``CHECK`` on enums and references to other
 tables) in an in-memory database and fills them from a seed derived from the schema's
@@ -12,6 +16,7 @@ anything: :meth:`GenApp.copy` clones the base database with SQLite's online back
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -20,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from rollgym.core.seeding import stable_int
+from rollgym.envs.tools.api import App, ToolSpec, base_snapshot, copy_db
 from rollgym.envs.tools.generated.domains import PHRASES
 from rollgym.envs.tools.generated.schema import AppSchema, Entity, Field
 from rollgym.envs.tools.people import FIRST_NAMES, LAST_NAMES
-from rollgym.verifiers.statediff import Snapshot, snapshot
+from rollgym.verifiers.statediff import Snapshot
 
 NOW = datetime(2025, 6, 4, 9, 30)
 """The frozen clock of every generated app (a Wednesday)."""
@@ -90,6 +96,8 @@ class GenApp:
 
     schema: AppSchema
     db: sqlite3.Connection
+    model: App | None = field(default=None, repr=False)
+    """The app as an :class:`~rollgym.envs.tools.api.App` (tables, populate, tools)."""
     _snapshot: list[Snapshot] = field(default_factory=list, repr=False)
     _tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
@@ -113,14 +121,12 @@ class GenApp:
 
     def copy(self) -> sqlite3.Connection:
         """A fresh in-memory copy of the base database, for one episode."""
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.backup(conn)
-        return conn
+        return copy_db(self.db)
 
     def snapshot(self) -> Snapshot:
         """The grader's snapshot of the base database (read once)."""
         if not self._snapshot:
-            self._snapshot.append(snapshot(lambda sql, params=(): self.db.execute(sql, params).fetchall()))
+            self._snapshot.append(base_snapshot(self.db))
         return self._snapshot[0]
 
 
@@ -235,11 +241,13 @@ def _populate(conn: sqlite3.Connection, schema: AppSchema, rng: np.random.Genera
             _insert(conn, child, row)
 
 
-def build_app(schema: AppSchema) -> GenApp:
-    """Create and fill the base database of ``schema`` (a few milliseconds)."""
-    conn = sqlite3.connect(":memory:", check_same_thread=False)
-    for entity in schema.entities:
-        conn.execute(table_sql(schema, entity))
-    _populate(conn, schema, _data_rng(schema))
-    conn.commit()
-    return GenApp(schema, conn)
+def app_model(schema: AppSchema, tools: Mapping[str, ToolSpec]) -> App:
+    """The app in the model every tool env shares: its tables, its seeded rows and ``tools``."""
+    tables = ";\n".join(table_sql(schema, entity) for entity in schema.entities)
+    return App(schema.app_id, tables, lambda conn, rng: _populate(conn, schema, rng), tools)
+
+
+def build_app(schema: AppSchema, tools: Mapping[str, ToolSpec] | None = None) -> GenApp:
+    """Create and fill the base database of ``schema`` (a few milliseconds); ``tools`` are the app's tools."""
+    model = app_model(schema, tools or {})
+    return GenApp(schema, model.build(_data_rng(schema)), model)

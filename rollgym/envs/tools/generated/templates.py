@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rollgym.envs.tools.checker import AnswerKind, Expectation
+from rollgym.envs.tools.checker import AnswerKind
 from rollgym.envs.tools.generated.domains import PHRASES
 from rollgym.envs.tools.generated.schema import Action, AppSchema, Entity, Field
 from rollgym.envs.tools.generated.store import TODAY, GenApp, day
-from rollgym.envs.tools.tasks.base import Call, Params, Solution, call, every
+from rollgym.envs.tools.tasks.base import Call, Template, call, every
 
 Apps = dict[str, GenApp]
 Row = dict[str, Any]
@@ -35,33 +35,17 @@ GROUPS = ("lookup", "edit", "action", "chain", "cross_app")
 """Scenario groups of templates (one env id each)."""
 
 
-class GenTemplate:
-    """One kind of generated task on one target; subclasses set ``kind``, ``group`` and the four methods."""
+class GenTemplate(Template[Apps]):
+    """One kind of generated task on one target; subclasses set ``kind``, ``group`` and the four methods
+    (:class:`~rollgym.envs.tools.tasks.base.Template`'s, over the built apps by id)."""
 
     kind: ClassVar[str]
     group: ClassVar[str]
-    answer_kind: ClassVar[AnswerKind] = "none"
 
     def __init__(self, name: str, apps: tuple[str, ...], target: str) -> None:
         self.name = name
         self.apps = apps
         self.target = target
-
-    def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
-        """Public parameters of one task, or ``None`` when the apps offer no instance."""
-        raise NotImplementedError
-
-    def prompt(self, p: Params) -> str:
-        """The request, in words."""
-        raise NotImplementedError
-
-    def solve(self, p: Params) -> Solution:
-        """The reference solution through tool calls; returns the answer or ``None``."""
-        raise NotImplementedError
-
-    def expect(self, apps: Apps, p: Params) -> Expectation:
-        """The required end state and answer, from the base databases."""
-        raise NotImplementedError
 
 
 # -- words and values ------------------------------------------------------------------------------------

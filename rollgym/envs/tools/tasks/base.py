@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -23,26 +23,20 @@ Call = tuple[str, dict[str, Any]]
 Solution = Generator[Call, Any, str | None]
 Step = Generator[Call, Any, Any]
 Params = dict[str, Any]
+W = TypeVar("W")
 
 TEMPLATES: dict[str, TaskTemplate] = {}
 VERSIONS = (0, 1)
 """The ToolWorld task versions (``ToolWorld-v0``, ``ToolWorld-v1``)."""
 
 
-class TaskTemplate:
-    """One kind of task; subclasses set the class attributes and the four methods.
+class Template(Generic[W]):
+    """The model of every tool-env task template, hand-written or generated: four methods over the base state
+    ``W`` (ToolWorld's :class:`~rollgym.envs.tools.world.World`, ToolGen's built apps by id)."""
 
-    ``versions`` lists the ToolWorld versions whose task sources draw from the template: the v0 counting
-    questions (a small count is easy to guess) were replaced in v1 by questions that ask for the items.
-    """
-
-    name: ClassVar[str]
-    scenario: ClassVar[str]
-    apps: ClassVar[tuple[str, ...]]
     answer_kind: ClassVar[AnswerKind] = "none"
-    versions: ClassVar[tuple[int, ...]] = (0, 1)
 
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
+    def sample(self, world: W, rng: np.random.Generator) -> Params | None:
         """Parameters for one task in ``world``, or ``None`` when the world offers no instance."""
         raise NotImplementedError
 
@@ -54,9 +48,22 @@ class TaskTemplate:
         """The reference solution, through tool calls; returns the answer (or ``None``)."""
         raise NotImplementedError
 
-    def expect(self, world: World, p: Params) -> Expectation:
-        """The required end state and answer, computed from the base world."""
+    def expect(self, world: W, p: Params) -> Expectation:
+        """The required end state and answer, computed from the base state."""
         raise NotImplementedError
+
+
+class TaskTemplate(Template[World]):
+    """One kind of ToolWorld task; subclasses set the class attributes and the four methods.
+
+    ``versions`` lists the ToolWorld versions whose task sources draw from the template: the v0 counting
+    questions (a small count is easy to guess) were replaced in v1 by questions that ask for the items.
+    """
+
+    name: ClassVar[str]
+    scenario: ClassVar[str]
+    apps: ClassVar[tuple[str, ...]]
+    versions: ClassVar[tuple[int, ...]] = (0, 1)
 
 
 def register(cls: type[TaskTemplate]) -> type[TaskTemplate]:

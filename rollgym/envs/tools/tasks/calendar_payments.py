@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 import numpy as np
 
@@ -261,50 +262,52 @@ def _amount(rng: np.random.Generator) -> float:
     return round(int(rng.integers(5, 80)) + float(rng.choice([0, 0.25, 0.5, 0.75])), 2)
 
 
-@register
-class PaymentsSend(TaskTemplate):
-    name = "payments_send"
+class _ContactMoney(TaskTemplate):
+    """Send money to a contact, or ask one for money: one new row of ``payments.<table>``."""
+
     scenario = "payments"
     apps = ("contacts", "payments")
+    tool: ClassVar[str]
+    person: ClassVar[str]
+    """The tool's argument that names the other person."""
+    table: ClassVar[str]
+    columns: ClassVar[tuple[str, str]]
+    """The row's columns of the user and of the other person."""
+    extra: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """Further fixed columns of the row."""
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"name": choose(rng, contact_names(world)), "amount": _amount(rng), "note": choose(rng, NOTES)}
+
+    def solve(self, p: Params) -> Solution:
+        address = yield from contact_email(p["name"])
+        yield from call(self.tool, **{self.person: address}, amount=p["amount"], note=p["note"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        mine, theirs = self.columns
+        row = {mine: world.me.email, theirs: email_of(world, p["name"]), "amount_cents": round(p["amount"] * 100),
+               "note": p["note"], **dict(self.extra)}
+        return Expectation(inserts=[("payments", self.table, row)])
+
+
+@register
+class PaymentsSend(_ContactMoney):
+    name = "payments_send"
+    tool, person, table, columns = "payments_send", "to", "transfers", ("sender", "receiver")
 
     def prompt(self, p: Params) -> str:
         return f"Send {p['name']} ${p['amount']:.2f} with the note '{p['note']}'."
 
-    def solve(self, p: Params) -> Solution:
-        address = yield from contact_email(p["name"])
-        yield from call("payments_send", to=address, amount=p["amount"], note=p["note"])
-        return None
-
-    def expect(self, world: World, p: Params) -> Expectation:
-        row = {"sender": world.me.email, "receiver": email_of(world, p["name"]),
-               "amount_cents": round(p["amount"] * 100), "note": p["note"]}
-        return Expectation(inserts=[("payments", "transfers", row)])
-
 
 @register
-class PaymentsRequest(TaskTemplate):
+class PaymentsRequest(_ContactMoney):
     name = "payments_request"
-    scenario = "payments"
-    apps = ("contacts", "payments")
-
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        return {"name": choose(rng, contact_names(world)), "amount": _amount(rng), "note": choose(rng, NOTES)}
+    tool, person, table, columns = "payments_request", "from_person", "requests", ("requester", "payer")
+    extra = (("status", "pending"),)
 
     def prompt(self, p: Params) -> str:
         return f"Ask {p['name']} to pay me ${p['amount']:.2f} for '{p['note']}'."
-
-    def solve(self, p: Params) -> Solution:
-        address = yield from contact_email(p["name"])
-        yield from call("payments_request", from_person=address, amount=p["amount"], note=p["note"])
-        return None
-
-    def expect(self, world: World, p: Params) -> Expectation:
-        row = {"requester": world.me.email, "payer": email_of(world, p["name"]),
-               "amount_cents": round(p["amount"] * 100), "note": p["note"], "status": "pending"}
-        return Expectation(inserts=[("payments", "requests", row)])
 
 
 @register

@@ -10,6 +10,7 @@ from rollgym.envs.tools.checker import Expectation, contains, json_set
 from rollgym.envs.tools.tasks.base import (
     Params,
     Solution,
+    Step,
     TaskTemplate,
     call,
     choose,
@@ -35,17 +36,46 @@ def _last_dinner(world: World) -> tuple[int, str, str] | None:
     return (int(found[0][0]), str(found[0][1]), str(found[0][2])) if found else None
 
 
-@register
-class PayBackDinner(TaskTemplate):
-    name = "pay_back_dinner"
+def _last_dinner_day(world: World) -> str | None:
+    dinner = _last_dinner(world)
+    return None if dinner is None else dinner[2][:10]
+
+
+def _dinner_guests(world: World) -> list[str]:
+    dinner = _last_dinner(world)
+    assert dinner is not None
+    return [r[0] for r in rows(world, "calendar", "SELECT email FROM attendees WHERE event_id = ?", dinner[0])]
+
+
+def _my_dinner(day: str) -> Step:
+    """Find the user's own dinner event on ``day`` (a reference-solution step)."""
+    me = yield from call("whoami")
+    found = yield from call("calendar_search", query="Dinner", start_after=day,
+                            start_before=shift(day + " 00:00", 1440))
+    return next(e for e in found["results"] if e["owner"] == me["email"])
+
+
+class _AfterDinner(TaskTemplate):
+    """Settle the bill of the user's dinner last Friday with the other attendees (worlds without one are skipped)."""
+
     scenario = "cross_app"
     apps = ("calendar", "payments")
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        dinner = _last_dinner(world)
-        if dinner is None:
-            return None
-        return {"day": dinner[2][:10], "amount": float(rng.choice([12.5, 18.0, 22.75, 30.0, 35.5])),
+        day = _last_dinner_day(world)
+        return None if day is None else {"day": day, **self.draw(rng)}
+
+    def draw(self, rng: np.random.Generator) -> Params:
+        """The template's own parameters besides the day."""
+        raise NotImplementedError
+
+
+@register
+class PayBackDinner(_AfterDinner):
+    name = "pay_back_dinner"
+
+    def draw(self, rng: np.random.Generator) -> Params:
+        return {"amount": float(rng.choice([12.5, 18.0, 22.75, 30.0, 35.5])),
                 "note": choose(rng, ["Dinner", "Thanks for dinner", "My share of dinner"])}
 
     def prompt(self, p: Params) -> str:
@@ -53,18 +83,13 @@ class PayBackDinner(TaskTemplate):
                 f"them back ${p['amount']:.2f} with the note '{p['note']}'.")
 
     def solve(self, p: Params) -> Solution:
-        me = yield from call("whoami")
-        found = yield from call("calendar_search", query="Dinner", start_after=p["day"],
-                                start_before=shift(p["day"] + " 00:00", 1440))
-        dinner = next(e for e in found["results"] if e["owner"] == me["email"])
+        dinner = yield from _my_dinner(p["day"])
         for guest in dinner["attendees"]:
             yield from call("payments_send", to=guest["email"], amount=p["amount"], note=p["note"])
         return None
 
     def expect(self, world: World, p: Params) -> Expectation:
-        dinner = _last_dinner(world)
-        assert dinner is not None
-        guests = [r[0] for r in rows(world, "calendar", "SELECT email FROM attendees WHERE event_id = ?", dinner[0])]
+        guests = _dinner_guests(world)
         return Expectation(inserts=[("payments", "transfers", {
             "sender": world.me.email, "receiver": g, "amount_cents": round(p["amount"] * 100), "note": p["note"]})
             for g in guests])
@@ -233,16 +258,11 @@ class RefundAndTellSupport(TaskTemplate):
 
 
 @register
-class RequestSplitFromAttendees(TaskTemplate):
+class RequestSplitFromAttendees(_AfterDinner):
     name = "request_split_from_attendees"
-    scenario = "cross_app"
-    apps = ("calendar", "payments")
 
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        dinner = _last_dinner(world)
-        if dinner is None:
-            return None
-        return {"day": dinner[2][:10], "total": float(rng.choice([120.0, 150.0, 96.0, 210.0, 180.0]))}
+    def draw(self, rng: np.random.Generator) -> Params:
+        return {"total": float(rng.choice([120.0, 150.0, 96.0, 210.0, 180.0]))}
 
     def prompt(self, p: Params) -> str:
         return (f"I paid the whole bill of ${p['total']:.2f} for my dinner last Friday ({day_text(p['day'])}). "
@@ -250,19 +270,14 @@ class RequestSplitFromAttendees(TaskTemplate):
                 "their share (rounded to cents) with the note 'Dinner'.")
 
     def solve(self, p: Params) -> Solution:
-        me = yield from call("whoami")
-        found = yield from call("calendar_search", query="Dinner", start_after=p["day"],
-                                start_before=shift(p["day"] + " 00:00", 1440))
-        dinner = next(e for e in found["results"] if e["owner"] == me["email"])
+        dinner = yield from _my_dinner(p["day"])
         share = round(p["total"] / (len(dinner["attendees"]) + 1), 2)
         for guest in dinner["attendees"]:
             yield from call("payments_request", from_person=guest["email"], amount=share, note="Dinner")
         return None
 
     def expect(self, world: World, p: Params) -> Expectation:
-        dinner = _last_dinner(world)
-        assert dinner is not None
-        guests = [r[0] for r in rows(world, "calendar", "SELECT email FROM attendees WHERE event_id = ?", dinner[0])]
+        guests = _dinner_guests(world)
         cents = round(round(p["total"] / (len(guests) + 1), 2) * 100)
         return Expectation(inserts=[("payments", "requests", {
             "requester": world.me.email, "payer": g, "amount_cents": cents, "note": "Dinner", "status": "pending"})
