@@ -68,6 +68,11 @@ class SeatedGame(ABC):
                               f"got {illegal_move_policy!r}.")
         self.max_retries = max_retries
         self.illegal_move_policy = illegal_move_policy
+
+    def serve(self, env_id: str) -> None:
+        """Name the env this game plays for: the id its tasks and ``info`` carry. Each env builds its own
+        game (:meth:`SeatedTextEnv.new_game`), so a game is never shared between ids."""
+        self.env_id = env_id
         self.task: Task | None = None
         self._rng = np.random.default_rng(0)
         self._started = False
@@ -316,7 +321,7 @@ class SeatedTextEnv(TextEnv):
         self._opponent_name = opponent if isinstance(opponent, str) else getattr(opponent, "name", None)
         self._level_bots: dict[str, SeatBot] = {}
         super().__init__(split=split, render_mode=render_mode)
-        self.game.env_id = self.env_id
+        self.game.serve(self.env_id)
         self.agent_seat = 0
         self.system_prompt = self.game.system_prompt(0)
 
@@ -329,7 +334,7 @@ class SeatedTextEnv(TextEnv):
         """The bot a name such as ``"nash"`` stands for; raises :class:`ConfigError` for an unknown one."""
 
     def _make_source(self, env_id: str) -> _GameTasks:
-        self.game.env_id = env_id
+        self.game.serve(env_id)
         seats = self.game.num_seats
         fixed = self.agent_seat_option
         return _GameTasks(self.game, lambda index: index % seats if fixed is None else fixed)
@@ -344,7 +349,7 @@ class SeatedTextEnv(TextEnv):
         return Difficulty(self.levels, default=default, grows=self.levels_grow)
 
     def _level_source(self, env_id: str, level: Level) -> _GameTasks:
-        self.game.env_id = env_id
+        self.game.serve(env_id)
         seats = self.game.num_seats
         fixed = self.agent_seat_option
         return _GameTasks(self.game, lambda index: index % seats if fixed is None else fixed, level=level)
