@@ -78,9 +78,11 @@ class RealModel:
     """Where runs checkpoint: ``None`` for the cache (full runs); the quick form keeps them in its scratch folder."""
 
 
-def shaped_reward(text: str, reward: float | None, info: dict[str, Any]) -> float:
-    """The training reward of a reply: 1.0 when correct, else 0.1 for a closed answer block plus 0.4 x the overlap
-    of the numbers in it with the offered numbers (multiset intersection over the larger count); 0 without one."""
+def shaped_reward(text: str, reward: float | None, info: dict[str, Any], *, closed_bonus: float = 0.1,
+                  overlap_weight: float = 0.4) -> float:
+    """The training reward of a reply: 1.0 when correct, else ``closed_bonus`` for a closed answer block plus
+    ``overlap_weight`` x the overlap of the numbers in it with the offered numbers (multiset intersection over
+    the larger count); 0 without one. (Settings other than the defaults are search pilots, :func:`pilot`.)"""
     if reward is None:
         return 0.0
     if reward >= 1.0:
@@ -91,20 +93,24 @@ def shaped_reward(text: str, reward: float | None, info: dict[str, Any]) -> floa
     used = Counter(int(n) for n in re.findall(r"\d+", blocks[-1]))
     offered = Counter(int(n) for n in (info.get("task_meta") or {}).get("numbers") or ())
     larger = max(sum(used.values()), sum(offered.values()), 1)
-    return 0.1 + 0.4 * sum((used & offered).values()) / larger
+    return closed_bonus + overlap_weight * sum((used & offered).values()) / larger
 
 
-def shaped(traj: Trajectory) -> float:
+def _weights(config: dict[str, Any]) -> dict[str, float]:
+    return {k: config[k] for k in ("closed_bonus", "overlap_weight") if k in config}
+
+
+def shaped(traj: Trajectory, config: dict[str, Any] | None = None) -> float:
     """:func:`shaped_reward` of one rollout's reply."""
     replies = [m["content"] for m in traj.messages if m.get("role") == "assistant"]
-    return shaped_reward(replies[-1] if replies else "", traj.reward, traj.info)
+    return shaped_reward(replies[-1] if replies else "", traj.reward, traj.info, **_weights(config or {}))
 
 
-def reward_of_text(env: Any, task: Any, text: str) -> float:
+def reward_of_text(env: Any, task: Any, text: str, config: dict[str, Any] | None = None) -> float:
     """:func:`shaped_reward` of a reply given as text (the TRL arm scores its own completions with this)."""
     env.reset(options={"task": task})
     _, reward, _, _, info = env.step(text)
-    return shaped_reward(text, float(reward), info)
+    return shaped_reward(text, float(reward), info, **_weights(config or {}))
 
 
 def freeze_all_but_top(model: Any, layers: int) -> list[str]:
@@ -206,7 +212,7 @@ def step_groups(backend: Any, config: dict[str, Any], seed: int, step: int) -> l
     agent = agent_of(backend, config, temperature=config["temperature"], seed=sampling_seed)
     groups = play_groups(agent, config["env_id"], tasks, config["group_size"], env_kwargs=config["env_kwargs"],
                          max_turns=1, seed=sampling_seed, prefix=f"s{step}-g")
-    return [dataclasses.replace(g, trajectories=[dataclasses.replace(t, reward=shaped(t), info={
+    return [dataclasses.replace(g, trajectories=[dataclasses.replace(t, reward=shaped(t, config), info={
         **t.info, "env_reward": t.reward}) for t in g.trajectories]) for g in groups]
 
 
@@ -273,7 +279,7 @@ def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
         for stop in config["stop"]:
             if stop in text:
                 text = text[: text.index(stop) + len(stop)]
-        return reward_of_text(env, task, config["reply_prefix"] + text)
+        return reward_of_text(env, task, config["reply_prefix"] + text, config)
 
     try:
         out = run_trl_grpo(ctx.model, ctx.tokenizer, step_prompts=step_prompts, reward=reward,
@@ -289,13 +295,47 @@ def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
                      {"reward_curve": list(out.get("reward_mean", [])), "labels": labels})
 
 
+def label_measures(labels: dict[str, float] | None) -> dict[str, float]:
+    """Two held-out measures read off the reply labels: ``answer_block``, the share of replies with a closed
+    ``<answer>`` block (every label but ``no_answer``), and ``offered_numbers``, the share whose expression uses
+    exactly the offered numbers (``correct``, ``wrong`` or ``division_by_zero``)."""
+    labels = labels or {}
+    return {"answer_block": 1.0 - labels.get("no_answer", 0.0),
+            "offered_numbers": sum(labels.get(k, 0.0) for k in ("correct", "wrong", "division_by_zero"))}
+
+
 def run(ctx: RealModel, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
     if arm == "base":
-        return ArmResult(ctx.accuracy_base, {"grpo_steps": 0.0}, [(0.0, ctx.accuracy_base)],
-                         {"labels": ctx.extras_base})
-    if arm == "grpo":
-        return run_grpo(ctx, seed, config)
-    return run_trl(ctx, seed, config)
+        result = ArmResult(ctx.accuracy_base, {"grpo_steps": 0.0}, [(0.0, ctx.accuracy_base)],
+                           {"labels": ctx.extras_base})
+    elif arm == "grpo":
+        result = run_grpo(ctx, seed, config)
+    else:
+        result = run_trl(ctx, seed, config)
+    result.extras.update(label_measures(result.extras.get("labels")))
+    return result
+
+
+def pilot(overrides: dict[str, Any], seed: int = 0, out: str | Path | None = None) -> dict[str, Any]:
+    """One seed of rollgym's GRPO arm in another setting (a step of the search, not a committed arm).
+
+    ``overrides`` change the full settings (e.g. ``{"closed_bonus": 0.0, "overlap_weight": 0.5}``); the run
+    checkpoints and resumes like an arm. Returns, and writes to ``out`` as JSON, the settings, the untrained
+    model's measures, the run's held-out curve, its labels and its training rewards.
+    """
+    import tempfile
+
+    config = {**BASE, **overrides}
+    ctx = prepare(config, Path(tempfile.mkdtemp(prefix="rollgym-realmodel-pilot-")))
+    result = run_grpo(ctx, seed, config)
+    record = {"settings": config, "seed": seed, "base": {"accuracy": ctx.accuracy_base,
+                                                         **label_measures(ctx.extras_base)},
+              "after": {"accuracy": result.metric, **label_measures(result.extras.get("labels"))},
+              "curve": result.curve, "labels": result.extras.get("labels"), "cost": result.cost,
+              "reward_curve": result.extras.get("reward_curve")}
+    if out is not None:
+        Path(out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return record
 
 
 def warm_state(ctx: RealModel) -> dict[str, Any]:
@@ -339,6 +379,7 @@ EXPERIMENT = Experiment(
         "quick": {**BASE, "model": "tiny", "train_layers": 1, "grpo_steps": 2, "eval_every": 1, "eval_tasks": 4,
                   "tasks_per_step": 2, "group_size": 2, "max_tokens": 8, "checkpoint_every": 1},
     },
+    secondary=("answer_block", "offered_numbers"),
     seeds=3,
     quick_seeds=1,
     warm_state=warm_state,
