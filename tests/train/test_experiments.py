@@ -136,8 +136,8 @@ def test_committed_tables_are_what_the_runner_renders_from_the_committed_results
     data = json.loads(path.read_text())
     exp = get(data["experiment"])
     assert data["mode"] == "full" and data["config"] == exp.configs["full"]  # a full run of today's settings
-    # five paired seeds at least; the real-model experiment (an hour of CPU per trained seed) states three
-    assert data["n_seeds"] >= exp.seeds >= (3 if exp.name == "realmodel" else 5)
+    # five paired seeds at least; the real-model experiments (up to an hour of CPU per trained seed) state three
+    assert data["n_seeds"] >= exp.seeds >= (3 if exp.name.startswith("realmodel") else 5)
     assert data["arms_order"] == list(exp.arms)
     for arm in exp.arms:
         assert data["arms"][arm]["seeds"] == list(range(data["n_seeds"]))

@@ -10,7 +10,8 @@ exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
 - ``worldmodel``: reward fine-tune against the L1-on-own-rollouts control;
 - ``april``: synchronous against partial rollouts, accuracy against wall time with re-sent prefixes charged;
 - ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO;
-- ``realmodel``: a real model, SmolLM2-135M-Instruct, before and after GRPO on Countdown n2 (rollgym and TRL);
+- ``realmodel``: a real model, SmolLM2-135M-Instruct, before and after GRPO on Countdown n2;
+- ``realmodel-trl``: the same with TRL's ``GRPOTrainer`` driven by rollgym;
 - ``selfplay``: SPIRAL's role-conditioned advantages against per-seat GRPO, a tabular policy in Kuhn poker self-play.
 - ``branching``: independent rollouts against entropy-forked and randomly forked tree rollouts (ECHO-style) at the
   same token budget per task (Countdown, tiny model).

@@ -23,12 +23,15 @@ The setting below was found by that search (reported in docs/experiments.md):
   frozen; a partial fine-tune, chosen because a full backward pass over 30 blocks costs about 2.5x a
   forward on 2 cores).
 
-Arms: ``base`` (the untrained model's accuracy; the same on every seed), ``grpo`` (rollgym's
-:class:`~rollgym.train.grpo.GRPOTrainer`) and, when TRL is installed, ``trl`` (TRL's ``GRPOTrainer``
-through :func:`rollgym.train.adapters.trl.run_trl_grpo`, the same tasks, rewards, group size, learning
-rate and steps). Each seed draws its own training tasks and sampling seeds. A run checkpoints every
-``checkpoint_every`` steps under the cache (``~/.cache/rollgym/experiments/realmodel/<settings hash>/``) and resumes
-from there when interrupted; the runner keeps each finished (arm, seed) in the results file.
+Arms: ``base`` (the untrained model's accuracy; the same on every seed) and ``grpo`` (rollgym's
+:class:`~rollgym.train.grpo.GRPOTrainer`). The twin experiment ``realmodel-trl``
+(:mod:`rollgym.train.experiments.realmodel_trl`) runs ``trl``, TRL's ``GRPOTrainer`` through
+:func:`rollgym.train.adapters.trl.run_trl_grpo` on the same tasks, rewards, group size, learning rate and
+steps, with the same settings, so its runs pair with these seed by seed. Each seed draws its own
+training tasks and sampling seeds. A run checkpoints every ``checkpoint_every`` steps under the cache
+(``~/.cache/rollgym/experiments/realmodel/<settings hash>/``) and resumes from there when interrupted;
+the runner keeps each finished (arm, seed) in the results file. (The ``trl`` arm has no checkpoints: a
+TRL run that is interrupted starts again.)
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import time
 from collections import Counter
@@ -342,14 +344,6 @@ def warm_state(ctx: RealModel) -> dict[str, Any]:
     return ctx.start
 
 
-def _arms() -> tuple[str, ...]:
-    try:
-        from rollgym.train.adapters.trl import run_trl_grpo  # noqa: F401
-    except ImportError:
-        return ("base", "grpo")
-    return ("base", "grpo", "trl") if os.environ.get("ROLLGYM_REALMODEL_TRL", "1") != "0" else ("base", "grpo")
-
-
 def labels_table(runs: Sequence[dict[str, Any]]) -> str:
     """The share of each error label in the held-out replies, per arm (mean over seeds)."""
     arms: dict[str, list[dict[str, float]]] = {}
@@ -370,7 +364,7 @@ EXPERIMENT = Experiment(
     question="Does GRPO on rollgym's rewards raise a real small instruct model's held-out greedy accuracy, and do "
              "rollgym's trainer and TRL's agree?",
     metric="held-out greedy accuracy (strict env reward)",
-    arms=_arms(),
+    arms=("base", "grpo"),
     baseline="base",
     prepare=prepare,
     run=run,

@@ -435,6 +435,7 @@ EXPERIMENTS: dict[str, str] = {
     "april": "rollgym.train.experiments.april",
     "generalization": "rollgym.train.experiments.generalization",
     "realmodel": "rollgym.train.experiments.realmodel",
+    "realmodel-trl": "rollgym.train.experiments.realmodel_trl",
     "selfplay": "rollgym.train.experiments.selfplay",
     "branching": "rollgym.train.experiments.branching",
 }
