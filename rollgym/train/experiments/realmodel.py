@@ -301,7 +301,8 @@ def label_measures(labels: dict[str, float] | None) -> dict[str, float]:
     """Two held-out measures read off the reply labels: ``answer_block``, the share of replies with a closed
     ``<answer>`` block (every label but ``no_answer``), and ``offered_numbers``, the share whose expression uses
     exactly the offered numbers (``correct``, ``wrong`` or ``division_by_zero``)."""
-    labels = labels or {}
+    if not labels:
+        return {}  # nothing measured
     return {"answer_block": 1.0 - labels.get("no_answer", 0.0),
             "offered_numbers": sum(labels.get(k, 0.0) for k in ("correct", "wrong", "division_by_zero"))}
 
