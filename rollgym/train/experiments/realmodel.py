@@ -361,9 +361,9 @@ def labels_table(runs: Sequence[dict[str, Any]]) -> str:
 
 EXPERIMENT = Experiment(
     name="realmodel",
-    title="A real model learns: SmolLM2-135M-Instruct, GRPO on Countdown n2, on a CPU",
-    question="Does GRPO on rollgym's rewards raise a real small instruct model's held-out greedy accuracy, and do "
-             "rollgym's trainer and TRL's agree?",
+    title="A real model trained on a CPU: SmolLM2-135M-Instruct, GRPO on Countdown n2",
+    question="Does GRPO on rollgym's rewards, on a CPU, raise a real small instruct model's held-out greedy "
+             "accuracy, and what does it learn?",
     metric="held-out greedy accuracy (strict env reward)",
     arms=("base", "grpo"),
     baseline="base",
