@@ -104,3 +104,8 @@ def tiny_server(tiny_backend):
 
     with ModelServer(tiny_backend, model_name="tiny") as server:
         yield server
+
+
+#: Games where one episode can be lost by the best policy (chance, or a counterpart that decides): their oracle
+#: must beat the random agent on average instead of winning every episode.
+CHANCE_IDS = {"KuhnPoker-v0", "Negotiation-v0"}

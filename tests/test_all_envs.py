@@ -12,6 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rollgym
+from tests.conftest import CHANCE_IDS
 
 HEAVY_MODULES = ["torch", "transformers", "playwright", "chess", "sympy", "math_verify", "vllm", "ray",
                  "open_spiel", "datasets", "pettingzoo", "rich", "docker", "skimage"]
@@ -119,9 +120,6 @@ def test_a_random_episode_ends_with_the_score_fields(env_id):
     _assert_score_fields(env_id, reward, info)
 
 
-# Games where one episode can be lost by the best policy (chance, or a counterpart that decides): their oracle must
-# beat the random agent on average instead.
-CHANCE_IDS = {"KuhnPoker-v0", "Negotiation-v0"}
 
 
 @pytest.mark.parametrize("env_id", [i for i in CONTRACT_IDS if rollgym.env_info(i).oracle is not None])

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import rollgym
-from tests.conftest import REPO, SHARED_DATA, require_binary, require_module
+from tests.conftest import CHANCE_IDS, REPO, SHARED_DATA, require_binary, require_module
 
 HARNESS = Path(__file__).resolve().parent / "lifetime_harness.py"
 ROLLGYM = [sys.executable, "-m", "rollgym"]
@@ -112,7 +112,7 @@ def test_eval_with_the_reference_agent_exits_by_itself(env_id: str) -> None:
     assert_exited_cleanly(report)
     summary = json.loads(report["output"].strip().splitlines()[-1])
     assert summary["episodes"] == 1 and summary["failures"] == 0, summary
-    if agent == "oracle":
+    if agent == "oracle" and env_id not in CHANCE_IDS:  # the best play can lose one hand of a chance game
         assert summary["correct"] == 1, f"the oracle failed {env_id}: {summary}"
 
 
