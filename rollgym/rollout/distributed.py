@@ -324,7 +324,7 @@ def collect_ray(
                     size = min(MAX_BATCH, max(1, math.ceil(len(queue) / (2 * len(fleet.workers)))))
                     batch, queue = queue[:size], queue[size:]
                     submit(batch, worker)
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=NODE_POLL_S)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=max(NODE_POLL_S, 0.1))
             if not ready:
                 continue
             ref = ready[0]
