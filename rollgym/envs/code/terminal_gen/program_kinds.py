@@ -36,7 +36,9 @@ def script_stats(rng: np.random.Generator, level: int) -> Spec:
         return {"lines": text.count("\n"), "words": len(text.split()), "bytes": len(text.encode())}[metric]
 
     example = lines(rng, 2, 4)
-    hidden = [t for t in _hidden_texts(rng, level) if count(t) != count(example)] or [example + "extra line\n"]
+    hidden = _hidden_texts(rng, level)
+    while len({count(t) for t in hidden} - {count(example)}) < 2:  # no one constant passes the hidden runs
+        hidden = _hidden_texts(rng, level)
     checks = [runs(f"./{name} hidden_{i}.txt", str(count(t)), {f"hidden_{i}.txt": t}) for i, t in enumerate(hidden)]
     return spec("script_stats", "scripts", level,
                 f"Write an executable bash script {name} in the working folder that prints the number of {metric} in "
@@ -109,8 +111,9 @@ def count_failures(rng: np.random.Generator, level: int) -> Spec:
     """A script that runs every program in a folder and counts the failures."""
     name = pick(rng, ("runner.sh", "runall.sh", "batch.sh"))
     checks = []
-    for i in range(3):
-        codes = [int(rng.integers(0, 4)) for _ in range(int(rng.integers(1, 3 + level)))] + [0]
+    for i, failing in enumerate(rng.permutation(3) + int(rng.integers(0, level + 1))):  # a different count each
+        codes = [int(rng.integers(1, 4)) for _ in range(int(failing))] + [0] * int(rng.integers(1, 3 + level))
+        codes = [int(c) for c in rng.permutation(codes)]
         files = {f"jobs_{i}/job{j}.sh": f"#!/bin/bash\necho running {j}\nexit {c}\n" for j, c in enumerate(codes)}
         checks.append(runs(f"./{name} jobs_{i}", str(sum(c != 0 for c in codes)), files,
                            {p: 0o755 for p in files}))

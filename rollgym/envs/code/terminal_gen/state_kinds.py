@@ -134,7 +134,7 @@ def count_word(rng: np.random.Generator, level: int) -> Spec:
         folder = "data" if level < 2 or i % 2 else f"data/{pick(rng, ('old', 'extra', 'more'))}"
         files[f"{folder}/part{i}.txt"] = "".join(line(rng, int(rng.integers(1, 6)), vocabulary) + "\n"
                                                  for _ in range(int(rng.integers(2, 8))))
-    files[next(iter(files))] += f"{word}S {word.lower()}\n"  # counted by a substring search, not a word search
+    files[next(iter(files))] += f"{word}S {word.lower()}\n{pick(rng, WORDS)} {word}\n"  # a substring; one at least
     count = sum(word in ln.split() for c in files.values() for ln in c.splitlines())
     return spec("count_word", "text", level,
                 f"Count the lines, over every .txt file under data/ (subfolders included), that contain the word "
