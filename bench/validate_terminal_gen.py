@@ -60,17 +60,20 @@ def main() -> None:
             rows += part
             print(f"{len(rows)}/{len(items)} tasks, {sum(not r['valid'] for r in rows)} invalid, "
                   f"{time.perf_counter() - start:.0f} s", flush=True)
-    seconds = time.perf_counter() - start
+            report = _report(rows, len(items), time.perf_counter() - start, args.workers)
+            Path(args.out).write_text(json.dumps(report, indent=2, default=str) + "\n")  # so far, if cut short
+    print(json.dumps({k: v for k, v in report.items() if k != "failures"}, indent=2))
+
+
+def _report(rows: list[dict[str, Any]], planned: int, seconds: float, workers: int) -> dict[str, Any]:
     valid = [r for r in rows if r["valid"]]
-    report = {
-        "tasks": len(rows), "validated": len(valid), "distinct_contents": len({r["key"] for r in rows}),
-        "seconds": round(seconds, 1), "workers": args.workers, "load_average_1min": round(os.getloadavg()[0], 2),
+    return {
+        "planned": planned, "tasks": len(rows), "validated": len(valid),
+        "distinct_contents": len({r["key"] for r in rows}), "seconds": round(seconds, 1), "workers": workers,
+        "load_average_1min": round(os.getloadavg()[0], 2),
         "per_split": dict(Counter(r["split"] for r in valid)), "per_kind": dict(Counter(r["kind"] for r in valid)),
         "failures": [{k: r[k] for k in ("split", "index", "kind", "level", "why")} for r in rows if not r["valid"]],
     }
-    Path(args.out).write_text(json.dumps(report, indent=2, default=str) + "\n")
-    print(json.dumps({k: v for k, v in report.items() if k != "failures"}, indent=2))
-
 
 if __name__ == "__main__":
     main()

@@ -64,6 +64,8 @@ def _one(session: Session, check: Check, files: dict[str, bytes], modes: dict[st
         ok = mode & check["all"] == check["all"] and not mode & check["none"]
         return ok, f"{path} has mode {mode & 0o777:o}"
     if kind == "archive":
+        if path not in files:
+            return False, f"{path} is missing"
         ok, details = _archive_matches(files.get(path), check["members"])
         reason = details.get("reason") if isinstance(details, dict) else None
         return bool(ok), f"{path}: {reason or details}"

@@ -132,24 +132,35 @@ _TRAP_DRIVER = """rm -f guard.pid guard.log
 for i in $(seq 200); do [ -s guard.pid ] && break; kill -0 $! 2>/dev/null || break; sleep 0.05; done
 kill -0 $! 2>/dev/null || echo "guard.sh is not running"
 [ -e guard.log ] && echo "guard.log was written before the signal"
-kill -TERM "$(cat guard.pid 2>/dev/null)" 2>/dev/null
+{ignored}kill -TERM "$(cat guard.pid 2>/dev/null)" 2>/dev/null
 for i in $(seq 100); do kill -0 $! 2>/dev/null || break; sleep 0.05; done
-kill -KILL $! 2>/dev/null; wait $!; echo "status=$?"; cat guard.log 2>/dev/null"""
+kill -KILL $! 2>/dev/null; wait $!; echo "status=$?"; cat guard.log 2>/dev/null
+{pid_check}"""
+# A signal it must ignore goes first: had it stopped on it, its status would not be the one asked for.
+_IGNORE_CHECK = """kill -{signal} "$(cat guard.pid 2>/dev/null)" 2>/dev/null
+"""
 
 
 def trap_term(rng: np.random.Generator, level: int) -> Spec:
-    """A long-running script that cleans up on SIGTERM (held out)."""
+    """A long-running script that ignores some signals and cleans up on SIGTERM (held out)."""
     message = f"{pick(rng, ('stopped', 'cleaned', 'bye', 'shutdown'))} {pick(rng, WORDS)}"
     code = int(rng.integers(3, 90))
-    body = (f"echo $$ > guard.pid\ntrap 'echo \"{message}\" >> guard.log; exit {code}' TERM\n"
+    ignored = ["HUP", "USR1", "USR2"][:level]  # level 3 also removes its pid file
+    traps = "".join(f"trap '' {s}\n" for s in ignored)
+    cleanup = "rm -f guard.pid; " if level == 3 else ""
+    body = (f"echo $$ > guard.pid\n{traps}trap 'echo \"{message}\" >> guard.log; {cleanup}exit {code}' TERM\n"
             "while true; do sleep 0.1; done")
+    driver = _TRAP_DRIVER.format(ignored="".join(_IGNORE_CHECK.format(signal=s) for s in ignored),
+                                 pid_check='[ -e guard.pid ] && echo "guard.pid was left behind"' if level == 3 else "")
+    also = (f" It ignores {', '.join('SIG' + s for s in ignored)} (it keeps running)." if ignored else "")
+    also += " On SIGTERM it also deletes guard.pid." if level == 3 else ""
     return spec("trap_term", "processes", level,
                 "Write an executable bash script guard.sh that, when started, writes its own process id to guard.pid "
                 "and then keeps running until it is signalled. When it receives SIGTERM it appends the line "
-                f"'{message}' to guard.log and exits with status {code}.",
+                f"'{message}' to guard.log and exits with status {code}.{also}",
                 {}, _script("guard.sh", body),
-                _script("guard.sh", "echo $$ > guard.pid\nwhile true; do sleep 0.1; done"),
-                [runs(_TRAP_DRIVER, f"status={code}\n{message}")])
+                _script("guard.sh", f"echo $$ > guard.pid\n{traps}while true; do sleep 0.1; done"),
+                [runs(driver, f"status={code}\n{message}")])
 
 
 # -- services ------------------------------------------------------------------------------------------------------

@@ -298,7 +298,7 @@ def tar_create(rng: np.random.Generator, level: int) -> Spec:
 
 def backup_each(rng: np.random.Generator, level: int) -> Spec:
     """One tar.gz per folder of projects/ (held out)."""
-    projects = names(rng, max(2, SIZES[level] // 2))
+    projects = names(rng, 2 + level)
     files = {f"projects/{p}/{n}.txt": lines(rng, 1, 3) for p in projects for n in names(rng, 2)}
     checks = [archive_is(f"backups/{p}.tar.gz", {k.removeprefix("projects/"): c for k, c in files.items()
                                                   if k.startswith(f"projects/{p}/")}) for p in projects]
