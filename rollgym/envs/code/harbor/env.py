@@ -100,9 +100,10 @@ class HarborEnv(TerminalEnv):
 
     def __init__(self, *, path: str | Path, max_turns: int = 16, max_calls_per_turn: int = 4,
                  max_output_chars: int = 4000, split: str = "test", render_mode: str | None = None) -> None:
+        source = HarborSource(path, self.default_env_id)  # a malformed task is refused before a sandbox starts
         self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
         self.session = None
-        CodeToolEnv.__init__(self, HarborSource(path, self.default_env_id), max_turns=max_turns,
+        CodeToolEnv.__init__(self, source, max_turns=max_turns,
                              max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
                              render_mode=render_mode)
 
