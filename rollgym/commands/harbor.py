@@ -52,7 +52,8 @@ def run_import(args: argparse.Namespace) -> int:
     from rollgym.envs.code.harbor.env import HarborEnv, harbor_oracle
 
     env = HarborEnv(path=args.path)
-    count = env.source.size("test") if args.limit is None else min(args.limit, env.source.size("test"))
+    total = env.source.size("test") or 0
+    count = total if args.limit is None else min(args.limit, total)
     table = Table(title=f"Harbor tasks in {escape(args.path)} ({args.agent})")
     for column in ("Task", "Reward", "Error"):
         table.add_column(column)

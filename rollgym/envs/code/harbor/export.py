@@ -127,7 +127,7 @@ def export_harbor(env_id: str, split: str, out: str | Path, limit: int | None = 
         raise ConfigError(f"Harbor export knows {', '.join(EXPORTABLE)}, not {env_id!r}.")
     import gymnasium as gym
 
-    env = gym.make(env_id, split=split).unwrapped
+    env: Any = gym.make(env_id, split=split).unwrapped
     size = env.source.size(split)
     count = limit if size is None else min(size, limit if limit is not None else size)
     if count is None:
