@@ -1,4 +1,5 @@
-"""``rollgym export harbor`` and ``rollgym import harbor``: Harbor's task-directory format, both ways.
+"""``rollgym export harbor`` and ``rollgym import harbor``: Harbor's task-directory format, both ways (``import``,
+its inverse, is registered here too: a module cannot be named after it).
 
 Examples::
 
