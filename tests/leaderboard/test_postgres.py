@@ -120,11 +120,11 @@ def test_the_server_works_on_postgresql(postgres_url: str, server_factory: Any, 
     for other in ids:
         assert wait_for(second.url, other, {"accepted", "rejected"})["status"] == "accepted"
 
-    board = httpx.get(f"{second.url}/api/leaderboard/quick@v2", timeout=30).json()
+    board = httpx.get(f"{second.url}/api/leaderboard/quick@v3", timeout=30).json()
     assert len(board) == 5 and board[0]["label"] == "pg-oracle"
     assert _rows(postgres_url, "SELECT COUNT(*) FROM submissions") == [(5,)]
     assert _rows(postgres_url, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND attempts = 1") == [(4,)]
-    page = httpx.get(f"{second.url}/suite/quick@v2", timeout=30)
+    page = httpx.get(f"{second.url}/suite/quick@v3", timeout=30)
     assert page.status_code == 200 and "pg-oracle" in page.text and "<svg" in page.text
 
 
