@@ -397,7 +397,7 @@ def test_a_rejected_bundle_may_be_uploaded_again_and_an_accepted_one_may_not(tmp
 
     store = Store(f"sqlite:///{tmp_path / 'lb.db'}")
     person = store.ensure_submitter("alice")
-    fields = {"suite": "quick@v2", "bundle_sha256": "ab" * 32}
+    fields = {"suite": "quick@v3", "bundle_sha256": "ab" * 32}
     first = store.enqueue("first", person, fields)
     with pytest.raises(DuplicateBundleError, match="submission first"):
         store.enqueue("second", person, fields)

@@ -138,9 +138,9 @@ def test_tickets_on_postgresql(postgres_url: str, tmp_path: Path, bundle_archive
 
     store = Store(postgres_url)
     person = store.ensure_submitter("pg-tickets")
-    ticket = store.issue_ticket(person, "quick@v2", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+    ticket = store.issue_ticket(person, "quick@v3", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
     try:
-        store.issue_ticket(person, "quick@v2", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+        store.issue_ticket(person, "quick@v3", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
         raise AssertionError("a second ticket within 24 hours was issued")
     except TicketError as exc:
         assert exc.status == 429

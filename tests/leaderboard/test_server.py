@@ -177,7 +177,7 @@ def test_partial_runs_are_refused_unless_allowed(tmp_path: Path, bundle_archives
     submitter = store.authenticate(token)
     assert submitter is not None and store.authenticate("wrong") is None
     for sid in ("strict", "lenient"):
-        store.enqueue(sid, submitter.id, {"suite": "quick@v2", "bundle_path": str(bundle_archives["oracle"])})
+        store.enqueue(sid, submitter.id, {"suite": "quick@v3", "bundle_path": str(bundle_archives["oracle"])})
     assert VerificationWorker(store, allow_limit=False).run_once()
     assert VerificationWorker(store, allow_limit=True).run_once()
     assert not VerificationWorker(store).run_once()  # the queue is empty

@@ -103,10 +103,10 @@ def test_an_expired_ticket_is_refused_and_stays_listed(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'lb.db'}")
     person = store.ensure_submitter("carol")
     start = utcnow() - dt.timedelta(hours=3)
-    ticket = store.issue_ticket(person, "quick@v2", lambda tid: hidden_seed(SECRET, tid), ttl=dt.timedelta(hours=1),
+    ticket = store.issue_ticket(person, "quick@v3", lambda tid: hidden_seed(SECRET, tid), ttl=dt.timedelta(hours=1),
                                 per_day=1, now=start)
     with pytest.raises(TicketError, match="in the last 24 hours"):
-        store.issue_ticket(person, "quick@v2", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
+        store.issue_ticket(person, "quick@v3", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
                            now=start + dt.timedelta(hours=23))
     archive = tmp_path / "data" / "bundles" / ".upload.tmp"
     archive.parent.mkdir(parents=True)
@@ -119,7 +119,7 @@ def test_an_expired_ticket_is_refused_and_stays_listed(tmp_path: Path) -> None:
     html = submitter_page(store, "carol", Links())
     assert html is not None and ticket.id in html and 'data-state="expired"' in html and str(ticket.seed) in html
     # a day after the first ticket, the next one can be issued
-    store.issue_ticket(person, "quick@v2", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
+    store.issue_ticket(person, "quick@v3", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
                        now=start + dt.timedelta(hours=25))
     assert len(store.tickets_of(person)) == 2
 
