@@ -12,7 +12,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.leaderboard.conftest import Server, add_submitter, start_server, submit, submit_concurrently, wait_for
+from tests.leaderboard.conftest import (
+    ORACLE_SCORE,
+    Server,
+    add_submitter,
+    start_server,
+    submit,
+    submit_concurrently,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,7 @@ def test_submit_verify_and_rank(server: Server, token: str, bundle_archives: dic
     sid = response.json()["id"]
     status = wait_for(server.url, sid, {"accepted", "rejected"})
     assert status["status"] == "accepted", status
-    assert status["score"] == 1.0 and status["attempts"] == 1
+    assert status["score"] == ORACLE_SCORE and status["attempts"] == 1
     board = httpx.get(f"{server.url}/api/leaderboard/quick@v3", timeout=30).json()
     assert any(row["id"] == sid and row["label"] == "oracle-v1" for row in board)
     page = httpx.get(f"{server.url}/suite/quick@v3", timeout=30)
@@ -183,4 +191,4 @@ def test_partial_runs_are_refused_unless_allowed(tmp_path: Path, bundle_archives
     assert not VerificationWorker(store).run_once()  # the queue is empty
     strict, lenient = store.get("strict"), store.get("lenient")
     assert strict is not None and strict.status == "rejected" and "needs the full suite" in strict.reasons[0]
-    assert lenient is not None and lenient.status == "accepted" and lenient.score == 1.0
+    assert lenient is not None and lenient.status == "accepted" and lenient.score == ORACLE_SCORE
