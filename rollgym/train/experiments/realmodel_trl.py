@@ -81,15 +81,16 @@ def _mean_curve(curves: list[list[float]]) -> tuple[list[int], list[float], list
 
 def plot_side_by_side(ours: dict[str, Any], theirs: dict[str, Any], path: str | Path) -> Path:
     """One PNG, both trainers: mean train reward per step (95% band over seeds) and held-out accuracy at each
-    evaluation (mean over seeds), rollgym's ``grpo`` beside TRL's ``trl``."""
+    evaluation (mean over seeds), rollgym's ``grpo`` beside TRL's ``trl``, over the seeds both files hold."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    paired = set(_per_seed(ours, "grpo", "metric")) & set(_per_seed(theirs, "trl", "metric"))
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     for data, arm, label in ((ours, "grpo", "rollgym GRPOTrainer"), (theirs, "trl", "TRL GRPOTrainer")):
-        runs = [r for r in data["runs"] if r["arm"] == arm]
+        runs = [r for r in data["runs"] if r["arm"] == arm and int(r["seed"]) in paired]
         rewards = [list(r["extras"].get("reward_curve") or []) for r in runs]
         rewards = [c for c in rewards if c]
         if rewards:
