@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python bench/validate_terminal_gen.py`` (all 4,260 tasks; ``--limit 20`` for 20 per
 split). Each worker process keeps one sandbox session, emptied before each solution
 (:class:`rollgym.envs.code.terminal_gen.validate.Validator`). Writes
-``bench/results/terminal_gen_validation.json``: tasks validated, per split and kind, distinct
+``bench/results/validation/terminal_gen.json`` (not a README row):
+tasks validated, per split and kind, distinct
 task contents, the failures with their reasons, and the wall time. Nothing here asserts;
 ``tests/envs/code/test_terminal_gen.py`` validates a sample of every kind in CI.
 """
@@ -27,7 +28,7 @@ from rollgym.envs.code.terminal_gen.source import SPLIT_SIZES, TerminalGenSource
 from rollgym.envs.code.terminal_gen.validate import Validator
 from rollgym.sandbox import Sandbox
 
-RESULTS = Path(__file__).resolve().parent / "results" / "terminal_gen_validation.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "validation" / "terminal_gen.json"
 
 
 def _work(items: list[tuple[str, int]]) -> list[dict[str, Any]]:
@@ -61,6 +62,7 @@ def main() -> None:
             print(f"{len(rows)}/{len(items)} tasks, {sum(not r['valid'] for r in rows)} invalid, "
                   f"{time.perf_counter() - start:.0f} s", flush=True)
             report = _report(rows, len(items), time.perf_counter() - start, args.workers)
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(json.dumps(report, indent=2, default=str) + "\n")  # so far, if cut short
     print(json.dumps({k: v for k, v in report.items() if k != "failures"}, indent=2))
 
