@@ -73,3 +73,22 @@ def test_the_two_trainers_are_compared_seed_by_seed(tmp_path):
         compare_trainers(ours, _results("trl", [0.1], [0.0], config={"lr": 2}))
     png = plot_side_by_side(ours, theirs, tmp_path / "side.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_documented_trainer_comparison_is_the_committed_results():
+    import json
+    from pathlib import Path
+
+    from rollgym.train.experiments.realmodel_trl import compare_trainers, render_comparison
+
+    repo = Path(__file__).resolve().parents[2]
+    theirs_path = repo / "docs" / "experiments" / "realmodel-trl.json"
+    if not theirs_path.exists():
+        pytest.skip("the TRL twin has no committed results yet")
+    ours = json.loads((repo / "docs" / "experiments" / "realmodel.json").read_text(encoding="utf-8"))
+    rows = compare_trainers(ours, json.loads(theirs_path.read_text(encoding="utf-8")))
+    assert len(rows[0]["seeds"]) >= 3  # paired over the three seeds of both experiments
+    doc = (repo / "docs" / "experiments.md").read_text(encoding="utf-8")
+    between = doc.split("<!-- realmodel-trainers:begin -->", 1)[1].split("<!-- realmodel-trainers:end -->", 1)[0]
+    assert between.strip() == render_comparison(rows)
+    assert (repo / "docs" / "img" / "realmodel_trainers.png").exists()
