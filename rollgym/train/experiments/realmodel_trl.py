@@ -16,7 +16,8 @@ from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.train.experiments import realmodel
-from rollgym.train.stats import estimate, minimum_detectable_effect
+from rollgym.train.experiments.runner import by_arm, extra, paired_comparison, save_figure
+from rollgym.train.stats import estimate
 
 EXPERIMENT = dataclasses.replace(
     realmodel.EXPERIMENT,
@@ -33,14 +34,7 @@ MEASURES = ("metric", "answer_block", "offered_numbers")
 
 
 def _per_seed(data: dict[str, Any], arm: str, measure: str) -> dict[int, float]:
-    out = {}
-    for run in data["runs"]:
-        if run["arm"] != arm:
-            continue
-        value = run["metric"] if measure == "metric" else run["extras"].get(measure)
-        if value is not None:
-            out[int(run["seed"])] = float(value)
-    return out
+    return by_arm(data["runs"], arm, (lambda run: run["metric"]) if measure == "metric" else extra(measure))
 
 
 def compare_trainers(ours: dict[str, Any], theirs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,11 +53,8 @@ def compare_trainers(ours: dict[str, Any], theirs: dict[str, Any]) -> list[dict[
         seeds = sorted(set(a) & set(b))
         if not seeds:
             continue
-        differences = [a[s] - b[s] for s in seeds]
-        diff = estimate(differences)
-        mde = minimum_detectable_effect(differences)
-        rows.append({"measure": measure, "seeds": seeds, "trl": [a[s] for s in seeds], "grpo": [b[s] for s in seeds],
-                     **diff.to_dict(), "verdict": diff.verdict(), "mde": mde if math.isfinite(mde) else None})
+        rows.append({"measure": measure, "trl": [a[s] for s in seeds], "grpo": [b[s] for s in seeds],
+                     **paired_comparison("trl", "grpo", measure, seeds, [a[s] - b[s] for s in seeds])})
     return rows
 
 
@@ -112,12 +103,7 @@ def plot_side_by_side(ours: dict[str, Any], theirs: dict[str, Any], path: str | 
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle("SmolLM2-135M-Instruct on Countdown n2: rollgym's GRPO and TRL's, same tasks and rewards", fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def render_comparison(rows: list[dict[str, Any]]) -> str:
