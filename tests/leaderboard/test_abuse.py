@@ -8,11 +8,11 @@ there, and ``/api/health`` must keep answering meanwhile.
 
 Responsiveness is checked two ways. Deterministically: an in-process server whose archive
 check is held on a gate answers ``/api/health`` while the upload waits inside the check (the
-check runs off the event loop) and while an upload's body is still arriving. And as a bound:
-a probe in its own process times every health request during the abuse: 95% must answer
-within 200 ms and none may take a second (the blocking the issue found took ~10 s; the bound
-is a correctness property of an event loop that never waits for an upload, not a
-performance target, and leaves room for a loaded test machine).
+check runs off the event loop) and while an upload's body is still arriving. And end to end:
+a probe in its own process asks for ``/api/health`` again and again during the abuse, each
+request with a 5 s client timeout, and every one must be answered (the blocking the issue
+found held the server for ~10 s). No test here asserts how fast an answer came: the gate tests
+above are the proof that nothing waits on an upload, and timings are left to the benches.
 """
 
 from __future__ import annotations
@@ -100,18 +100,9 @@ class HealthProbe:
         self.latencies, self.failures = result["latencies"], result["failures"]
 
     def check(self) -> None:
-        """Every probe answered 200; 95% within 200 ms, and none took a second.
-
-        A blocked event loop shows as a probe that waits for the whole upload (~10 s for the
-        issue's bomb) and as many slow probes; a loaded machine (this one runs several test
-        suites on two cores) shows as a rare lone outlier, which the 1 s ceiling tolerates.
-        """
-        assert self.failures == []
+        """Every probe was answered with 200 within its client timeout, and the probe ran through the abuse."""
+        assert self.failures == [], self.failures[:3]
         assert len(self.latencies) >= 3
-        ordered = sorted(self.latencies)
-        slowest, p95 = ordered[-1], ordered[int(0.95 * (len(ordered) - 1))]
-        assert p95 < 0.2, f"95% of /api/health answers took up to {p95 * 1000:.0f} ms while uploads were processed"
-        assert slowest < 1.0, f"/api/health took {slowest * 1000:.0f} ms while uploads were processed"
 
 
 @pytest.fixture(scope="module")
