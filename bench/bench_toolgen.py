@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -33,39 +31,16 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
+from measure import percentiles, report_figures, state_hash, tables_as_json, timed
 
 import rollgym  # noqa: F401  (registers the ids)
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    """p50 and p95 in milliseconds."""
-    ordered = sorted(samples)
-    return {"p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * ordered[int(0.95 * (len(ordered) - 1))]}
-
-
-def timed(fn: Any, n: int) -> list[float]:
-    """Wall time of ``n`` calls of ``fn(i)``."""
-    out = []
-    for i in range(n):
-        start = time.perf_counter()
-        fn(i)
-        out.append(time.perf_counter() - start)
-    return out
 
 
 def world_json(world: list[str]) -> dict[str, Any]:
     """Every table of every app of a world as lists of row dicts (the τ-bench-style data file)."""
     from rollgym.envs.tools.generated import catalog
 
-    data: dict[str, Any] = {}
-    for app_id in world:
-        conn = catalog.app(app_id).db
-        data[app_id] = {}
-        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
-            cur = conn.execute(f'SELECT * FROM "{table}"')
-            names = [d[0] for d in cur.description]
-            data[app_id][table] = [dict(zip(names, row)) for row in cur.fetchall()]
-    return data
+    return {app_id: tables_as_json(catalog.app(app_id).db) for app_id in world}
 
 
 def sweep() -> dict[str, Any]:
@@ -148,8 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         path.write_text(json.dumps(world_json(world)))
         report["json_reload"] = percentiles(timed(lambda i: json.loads(path.read_text()), n))
         data = json.loads(path.read_text())
-        report["json_hash_once"] = percentiles(timed(
-            lambda i: hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest(), n))
+        report["json_hash_once"] = percentiles(timed(lambda i: state_hash(data), n))
         report["json_file_kb"] = path.stat().st_size / 1024
 
     schema = catalog.schema(task.meta["apps"][0])
@@ -217,16 +191,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"all 256 apps and tools built in {report['all_apps_build_s']:.2f} s")
     if args.sweep:
         print(f"sweep: {json.dumps(report['sweep'])}")
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
-    if not args.quick:
-        from publish import save_results
-
-        rebuild = report["rebuild_from_schema"]["p50_ms"]
-        save_results("toolgen", report, [
-            {"what": f"ToolGen reset (p50, {report['world_apps']}-app world)", "rollgym": f"{p50:.1f} ms",
-             "peer": f"apps rebuilt from their schemas {rebuild:.1f} ms", "ratio": f"{rebuild / p50:.0f}x"},
-        ], command="python bench/bench_toolgen.py")
+    rebuild = report["rebuild_from_schema"]["p50_ms"]
+    report_figures(args, "toolgen", report, [
+        {"what": f"ToolGen reset (p50, {report['world_apps']}-app world)", "rollgym": f"{p50:.1f} ms",
+         "peer": f"apps rebuilt from their schemas {rebuild:.1f} ms", "ratio": f"{rebuild / p50:.0f}x"},
+    ], command="python bench/bench_toolgen.py")
     return report
 
 

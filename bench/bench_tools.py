@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
+from measure import percentiles, report_figures, state_hash, tables_as_json, timed
 
 import rollgym  # noqa: F401  (registers ToolWorld-v1)
 from rollgym.envs.tools.api import Session, call_tool
@@ -39,38 +38,9 @@ from rollgym.envs.tools.tasks.source import N_WORLDS, world_seed
 from rollgym.envs.tools.world import base_world, build_world
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
-    """p50 and p95 in milliseconds."""
-    ordered = sorted(samples)
-    return {"p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * ordered[int(0.95 * (len(ordered) - 1))]}
-
-
-def timed(fn: Any, n: int) -> list[float]:
-    """Wall time of ``n`` calls of ``fn(i)``."""
-    out = []
-    for i in range(n):
-        start = time.perf_counter()
-        fn(i)
-        out.append(time.perf_counter() - start)
-    return out
-
-
 def world_as_json(seed: int) -> dict[str, Any]:
     """Every table of a world as lists of row dicts (the τ-bench-style data file)."""
-    world = base_world(seed)
-    data: dict[str, Any] = {}
-    for app, conn in world.dbs.items():
-        data[app] = {}
-        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
-            cur = conn.execute(f'SELECT * FROM "{table}"')
-            names = [d[0] for d in cur.description]
-            data[app][table] = [dict(zip(names, row)) for row in cur.fetchall()]
-    return data
-
-
-def state_hash(data: dict[str, Any]) -> str:
-    """τ-bench-style hash of a whole state."""
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    return {app: tables_as_json(conn) for app, conn in base_world(seed).dbs.items()}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -146,16 +116,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"JSON state file: {report['json_file_kb']:.0f} KiB")
     print(f"memory per live episode: {report['memory_per_episode_mb']:.2f} MiB")
     print(f"tool calls/s: {report['calls_per_s_direct']:.0f} direct, {report['calls_per_s_env_step']:.0f} via env.step")
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
-    if not args.quick:
-        from publish import save_results
-
-        rebuild = report["rebuild_from_seed"]["p50_ms"]
-        save_results("tools", report, [
-            {"what": "ToolWorld reset (p50)", "rollgym": f"{p50:.1f} ms",
-             "peer": f"world rebuilt from scratch {rebuild:.0f} ms", "ratio": f"{rebuild / p50:.0f}x"},
-        ], command="python bench/bench_tools.py")
+    rebuild = report["rebuild_from_seed"]["p50_ms"]
+    report_figures(args, "tools", report, [
+        {"what": "ToolWorld reset (p50)", "rollgym": f"{p50:.1f} ms",
+         "peer": f"world rebuilt from scratch {rebuild:.0f} ms", "ratio": f"{rebuild / p50:.0f}x"},
+    ], command="python bench/bench_tools.py")
     return report
 
 

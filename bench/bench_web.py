@@ -34,6 +34,7 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
+from measure import add_browsergym_figures, memory_in_flight
 
 import rollgym  # noqa: F401
 from rollgym.envs.web.browser import get_runtime, shutdown_runtime
@@ -41,19 +42,6 @@ from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.reference import reference_policy
 from rollgym.envs.web.runner import collect_web_episodes
 from rollgym.envs.web.tasks import WebTaskSource
-
-
-def _uss_mb() -> float:
-    """Unique memory of this process and all its children (Playwright driver, Chromium), in MB."""
-    me = psutil.Process()
-    total = 0
-    for proc in [me, *me.children(recursive=True)]:
-        try:
-            total += proc.memory_full_info().uss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return total / 2**20
-
 
 PEER_SCRIPT = r"""
 import json, statistics, sys, time
@@ -156,27 +144,12 @@ def bench_steps(n_steps: int) -> dict[str, float]:
 
 
 def bench_memory(n: int = 8) -> dict[str, float]:
-    from rollgym.envs.web.episode import WebEpisode
-
-    runtime = get_runtime()
     source = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
-    before = _uss_mb()
-    episodes = [WebEpisode(runtime, source.task(i)) for i in range(n)]
 
-    async def start_all() -> None:
-        await asyncio.gather(*(e.start() for e in episodes))
-        for e in episodes:  # visit a second page so each context holds a history
-            await e.step('goto("/search")' if e.template.site != "travel" else 'goto("/hotels")')
+    async def second_page(e: Any) -> None:
+        await e.step('goto("/search")' if e.template.site != "travel" else 'goto("/hotels")')
 
-    runtime.call(start_all())
-    time.sleep(0.5)
-    during = _uss_mb()
-
-    async def close_all() -> None:
-        await asyncio.gather(*(e.close() for e in episodes))
-
-    runtime.call(close_all())
-    return {"memory_per_episode_mb": (during - before) / n, "memory_total_mb": during}
+    return memory_in_flight(get_runtime(), [source.task(i) for i in range(n)], second_page)
 
 
 def bench_throughput(n_episodes: int, think_ms: float) -> dict[str, float]:
@@ -206,8 +179,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--episodes", type=int, default=16)
     parser.add_argument("--think-ms", type=float, default=1000.0)
-    parser.add_argument("--browsergym-step-s", type=float, default=3.5)
-    parser.add_argument("--browsergym-reset-s", type=float, default=5.8)
+    add_browsergym_figures(parser)
     parser.add_argument("--browsergym-python", help="a Python with browsergym-core, to measure the peer in this run")
     parser.add_argument("--peer-steps", type=int, default=15)
     parser.add_argument("--json", help="also write the figures to this JSON file")

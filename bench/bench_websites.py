@@ -22,7 +22,6 @@ with ``--browsergym-python`` to measure it in the same session); ratios are prin
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import time
@@ -30,23 +29,12 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
+from measure import add_browsergym_figures, memory_in_flight
 
 import rollgym  # noqa: F401
 from rollgym.envs.web.browser import get_runtime, shutdown_runtime
 from rollgym.envs.web.gen.tasks import GenTaskSource
 from rollgym.envs.web.observation import PageView
-
-
-def _uss_mb() -> float:
-    """Unique memory of this process and all its children (Playwright driver, Chromium), in MB."""
-    me = psutil.Process()
-    total = 0
-    for proc in [me, *me.children(recursive=True)]:
-        try:
-            total += proc.memory_full_info().uss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return total / 2**20
 
 
 def _text(obs: Any) -> str:
@@ -89,9 +77,6 @@ def bench_mode(mode: str, resets: int, steps: int) -> dict[str, float]:
 
 def bench_memory(n: int = 8) -> dict[str, float]:
     """Memory per episode in flight with ``n`` episodes of ``n`` different generated sites open."""
-    from rollgym.envs.web.episode import WebEpisode
-
-    runtime = get_runtime()
     source = GenTaskSource("WebGen-v0")
     tasks, sites = [], set()
     i = 0
@@ -101,32 +86,19 @@ def bench_memory(n: int = 8) -> dict[str, float]:
         if task.meta["site"] not in sites:
             sites.add(task.meta["site"])
             tasks.append(task)
-    before = _uss_mb()
-    episodes = [WebEpisode(runtime, t) for t in tasks]
 
-    async def start_all() -> None:
-        await asyncio.gather(*(e.start() for e in episodes))
-        for e in episodes:  # visit a second page so each context holds a history
-            view = PageView.parse(await e.observe(None))
-            await e.step(f"click({[x for x in view.elements if x.role == 'link'][1].id})")
+    async def second_page(e: Any) -> None:
+        view = PageView.parse(await e.observe(None))
+        await e.step(f"click({[x for x in view.elements if x.role == 'link'][1].id})")
 
-    runtime.call(start_all())
-    time.sleep(0.5)
-    during = _uss_mb()
-
-    async def close_all() -> None:
-        await asyncio.gather(*(e.close() for e in episodes))
-
-    runtime.call(close_all())
-    return {"memory_per_episode_mb": (during - before) / n, "memory_total_mb": during}
+    return memory_in_flight(get_runtime(), tasks, second_page)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resets", type=int, default=12)
     parser.add_argument("--steps", type=int, default=36)
-    parser.add_argument("--browsergym-step-s", type=float, default=3.5)
-    parser.add_argument("--browsergym-reset-s", type=float, default=5.8)
+    add_browsergym_figures(parser)
     parser.add_argument("--json", help="also write the figures to this JSON file")
     args = parser.parse_args()
 

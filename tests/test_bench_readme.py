@@ -27,6 +27,12 @@ def test_the_readme_table_is_what_the_committed_results_render_to():
     assert pub.render_readme(readme, results) == readme, "run python bench/publish.py after make bench"
 
 
+def _saves(script: Path, name: str) -> bool:
+    """Whether a bench script saves its results under ``name``: itself, or through bench/measure.py's report_figures."""
+    text = script.read_text(encoding="utf-8")
+    return f'save_results("{name}"' in text or f'report_figures(args, "{name}"' in text
+
+
 def test_every_earlier_row_belongs_to_a_bench_that_will_replace_it():
     # A hand-typed row may stand in the table only until its bench's next run writes bench/results/<name>.json.
     pub = publish()
@@ -34,7 +40,7 @@ def test_every_earlier_row_belongs_to_a_bench_that_will_replace_it():
     for name, rows in earlier.items():
         script = ROOT / "bench" / f"bench_{name}.py"
         assert script.exists(), f"bench/earlier.json names {name!r}, which has no bench/bench_{name}.py"
-        assert f'save_results("{name}"' in script.read_text(encoding="utf-8"), f"{script.name} never saves results"
+        assert _saves(script, name), f"{script.name} never saves results"
         assert rows and all(set(row) == set(pub.COLUMNS) for row in rows), name
 
 
@@ -63,7 +69,7 @@ def test_every_result_names_the_script_that_wrote_it():
         data = json.loads(path.read_text(encoding="utf-8"))
         script = ROOT / data["command"].split()[1]
         assert script.exists(), f"{path.name}: {data['command']!r} names no bench script"
-        assert f'save_results("{path.stem}"' in script.read_text(encoding="utf-8"), path.name
+        assert _saves(script, path.stem), path.name
         assert data["readme_rows"] and data["measured_at"] and data["machine"]["cpus"], path.name
 
 

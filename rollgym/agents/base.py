@@ -10,9 +10,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, SeededAgent
 from rollgym.core.errors import ConfigError
 from rollgym.core.registration import env_info
 
@@ -60,20 +58,11 @@ class OracleAgent:
         return str(_resolve(entry)(observation, info))
 
 
-class RandomAgent:
+class RandomAgent(SeededAgent):
     """Samples a random well-formed action from the env's registered random policy.
 
     Envs without one get random printable text. Seeded through :meth:`reset`.
     """
-
-    name = "random"
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         entry = env_info(_env_id(info)).random_policy

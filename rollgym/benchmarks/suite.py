@@ -24,6 +24,11 @@ gives the same tasks everywhere. :meth:`Suite.task_hash` hashes every task id
 with the env spec hashes and the entry configs; it changes exactly when the
 task set does. An entry whose env id is not registered, or whose data or extra
 is missing, is *skipped* with a note, never silently.
+
+A suite's name alone means its newest version (``suites/NAME.yaml``). A version is
+never edited once shipped: a change makes a new version, and the older one stays,
+frozen, in ``suites/history/NAME.vN.yaml``, so that ``quick@v2`` still loads and a
+bundle made on it still verifies (:func:`suite_versions`, :func:`builtin_suite`).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ _ENTRY_KEYS = frozenset(
 )
 _SUITE_KEYS = frozenset({"name", "version", "description", "seed", "split", "defaults", "entries", "protocol"})
 DEFAULT_METRICS: tuple[str, ...] = ("accuracy", "mean_reward", "pass@k", "best_of_k", "pass^k")
+_HISTORY = "history"
+_FROZEN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_\-]{0,63})\.v([1-9][0-9]{0,5})\.yaml$")
 
 
 @dataclass(frozen=True)
@@ -284,6 +291,46 @@ def builtin_suites() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+def _frozen_files(name: str) -> dict[int, Any]:
+    """``{version: file}`` of the older versions of built-in suite ``name`` (``suites/history/NAME.vN.yaml``)."""
+    folder = resources.files("rollgym.benchmarks") / "suites" / _HISTORY
+    if not folder.is_dir():
+        return {}
+    found = {}
+    for item in folder.iterdir():
+        match = _FROZEN_RE.match(item.name)
+        if match and match.group(1) == name:
+            found[int(match.group(2))] = item
+    return found
+
+
+def suite_versions(name: str) -> list[int]:
+    """The versions of built-in suite ``name`` this rollgym ships, oldest first; the last is the newest.
+
+    The newest is ``suites/NAME.yaml``; older versions stay, frozen, in ``suites/history/NAME.vN.yaml``
+    so that bundles made on them still verify.
+
+    Example:
+        >>> suite_versions("quick")
+        [2, 3]
+    """
+    current = builtin_suite(name).version
+    return sorted({*_frozen_files(name), current})
+
+
+def versions_phrase(name: str, versions: list[int]) -> str:
+    """The labels of ``versions`` of suite ``name`` for a sentence, saying which one the bare name means.
+
+    Example:
+        >>> versions_phrase("quick", [2, 3])
+        "quick@v2 and quick@v3 (plain 'quick' is quick@v3)"
+    """
+    labels = [f"{name}@v{v}" for v in versions]
+    if len(labels) == 1:
+        return labels[0]
+    return f"{', '.join(labels[:-1])} and {labels[-1]} (plain {name!r} is {labels[-1]})"
+
+
 def parse_suite(data: Any, source: str = "suite") -> Suite:
     """Build a :class:`Suite` from parsed YAML, validating every field with a clear message."""
     if not isinstance(data, dict):
@@ -365,16 +412,18 @@ def _parse_yaml(text: str, source: str) -> Suite:
 def builtin_suite(name: str, version: int | None = None) -> Suite:
     """A suite shipped with rollgym, by registry name and (optionally) version; never a path.
 
-    This is the only loader for names that come from outside (a bundle's manifest, an
-    upload's query string): it reads no file but the suite's own YAML inside the
-    package, and its errors quote at most the first 64 characters of the name asked for.
+    ``version=None`` is the newest version. This is the only loader for names that come from
+    outside (a bundle's manifest, an upload's query string): it reads no file but the suite's
+    own YAML inside the package, and its errors quote at most the first 64 characters of the
+    name asked for.
 
     Raises:
-        ConfigError: for a name that is not a built-in suite, or a version this rollgym does not ship.
+        ConfigError: for a name that is not a built-in suite, or a version this rollgym does not ship
+            (the sentence names the versions it ships).
 
     Example:
-        >>> builtin_suite("quick", 1).label
-        'quick@v1'
+        >>> builtin_suite("quick", 2).label, builtin_suite("quick").label
+        ('quick@v2', 'quick@v3')
     """
     names = builtin_suites()
     if not isinstance(name, str) or not _NAME_RE.match(name) or name not in names:
@@ -382,21 +431,48 @@ def builtin_suite(name: str, version: int | None = None) -> Suite:
         raise ConfigError(f"Unknown suite {shown}; name one of this rollgym's built-in suites: {', '.join(names)}.")
     text = (resources.files("rollgym.benchmarks") / "suites" / f"{name}.yaml").read_text(encoding="utf-8")
     suite = _parse_yaml(text, f"suite {name!r}")
-    if version is not None and version != suite.version:
+    if version is None or version == suite.version:
+        return suite
+    frozen = _frozen_files(name)
+    if isinstance(version, bool) or not isinstance(version, int) or version not in frozen:
+        shown = repr(version)[:32]
+        known = sorted({*frozen, suite.version})
+        raise ConfigError(f"Suite {name} has no version {shown}; this rollgym ships {versions_phrase(name, known)}.")
+    old = _parse_yaml(frozen[version].read_text(encoding="utf-8"), f"suite {name}@v{version}")
+    if (old.name, old.version) != (name, version):
+        raise ConfigError(f"The frozen file of {name}@v{version} defines {old.label}; this rollgym is broken.")
+    return old
+
+
+def parse_suite_label(text: str) -> tuple[str, int | None]:
+    """Split ``"quick@v2"`` (or ``"quick@2"``) into ``("quick", 2)``; a bare name gives ``(name, None)``.
+
+    Raises:
+        ConfigError: when the part after ``@`` is not a version number.
+
+    Example:
+        >>> parse_suite_label("quick@v2"), parse_suite_label("quick")
+        (('quick', 2), ('quick', None))
+    """
+    name, at, version = text.partition("@")
+    if not at:
+        return name, None
+    digits = version.removeprefix("v")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 6:
         raise ConfigError(
-            f"This rollgym ships {suite.label}, not version {version!r} of {name}; use the rollgym release "
-            "that ships that version."
+            f"Suite version {version[:16]!r} is not a version number; write the suite as NAME or NAME@vN (quick@v2)."
         )
-    return suite
+    return name, int(digits)
 
 
 def load_suite(name_or_path: str) -> Suite:
-    """Load a built-in suite by name (``"quick"``, ``"quick@v1"``) or, for the command line, a YAML file by path.
+    """Load a built-in suite by name (``"quick"``: the newest version; ``"quick@v2"``) or, for the command line,
+    a YAML file by path.
 
     Untrusted names (from bundles or uploads) go through :func:`builtin_suite`, which reads no path.
 
     Raises:
-        ConfigError: for an unknown name, a missing file or an invalid definition.
+        ConfigError: for an unknown name or version, a missing file or an invalid definition.
     """
     path = Path(name_or_path)
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path or path.is_file():
@@ -407,12 +483,9 @@ def load_suite(name_or_path: str) -> Suite:
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"Cannot read suite file {path} ({type(exc).__name__}); pass a YAML file.") from None
         return _parse_yaml(text, str(path))
-    bare, _, wanted = name_or_path.partition("@")
+    bare = name_or_path.partition("@")[0]
     if bare not in builtin_suites():
         raise ConfigError(
             f"Unknown suite {name_or_path[:64]!r}; use one of {', '.join(builtin_suites())} or a path to a YAML file."
         )
-    suite = builtin_suite(bare)
-    if wanted and wanted.lstrip("v") != str(suite.version):
-        raise ConfigError(f"This rollgym ships {suite.label}, not {name_or_path}; upgrade or downgrade rollgym.")
-    return suite
+    return builtin_suite(*parse_suite_label(name_or_path))

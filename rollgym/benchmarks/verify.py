@@ -34,7 +34,15 @@ from rollgym.benchmarks.bundle import (
     public_task,
 )
 from rollgym.benchmarks.runner import compute_summary, prepare_suite
-from rollgym.benchmarks.suite import Suite, SuiteEntry, builtin_suite, task_set_hash
+from rollgym.benchmarks.suite import (
+    Suite,
+    SuiteEntry,
+    builtin_suite,
+    builtin_suites,
+    suite_versions,
+    task_set_hash,
+    versions_phrase,
+)
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.store import FORMAT_VERSION, EpisodeRecord
 from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
@@ -407,7 +415,7 @@ def _verify(
     claimed_suite = manifest.get("suite") or {}
     if suite is None:
         try:
-            suite = builtin_suite(claimed_suite.get("name"))  # type: ignore[arg-type]
+            suite = claimed_builtin_suite(claimed_suite)
         except ConfigError as exc:
             raise _Rejected(f"The bundle's suite is unknown here ({exc})") from None
     mismatch = suite_mismatch(claimed_suite, suite)
@@ -475,20 +483,49 @@ def _verify(
     return VerificationReport(not reasons, reasons, summary, manifest, episodes)
 
 
+def claimed_builtin_suite(claimed: dict[str, Any]) -> Suite:
+    """The built-in suite a manifest's ``suite`` field names, in the version it names when this rollgym ships it.
+
+    For a version this rollgym does not ship, the newest version (whose :func:`suite_mismatch` sentence
+    then names the versions shipped). Reads no path: the name goes through :func:`builtin_suite`.
+
+    Raises:
+        ConfigError: for a name that is not a built-in suite.
+
+    Example:
+        >>> claimed_builtin_suite({"name": "quick", "version": 2}).label
+        'quick@v2'
+    """
+    suite = builtin_suite(claimed.get("name"))  # type: ignore[arg-type]
+    version = claimed.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version in suite_versions(suite.name):
+        return builtin_suite(suite.name, version)
+    return suite
+
+
 def suite_mismatch(claimed: dict[str, Any], suite: Suite) -> str | None:
     """One sentence naming the manifest's suite field that differs from ``suite``, or ``None``.
 
     Example:
         >>> from rollgym.benchmarks.suite import builtin_suite
-        >>> suite_mismatch({"name": "quick", "version": 2, "label": "quick@v1"}, builtin_suite("quick"))
-        "The manifest's suite.version is 2, but this rollgym ships quick version 1 (quick@v1); rerun the current suite."
+        >>> claimed = {"name": "quick", "version": 9, "label": "quick@v9"}
+        >>> print(suite_mismatch(claimed, builtin_suite("quick")))  # doctest: +NORMALIZE_WHITESPACE
+        The manifest's suite.version is 9, but this rollgym ships quick@v2 and quick@v3 (plain 'quick' is quick@v3);
+        rerun a shipped version.
     """
-    for key, ours in (("name", suite.name), ("version", suite.version)):
-        if claimed.get(key) != ours:
-            return (
-                f"The manifest's suite.{key} is {_short(claimed.get(key))}, but this rollgym ships {suite.name} "
-                f"version {suite.version} ({suite.label}); rerun the current suite."
-            )
+    if claimed.get("name") != suite.name:
+        return (
+            f"The manifest's suite.name is {_short(claimed.get('name'))}, but this rollgym ships {suite.name} "
+            f"version {suite.version} ({suite.label}); rerun the current suite."
+        )
+    if claimed.get("version") != suite.version:
+        shipped = suite.label
+        if suite.name in builtin_suites():
+            shipped = versions_phrase(suite.name, suite_versions(suite.name))
+        return (
+            f"The manifest's suite.version is {_short(claimed.get('version'))}, but this rollgym ships {shipped}; "
+            "rerun a shipped version."
+        )
     if claimed.get("label") is not None and claimed.get("label") != suite.label:
         return (
             f"The manifest's suite.label is {_short(claimed.get('label'))}, but its suite.name and suite.version "

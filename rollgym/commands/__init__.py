@@ -19,4 +19,5 @@ COMMAND_MODULES: list[str] = [
     "rollgym.commands.experiment",
     "rollgym.commands.serve_env",
     "rollgym.commands.models",
+    "rollgym.commands.export",
 ]

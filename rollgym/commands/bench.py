@@ -4,6 +4,7 @@ Examples::
 
     rollgym bench list
     rollgym bench show quick
+    rollgym bench show quick@v2            # an older version, kept so its bundles still verify
     rollgym bench run quick --agent oracle --out runs/oracle [--limit 5] [--tar]
     rollgym bench run papers --model http://127.0.0.1:8000/v1 --label my-model --out runs/my-model
     rollgym bench compare runs/oracle runs/random
@@ -31,12 +32,13 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_list)
 
     p = actions.add_parser("show", help="a suite's entries, which run here, and its task hash")
-    p.add_argument("suite", help="a built-in suite name or a suite YAML file")
+    p.add_argument("suite", help="a built-in suite name (NAME@vN for an older version) or a suite YAML file")
     p.add_argument("--limit", type=int, help="at most this many tasks per entry")
     p.set_defaults(func=cmd_show)
 
     p = actions.add_parser("run", help="run a suite with an agent or a model into a bundle folder")
-    p.add_argument("suite", help="a built-in suite name (quick, papers, puzzles, ...) or a suite YAML file")
+    p.add_argument("suite", help="a built-in suite name (quick, papers, puzzles, ...; quick@v2 for an older "
+                   "version) or a suite YAML file")
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--agent", help="a reference agent: oracle or random")
     who.add_argument("--model", help="a model folder, hub id, vllm:PATH or an OpenAI-compatible http(s) URL")
@@ -93,14 +95,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Print the built-in suites with their descriptions."""
     from rich.table import Table
 
-    from rollgym.benchmarks.suite import builtin_suites, load_suite
+    from rollgym.benchmarks.suite import builtin_suites, load_suite, suite_versions
 
-    table = Table(title="Benchmark suites")
-    for column in ("suite", "entries", "description"):
+    table = Table(title="Benchmark suites (the name alone runs the newest version)")
+    for column in ("suite", "entries", "description", "older versions"):
         table.add_column(column)
     for name in builtin_suites():
         suite = load_suite(name)
-        table.add_row(suite.label, str(len(suite.entries)), suite.description)
+        older = ", ".join(f"{name}@v{v}" for v in suite_versions(name) if v != suite.version)
+        table.add_row(suite.label, str(len(suite.entries)), suite.description, older or "-")
     _console().print(table)
     return 0
 

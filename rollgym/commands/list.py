@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 STATS_PROVIDERS: dict[str, str] = {
     "tools": "rollgym.envs.tools.generated:stats",
     "web": "rollgym.envs.web.gen.stats:web_stats",
+    "code": "rollgym.envs.code.terminal_gen.source:catalogue",
 }
 
 

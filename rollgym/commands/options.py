@@ -44,23 +44,21 @@ def add_env_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def positive_int(text: str) -> int:
-    """An ``argparse`` type: an integer of at least 1."""
+def _int_at_least(text: str, least: int, words: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: an integer of at least 1."""
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def seed_int(text: str) -> int:
     """An ``argparse`` type: a non-negative integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+    return _int_at_least(text, 0, "a non-negative integer")

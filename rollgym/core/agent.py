@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 
 @runtime_checkable
 class Agent(Protocol):
@@ -32,3 +34,17 @@ class Agent(Protocol):
     def reset(self, seed: int | None = None) -> None: ...
 
     def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+class SeededAgent:
+    """Base of agents that draw from their own NumPy generator: seeded when built, seeded again by
+    ``reset(seed)`` (``reset(None)`` keeps the generator running). Subclasses write ``act``."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)

@@ -115,8 +115,7 @@ def check_bundle_archive(path: str | os.PathLike[str], limits: BundleLimits = DE
     Raises:
         IngestError: with one sentence; the sentence never quotes a file of this machine.
     """
-    from rollgym.benchmarks.suite import builtin_suite
-    from rollgym.benchmarks.verify import suite_mismatch
+    from rollgym.benchmarks.verify import claimed_builtin_suite, suite_mismatch
 
     archive = Path(path)
     try:
@@ -135,7 +134,7 @@ def check_bundle_archive(path: str | os.PathLike[str], limits: BundleLimits = DE
                           "`rollgym bench run` and upload it then.")
     claimed = manifest["suite"]
     try:
-        suite = builtin_suite(claimed["name"])
+        suite = claimed_builtin_suite(claimed)
     except ConfigError as exc:
         raise IngestError(f"Not a valid bundle: {exc}") from None
     mismatch = suite_mismatch(claimed, suite)

@@ -170,17 +170,12 @@ def create_app(settings: Settings) -> FastAPI:
             return _error(401, "Missing or unknown token; pass 'Authorization: Bearer TOKEN'.")
         if not settings.secret:
             return _error(400, "This leaderboard uses the suites' public seeds; upload bundles without a ticket.")
-        from rollgym.benchmarks.suite import builtin_suite
+        from rollgym.benchmarks.suite import builtin_suite, parse_suite_label
         from rollgym.benchmarks.verify import hidden_seed
 
         secret = settings.secret
-        name, _, version = suite.partition("@")
         try:
-            wanted = int(version.removeprefix("v")) if version else None
-        except ValueError:
-            return _error(400, "suite must be a built-in suite's name, optionally with its version (quick@v1).")
-        try:
-            label = builtin_suite(name, wanted).label
+            label = builtin_suite(*parse_suite_label(suite)).label
             issued = store.issue_ticket(submitter.id, label, lambda tid: hidden_seed(secret, tid),
                                         ttl=settings.ticket_ttl, per_day=settings.tickets_per_day)
         except TicketError as exc:

@@ -1,20 +1,36 @@
-"""Collection on a Ray cluster: env-worker actors that each run many episodes at once.
+"""Collection on a Ray cluster: env-worker actors, placed by what the env needs, each playing batches of episodes.
 
 :func:`collect_ray` has the same arguments and results as
 :func:`~rollgym.rollout.collect` and uses the same results file, so a run can
-move between a laptop and a cluster. Each :class:`EnvWorker` actor keeps a pool
-of envs and plays up to ``episodes_per_worker`` episodes concurrently on its
-own event loop; LLM agents inside it talk to inference servers over HTTP (an
-``OpenAIBackend`` pointed at vLLM or ``rollgym serve-model``), so generation is
-batched by the servers, not the workers. Episodes travel in chunks (half a worker's
-share each, two chunks per worker in flight), so Ray's cost per remote call, about a
-millisecond, is paid per chunk rather than per episode; envs and agents are reused
-across the episodes of a worker.
+move between a laptop and a cluster. It runs on the Ray instance already
+initialised in the process, else on the cluster at ``address`` (a GCS address
+such as ``"10.0.0.1:6379"``, ``"auto"``, or a ``ray://`` client address), else
+on a local Ray instance it starts.
 
-The driver writes every finished episode to the results file as soon as it
-arrives. When a worker dies, the episodes it was playing are given to a
-replacement worker; finished episodes are never lost, and the results are the
-same as an uninterrupted run (episodes are pure functions of their seeds).
+Placement: a family declares what one of its workers needs
+(:func:`~rollgym.rollout.placement.env_needs`: a browser, a sandbox, a Stockfish,
+CPUs); workers are spread over the alive nodes that offer it, pinned to their node,
+no more on a node than its resources hold. Every trajectory records the node and
+the worker that played it in ``metrics["node"]`` (the Ray node id),
+``metrics["node_ip"]`` and ``metrics["worker"]`` (the Ray actor id).
+
+Cost: each :class:`EnvWorker` actor keeps its envs and agents across episodes and
+plays a *batch* of episodes per remote call, with up to ``episodes_per_worker``
+of them in flight at once for agents that await a model (``aact``). Batches are
+large while much work is left (the queue shared out over twice the workers) and
+shrink towards the end, so Ray's cost per call (about a millisecond) is paid a few
+times per worker rather than once per episode, and no worker is left with a long
+tail. LLM agents inside workers talk to inference servers over HTTP (an
+``OpenAIBackend`` pointed at vLLM or ``rollgym serve-model``), so generation is
+batched by the servers, not by the workers.
+
+Faults: the driver writes every finished episode to the results file as soon as
+its batch arrives. When a worker or its whole node dies (gracefully or not), the
+batch it was playing goes back to the front of the queue and a replacement worker
+starts on a node that is still alive; episodes are pure functions of their seeds,
+so the replayed episodes, and the run's results, are those of a run without the
+fault. A node that joins mid-run and offers what the env needs gets its share of
+workers (``num_workers`` over the nodes there were at the start) and work.
 
 Agents are built inside the workers by ``agent_factory``, a picklable callable
 (an agent class such as ``OracleAgent``, or a ``functools.partial``).
@@ -23,17 +39,31 @@ Agents are built inside the workers by ``agent_factory``, a picklable callable
 from __future__ import annotations
 
 import asyncio
+import json
+import math
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from rollgym.core.agent import Agent
-from rollgym.core.errors import ConfigError, MissingDependencyError
+from rollgym.core.errors import ConfigError, MissingDependencyError, RollgymError
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.placement import Needs, env_needs
 from rollgym.rollout.store import assemble_groups
 from rollgym.rollout.types import RolloutGroup
 
 ProgressCallback = Callable[[int, int], None]
+
+#: The most episodes one remote call carries (a lost worker replays at most this many).
+MAX_BATCH = 256
+#: How often (seconds) the driver looks for nodes that joined the cluster.
+NODE_POLL_S = 1.0
+
+
+class ClusterError(RollgymError, RuntimeError):
+    """The cluster cannot run the env's workers: no alive node offers what they need."""
 
 
 def _import_ray() -> Any:
@@ -45,17 +75,24 @@ def _import_ray() -> Any:
 
 
 class EnvWorker:
-    """A Ray actor body: a pool of envs and of agents (built by ``agent_factory``), playing episodes on request."""
+    """A Ray actor body: a pool of envs and of agents (built by ``agent_factory``), playing batches on request."""
 
     def __init__(self, env_id: str, split: str, env_kwargs: dict[str, Any], agent_factory: Callable[[], Agent],
-                 limits: EpisodeLimits) -> None:
+                 limits: EpisodeLimits, concurrency: int = 8) -> None:
+        import ray
+
         import rollgym
 
         self.make = lambda: rollgym.make(env_id, split=split, **env_kwargs)
         self.agent_factory = agent_factory
         self.limits = limits
+        self.concurrency = concurrency
         self.envs: list[Any] = []
         self.agents: list[Any] = []
+        context = ray.get_runtime_context()
+        self.place = {"node": context.get_node_id(), "node_ip": ray.util.get_node_ip_address(),
+                      "worker": context.get_actor_id()}
+        self.slots: asyncio.Semaphore | None = None
 
     async def play(self, task_index: int, args: dict[str, Any]) -> bytes:
         """Play one episode and return its results-file line."""
@@ -71,17 +108,120 @@ class EnvWorker:
         finally:
             self.envs.append(env)
             self.agents.append(agent)
+        trajectory.metrics.update(self.place)
         return EpisodeRecord(task_index, task, trajectory).to_line()
 
     async def play_many(self, jobs: list[tuple[int, dict[str, Any]]]) -> list[bytes]:
-        """Play a chunk of episodes at once; return their results-file lines in order."""
-        return list(await asyncio.gather(*(self.play(i, args) for i, args in jobs)))
+        """Play a batch of episodes; return their results-file lines in order.
+
+        Agents that await a model play up to ``concurrency`` episodes at once (across
+        the worker's calls); others play one after another, which costs less.
+        """
+        if not self.agents:
+            self.agents.append(self.agent_factory())
+        if not callable(getattr(self.agents[-1], "aact", None)):
+            return [await self.play(i, args) for i, args in jobs]
+        if self.slots is None:
+            self.slots = asyncio.Semaphore(self.concurrency)
+        slots = self.slots
+
+        async def one(i: int, args: dict[str, Any]) -> bytes:
+            async with slots:
+                return await self.play(i, args)
+
+        return list(await asyncio.gather(*(one(i, args) for i, args in jobs)))
+
+    def where(self) -> dict[str, Any]:
+        """The worker's node id, node IP, actor id and process id (tests kill it)."""
+        import os
+
+        return {**self.place, "pid": os.getpid()}
 
     def pid(self) -> int:
         """The worker's process id (tests kill it)."""
         import os
 
         return os.getpid()
+
+
+@dataclass
+class _Worker:
+    handle: Any
+    node: str
+    in_flight: int = 0
+
+
+@dataclass
+class _Fleet:
+    """The run's workers and the nodes they sit on; grows onto joining nodes, replaces the lost."""
+
+    ray: Any
+    actor: Any
+    needs: Needs
+    args: tuple[Any, ...]
+    per_node: int
+    workers: list[_Worker] = field(default_factory=list)
+    known: set[str] = field(default_factory=set)
+    suspect: set[str] = field(default_factory=set)
+    polled: float = 0.0
+
+    def nodes(self) -> dict[str, int]:
+        """Alive nodes that hold at least one worker: node id -> how many."""
+        out = {}
+        for node in self.ray.nodes():
+            capacity = self.needs.capacity(node.get("Resources", {}))
+            if node.get("Alive") and capacity > 0:
+                out[node["NodeID"]] = capacity
+        return out
+
+    def start(self, count: int, nodes: dict[str, int]) -> int:
+        """Start up to ``count`` workers spread over ``nodes``, emptiest first; returns how many started."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        started = 0
+        for _ in range(count):
+            held = {node: sum(w.node == node for w in self.workers) for node in nodes}
+            free = [node for node in nodes if held[node] < nodes[node]]
+            # a node that just lost a worker may be dying (its death is seen seconds later): others first
+            free = [node for node in free if node not in self.suspect] or free
+            if not free:
+                break
+            node = min(free, key=lambda n: (held[n], n))
+            strategy = NodeAffinitySchedulingStrategy(node, soft=False)
+            self.workers.append(_Worker(self.actor.options(scheduling_strategy=strategy).remote(*self.args), node))
+            started += 1
+        return started
+
+    def replace(self, lost: _Worker) -> None:
+        """Drop a lost worker and start another on a node still alive."""
+        self.ray.kill(lost.handle, no_restart=True)
+        self.workers.remove(lost)
+        self.suspect.add(lost.node)
+        nodes = self.nodes()
+        if self.start(1, nodes) == 0 and not self.workers:
+            raise ClusterError(f"No alive node offers what a worker needs ({self.needs.describe()}): "
+                               "every worker was lost.")
+
+    def grow(self) -> None:
+        """Give each node that joined since the last look its share of workers (at most every NODE_POLL_S)."""
+        now = time.monotonic()
+        if now - self.polled < NODE_POLL_S:
+            return
+        self.polled = now
+        nodes = self.nodes()
+        joined = [node for node in nodes if node not in self.known]
+        self.known |= set(nodes)
+        for node in joined:
+            self.start(self.per_node, {node: nodes[node]})
+
+
+def _connect(ray: Any, address: str | None) -> None:
+    if ray.is_initialized():
+        return
+    if address is None:
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    else:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
 
 
 def collect_ray(
@@ -94,23 +234,39 @@ def collect_ray(
     out: str | None = None,
     env_kwargs: dict[str, Any] | None = None,
     *,
+    address: str | None = None,
+    needs: Needs | None = None,
     num_workers: int = 2,
     episodes_per_worker: int = 8,
     limits: EpisodeLimits | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     progress: ProgressCallback | None = None,
     on_result: Callable[[int, list[Any]], None] | None = None,
-    max_worker_restarts: int = 8,
+    max_worker_restarts: int | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` × ``group_size`` episodes on Ray workers; see the module docstring.
 
-    Uses the running Ray instance, or starts a local one. ``on_result(done, workers)``
-    is called after every finished episode with the live worker handles (tests use it
-    to kill a worker mid-run).
+    Args:
+        address: The cluster to join when Ray is not initialised in this process yet
+            (``ray.init(address=...)``); ``None`` starts a local Ray instance.
+        needs: What each worker needs from its node; default
+            :func:`~rollgym.rollout.placement.env_needs` of the env.
+        num_workers: Workers at the start, spread over the nodes that offer ``needs``
+            (fewer when those nodes hold fewer).
+        episodes_per_worker: Episodes a worker plays at once, for agents that await a model.
+        on_result: ``on_result(done, workers)`` after every finished episode, with the live
+            worker handles (tests use it to kill a worker or a node mid-run).
+        max_worker_restarts: Lost workers replaced before the run gives up; default
+            ``max(8, 2 * num_workers)``.
+
+    Raises:
+        ClusterError: when no alive node offers what a worker needs.
 
     Example:
         >>> from rollgym.agents import OracleAgent
         >>> groups = collect_ray(OracleAgent, "Countdown-v0", n_tasks=4, group_size=2)  # doctest: +SKIP
+        >>> groups[0].trajectories[0].metrics["node"]  # doctest: +SKIP
+        '5f0c...'
     """
     ray = _import_ray()
     limits = limits or EpisodeLimits(max_steps=max_steps)
@@ -122,54 +278,68 @@ def collect_ray(
     probe = agent_factory()
     plan = RunPlan.prepare(probe, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps)
     plan.env.close()
-    if not ray.is_initialized():
-        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
-    actor_class = ray.remote(max_concurrency=2, num_cpus=0)(EnvWorker)
-
-    def new_worker() -> Any:
-        return actor_class.remote(plan.info.id, split, plan.env_kwargs, agent_factory, limits)
-
-    workers = [new_worker() for _ in range(num_workers)]
+    needs = needs or env_needs(plan.info.id, plan.env_kwargs)
+    restarts_left = max(8, 2 * num_workers) if max_worker_restarts is None else max_worker_restarts
     jobs = plan.jobs()
     total = n_tasks * group_size
     done = total - len(jobs)
     if progress is not None:
         progress(done, total)
+    if not jobs:
+        return _finish(plan, group_size, n_tasks)
+    _connect(ray, address)
+    lost_errors = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError,
+                   ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError)
+    actor = ray.remote(max_concurrency=2, **needs.ray_options())(EnvWorker)
+    fleet = _Fleet(ray, actor, needs, (plan.info.id, split, plan.env_kwargs, agent_factory, limits,
+                                       episodes_per_worker), per_node=1)
+    nodes = fleet.nodes()
+    if not nodes:
+        _finish(plan, group_size, n_tasks)  # closes the results file
+        offer = f"--resources='{json.dumps(dict.fromkeys(needs.resources, 4))}'" if needs.resources else "--num-cpus=4"
+        raise ClusterError(f"No alive node of the Ray cluster offers what a {plan.info.id} worker needs "
+                           f"({needs.describe()}); start one with `ray start --address=<head> {offer}`.")
+    fleet.known = set(nodes)
+    fleet.per_node = max(1, math.ceil(num_workers / len(nodes)))
+    fleet.start(num_workers, nodes)
     queue = list(jobs)
-    chunk = max(1, -(-episodes_per_worker // 2))  # two chunks per worker keep it busy while one drains
-    in_flight: dict[Any, tuple[list[tuple[int, int]], int, Any]] = {}
-    load = [0] * num_workers
-    restarts = 0
+    in_flight: dict[Any, tuple[list[tuple[int, int]], _Worker]] = {}
 
-    def submit(batch: list[tuple[int, int]], slot: int) -> None:
+    def submit(batch: list[tuple[int, int]], worker: _Worker) -> None:
         calls = []
         for i, j in batch:
             args = plan.job_args(i, j)
             args.pop("max_steps")
             calls.append((i, args))
-        in_flight[workers[slot].play_many.remote(calls)] = (batch, slot, workers[slot])
-        load[slot] += 1
+        in_flight[worker.handle.play_many.remote(calls)] = (batch, worker)
+        worker.in_flight += 1
 
     try:
         while queue or in_flight:
-            while queue and len(in_flight) < 2 * num_workers:
-                slot = load.index(min(load))
-                batch, queue = queue[:chunk], queue[chunk:]
-                submit(batch, slot)
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            fleet.grow()
+            for worker in sorted(fleet.workers, key=lambda w: w.in_flight):
+                if not queue:
+                    break
+                if worker.in_flight < 2:  # two batches per worker: it plays one while the driver reads the other
+                    size = min(MAX_BATCH, max(1, math.ceil(len(queue) / (2 * len(fleet.workers)))))
+                    batch, queue = queue[:size], queue[size:]
+                    submit(batch, worker)
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=max(NODE_POLL_S, 0.1))
+            if not ready:
+                continue
             ref = ready[0]
-            batch, slot, actor = in_flight.pop(ref)
-            load[slot] -= 1
+            batch, worker = in_flight.pop(ref)
+            worker.in_flight -= 1
             try:
                 lines = ray.get(ref)
-            except ray.exceptions.RayActorError:
-                # the worker died: replace it (once) and give its episodes to the workers left
-                if workers[slot] is actor:
-                    restarts += 1
-                    if restarts > max_worker_restarts:
-                        raise
-                    workers[slot] = new_worker()
+            except lost_errors:
+                # the worker or its node died: its batch goes back to the queue, played again with the same seeds
                 queue = batch + queue
+                if worker in fleet.workers:
+                    restarts_left -= 1
+                    if restarts_left < 0:
+                        raise
+                    fleet.replace(worker)
                 continue
             for (i, _), line in zip(batch, lines):
                 plan.record_line(i, line)
@@ -177,10 +347,16 @@ def collect_ray(
                 if progress is not None:
                     progress(done, total)
                 if on_result is not None:
-                    on_result(done, workers)
+                    on_result(done, [w.handle for w in fleet.workers])
     finally:
-        for worker in workers:
-            ray.kill(worker)
+        for worker in fleet.workers:
+            ray.kill(worker.handle, no_restart=True)
         if plan.writer is not None:
             plan.writer.close()
+    return _finish(plan, group_size, n_tasks)
+
+
+def _finish(plan: RunPlan, group_size: int, n_tasks: int) -> list[RolloutGroup]:
+    if plan.writer is not None:
+        plan.writer.close()
     return assemble_groups(list(plan.records.values()), group_size, n_tasks)

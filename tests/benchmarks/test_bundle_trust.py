@@ -169,7 +169,8 @@ def test_the_differing_suite_field_is_named(oracle_bundle: Path, tmp_path: Path)
     v = json.loads((folder / "manifest.json").read_text())["suite"]["version"]
     _edit_manifest(folder, lambda m: m["suite"].update(version=v + 1))
     reason = verify_bundle(folder).reasons[0]
-    assert f"suite.version is {v + 1}" in reason and f"quick version {v} (quick@v{v})" in reason
+    assert f"suite.version is {v + 1}" in reason and f"ships quick@v2 and quick@v{v} (plain 'quick' is quick@v{v})" \
+        in reason
     assert f"but this rollgym has quick@v{v}" not in reason
     _edit_manifest(folder, lambda m: m["suite"].update(version=v, label="quick@v77"))
     assert "suite.label is 'quick@v77'" in verify_bundle(folder).reasons[0]
@@ -215,7 +216,7 @@ def test_builtin_suites_load_by_name_and_version_only(tmp_path: Path) -> None:
         assert builtin_suite(name).name == name
     v = builtin_suite("quick").version
     assert builtin_suite("quick", v).label == f"quick@v{v}"
-    with pytest.raises(ConfigError, match=f"ships quick@v{v}, not version {v + 1}"):
+    with pytest.raises(ConfigError, match=f"has no version {v + 1}; this rollgym ships quick@v2 and quick@v{v}"):
         builtin_suite("quick", v + 1)
     for bad in ["/etc/shadow", "quick.yaml", "../quick", "quick@v1", "", "Quick"]:
         with pytest.raises(ConfigError, match="Unknown suite") as info:

@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import IN_CI, require_module
 from tests.leaderboard.conftest import (
+    ORACLE_SCORE,
     add_submitter,
     distinct_copy,
     free_port,
@@ -111,7 +112,7 @@ def test_the_server_works_on_postgresql(postgres_url: str, server_factory: Any, 
 
     second = server_factory(db=postgres_url, folder=folder)
     status = wait_for(second.url, sid, {"accepted", "rejected"})
-    assert status["status"] == "accepted" and status["score"] == 1.0 and status["attempts"] == 2
+    assert status["status"] == "accepted" and status["score"] == ORACLE_SCORE and status["attempts"] == 2
 
     data = bundle_archives["random"].read_bytes()
     responses = submit_concurrently(second.url, token, data, 4, "pg-random")
@@ -120,11 +121,11 @@ def test_the_server_works_on_postgresql(postgres_url: str, server_factory: Any, 
     for other in ids:
         assert wait_for(second.url, other, {"accepted", "rejected"})["status"] == "accepted"
 
-    board = httpx.get(f"{second.url}/api/leaderboard/quick@v2", timeout=30).json()
+    board = httpx.get(f"{second.url}/api/leaderboard/quick@v3", timeout=30).json()
     assert len(board) == 5 and board[0]["label"] == "pg-oracle"
     assert _rows(postgres_url, "SELECT COUNT(*) FROM submissions") == [(5,)]
     assert _rows(postgres_url, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND attempts = 1") == [(4,)]
-    page = httpx.get(f"{second.url}/suite/quick@v2", timeout=30)
+    page = httpx.get(f"{second.url}/suite/quick@v3", timeout=30)
     assert page.status_code == 200 and "pg-oracle" in page.text and "<svg" in page.text
 
 
@@ -138,9 +139,9 @@ def test_tickets_on_postgresql(postgres_url: str, tmp_path: Path, bundle_archive
 
     store = Store(postgres_url)
     person = store.ensure_submitter("pg-tickets")
-    ticket = store.issue_ticket(person, "quick@v2", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+    ticket = store.issue_ticket(person, "quick@v3", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
     try:
-        store.issue_ticket(person, "quick@v2", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+        store.issue_ticket(person, "quick@v3", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
         raise AssertionError("a second ticket within 24 hours was issued")
     except TicketError as exc:
         assert exc.status == 429

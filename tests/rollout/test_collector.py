@@ -15,6 +15,7 @@ from rollgym.core.registration import register_env
 from rollgym.rollout import RolloutGroup, Turn, agent_seed, collect, episode_seed, run_episode
 
 TIMING = ("agent_s", "env_s", "episode_s")
+PLACEMENT = ("node", "node_ip", "worker")  # where collect_ray played an episode, which legitimately differs
 
 
 def comparable(groups: list[RolloutGroup]) -> list[dict[str, Any]]:
@@ -23,7 +24,7 @@ def comparable(groups: list[RolloutGroup]) -> list[dict[str, Any]]:
     for group in groups:
         data = group.to_dict()
         for traj in data["trajectories"]:
-            for key in TIMING:
+            for key in (*TIMING, *PLACEMENT):
                 traj["metrics"].pop(key, None)
         out.append(data)
     return out

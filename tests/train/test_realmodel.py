@@ -48,3 +48,47 @@ def test_label_measures_read_the_share_of_answer_blocks_and_offered_numbers():
     labels = {"no_answer": 0.25, "illegal": 0.25, "wrong": 0.25, "correct": 0.125, "malformed": 0.125}
     assert label_measures(labels) == {"answer_block": 0.75, "offered_numbers": 0.375}
     assert label_measures(None) == label_measures({}) == {}
+
+
+def _results(arm: str, metrics: list[float], blocks: list[float], config: dict | None = None) -> dict:
+    runs = [{"arm": arm, "seed": s, "metric": m, "curve": [[0.0, 0.0], [2.0, m]],
+             "extras": {"answer_block": b, "reward_curve": [0.1 * s, 0.2, 0.3]}}
+            for s, (m, b) in enumerate(zip(metrics, blocks))]
+    return {"config": config or {"lr": 1}, "runs": runs}
+
+
+def test_the_two_trainers_are_compared_seed_by_seed(tmp_path):
+    from rollgym.core.errors import ConfigError
+    from rollgym.train.experiments.realmodel_trl import compare_trainers, plot_side_by_side, render_comparison
+
+    ours = _results("grpo", [0.0, 0.1, 0.3], [0.9, 1.0, 1.0])
+    theirs = _results("trl", [0.1, 0.2, 0.4], [0.0, 0.1, 0.0])
+    rows = {r["measure"]: r for r in compare_trainers(ours, theirs)}
+    assert rows["metric"]["mean"] == pytest.approx(0.1) and rows["metric"]["seeds"] == [0, 1, 2]
+    assert rows["metric"]["half_width"] == pytest.approx(0.0, abs=1e-9)  # the same difference on every seed
+    assert rows["answer_block"]["mean"] == pytest.approx(-0.9333333) and rows["answer_block"]["verdict"] == "lower"
+    assert "offered_numbers" not in rows  # neither file has it
+    assert "| metric | 0.100, 0.200, 0.400 | 0.000, 0.100, 0.300 |" in render_comparison(list(rows.values()))
+    with pytest.raises(ConfigError, match="different settings"):
+        compare_trainers(ours, _results("trl", [0.1], [0.0], config={"lr": 2}))
+    png = plot_side_by_side(ours, theirs, tmp_path / "side.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_documented_trainer_comparison_is_the_committed_results():
+    import json
+    from pathlib import Path
+
+    from rollgym.train.experiments.realmodel_trl import compare_trainers, render_comparison
+
+    repo = Path(__file__).resolve().parents[2]
+    theirs_path = repo / "docs" / "experiments" / "realmodel-trl.json"
+    if not theirs_path.exists():
+        pytest.skip("the TRL twin has no committed results yet")
+    ours = json.loads((repo / "docs" / "experiments" / "realmodel.json").read_text(encoding="utf-8"))
+    rows = compare_trainers(ours, json.loads(theirs_path.read_text(encoding="utf-8")))
+    assert len(rows[0]["seeds"]) >= 3  # paired over the three seeds of both experiments
+    doc = (repo / "docs" / "experiments.md").read_text(encoding="utf-8")
+    between = doc.split("<!-- realmodel-trainers:begin -->", 1)[1].split("<!-- realmodel-trainers:end -->", 1)[0]
+    assert between.strip() == render_comparison(rows)
+    assert (repo / "docs" / "img" / "realmodel_trainers.png").exists()

@@ -6,6 +6,7 @@
 * :mod:`~rollgym.envs.code.codegen`: ``CodeGen-v0``, generated programming tasks in six families.
 * :mod:`~rollgym.envs.code.repo_repair`: ``RepoRepair-v0``, fix a bug in a small generated repository.
 * :mod:`~rollgym.envs.code.terminal`: ``Terminal-v0``, shell tasks checked on the final state.
+* :mod:`~rollgym.envs.code.terminal_gen`: ``TerminalGen-v0``, 4,260 generated shell tasks over 21 kinds.
 * :mod:`~rollgym.envs.code.harness` (typed values, the call harness), :mod:`~rollgym.envs.code.runner`
   (kept sandboxes, batch calls), :mod:`~rollgym.envs.code.policies` (oracle and random policies).
 
@@ -36,6 +37,9 @@ _LAZY = {
     "TerminalEnv": "rollgym.envs.code.terminal.env",
     "TerminalSource": "rollgym.envs.code.terminal.source",
     "TerminalConfig": "rollgym.envs.code.config",
+    "TerminalGenEnv": "rollgym.envs.code.terminal_gen.env",
+    "TerminalGenSource": "rollgym.envs.code.terminal_gen.source",
+    "TerminalGenConfig": "rollgym.envs.code.terminal_gen.source",
 }
 
 __all__ = sorted(_LAZY)
@@ -109,5 +113,20 @@ register_env(
     components=["rollgym.envs.code.config", "rollgym.envs.code.tool_env", "rollgym.envs.code.terminal.source",
                 "rollgym.envs.code.terminal.env", "rollgym.sandbox.inside.supervisor"],
     oracle=f"{_POLICIES}:terminal_oracle",
+    random_policy=f"{_POLICIES}:terminal_random_policy",
+)
+
+register_env(
+    "TerminalGen-v0",
+    "rollgym.envs.code.terminal_gen.env:TerminalGenEnv",
+    description="4,260 generated shell tasks, 21 kinds in 7 categories (files, text, permissions, archives, scripts, "
+                "processes, localhost services); split test_unseen holds 7 held-out kinds.",
+    family="code",
+    components=["rollgym.envs.code.config", "rollgym.envs.code.tool_env", "rollgym.envs.code.terminal.source",
+                "rollgym.envs.code.terminal.env", "rollgym.envs.code.terminal_gen.spec",
+                "rollgym.envs.code.terminal_gen.state_kinds", "rollgym.envs.code.terminal_gen.program_kinds",
+                "rollgym.envs.code.terminal_gen.source", "rollgym.envs.code.terminal_gen.checks",
+                "rollgym.envs.code.terminal_gen.env", "rollgym.sandbox.inside.supervisor"],
+    oracle=f"{_POLICIES}:terminal_gen_oracle",
     random_policy=f"{_POLICIES}:terminal_random_policy",
 )

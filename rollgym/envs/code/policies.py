@@ -117,6 +117,16 @@ def terminal_oracle(observation: str, info: dict[str, Any]) -> str:
     return _hermes("bash", {"command": task.answer["solution"]})
 
 
+def terminal_gen_oracle(observation: str, info: dict[str, Any]) -> str:
+    """First turn: the oracle shell commands, regenerated from the split, index and public config; then finish."""
+    from rollgym.envs.code.terminal_gen.source import TerminalGenConfig, TerminalGenSource
+
+    if info.get("turn", 0) >= 1:
+        return "Done."
+    task = _regenerated(info, TerminalGenSource, TerminalGenConfig, "TerminalGen-v0")
+    return _hermes("bash", {"command": task.answer["solution"]})
+
+
 _RANDOM_COMMANDS = ("ls -la", "cat *", "echo 0 > answer.txt", "mkdir -p archive", "chmod 644 *", "touch count.sh",
                     "tar -cf backup.tar.gz .", "rm -f answer.txt", "pwd", "echo hello")
 

@@ -62,7 +62,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
 from rollgym.envs.games.base import MoveError
-from rollgym.envs.games.seats import SeatBot, SeatedGame, SeatedTextEnv
+from rollgym.envs.games.seats import RandomSeatBot, SeatBot, SeatedGame, SeatedTextEnv
 from rollgym.envs.games.text_env import extract_move_text
 
 __all__ = ["ACTIONS", "CARDS", "KuhnPoker", "KuhnPokerEnv", "NashKuhnBot", "RandomKuhnBot", "kuhn_payoff",
@@ -301,21 +301,10 @@ class NashKuhnBot:
         return f"Final Answer: {actions[int(pick)]}"
 
 
-class RandomKuhnBot:
+class RandomKuhnBot(RandomSeatBot):
     """A uniformly random legal action."""
 
-    name = "random"
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        legal = list(info.get("legal_moves") or ["check"])
-        return f"Final Answer: {legal[int(self.rng.integers(len(legal)))]}"
+    fallback = "check"
 
 
 def make_kuhn_bot(name: str) -> SeatBot:

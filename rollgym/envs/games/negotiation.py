@@ -61,7 +61,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Task
 from rollgym.envs.games.base import MoveError
-from rollgym.envs.games.seats import SeatBot, SeatedGame, SeatedTextEnv
+from rollgym.envs.games.seats import RandomSeatBot, SeatBot, SeatedGame, SeatedTextEnv
 from rollgym.envs.games.text_env import extract_move_text
 
 __all__ = ["ITEMS", "FairNegotiator", "Negotiation", "NegotiationEnv", "RandomNegotiator", "parse_action",
@@ -310,21 +310,10 @@ class FairNegotiator:
         return "Final Answer: propose " + " ".join(map(str, best))
 
 
-class RandomNegotiator:
+class RandomNegotiator(RandomSeatBot):
     """A uniformly random legal action."""
 
-    name = "random"
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-
-    def act(self, observation: str, info: dict[str, Any]) -> str:
-        legal = list(info.get("legal_moves") or ["walk"])
-        return f"Final Answer: {legal[int(self.rng.integers(len(legal)))]}"
+    fallback = "walk"
 
 
 def make_negotiation_bot(name: str) -> SeatBot:

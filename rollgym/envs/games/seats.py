@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from rollgym.core.agent import SeededAgent
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
@@ -266,6 +267,16 @@ class SeatBot(Protocol):
     def reset(self, seed: int | None = None) -> None: ...
 
     def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+class RandomSeatBot(SeededAgent):
+    """A uniformly random legal action (``fallback`` when the info lists none)."""
+
+    fallback: ClassVar[str]
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        legal = list(info.get("legal_moves") or [self.fallback])
+        return f"Final Answer: {legal[int(self.rng.integers(len(legal)))]}"
 
 
 class _GameTasks:

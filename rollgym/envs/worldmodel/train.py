@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -196,9 +197,11 @@ def train_supervised(data: dict[str, np.ndarray], steps: int, batch: int = 16, w
     return net, losses
 
 
-def finetune_with_reward(net: Any, data: dict[str, np.ndarray], steps: int, batch: int = 8, unroll: int = 8,
-                         lr: float = 3e-4, seed: int = 1, log_every: int = 25) -> tuple[Any, list[float]]:
-    """Reward-driven fine-tuning on the model's own autoregressive rollouts; returns the reward curve."""
+def _finetune_on_rollouts(net: Any, data: dict[str, np.ndarray], steps: int, batch: int, unroll: int, lr: float,
+                          seed: int, log_every: int, objective: Callable[[Any, Any, Any], tuple[Any, Any]],
+                          log: str) -> tuple[Any, list[float]]:
+    """Fine-tuning on the model's own autoregressive rollouts: ``objective(pred, fut, ctx)`` gives the loss to
+    minimise and the figure to record; ``log`` formats a log line from the step and the recent mean."""
     torch = _torch()
     from rollgym.envs.worldmodel.network import rollout
 
@@ -206,19 +209,31 @@ def finetune_with_reward(net: Any, data: dict[str, np.ndarray], steps: int, batc
     rng = np.random.default_rng(seed)
     t = _tensors(data)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
-    rewards = []
+    curve = []
     for step in range(steps):
         ctx, fut, actions, poses, vids = _clips(t, rng, batch, 2, unroll)
         pred = rollout(net, ctx, actions, poses, vids, detach_every=4)
-        reward = clip_reward_torch(pred, fut, ctx[:, -1]).mean()
+        loss, figure = objective(pred, fut, ctx)
         opt.zero_grad()
-        (-reward).backward()
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
-        rewards.append(float(reward.detach()))
+        curve.append(float(figure.detach()))
         if log_every and step % log_every == 0:
-            print(f"finetune step {step:5d}  reward {np.mean(rewards[-log_every:]):+.4f}", flush=True)
-    return net, rewards
+            print(log.format(step=step, mean=np.mean(curve[-log_every:])), flush=True)
+    return net, curve
+
+
+def finetune_with_reward(net: Any, data: dict[str, np.ndarray], steps: int, batch: int = 8, unroll: int = 8,
+                         lr: float = 3e-4, seed: int = 1, log_every: int = 25) -> tuple[Any, list[float]]:
+    """Reward-driven fine-tuning on the model's own autoregressive rollouts; returns the reward curve."""
+
+    def objective(pred: Any, fut: Any, ctx: Any) -> tuple[Any, Any]:
+        reward = clip_reward_torch(pred, fut, ctx[:, -1]).mean()
+        return -reward, reward
+
+    return _finetune_on_rollouts(net, data, steps, batch, unroll, lr, seed, log_every, objective,
+                                 "finetune step {step:5d}  reward {mean:+.4f}")
 
 
 def finetune_l1_on_rollouts(net: Any, data: dict[str, np.ndarray], steps: int, batch: int = 8, unroll: int = 8,
@@ -231,30 +246,18 @@ def finetune_l1_on_rollouts(net: Any, data: dict[str, np.ndarray], steps: int, b
     own rollouts, not from the reward. Returns the network and the loss curve.
     """
     torch = _torch()
-    from rollgym.envs.worldmodel.network import rollout
 
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    t = _tensors(data)
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    losses = []
-    for step in range(steps):
-        ctx, fut, actions, poses, vids = _clips(t, rng, batch, 2, unroll)
-        pred = rollout(net, ctx, actions, poses, vids, detach_every=4)
+    def objective(pred: Any, fut: Any, ctx: Any) -> tuple[Any, Any]:
         previous = torch.cat([ctx[:, -1:], fut[:, :-1]], dim=1)
         moving = ((fut - previous).abs().amax(dim=2) > MOTION_THRESHOLD).float()
         b, k, h, w = moving.shape
         moving = torch.nn.functional.max_pool2d(moving.reshape(b * k, 1, h, w), 5, stride=1, padding=2).reshape(
             b, k, 1, h, w)
         loss = ((pred - fut).abs() * (1 + 8 * moving)).mean()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-        opt.step()
-        losses.append(float(loss.detach()))
-        if log_every and step % log_every == 0:
-            print(f"l1-on-rollouts step {step:5d}  loss {np.mean(losses[-log_every:]):.4f}", flush=True)
-    return net, losses
+        return loss, loss
+
+    return _finetune_on_rollouts(net, data, steps, batch, unroll, lr, seed, log_every, objective,
+                                 "l1-on-rollouts step {step:5d}  loss {mean:.4f}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -299,7 +299,7 @@ def previous_seconds(path: Path) -> float:
         return 0.0
 
 
-def _by_arm(runs: Sequence[dict[str, Any]], arm: str, key: Callable[[dict[str, Any]], float | None]
+def by_arm(runs: Sequence[dict[str, Any]], arm: str, key: Callable[[dict[str, Any]], float | None]
             ) -> dict[int, float]:
     out = {}
     for r in runs:
@@ -310,7 +310,7 @@ def _by_arm(runs: Sequence[dict[str, Any]], arm: str, key: Callable[[dict[str, A
     return out
 
 
-def _extra(key: str) -> Callable[[dict[str, Any]], float | None]:
+def extra(key: str) -> Callable[[dict[str, Any]], float | None]:
     def read(run: dict[str, Any]) -> float | None:
         value = run["extras"].get(key)
         return None if value is None else float(value)
@@ -318,7 +318,7 @@ def _extra(key: str) -> Callable[[dict[str, Any]], float | None]:
     return read
 
 
-def _comparison(a: str, b: str, metric: str, seeds: list[int], differences: list[float]) -> dict[str, Any]:
+def paired_comparison(a: str, b: str, metric: str, seeds: list[int], differences: list[float]) -> dict[str, Any]:
     """One comparison's JSON: the paired estimate of ``a - b``, its reading and its minimum detectable effect."""
     diff = estimate(differences)
     mde = minimum_detectable_effect(differences)
@@ -331,7 +331,7 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
     """The JSON document of an experiment: settings, every run, per-arm estimates and paired comparisons."""
     arms: dict[str, Any] = {}
     for arm in exp.arms:
-        values = _by_arm(runs, arm, lambda r: r["metric"])
+        values = by_arm(runs, arm, lambda r: r["metric"])
         seeds = sorted(values)
         costs: dict[str, float] = {}
         mine = [r for r in runs if r["arm"] == arm]
@@ -340,7 +340,7 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
             costs[key] = sum(vals) / len(vals)
         secondary = {}
         for key in exp.secondary:
-            sec = _by_arm(runs, arm, _extra(key))
+            sec = by_arm(runs, arm, extra(key))
             if sec:
                 secondary[key] = estimate([sec[s] for s in sorted(sec)]).to_dict()
         arms[arm] = {"seeds": seeds, "per_seed": [values[s] for s in seeds],
@@ -348,14 +348,14 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
                      "secondary": secondary}
     comparisons = []
     for a, b in exp.pairs():
-        left, right = _by_arm(runs, a, lambda r: r["metric"]), _by_arm(runs, b, lambda r: r["metric"])
+        left, right = by_arm(runs, a, lambda r: r["metric"]), by_arm(runs, b, lambda r: r["metric"])
         common = sorted(set(left) & set(right))
-        comparisons.append(_comparison(a, b, exp.metric, common, [left[s] - right[s] for s in common]))
+        comparisons.append(paired_comparison(a, b, exp.metric, common, [left[s] - right[s] for s in common]))
         for key in exp.secondary:
-            ls, rs = _by_arm(runs, a, _extra(key)), _by_arm(runs, b, _extra(key))
+            ls, rs = by_arm(runs, a, extra(key)), by_arm(runs, b, extra(key))
             both = sorted(set(ls) & set(rs))
             if both:
-                comparisons.append(_comparison(a, b, key, both, [ls[s] - rs[s] for s in both]))
+                comparisons.append(paired_comparison(a, b, key, both, [ls[s] - rs[s] for s in both]))
     return {
         "schema": SCHEMA, "experiment": exp.name, "title": exp.title, "question": exp.question,
         "metric": exp.metric, "baseline": exp.baseline, "arms_order": list(exp.arms), "mode": mode,
@@ -495,6 +495,13 @@ def plot(data: dict[str, Any], path: str | Path) -> Path:
     right.set_ylabel(f"{data['metric']} (95% CI)")
     right.grid(alpha=0.3)
     fig.suptitle(f"{data['title']} ({len(data['arms'][names[0]]['per_seed'])} seeds)", fontsize=10)
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Lay out ``fig``, write it as a PNG at ``path`` (creating the folder) and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
-"""CodeGen-v0, RepoRepair-v0 and Terminal-v0: oracle 100% on every split, random ~0%, determinism, disjoint
-splits, and the reward-hack suite."""
+"""CodeGen-v0, RepoRepair-v0, Terminal-v0 and TerminalGen-v0: oracle 100% on every split, random ~0%,
+determinism, disjoint splits, and the reward-hack suite."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from tests.envs.code.conftest import HACKS
 pytestmark = pytest.mark.timeout(900)
 
 ORACLES = {"CodeGen-v0": policies.codegen_oracle, "RepoRepair-v0": policies.repo_repair_oracle,
-           "Terminal-v0": policies.terminal_oracle}
+           "Terminal-v0": policies.terminal_oracle, "TerminalGen-v0": policies.terminal_gen_oracle}
 RANDOM = {"CodeGen-v0": policies.code_random_policy, "RepoRepair-v0": policies.repo_repair_random_policy,
-          "Terminal-v0": policies.terminal_random_policy}
-PER_SPLIT = {"CodeGen-v0": 12, "RepoRepair-v0": 4, "Terminal-v0": 6}
+          "Terminal-v0": policies.terminal_random_policy, "TerminalGen-v0": policies.terminal_random_policy}
+PER_SPLIT = {"CodeGen-v0": 12, "RepoRepair-v0": 4, "Terminal-v0": 6, "TerminalGen-v0": 4}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -173,3 +173,66 @@ def test_terminal_hacks_score_zero():
     script.step(f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': fake}})}</tool_call>")
     assert script.step("done")[4]["reward"] == 0.0
     script.close()
+
+
+def _bash(command: str) -> str:
+    return f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': command}})}</tool_call>"
+
+
+def _finish(env, *commands: str, final: str = "Done.") -> dict:
+    for command in commands:
+        env.step(_bash(command))
+    return env.step(final)[4]
+
+
+def test_terminal_gen_hacks_score_zero():
+    """TerminalGen-v0: outputs written without the work, a service that prints the check's expected replies on
+    its own stdout, a trap script that writes its log and exits at once, snooping for the check, an empty reply
+    and malformed tool calls all score 0 (and none crashes the env)."""
+    env = gym.make("TerminalGen-v0", kinds=["gzip_logs", "kv_service", "trap_term"])
+    env.reset(options={"task_index": 0})  # gzip_logs: right names, no compression; then copies kept
+    info = _finish(env, 'for f in logs/*.log; do : > "$f.gz"; done; rm logs/*.log')
+    assert info["reward"] == 0.0 and "inflates to other content" in info["details"]["reason"], info
+    env.reset(options={"task_index": 0})
+    assert _finish(env, "gzip -k logs/*.log")["reward"] == 0.0
+
+    env.reset(options={"task_index": 1})  # kv_service
+    check = env.unwrapped.task.answer["checks"][0]
+    expected = check["stdout"]
+    port = env.unwrapped.task.prompt.split("port ")[1].split()[0]
+    forged = f"printf '%s\\n' {' '.join(json.dumps(v) for v in expected.splitlines())}"
+    info = _finish(env, f"printf '#!/bin/bash\\n{forged}\\n' > serve.sh && chmod +x serve.sh")
+    assert info["reward"] == 0.0 and "no connection" in info["details"]["reason"], info
+    env.reset(options={"task_index": 1})
+    visible = dict(ln.split("=", 1) for ln in env.unwrapped.task.answer["files"]["data/table.txt"].splitlines())
+    server = ("cat > serve.sh <<'EOF'\n#!/bin/bash\nexec python3 - <<'PY'\nimport socketserver\n"
+              f"TABLE = {visible!r}\nclass H(socketserver.StreamRequestHandler):\n    def handle(self):\n"
+              "        key = self.rfile.readline().decode().strip()\n"
+              "        self.wfile.write((TABLE.get(key, 'NOTFOUND') + '\\n').encode())\n"
+              f"socketserver.TCPServer(('127.0.0.1', {port}), H).serve_forever()\nPY\nEOF\nchmod +x serve.sh")
+    assert _finish(env, server)["reward"] == 0.0  # answers from the table it saw, not the file on each request
+
+    env.reset(options={"task_index": 1})  # snooping: the check's inputs are nowhere the agent can look
+    hidden = check["files"]["data/table.txt"]
+    snoop = ("cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null | tr '\\0' ' '; ls -laR /sandbox /tmp "
+             "2>&1 | head -50; python3 -c 'import rollgym' 2>&1 | tail -1")
+    output = env.step(_bash(snoop))[0]
+    assert "No module named 'rollgym'" in output and not any(v.split("=")[1] in output for v in hidden.split())
+    assert env.step("Done.")[1] == 0.0
+
+    env.reset(options={"task_index": 0, "split": "test_unseen"})  # trap_term
+    code = env.unwrapped.task.answer["checks"][0]["stdout"].split()[0].split("=")[1]
+    line = env.unwrapped.task.answer["checks"][0]["stdout"].split("\n", 1)[1]
+    early = f"printf '#!/bin/bash\\necho $$ > guard.pid\\necho \"{line}\" >> guard.log\\nexit {code}\\n' > guard.sh"
+    info = _finish(env, early + " && chmod +x guard.sh")
+    assert info["reward"] == 0.0 and "not running" in info["details"]["reason"], info
+
+    for final in ("", "<tool_call>{oops</tool_call>", '<tool_call>{"name": "bash", "arguments": {"command": 1}}'
+                  "</tool_call>"):
+        env.reset(options={"task_index": 2})
+        _, reward, terminated, truncated, info = env.step(final)
+        if not terminated:
+            assert "error" in json.dumps(info["tool_results"]) and not truncated
+            _, reward, terminated, _, info = env.step("Done.")
+        assert terminated and reward == 0.0 and info["error"] == "check_failed", (final, info)
+    env.close()

@@ -10,19 +10,17 @@ serves the whole module (the session's runtime).
 
 from __future__ import annotations
 
-import http.client
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 import pytest
 
 from rollgym.core.task import Score, Task
-from rollgym.envs.web.actions import parse_action
 from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.reference import reference_policy
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks import SITE_GATE, TEMPLATES, WebTaskSource, grade_answer, site_diff
+from tests.envs.web.clients import Client, play_until_answer
 
 pytestmark = pytest.mark.slow
 
@@ -32,68 +30,11 @@ TASK_INDEX = 2
 # -- a browser-less visitor of one episode on the real server ----------------------------------------------------
 
 
-class Visitor:
-    """Real HTTP requests to the site server for one episode: its cookie, sign-in, form posts (no redirects)."""
-
-    def __init__(self, server: Any, token: str) -> None:
-        url = urlsplit(server.base_url)
-        self.host, self.port = url.hostname or "127.0.0.1", url.port or 80
-        self.cookies = {"rg_episode": token}
-
-    def send(self, method: str, path: str, form: dict[str, Any] | None = None) -> int:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
-        body = urlencode(form) if form is not None else None
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-        if body is not None:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            response.read()
-            for header in response.headers.get_all("Set-Cookie") or []:
-                name, _, rest = header.partition("=")
-                value = rest.split(";")[0]
-                if "Max-Age=0" in header or not value:
-                    self.cookies.pop(name, None)
-                else:
-                    self.cookies[name] = value
-            return response.status
-        finally:
-            conn.close()
-
-    def post(self, path: str, form: dict[str, Any]) -> None:
-        status = self.send("POST", path, form)
-        assert status == 303, f"POST {path} {form} answered {status}, not a redirect after a write"
-
-    def sign_in(self, username: str) -> None:
-        self.cookies.pop("session", None)
-        self.post("/login", {"username": username, "password": username + "123", "next": "/"})
-        assert "session" in self.cookies
-
-
 def rows(site: str, sql: str, *params: Any) -> list[Any]:
     return list(query_base(site, sql, params))
 
 
 # -- states after the reference solution -------------------------------------------------------------------------
-
-
-def play_until_answer(runtime: Any, task: Task) -> tuple[Any, str]:
-    """Run the template's reference solution in Chromium up to its answer; returns the episode and the answer."""
-    from rollgym.envs.web.episode import WebEpisode
-
-    episode = WebEpisode(runtime, task, max_steps=60)
-    observation, info = runtime.call(episode.start(), timeout=120)
-    info = {**info, "task_meta": dict(task.meta), "task_id": task.id}
-    for _ in range(60):
-        action = reference_policy(observation, info)
-        parsed = parse_action(action)
-        if parsed.verb == "answer":
-            return episode, parsed.args[0]
-        observation, _, _, _, step_info = runtime.call(episode.step(action), timeout=120)
-        assert not step_info.get("action_error"), (action, step_info["action_error"])
-        info = {**info, **step_info}
-    raise AssertionError(f"the reference solution of {task.id} did not reach its answer")
 
 
 def gold_answer(task: Task) -> str:
@@ -127,7 +68,7 @@ def solved(web_runtime: Any) -> Iterator[Callable[[str], State]]:
             if TEMPLATES[name].kind == "info":
                 cache[name] = (task, server.create_episode(TEMPLATES[name].site), gold_answer(task))
             else:
-                episode, answer = play_until_answer(web_runtime, task)
+                episode, answer = play_until_answer(web_runtime, task, reference_policy)
                 episodes.append(episode)
                 cache[name] = (task, episode.token, answer)
         return cache[name]
@@ -194,27 +135,27 @@ def shop_product(task: Task) -> int:
                     if r["id"] not in _targets(task)))
 
 
-def shop_account(v: Visitor, task: Task) -> None:
+def shop_account(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "shop"))
     v.post("/account", {"full_name": "HACKED", "address": "HACKED"})
 
 
-def shop_cart(v: Visitor, task: Task) -> None:
+def shop_cart(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "shop"))
     v.post("/cart/add", {"product_id": shop_product(task), "qty": "1"})
 
 
-def shop_cart_update(v: Visitor, task: Task) -> None:
+def shop_cart_update(v: Client, task: Task) -> None:
     shop_cart(v, task)
     v.post("/cart/update", {"product_id": shop_product(task), "qty": "2"})
 
 
-def shop_order(v: Visitor, task: Task) -> None:
+def shop_order(v: Client, task: Task) -> None:
     shop_cart(v, task)
     v.post("/checkout", {"ship_name": "Side Order", "ship_address": "1 Side Street", "shipping": "standard"})
 
 
-def shop_cancel(v: Visitor, task: Task) -> None:
+def shop_cancel(v: Client, task: Task) -> None:
     order = next(r for r in rows("shop", "SELECT o.id, u.username FROM orders o JOIN users u ON u.id = o.user_id "
                                  "WHERE o.status = 'pending' ORDER BY u.username = ? DESC, o.id",
                                  task_user(task, "shop")) if r["id"] not in _targets(task))
@@ -222,7 +163,7 @@ def shop_cancel(v: Visitor, task: Task) -> None:
     v.post(f"/orders/{order['id']}/cancel", {})
 
 
-def sign_in_as_someone_else(site: str) -> Callable[[Visitor, Task], None]:
+def sign_in_as_someone_else(site: str) -> Callable[[Client, Task], None]:
     return lambda v, task: v.sign_in(other_user(task, site))
 
 
@@ -232,19 +173,19 @@ def forum_posts(task: Task, voter: str, n: int) -> list[int]:
     return [r["id"] for r in found if r["id"] not in _targets(task)][:n]
 
 
-def forum_downvote_as_other(v: Visitor, task: Task) -> None:
+def forum_downvote_as_other(v: Client, task: Task) -> None:
     voter = other_user(task, "forum")
     v.sign_in(voter)
     v.post(f"/p/{forum_posts(task, voter, 1)[0]}/vote", {"value": "down"})
 
 
-def forum_vote_as_user(v: Visitor, task: Task) -> None:
+def forum_vote_as_user(v: Client, task: Task) -> None:
     me = task_user(task, "forum")
     v.sign_in(me)
     v.post(f"/p/{forum_posts(task, me, 1)[0]}/vote", {"value": "up"})
 
 
-def forum_thread(v: Visitor, task: Task) -> None:
+def forum_thread(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "forum"))
     board = rows("forum", "SELECT slug FROM boards ORDER BY id")[0]["slug"]
     v.post("/new", {"board": board, "title": "A side thread nobody asked for", "body": "Posted on the side."})
@@ -255,37 +196,37 @@ def forum_thread_id(task: Task) -> int:
                     if r["id"] not in _targets(task)))
 
 
-def forum_reply(v: Visitor, task: Task) -> None:
+def forum_reply(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "forum"))
     v.post(f"/t/{forum_thread_id(task)}/reply", {"body": "An unrelated reply."})
 
 
-def forum_lock(v: Visitor, task: Task) -> None:
+def forum_lock(v: Client, task: Task) -> None:
     moderator = rows("forum", "SELECT username FROM users WHERE role = 'moderator' ORDER BY id")[0]["username"]
     v.sign_in(moderator)
     v.post(f"/t/{forum_thread_id(task)}/lock", {})
 
 
-def forum_delete(v: Visitor, task: Task) -> None:
+def forum_delete(v: Client, task: Task) -> None:
     moderator = rows("forum", "SELECT username FROM users WHERE role = 'moderator' ORDER BY id")[0]["username"]
     v.sign_in(moderator)
     v.post(f"/p/{forum_posts(task, moderator, 1)[0]}/delete", {})
 
 
-def travel_flight(v: Visitor, task: Task) -> None:
+def travel_flight(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "travel"))
     flight = next(r["id"] for r in rows("travel", "SELECT id FROM flights WHERE seats_left > 3 ORDER BY id")
                   if r["id"] not in _targets(task))
     v.post(f"/flight/{flight}/book", {"traveller": "Side Trip"})
 
 
-def travel_hotel(v: Visitor, task: Task) -> None:
+def travel_hotel(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "travel"))
     hotel = next(r["id"] for r in rows("travel", "SELECT id FROM hotels ORDER BY id") if r["id"] not in _targets(task))
     v.post(f"/hotel/{hotel}/book", {"traveller": "Side Stay", "check_in": "2026-03-10", "check_out": "2026-03-11"})
 
 
-def travel_cancel(v: Visitor, task: Task) -> None:
+def travel_cancel(v: Client, task: Task) -> None:
     booking = next(r for r in rows("travel", "SELECT b.id, b.ref, u.username FROM bookings b JOIN users u ON "
                                    "u.id = b.user_id WHERE b.status = 'confirmed' ORDER BY u.username = ? DESC, b.id",
                                    task_user(task, "travel")) if r["id"] not in _targets(task))
@@ -293,7 +234,7 @@ def travel_cancel(v: Visitor, task: Task) -> None:
     v.post(f"/bookings/{booking['ref']}/cancel", {})
 
 
-SIDE_WRITES: dict[str, dict[str, Callable[[Visitor, Task], None]]] = {
+SIDE_WRITES: dict[str, dict[str, Callable[[Client, Task], None]]] = {
     "shop": {"account_edit": shop_account, "cart_leftover": shop_cart, "cart_update": shop_cart_update,
              "extra_order": shop_order,
              "cancel_another_order": shop_cancel, "sign_in_as_another_user": sign_in_as_someone_else("shop")},
@@ -315,7 +256,7 @@ def test_task_plus_one_unrelated_write_of_every_kind_scores_zero(web_runtime, so
     for kind, write in SIDE_WRITES[site].items():
         copy = clone(token)
         before = site_diff(site, server.episode(copy).query)
-        write(Visitor(server, copy), task)
+        write(Client(server, copy), task)
         assert site_diff(site, server.episode(copy).query) != before, (name, kind, "the side write changed nothing")
         score = grade(server, task, copy, answer)
         assert score.reward == 0.0 and score.correct is False, (name, kind, score.details)
@@ -341,7 +282,7 @@ def test_every_kind_of_write_the_sites_allow_is_in_the_suite():
 # -- the attacks that scored 1.0 under -v1 ---------------------------------------------------------------------------
 
 
-def downvote(v: Visitor, task: Task, voters: list[str], total: int) -> None:
+def downvote(v: Client, task: Task, voters: list[str], total: int) -> None:
     """``total`` down-votes spread over ``voters``, each signed in in turn, never on the task's own target."""
     share = -(-total // len(voters))
     cast = 0
@@ -370,7 +311,7 @@ def test_forum_upvote_plus_113_downvotes_as_three_other_members(web_runtime, sol
     me = task.meta["params"]["username"]
     voters = [r["username"] for r in rows("forum", "SELECT username FROM users WHERE role = 'member' ORDER BY id")
               if r["username"] != me][:3]
-    downvote(Visitor(server, copy), task, voters, 113)
+    downvote(Client(server, copy), task, voters, 113)
     score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"votes", "posts", "sessions"})
     assert score.details["diff"]["votes"]["added"] == 114  # the task's up-vote and the 113
 
@@ -379,7 +320,7 @@ def test_forum_reply_plus_29_downvotes(web_runtime, solved, clone):
     server = web_runtime.server
     task, token, answer = solved("forum_reply")
     copy = clone(token)
-    downvote(Visitor(server, copy), task, [task.meta["params"]["username"]], 29)
+    downvote(Client(server, copy), task, [task.meta["params"]["username"]], 29)
     score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"votes", "posts"})
     assert score.details["diff"]["votes"]["added"] == 29
 
@@ -388,7 +329,7 @@ def test_forum_moderate_plus_a_new_thread_and_30_downvotes(web_runtime, solved, 
     server = web_runtime.server
     task, token, answer = solved("forum_moderate")
     copy = clone(token)
-    visitor = Visitor(server, copy)
+    visitor = Client(server, copy)
     forum_thread(visitor, task)
     downvote(visitor, task, [task.meta["params"]["username"]], 30)
     score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"threads", "posts", "votes"})
@@ -399,7 +340,7 @@ def test_shop_cancel_order_plus_the_account_rewritten(web_runtime, solved, clone
     server = web_runtime.server
     task, token, answer = solved("shop_cancel_order")
     copy = clone(token)
-    shop_account(Visitor(server, copy), task)
+    shop_account(Client(server, copy), task)
     score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"users", "orders"})
     assert any("users row" in r and "full_name" in r for r in score.details["reasons"][SITE_GATE])
 
@@ -408,7 +349,7 @@ def test_shop_purchase_plus_a_rewritten_account_and_five_items_left_in_the_cart(
     server = web_runtime.server
     task, token, answer = solved("shop_purchase")
     copy = clone(token)
-    visitor = Visitor(server, copy)
+    visitor = Client(server, copy)
     shop_account(visitor, task)
     products = [r["id"] for r in rows("shop", "SELECT id FROM products WHERE stock >= 10 ORDER BY id")
                 if r["id"] != task.answer["product_id"]][:5]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import http.client
-import urllib.parse
 from collections.abc import Iterator
 
 import pytest
 
 from rollgym.core.errors import ConfigError
 from rollgym.envs.web.server import EPISODE_COOKIE, WebServer
+from tests.envs.web.clients import Client
 
 
 @pytest.fixture(scope="module")
@@ -17,33 +16,6 @@ def server() -> Iterator[WebServer]:
     srv = WebServer().start()
     yield srv
     srv.stop()
-
-
-class Client:
-    """A tiny cookie-keeping HTTP client for one episode."""
-
-    def __init__(self, server: WebServer, token: str) -> None:
-        self.port = int(server.base_url.rsplit(":", 1)[1])
-        self.cookies = {EPISODE_COOKIE: token}
-
-    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        body = urllib.parse.urlencode(form) if form is not None else None
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-        if body is not None:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        conn.request(method, path, body=body, headers=headers)
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        for name, value in resp.getheaders():
-            if name.lower() == "set-cookie":
-                key, _, rest = value.partition("=")
-                self.cookies[key] = rest.split(";", 1)[0]
-        return resp.status, dict(resp.getheaders()), text
-
-    def login(self, user: str) -> None:
-        status, _, _ = self.request("POST", "/login", {"username": user, "password": user + "123", "next": "/"})
-        assert status == 303, "login should redirect"
 
 
 def test_every_site_serves_styled_pages(server: WebServer) -> None:
@@ -90,7 +62,7 @@ def test_episodes_are_isolated(server: WebServer) -> None:
     ep_a = server.episode(a.cookies[EPISODE_COOKIE])
     ep_b = server.episode(b.cookies[EPISODE_COOKIE])
     assert ep_a is not None and ep_b is not None
-    a.login("alice")
+    a.sign_in("alice")
     pid = ep_a.query("SELECT id FROM products WHERE stock > 0 ORDER BY id LIMIT 1")[0][0]
     assert a.request("POST", "/cart/add", {"product_id": str(pid), "qty": "1"})[0] == 303
     assert ep_a.query("SELECT COUNT(*) FROM cart_items")[0][0] == 1
@@ -103,7 +75,7 @@ def test_episodes_are_isolated(server: WebServer) -> None:
 
 def test_checkout_writes_the_order(server: WebServer) -> None:
     client = Client(server, server.create_episode("shop"))
-    client.login("bruno")
+    client.sign_in("bruno")
     ep = server.episode(client.cookies[EPISODE_COOKIE])
     assert ep is not None
     pid = ep.query("SELECT id FROM products WHERE stock >= 5 ORDER BY id LIMIT 1")[0][0]
@@ -122,7 +94,7 @@ def test_checkout_writes_the_order(server: WebServer) -> None:
 
 def test_forum_escapes_posted_markup(server: WebServer) -> None:
     client = Client(server, server.create_episode("forum"))
-    client.login("ada")
+    client.sign_in("ada")
     assert client.request("POST", "/t/1/reply", {"body": "<script>alert(1)</script> hi"})[0] == 303
     pages = [client.request("GET", f"/t/1?page={n}")[2] for n in (1, 2, 3)]
     assert any("&lt;script&gt;alert(1)&lt;/script&gt; hi" in page for page in pages)

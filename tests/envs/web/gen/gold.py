@@ -10,56 +10,23 @@ editor); each must zero the reward of any task it is added to.
 
 from __future__ import annotations
 
-import http.client
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlencode, urlsplit
 
 from rollgym.core.task import Task
 from rollgym.envs.web.gen.mechanisms import typed
 from rollgym.envs.web.gen.site import GeneratedSite
 from rollgym.envs.web.gen.tasks import context, template_of
-from rollgym.envs.web.server import EPISODE_COOKIE, WebServer, query_base
+from rollgym.envs.web.server import WebServer, query_base
+from tests.envs.web.clients import Client
 
 
-class Visitor:
-    """Real HTTP requests to the site server for one episode: its cookie, sign-in, form posts (no redirects)."""
+class Visitor(Client):
+    """A client of one episode on a generated site, which knows the site's paths."""
 
     def __init__(self, server: WebServer, token: str, site: GeneratedSite) -> None:
-        url = urlsplit(server.base_url)
-        self.host, self.port = url.hostname or "127.0.0.1", url.port or 80
-        self.cookies = {EPISODE_COOKIE: token}
+        super().__init__(server, token, login_path=site.path("login"))
         self.site = site
-
-    def send(self, method: str, path: str, form: dict[str, Any] | None = None) -> tuple[int, str]:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
-        body = urlencode(form) if form is not None else None
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
-        if body is not None:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            text = response.read().decode()
-            for header in response.headers.get_all("Set-Cookie") or []:
-                name, _, rest = header.partition("=")
-                value = rest.split(";")[0]
-                if "Max-Age=0" in header or not value:
-                    self.cookies.pop(name, None)
-                else:
-                    self.cookies[name] = value
-            return response.status, text
-        finally:
-            conn.close()
-
-    def post(self, path: str, form: dict[str, Any] | None = None) -> None:
-        status, text = self.send("POST", path, form or {})
-        assert status == 303, f"POST {path} {form} answered {status}: {text[-300:]}"
-
-    def sign_in(self, username: str) -> None:
-        self.cookies.pop("session", None)
-        self.post(self.site.path("login"), {"username": username, "password": username + "123", "next": "/"})
-        assert "session" in self.cookies
 
 
 def rows(site_key: str, sql: str, *params: Any) -> list[Any]:

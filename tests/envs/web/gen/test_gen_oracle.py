@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from rollgym.core.task import Task
-from rollgym.envs.web.actions import parse_action
 from rollgym.envs.web.gen.reference import reference_policy
 from rollgym.envs.web.gen.tasks import TEMPLATES, GenTaskSource, context, grade_answer
 from rollgym.envs.web.gen.themes import THEMES
 from rollgym.envs.web.reference import random_action
 from rollgym.envs.web.runner import collect_web_episodes
+from tests.envs.web.clients import play_until_answer
 
 pytestmark = pytest.mark.slow
 
@@ -66,29 +66,11 @@ def test_random_play_scores_nothing(web_runtime: Any) -> None:
         [(r.task.id, r.status, r.reward) for r in results]
 
 
-def play_until_answer(runtime: Any, task: Task) -> tuple[Any, str]:
-    """The reference solution in Chromium up to its answer; returns the episode and the answer."""
-    from rollgym.envs.web.episode import WebEpisode
-
-    episode = WebEpisode(runtime, task, max_steps=60)
-    observation, info = runtime.call(episode.start(), timeout=120)
-    info = {**info, "task_meta": dict(task.meta), "task_id": task.id}
-    for _ in range(60):
-        action = reference_policy(observation, info)
-        parsed = parse_action(action)
-        if parsed.verb == "answer":
-            return episode, parsed.args[0]
-        observation, _, _, _, step_info = runtime.call(episode.step(action), timeout=120)
-        assert not step_info.get("action_error"), (action, step_info["action_error"])
-        info = {**info, **step_info}
-    raise AssertionError(f"the reference solution of {task.id} did not reach its answer")
-
-
 @pytest.mark.parametrize("name", ["shop.buy_cheapest", "wiki.rewrite_summary", "booking.cancel_record"])
 def test_a_side_effect_made_in_the_browser_zeroes_the_reward(web_runtime: Any, name: str) -> None:
     """The task done right, then one more click in the same browser (saving another item) scores 0."""
     task = GenTaskSource("WebGen-v0", templates=(name,)).task(2)
-    episode, answer = play_until_answer(web_runtime, task)
+    episode, answer = play_until_answer(web_runtime, task, reference_policy)
     try:
         server_state = web_runtime.server.episode(episode.token)
         assert grade_answer(task, answer, server_state.query).reward == 1.0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import http.client
 import re
-import urllib.parse
 from collections.abc import Iterator
 from html.parser import HTMLParser
 
@@ -30,6 +29,7 @@ from rollgym.envs.web.gen.tasks import TEMPLATES, count_templates
 from rollgym.envs.web.gen.themes import HELDOUT_THEMES, THEMES, TRAIN_THEMES
 from rollgym.envs.web.gen.words import proper_words, vocabulary_of
 from rollgym.envs.web.server import EPISODE_COOKIE, WebServer, site
+from tests.envs.web.clients import Client
 
 TRAIN = [key for kind in KINDS for key in site_keys(kind, False)]
 HELDOUT = [key for kind in KINDS for key in site_keys(kind, True)]
@@ -116,38 +116,20 @@ def crawl(server: WebServer, key: str, limit: int) -> dict[str, int]:
     episode = server.episode(token)
     assert episode is not None
     editor = episode.query("SELECT username FROM users WHERE role = ? LIMIT 1", (site_spec(key).kind.roles[1],))[0][0]
-    conn = http.client.HTTPConnection("127.0.0.1", int(server.base_url.rsplit(":", 1)[1]), timeout=10)
-    cookies = {EPISODE_COOKIE: token}
-
-    def request(method: str, path: str, form: dict[str, str] | None = None) -> tuple[int, str]:
-        body = urllib.parse.urlencode(form) if form else None
-        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
-        if body:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        conn.request(method, path, body=body, headers=headers)
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        for name, value in resp.getheaders():
-            if name.lower() == "set-cookie":
-                k, _, rest = value.partition("=")
-                cookies[k] = rest.split(";", 1)[0]
-        return resp.status, text
-
-    status, _ = request("POST", site(key).path("login"), {"username": editor, "password": editor + "123"})
-    assert status == 303
+    client = Client(server, token, login_path=site(key).path("login"))
+    client.sign_in(editor)
     seen: dict[str, int] = {}
     todo = ["/"]
     while todo and len(seen) < limit:
         path = todo.pop(0)
         if path in seen:
             continue
-        status, text = request("GET", path)
+        status, text = client.send("GET", path)
         seen[path] = status
         assert "Traceback" not in text
         parser = _Links()
         parser.feed(text)
         todo += [p for p in parser.links if p not in seen]
-    conn.close()
     server.close_episode(token)
     return seen
 

@@ -1,0 +1,106 @@
+"""collect_ray against the in-process bare loop, side by side in one run: what Ray's workers cost.
+
+An instant agent (it replays actions recorded once from the oracle, or random legal moves for
+Connect Four; its own cost is a dict lookup) plays the same tasks and seeds three ways: a bare
+``env.reset``/``env.step`` loop in this process, and ``collect_ray`` with 2 workers on a one-node
+Ray instance (``num_cpus=2``), for Countdown (one turn), ToolWorld-v1 (tools, several turns) and
+ConnectFour-v0 (a bot opponent). Printed per env: episodes/s of each, the ratio to the bare loop
+over the whole call (actor start-up included) and in steady state (from the first finished
+episode to the last). Goal: >= 0.6x. Returns are checked equal to the bare loop's.
+
+Run: ``.venv/bin/python bench/bench_ray.py`` (a few minutes on 2 cores; ``--quick`` for a smoke
+run that saves nothing). A full run writes ``bench/results/ray.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_collector import GROUP, ReplayAgent, bare_loop, record_scripts, returns_of, timed
+
+ENVS = (("Countdown-v0", 1000, "oracle"), ("ToolWorld-v1", 100, "oracle"), ("ConnectFour-v0", 200, "random"))
+
+
+def run_ray(factory: Any, env_id: str, n_tasks: int) -> tuple[float, float, list[Any]]:
+    """Wall seconds of one ``collect_ray`` call, its steady rate (episodes/s after the first), its groups."""
+    from rollgym.rollout.distributed import collect_ray
+
+    stamps: list[float] = []
+    start = time.perf_counter()
+    groups = collect_ray(factory, env_id, n_tasks, GROUP, seed=0, num_workers=2,
+                         progress=lambda done, total: stamps.append(time.perf_counter()))
+    wall = time.perf_counter() - start
+    finished = [s for s in stamps if s > start]
+    steady = (len(finished) - 1) / (finished[-1] - finished[0]) if len(finished) > 2 else 0.0
+    return wall, steady, groups
+
+
+def measure(quick: bool) -> dict[str, Any]:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    figures: dict[str, Any] = {}
+    try:
+        for env_id, n_tasks, policy in ENVS:
+            n_tasks = max(4, n_tasks // 10) if quick else n_tasks
+            factory = functools.partial(ReplayAgent, record_scripts(env_id, n_tasks, policy))
+            run_ray(factory, env_id, 2)  # warm up: the first workers pay for imports
+            bare, ray_walls, steadies = [], [], []
+            turns, expected = 0, []
+            for _ in range(1 if quick else 2):
+                wall, _, (turns, expected) = timed(functools.partial(bare_loop, env_id, n_tasks, GROUP, factory()))
+                bare.append(wall)
+                wall, steady, groups = run_ray(factory, env_id, n_tasks)
+                if returns_of(groups) != expected:
+                    raise AssertionError(f"collect_ray played different episodes than the bare loop on {env_id}")
+                ray_walls.append(wall)
+                steadies.append(steady)
+            episodes = n_tasks * GROUP
+            base = min(bare)
+            figures[env_id] = {
+                "episodes": episodes, "turns": turns,
+                "bare": {"best_s": base, "episodes_per_s": episodes / base},
+                "collect_ray (2 workers)": {
+                    "best_s": min(ray_walls), "episodes_per_s": episodes / min(ray_walls),
+                    "ratio": base / min(ray_walls), "steady_episodes_per_s": max(steadies),
+                    "steady_ratio": max(steadies) * base / episodes,
+                },
+            }
+            row = figures[env_id]
+            print(f"{env_id:16s} bare {row['bare']['episodes_per_s']:8,.0f} ep/s   collect_ray "
+                  f"{row['collect_ray (2 workers)']['episodes_per_s']:8,.0f} ep/s "
+                  f"({row['collect_ray (2 workers)']['ratio']:.2f}x whole call, "
+                  f"{row['collect_ray (2 workers)']['steady_ratio']:.2f}x steady)", flush=True)
+    finally:
+        ray.shutdown()
+    return figures
+
+
+def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
+    """The README row these figures stand behind."""
+    name = "collect_ray (2 workers)"
+    return [{"what": f"Instant agent through {name}, batched, vs the bare loop in one process, "
+                     f"{' / '.join(figures)} (episodes/s, whole call)",
+             "rollgym": " / ".join(f"{row[name]['episodes_per_s']:,.0f}" for row in figures.values()),
+             "peer": " / ".join(f"{row['bare']['episodes_per_s']:,.0f}" for row in figures.values()),
+             "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in figures.values())}]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, nothing saved")
+    args = parser.parse_args()
+    figures = measure(args.quick)
+    if not args.quick:
+        from publish import save_results
+
+        path = save_results("ray", figures, readme_rows(figures), command="python bench/bench_ray.py")
+        print(f"saved {path.relative_to(Path(__file__).resolve().parent.parent)}")
+
+
+if __name__ == "__main__":
+    main()

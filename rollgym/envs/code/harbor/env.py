@@ -1,0 +1,132 @@
+"""``HarborEnv``: play Harbor task directories that need no container image in rollgym's sandbox.
+
+The agent works with the same ``bash`` tool as ``Terminal-v0``, in a sandbox session holding the
+task's starting files (its ``WORKDIR`` is ``/sandbox/work``). At the end the task's ``tests/`` are
+written to ``/sandbox/work/.harbor/tests`` (the agent never saw them) and ``tests/test.sh`` runs
+there after every process of the agent is gone, as Harbor runs it after the agent; the reward is
+the number it wrote to ``/logs/verifier/reward.txt`` (or ``reward.json``'s ``reward``), read back
+by the sandbox's supervisor. As in Harbor, the grade is as strong as the task's own test.sh: what
+test.sh runs of the agent's work could write that file.
+
+Example:
+    >>> env = HarborEnv(path="exported/")  # doctest: +SKIP
+    >>> observation, info = env.reset(options={"task_index": 0})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from rollgym.core.errors import ConfigError
+from rollgym.core.seeding import content_digest
+from rollgym.core.task import Score, Task
+from rollgym.envs.code.harbor.taskdir import HIDDEN, HarborTask, find_tasks, read_task
+from rollgym.envs.code.terminal.env import SESSION_LIMITS, TerminalEnv
+from rollgym.envs.code.tool_env import CodeToolEnv
+from rollgym.sandbox import File, Job, Session, shared_sandbox
+
+REWARD_FILES = (f"{HIDDEN}/logs/verifier/reward.txt", f"{HIDDEN}/logs/verifier/reward.json")
+
+
+class HarborSource:
+    """The tasks of a Harbor task directory (or a folder of them); every split holds all of them."""
+
+    family = "harbor"
+
+    def __init__(self, path: str | Path, env_id: str = "Harbor") -> None:
+        self.tasks = [read_task(p) for p in find_tasks(path)]
+        self.env_id = env_id
+
+    def size(self, split: str) -> int:
+        """The number of tasks."""
+        return len(self.tasks)
+
+    def task(self, index: int, split: str = "test") -> Task:
+        """Task ``index`` (any split)."""
+        if not 0 <= index < len(self.tasks):
+            raise ConfigError(f"Task index must be from 0 to {len(self.tasks) - 1}, got {index}.")
+        harbor = self.tasks[index]
+        files = {p: base64.b64encode(d).decode() for p, d in harbor.files.items()}
+        tests = {p: base64.b64encode(d).decode() for p, d in harbor.tests.items()}
+        digest = content_digest(json.dumps([harbor.instruction, files, tests], sort_keys=True))
+        prompt = (f"{harbor.instruction.rstrip()}\n\nWork in /sandbox/work with the bash tool; reply without a tool "
+                  "call when you are done. The task's tests then check the final state.")
+        return Task(id=f"{self.env_id}:{harbor.name}:{digest}", env_id=self.env_id, prompt=prompt,
+                    answer={"files": files, "modes": harbor.modes, "tests": tests},
+                    meta={"name": harbor.name, "path": harbor.path, "workdir": harbor.workdir})
+
+
+def start_files(task: Task) -> dict[str, Any]:
+    """The task's starting files as sandbox inputs, with their modes."""
+    modes = task.answer["modes"]
+    return {p: File(base64.b64decode(d), int(modes.get(p, 0o644))) for p, d in task.answer["files"].items()}
+
+
+def run_tests(session: Session, task: Task) -> Score:
+    """Write the task's tests, run ``tests/test.sh`` in the session, read the reward it wrote."""
+    tests = {f"{HIDDEN}/tests/{p}": File(base64.b64decode(d), 0o755 if p.endswith(".sh") else 0o644)
+             for p, d in task.answer["tests"].items()}
+    session.write_files(tests)
+    result = session.run(Job.command(["bash", "-c", f"mkdir -p {HIDDEN}/logs/verifier && bash {HIDDEN}/tests/test.sh"],
+                                     limits=SESSION_LIMITS))
+    written = session.read_files(list(REWARD_FILES))
+    try:
+        if REWARD_FILES[0] in written:
+            reward = float(written[REWARD_FILES[0]].decode().strip())
+        elif REWARD_FILES[1] in written:
+            reward = float(json.loads(written[REWARD_FILES[1]])["reward"])
+        else:
+            return Score.fail("no_reward", reason="tests/test.sh wrote no reward file", label=result.label)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return Score.fail("no_reward", reason="the reward file does not hold a number", label=result.label)
+    if not 0.0 <= reward <= 1.0:
+        return Score.fail("no_reward", reason=f"the reward {reward} is not between 0 and 1")
+    if reward >= 1.0:
+        return Score.success(output=result.stdout[-300:])
+    return Score(reward=reward, correct=False, error="tests_failed", details={"output": result.stdout[-300:]})
+
+
+class HarborEnv(TerminalEnv):
+    """Harbor tasks played in rollgym's sandbox (see the module's docstring).
+
+    Arguments: ``path`` (a task directory or a folder of them), ``max_turns`` (16),
+    ``max_calls_per_turn`` (4), ``max_output_chars`` (4000), ``render_mode``.
+    """
+
+    default_env_id = "Harbor"
+
+    def __init__(self, *, path: str | Path, max_turns: int = 16, max_calls_per_turn: int = 4,
+                 max_output_chars: int = 4000, split: str = "test", render_mode: str | None = None) -> None:
+        source = HarborSource(path, self.default_env_id)  # a malformed task is refused before a sandbox starts
+        self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
+        self.session = None
+        CodeToolEnv.__init__(self, source, max_turns=max_turns,
+                             max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
+                             render_mode=render_mode)
+
+    def _begin(self, task: Task) -> str:
+        self.session = self.sandbox.session(SESSION_LIMITS)
+        self.session.write_files(start_files(task))
+        return task.prompt
+
+    def _grade(self, action: str) -> Score:
+        assert self.task is not None and self.session is not None
+        return run_tests(self.session, self.task)
+
+
+def solution_of(harbor: HarborTask) -> str:
+    """The task's ``solution/solve.sh``, paths mapped (for the oracle)."""
+    if harbor.solution is None:
+        raise ConfigError(f"{harbor.path} has no solution/solve.sh; the oracle cannot play it.")
+    return harbor.solution
+
+
+def harbor_oracle(observation: str, info: dict[str, Any]) -> str:
+    """First turn: the task's solve.sh as one bash call (Harbor's oracle agent); then finish."""
+    if info.get("turn", 0) >= 1:
+        return "Done."
+    solution = solution_of(read_task(info["task_meta"]["path"]))
+    return f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': solution}})}</tool_call>"

@@ -1,0 +1,43 @@
+"""docs/baselines.md holds exactly the tables that bench/baselines.py makes from the committed ladders bundle,
+and that bundle passes re-verification (every episode replayed against this rollgym)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLE = REPO / "docs" / "baselines" / "smollm2-135m-instruct-ladders.tar.gz"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("bench_baselines", REPO / "bench" / "baselines.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(900)
+def test_the_committed_baselines_table_is_the_verified_bundles():
+    pytest.importorskip("playwright", reason="the ladders bundle has web entries, replayed in Chromium")
+    script = _script()
+    text = script.generate(BUNDLE)  # raises SystemExit with the reasons when the bundle does not verify
+    doc = (REPO / "docs" / "baselines.md").read_text(encoding="utf-8")
+    between = doc.split(script.BEGIN, 1)[1].split(script.END, 1)[0].strip()
+    assert between == text.strip(), "docs/baselines.md is stale: run `python bench/baselines.py " \
+                                    f"{BUNDLE.relative_to(REPO)} --doc docs/baselines.md`"
+
+
+def test_every_entry_of_the_ladders_suite_has_a_row():
+    from rollgym.benchmarks.suite import load_suite
+
+    script = _script()
+    named = {r.greedy for r in script.ROWS} | {r.sampled for r in script.ROWS if r.sampled}
+    assert named == {e.name for e in load_suite("ladders").entries}
+    for env in {r.env for r in script.ROWS}:
+        assert sum(r.default for r in script.ROWS if r.env == env) <= 1, env  # at most one default level per env

@@ -1,0 +1,144 @@
+"""Harbor's task format: export TerminalGen-v0 and Terminal-v0 tasks, import them back, the oracle passes and wrong
+answers fail in rollgym's sandbox; a hand-written Harbor task plays too; malformed task dirs are one sentence."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from rollgym.core.errors import ConfigError
+from rollgym.envs.code.harbor.env import HarborEnv, harbor_oracle
+from rollgym.envs.code.harbor.export import export_harbor
+from rollgym.envs.code.harbor.taskdir import read_task
+from rollgym.envs.code.terminal_gen.source import TerminalGenSource
+from tests.conftest import require_binary
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _play(env: HarborEnv, index: int, commands: str | None) -> dict:
+    env.reset(options={"task_index": index})
+    if commands is not None:
+        call = {"name": "bash", "arguments": {"command": commands}}
+        env.step(f"<tool_call>{json.dumps(call)}</tool_call>")
+    return env.step("Done.")[4]
+
+
+def test_terminal_gen_tasks_round_trip_through_harbor_directories(tmp_path):
+    """Seven held-out tasks (one per category: files to a TCP service) and three seen ones: exported, read back
+    and played, the oracle's solve.sh passes, the task's wrong solution and doing nothing fail."""
+    require_binary("bwrap")
+    written = export_harbor("TerminalGen-v0", "test_unseen", tmp_path / "unseen", limit=7)
+    written += export_harbor("TerminalGen-v0", "train", tmp_path / "seen", limit=3)
+    specs = [TerminalGenSource().spec(i, "test_unseen") for i in range(7)] + [
+        TerminalGenSource().spec(i, "train") for i in range(3)]
+    for folder in written:
+        assert sorted(os.listdir(folder)) == ["environment", "instruction.md", "solution", "task.toml", "tests"]
+        assert os.access(folder / "tests" / "test.sh", os.X_OK) and "/logs/verifier/reward.txt" in (
+            folder / "tests" / "test.sh").read_text()
+    for root, count, offset in ((tmp_path / "unseen", 7, 0), (tmp_path / "seen", 3, 7)):
+        env = HarborEnv(path=root)
+        for index in range(count):
+            spec = specs[offset + index]
+            observation, info = env.reset(options={"task_index": index})
+            assert spec["instruction"][:40] in observation and ".harbor" not in observation
+            info = env.step(harbor_oracle(observation, info))[4]
+            info = env.step(harbor_oracle("", info))[4]
+            assert info["reward"] == 1.0, (spec["kind"], info)
+            assert _play(env, index, spec["wrong"])["reward"] == 0.0, spec["kind"]
+            assert _play(env, index, None)["reward"] == 0.0, spec["kind"]
+        env.close()
+
+
+def test_terminal_v0_tasks_round_trip(tmp_path):
+    require_binary("bwrap")
+    export_harbor("Terminal-v0", "test", tmp_path, limit=5)
+    env = HarborEnv(path=tmp_path)
+    kinds = set()
+    for index in range(5):
+        harbor = read_task(env.source.tasks[index].path)
+        kinds.add(json.loads(harbor.tests["checks.json"])[0]["type"])
+        assert _play(env, index, harbor.solution)["reward"] == 1.0
+        assert _play(env, index, "echo 41 > answer.txt; rm -rf archive docs")["reward"] == 0.0
+    env.close()
+
+
+TASK_TOML = 'version = "1.0"\n\n[metadata]\ndifficulty = "easy"\n\n[verifier]\ntimeout_sec = 60.0\n'
+TEST_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ "$(cat /app/out/total.txt 2>/dev/null)" = "$(awk '{s+=$1} END {print s}' /tests/numbers.txt)" ]; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+def _hand_written(folder, dockerfile: str = "FROM ubuntu:24.04\nWORKDIR /app\nCOPY numbers.txt /app/numbers.txt\n"):
+    (folder / "environment").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "solution").mkdir()
+    (folder / "task.toml").write_text(TASK_TOML)
+    (folder / "instruction.md").write_text("Sum the numbers in /app/numbers.txt into /app/out/total.txt.\n")
+    (folder / "environment" / "Dockerfile").write_text(dockerfile)
+    (folder / "environment" / "numbers.txt").write_text("3\n4\n5\n")
+    (folder / "tests" / "numbers.txt").write_text("3\n4\n5\n")
+    (folder / "tests" / "test.sh").write_text(TEST_SH)
+    (folder / "solution" / "solve.sh").write_text("#!/bin/bash\nmkdir -p /app/out\n"
+                                                  "awk '{s+=$1} END {print s}' /app/numbers.txt > /app/out/total.txt\n")
+    return folder
+
+
+def test_a_hand_written_harbor_task_plays_with_its_paths_mapped(tmp_path):
+    """A task in Harbor's usual style (WORKDIR /app, /tests, /logs/verifier): its oracle passes, a wrong total
+    and doing nothing fail, and the agent's instruction names the sandbox's folder."""
+    require_binary("bwrap")
+    env = HarborEnv(path=_hand_written(tmp_path / "sum-numbers"))
+    observation, _ = env.reset(options={"task_index": 0})
+    assert "/sandbox/work/numbers.txt" in observation and "/app" not in observation
+    harbor = read_task(tmp_path / "sum-numbers")
+    assert harbor.metadata["verifier"]["timeout_sec"] == 60.0 and harbor.files == {"numbers.txt": b"3\n4\n5\n"}
+    assert _play(env, 0, harbor.solution)["reward"] == 1.0
+    assert _play(env, 0, "mkdir -p out && echo 13 > out/total.txt")["reward"] == 0.0
+    info = _play(env, 0, None)
+    assert info["reward"] == 0.0 and info["error"] == "tests_failed"
+    env.close()
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda d: (d / "instruction.md").unlink(), "instruction.md is missing"),
+    (lambda d: (d / "tests" / "test.sh").unlink(), "tests/test.sh is missing"),
+    (lambda d: (d / "task.toml").write_text("version = [1"), "task.toml is not valid TOML"),
+    (lambda d: (d / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nRUN apt-get install -y jq\n"),
+     "needs a container image \\(Dockerfile line 3"),
+    (lambda d: (d / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nCOPY numbers.txt /etc/x\n"),
+     "outside the working folder"),
+    (lambda d: (d / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nCOPY nothing.txt .\n"),
+     "copies nothing.txt, which is not in environment/"),
+    (lambda d: (d / "tests" / "leak").symlink_to("/etc/passwd"), "is a symbolic link"),
+])
+def test_a_malformed_task_dir_is_one_sentence(tmp_path, breakage, message):
+    folder = _hand_written(tmp_path / "task")
+    breakage(folder)
+    with pytest.raises(ConfigError, match=message) as caught:
+        HarborEnv(path=folder)
+    assert "\n" not in str(caught.value) and str(caught.value).endswith(".")
+
+
+def test_the_cli_exports_imports_and_refuses_in_one_sentence(tmp_path, capsys):
+    require_binary("bwrap")
+    from rollgym.cli import main
+
+    assert main(["export", "harbor", "TerminalGen-v0", "--split", "validation", "--out", str(tmp_path / "t"),
+                 "--limit", "2"]) == 0
+    assert main(["import", "harbor", str(tmp_path / "t")]) == 0
+    assert "2 of 2 tasks passed" in capsys.readouterr().out
+    assert main(["import", "harbor", str(tmp_path / "t"), "--agent", "empty"]) == 0
+    assert "0 of 2 tasks passed" in capsys.readouterr().out
+    assert main(["export", "harbor", "TerminalGen-v0", "--out", str(tmp_path / "t")]) == 2
+    assert main(["export", "harbor", "CodeGen-v0", "--out", str(tmp_path / "u")]) == 2
+    assert main(["import", "harbor", str(tmp_path / "missing")]) == 2
+    errors = capsys.readouterr().err
+    assert "is not empty" in errors and "Harbor export knows" in errors and "is not a folder" in errors

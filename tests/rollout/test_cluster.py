@@ -1,0 +1,120 @@
+"""collect_ray on a real 3-node Ray cluster on this machine (separate raylets and object stores, as separate hosts).
+
+Nodes: the head (the driver's node, ``lane``), an engine node (``stockfish``, ``lane``) and a
+plain node (``lane``). Tests add and remove further nodes. Checked: workers land only on nodes
+that offer what the env needs; every trajectory names its node and worker; a node removed
+mid-run, gracefully or not, changes no result and loses no finished episode; a node that joins
+mid-run gets work.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_collector import comparable
+
+from rollgym.agents import OracleAgent, RandomAgent
+from rollgym.rollout import EpisodeLimits, collect, load_results
+from tests.conftest import require_module
+
+require_module("ray")
+import ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from rollgym.rollout import distributed  # noqa: E402
+from rollgym.rollout.distributed import ClusterError, collect_ray  # noqa: E402
+from rollgym.rollout.placement import Needs  # noqa: E402
+
+SMALL = {"object_store_memory": 80 * 1024**2}  # Ray's minimum is 75 MiB
+LANE = Needs(0, {"lane": 1})
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "resources": {"lane": 2, "late": 1}, "include_dashboard": False, **SMALL})
+    nodes = {"head": cluster.head_node.node_id}
+    try:
+        nodes["engine"] = cluster.add_node(num_cpus=2, resources={"stockfish": 2, "lane": 2}, **SMALL).node_id
+        nodes["plain"] = cluster.add_node(num_cpus=1, resources={"lane": 2}, **SMALL).node_id
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+        yield cluster, nodes
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def nodes_of(groups: list) -> list[str]:
+    return [t.metrics["node"] for g in groups for t in g.trajectories]
+
+
+def test_workers_land_on_the_nodes_that_offer_what_the_env_needs(cluster):
+    _, nodes = cluster
+    chess = {"opponent": "stockfish-nodes-1"}  # Chess against Stockfish needs a node with a stockfish
+    groups = collect_ray(RandomAgent, "Chess-v1", 3, 1, seed=3, env_kwargs=chess, num_workers=3,
+                         limits=EpisodeLimits(max_steps=2))
+    assert set(nodes_of(groups)) == {nodes["engine"]}
+    workers = {t.metrics["worker"] for g in groups for t in g.trajectories}
+    assert 1 <= len(workers) <= 2  # the engine node holds two (2 CPUs, 2 stockfish), however many were asked
+    with pytest.raises(ClusterError, match="gpu-browser: 1"):
+        collect_ray(OracleAgent, "Countdown-v0", 2, 1, needs=Needs(0, {"gpu-browser": 1}))
+
+
+def test_every_trajectory_records_its_node_and_worker(cluster, tmp_path: Path):
+    handle, nodes = cluster
+    ray.shutdown()  # and join again by address, as a script on another host would
+    out = tmp_path / "spread.jsonl"
+    groups = collect_ray(OracleAgent, "Countdown-v0", 6, 2, seed=1, out=str(out), address=handle.address,
+                         needs=LANE, num_workers=3)
+    assert set(nodes_of(groups)) == set(nodes.values())  # three workers, one on each node
+    where = {(t.metrics["worker"], t.metrics["node"]) for g in groups for t in g.trajectories}
+    assert len({worker for worker, _ in where}) == len(where) == 3  # a worker stays on its node
+    assert comparable(groups) == comparable(collect(OracleAgent(), "Countdown-v0", 6, 2, seed=1))
+    recorded = {r.trajectory.traj_id: r.trajectory.metrics["node"] for r in load_results(out).episodes}
+    assert recorded == {t.traj_id: t.metrics["node"] for g in groups for t in g.trajectories}
+
+
+def _recorded_nodes(out: Path) -> list[str]:
+    lines = out.read_text().splitlines()[1:]  # the header first
+    return [json.loads(line)["trajectory"]["metrics"]["node"] for line in lines if line.strip()]
+
+
+@pytest.mark.parametrize("graceful", [True, False], ids=["graceful", "killed"])
+def test_a_node_removed_mid_run_changes_no_result(cluster, tmp_path: Path, graceful: bool):
+    handle, _ = cluster
+    spot = handle.add_node(num_cpus=1, resources={"lane": 2}, **SMALL)
+    handle.wait_for_nodes()
+    out = tmp_path / "removed.jsonl"
+    removed: list[int] = []
+
+    def remove_spot_once_it_finished_something(done: int, workers: list[Any]) -> None:
+        if not removed and spot.node_id in _recorded_nodes(out):
+            handle.remove_node(spot, allow_graceful=graceful)
+            removed.append(done)
+
+    groups = collect_ray(RandomAgent, "Sudoku4x4-v0", 12, 4, seed=4, out=str(out), needs=LANE, num_workers=4,
+                         on_result=remove_spot_once_it_finished_something)
+    assert removed, "the spot node never finished an episode, so the test never removed it"
+    assert comparable(groups) == comparable(collect(RandomAgent(), "Sudoku4x4-v0", 12, 4, seed=4))
+    assert spot.node_id in nodes_of(groups)  # what the node finished before it went is kept, not played again
+    assert len(load_results(out).episodes) == 48
+
+
+def test_a_node_added_mid_run_gets_work(cluster, monkeypatch: pytest.MonkeyPatch):
+    handle, _ = cluster
+    monkeypatch.setattr(distributed, "NODE_POLL_S", 0.0)  # look for new nodes after every batch
+    added: list[str] = []
+
+    def add_a_node(done: int, workers: list[Any]) -> None:
+        if not added:
+            added.append(handle.add_node(num_cpus=1, resources={"late": 2}, **SMALL).node_id)
+            handle.wait_for_nodes()
+
+    groups = collect_ray(OracleAgent, "Countdown-v0", 16, 4, seed=2, needs=Needs(0, {"late": 1}), num_workers=1,
+                         on_result=add_a_node)
+    assert added and added[0] in nodes_of(groups)
+    assert comparable(groups) == comparable(collect(OracleAgent(), "Countdown-v0", 16, 4, seed=2))
