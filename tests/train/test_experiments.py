@@ -253,3 +253,24 @@ def test_a_resume_from_another_warm_up_is_refused_and_a_differing_reference_warn
         run_experiment(exp, out, progress=False, seeds=2)
     (out / "warm.json").write_text(json.dumps(data))  # the same warm-up: the resume adds seed 1
     assert run_experiment(exp, out, progress=False, seeds=2)["n_seeds"] == 2
+
+
+def test_the_t3rl_control_rewards_verified_tool_use_with_no_vote():
+    """tool-reward: 1 for a rollout the env verified, 0 otherwise, whatever the answers agree on; no pseudo-label."""
+    from rollgym.core import Task
+    from rollgym.rollout.types import RolloutGroup, Trajectory
+    from rollgym.train.experiments.t3rl import ARMS, EXPERIMENT, ToolRewardScorer
+
+    def traj(i, parsed, verified, status="completed"):
+        info = {"parsed": parsed, **({} if verified is None else {"verified": verified})}
+        return Trajectory(f"t{i}", "g", i, "E-v0", "task-1", 0, reward=0.5, status=status, info=info,
+                          completion_ids=[1, 2], loss_mask=[1, 1], logprobs=[-0.1, -0.1])
+
+    # the popular answer 7 is unverified; the lone verified rollout gets the reward, a failed one is untouched
+    group = RolloutGroup("g", Task("task-1", "E-v0", "q", "9"), 5,
+                         [traj(0, "7", False), traj(1, "7", None), traj(2, "7", False), traj(3, "9", True),
+                          traj(4, "9", True, status="failed")])
+    ToolRewardScorer()(group)
+    assert [t.reward for t in group.trajectories] == [0.0, 0.0, 0.0, 1.0, 0.5]
+    assert group.pseudo_label is None and group.trajectories[3].metrics["verified_by"] == "env"
+    assert "tool-reward" in ARMS and ("t3rl", "tool-reward") in EXPERIMENT.pairs()

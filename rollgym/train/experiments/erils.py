@@ -17,6 +17,9 @@ Arms (same tasks, same on-policy rollouts sampled, same number of GRPO steps):
 - ``external-length``: per-source, with length control: the external rollout is cut
   to the on-policy budget and re-scored by the env (:class:`EnvRescorer`), so a cut
   that loses the answer earns 0 and is not added.
+- ``external-joint-length``: the missing cell of the 2x2 (processing x length control): joint processing,
+  with the length control of ``external-length``. With it, the source effect is read at equal length
+  control (``external-length`` against ``external-joint-length``), not only without it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import numpy as np
 from rollgym.train.experiments import countdown
 from rollgym.train.experiments.runner import ArmResult, Experiment
 
-ARMS = ("on-policy", "external-joint", "external-per-source", "external-length")
+ARMS = ("on-policy", "external-joint", "external-per-source", "external-length", "external-joint-length")
+#: The arms whose external rollouts share the on-policy group's baseline (joint reward processing).
+JOINT = ("external-joint", "external-joint-length")
 
 
 def worked_answer(answer: str, task_id: str) -> str:
@@ -90,12 +95,12 @@ def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any
             return groups, cost
         external = external_rollouts(ctx, backend, groups)
         lengths.extend(len(t.completion_ids) for ts in external.values() for t in ts)
-        length = "truncate" if arm == "external-length" else "none"
+        length = "truncate" if arm in ("external-length", "external-joint-length") else "none"
         mixed = mix_external(groups, external, length=length, rescore=rescore)  # type: ignore[arg-type]
         cost["external_added"] = float(sum(len(m.trajectories) - len(g.trajectories) for m, g in zip(mixed, groups)))
         return mixed, cost
 
-    curve, cost = countdown.grpo_run(ctx, seed, config, batch, by_source=arm != "external-joint")
+    curve, cost = countdown.grpo_run(ctx, seed, config, batch, by_source=arm not in JOINT)
     extras = {"external_mean_tokens": float(np.mean(lengths)) if lengths else 0.0}
     return ArmResult(curve[-1][1], cost, curve, extras)
 
@@ -110,7 +115,8 @@ EXPERIMENT = Experiment(
     baseline="on-policy",
     comparisons=(("external-joint", "on-policy"), ("external-per-source", "on-policy"),
                  ("external-length", "on-policy"), ("external-per-source", "external-joint"),
-                 ("external-length", "external-per-source")),
+                 ("external-length", "external-per-source"), ("external-joint-length", "external-joint"),
+                 ("external-length", "external-joint-length")),
     prepare=countdown.prepare,
     run=run,
     configs={

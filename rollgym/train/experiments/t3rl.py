@@ -14,7 +14,9 @@ Test-time RL then trains on the same problems without labels. Arms (same steps, 
 rollouts, same sandbox runs):
 
 - ``ttrl``: :class:`~rollgym.rollout.strategies.MajorityVoteScorer` pseudo-labels;
-- ``t3rl``: :class:`~rollgym.rollout.strategies.VerifiedVoteScorer` with the default weight 5.
+- ``t3rl``: :class:`~rollgym.rollout.strategies.VerifiedVoteScorer` with the default weight 5;
+- ``tool-reward`` (the control): :class:`ToolRewardScorer`, reward 1 for a tool-verified rollout and 0
+  otherwise, with no vote, to show what the vote adds beyond rewarding verified tool use.
 
 The metric is greedy accuracy on the 48 problems against their true answers (never used in
 training); secondary measures are the pseudo-labels' accuracy over the run and, over the last five
@@ -40,7 +42,7 @@ import numpy as np
 from rollgym.rollout.types import RolloutGroup
 from rollgym.train.experiments.runner import ArmResult, Experiment
 
-ARMS = ("ttrl", "t3rl")
+ARMS = ("ttrl", "t3rl", "tool-reward")
 SWEEP = (1.0, 2.0, 3.0, 5.0, 10.0)
 ENV_ID = "MATHTool-v0"
 
@@ -204,6 +206,21 @@ def prepare(config: dict[str, Any], workdir: Path) -> Setting:
     return setting
 
 
+class ToolRewardScorer:
+    """The control arm's reward: 1 for a tool-verified rollout (the env's ``info["verified"]``), else 0; no vote."""
+
+    def __call__(self, group: RolloutGroup) -> RolloutGroup:
+        from rollgym.rollout.verification import verdict
+
+        group.pseudo_label = None
+        for traj in group.usable():
+            ok, source = verdict(traj, group)
+            traj.metrics["verified"], traj.metrics["verified_by"] = ok, source
+            traj.reward_components["tool"] = float(ok)
+            traj.reward = float(ok)
+        return group
+
+
 def _agent(setting: Setting, backend: Any, temperature: float, seed: int | None) -> Any:
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
@@ -248,15 +265,17 @@ def run(setting: Setting, arm: str, seed: int, config: dict[str, Any]) -> ArmRes
     trainer = GRPOTrainer(setting.model, setting.tokenizer, GRPOConfig(learning_rate=config["learning_rate"],
                                                                        micro_batch_size=64, seed=seed))
     truth = {t.id: t.answer for t in setting.tasks("test")}
-    scorer = (MajorityVoteScorer if arm == "ttrl" else VerifiedVoteScorer)(
-        label_fn=lambda g: truth.get(g.task.id) if g.task is not None else None)
+    label_fn = lambda g: truth.get(g.task.id) if g.task is not None else None  # noqa: E731
+    scorer: Any = (MajorityVoteScorer(label_fn=label_fn) if arm == "ttrl" else ToolRewardScorer()
+                   if arm == "tool-reward" else VerifiedVoteScorer(label_fn=label_fn))
     tasks = setting.tasks("test")
     rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(3,)))
     if setting.accuracy_warm is None:
         setting.accuracy_warm = greedy_accuracy(setting, backend)
     acc0, tool0 = setting.accuracy_warm
     curve = [(0.0, acc0)]
-    labels, extras = [], {}
+    labels: list[float] = []
+    extras: dict[str, Any] = {}
     late: list[tuple[float, float]] = []
     runs_before = setting.memo.runs if setting.memo else 0
     for step in range(config["steps"]):
@@ -279,7 +298,8 @@ def run(setting: Setting, arm: str, seed: int, config: dict[str, Any]) -> ArmRes
         if (step + 1) % config["eval_every"] == 0 or step + 1 == config["steps"]:
             acc, tool = greedy_accuracy(setting, backend)
             curve.append((float(step + 1), acc))
-    extras.update(label_accuracy=float(np.mean(labels)), tool_use_greedy=tool, tool_use_warm=tool0,
+    extras.update(label_accuracy=float(np.mean(labels)) if arm != "tool-reward" else None,  # no vote, no label
+                  tool_use_greedy=tool, tool_use_warm=tool0,
                   sampled_accuracy_last5=float(np.mean([c for c, _ in late])),
                   tool_use_sampled_last5=float(np.mean([u for _, u in late])))
     cost = {"grpo_steps": float(config["steps"]),
@@ -314,7 +334,7 @@ EXPERIMENT = Experiment(
     metric="greedy accuracy (true answers)",
     arms=ARMS,
     baseline="ttrl",
-    comparisons=(("t3rl", "ttrl"),),
+    comparisons=(("t3rl", "ttrl"), ("t3rl", "tool-reward"), ("tool-reward", "ttrl")),
     secondary=("label_accuracy", "sampled_accuracy_last5", "tool_use_sampled_last5"),
     prepare=prepare,
     run=run,
@@ -330,7 +350,8 @@ EXPERIMENT = Experiment(
     },
     seeds=5,
     render_extra=render_sweep,
-    notes="Compute: both arms sample the same rollouts per step (the tool runs are part of the rollouts), make "
-          "the same GRPO steps, and differ only in the vote; T^3RL's verification is the env's own signal, "
-          "so it costs nothing extra.",
+    notes="Compute: every arm samples the same rollouts per step (the tool runs are part of the rollouts), makes "
+          "the same GRPO steps, and differs only in the reward: the vote (ttrl), the verification-weighted vote "
+          "(t3rl), or verification alone with no vote (tool-reward, the control; it has no pseudo-label, so no "
+          "label_accuracy); T^3RL's verification is the env's own signal, so it costs nothing extra.",
 )
