@@ -40,6 +40,8 @@ ROWS = (
     Row("puzzles", "Countdown-v0", "n4 (4 numbers)", "countdown-default-greedy", None, False, True),
     Row("puzzles", "Sudoku4x4-v0", "b4 (4 blanks)", "sudoku4x4-b4-greedy", "sudoku4x4-b4-sampled", True, False),
     Row("puzzles", "Sudoku4x4-v0", "b10 (10 blanks)", "sudoku4x4-default-greedy", None, False, True),
+    Row("math", "MATH500-v1", "level 1", "math500-level1-greedy", "math500-level1-sampled", True, False),
+    Row("math", "MATH500-v1", "level 2", "math500-level2-greedy", None, False, False),
     Row("math", "MATH500-v1", "all levels mixed", "math500-default-greedy", None, False, True),
     Row("games", "ConnectFour-v0", "random bot", "c4-random-greedy", "c4-random-sampled", True, True),
     Row("games", "Chess-v1", "random bot", "chess-random-greedy", "chess-random-sampled", True, True),
@@ -97,8 +99,8 @@ def tables(summary: dict[str, Any], transcripts: Path) -> str:
     for row in ROWS:
         greedy = entries[row.greedy]
         sampled = entries.get(row.sampled) if row.sampled else None
-        where = " (easiest)" if row.easiest and not row.default else " (default)" if row.default and not row.easiest \
-            else " (easiest, default)"
+        where = {(True, False): " (easiest)", (False, True): " (default)", (True, True): " (easiest, default)",
+                 (False, False): ""}[(row.easiest, row.default)]
         lines.append(
             f"| {row.family} | {row.env} | {row.level}{where} | {greedy['correct']}/{greedy['tasks']}: "
             f"{_pct(greedy['accuracy'])} | "
@@ -115,8 +117,7 @@ def tables(summary: dict[str, Any], transcripts: Path) -> str:
         lowest = rows[0]
         easiest = (f"{scoring.level}" if scoring is not None else
                    "none: it has no ladder and scores 0" if lowest.level == "(no ladder)" else
-                   f"none: the easiest level, {lowest.level}, scores 0" if lowest.easiest else
-                   "not measured: its levels are not suite options yet")
+                   f"none: the easiest level, {lowest.level}, scores 0")
         at_default = _pct(entries[default.greedy]["accuracy"]) if default is not None else "not in the suite"
         lines.append(f"| {rows[0].family} | {env} | {at_default} | {easiest} |")
     return "\n".join(lines)

@@ -32,6 +32,7 @@ from rollgym.benchmarks.bundle import (
 from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
 from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
 from rollgym.core.errors import ConfigError
+from rollgym.rollout.curriculum import FixedLevel
 from rollgym.rollout.types import RolloutGroup
 
 EntryProgress = Callable[[str, int, int], None]
@@ -264,6 +265,7 @@ def run_suite(
             max_steps=entry.max_steps,
             progress=callback,
             workers=workers,
+            task_chooser=None if entry.level is None else FixedLevel(entry.level),
         )
         # A bundle is published: its transcripts must not hand out the suite's answers.
         strip_transcript_answers(folder / TRANSCRIPTS / f"{entry.name}.jsonl")

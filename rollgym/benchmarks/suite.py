@@ -16,6 +16,7 @@ A suite is a YAML file (the built-in ones ship in ``rollgym/benchmarks/suites/``
         env_kwargs: {}
         sampling: {max_tokens: 1024, temperature: 1.0}   # for LLM agents; reference agents ignore it
         difficulty: difficulty.num_numbers               # dotted path into Task.meta, for per-difficulty tables
+        level: level-1           # optional: play every task at this difficulty level (reset option 'difficulty')
         rating: {ladder: connect-four, opponent: random, elo: 0}   # game entries: the opponent's anchored Elo
 
 Task ``i`` of an entry is the task that ``collect(..., seed=entry.seed)`` plays
@@ -42,13 +43,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.difficulty import DIFFICULTY_OPTION
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.task import Task
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _ENTRY_KEYS = frozenset(
     {"name", "env", "n_tasks", "group_size", "max_steps", "split", "seed", "env_kwargs", "sampling", "difficulty",
-     "rating", "metrics", "note"}
+     "level", "rating", "metrics", "note"}
 )
 _SUITE_KEYS = frozenset({"name", "version", "description", "seed", "split", "defaults", "entries", "protocol"})
 DEFAULT_METRICS: tuple[str, ...] = ("accuracy", "mean_reward", "pass@k", "best_of_k", "pass^k")
@@ -71,6 +73,9 @@ class SuiteEntry:
         env_kwargs: Constructor arguments for the env.
         sampling: Generation limits for LLM agents (``max_tokens``, ``temperature``, ...).
         difficulty: Dotted path into ``Task.meta`` whose value buckets the per-difficulty table.
+        level: A difficulty level of the env (an index or a level name, see
+            :mod:`rollgym.core.difficulty`): every task is drawn from it, as
+            ``reset(options={"difficulty": level})`` draws. ``None``: the env's default draw.
         rating: For games: ``{"ladder", "opponent", "elo"}``; the agent gets an Elo per ladder.
         metrics: Names of the metrics the suite reports for this entry.
         note: Free text, e.g. the paper whose protocol the entry follows.
@@ -86,6 +91,7 @@ class SuiteEntry:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     sampling: dict[str, Any] = field(default_factory=dict)
     difficulty: str | None = None
+    level: int | str | None = None
     rating: dict[str, Any] | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
     note: str = ""
@@ -94,7 +100,13 @@ class SuiteEntry:
         """Everything that defines the entry's tasks and how they are played, JSON-ready."""
         data = dataclasses.asdict(self)
         data["metrics"] = list(self.metrics)
+        if self.level is None:  # absent rather than null, so entries made before levels keep their task hash
+            del data["level"]
         return data
+
+    def reset_options(self) -> dict[str, Any] | None:
+        """The reset options every episode of the entry is played with (its level), or ``None``."""
+        return None if self.level is None else {DIFFICULTY_OPTION: self.level}
 
     def difficulty_of(self, task: Task | None) -> str:
         """The entry's difficulty bucket of ``task`` (``"all"`` when the entry has no difficulty key)."""
@@ -216,7 +228,7 @@ def entry_unavailable(entry: SuiteEntry) -> str | None:
 
     The answer is cached per process: probing an env whose data is missing can be slow.
     """
-    key = json.dumps([entry.env_id, entry.split, entry.env_kwargs], sort_keys=True, default=repr)
+    key = json.dumps([entry.env_id, entry.split, entry.env_kwargs, entry.level], sort_keys=True, default=repr)
     if key not in _UNAVAILABLE:
         _UNAVAILABLE[key] = _probe(entry)
     return _UNAVAILABLE[key]
@@ -231,6 +243,8 @@ def _probe(entry: SuiteEntry) -> str | None:
         return f"{entry.env_id} is not registered in this rollgym; skipped."
     try:
         entry_tasks(entry, limit=1)
+    except LevelError:
+        raise  # the suite's mistake, not this machine's: never a skip
     except RollgymError as exc:
         return f"{entry.env_id} cannot make tasks here ({exc}); skipped."
     except ImportError as exc:
@@ -259,12 +273,13 @@ def entry_tasks(entry: SuiteEntry, limit: int | None = None) -> list[Task]:
         for i in range(count):
             seed = episode_seed(entry.seed, i)
             if isinstance(unwrapped, TextEnv):
+                source = unwrapped.source if entry.level is None else _level_source(entry, unwrapped)
                 rng, _ = seeding.np_random(seed)
-                size = unwrapped.source.size(unwrapped.split)
+                size = source.size(unwrapped.split)
                 index = int(rng.integers(0, size if size else 2**31))
-                tasks.append(unwrapped.source.task(index, unwrapped.split))
+                tasks.append(source.task(index, unwrapped.split))
             else:
-                env.reset(seed=seed)
+                env.reset(seed=seed, options=entry.reset_options())
                 task = getattr(unwrapped, "task", None)
                 if not isinstance(task, Task):
                     raise ConfigError(
@@ -276,6 +291,17 @@ def entry_tasks(entry: SuiteEntry, limit: int | None = None) -> list[Task]:
     return tasks
 
 
+class LevelError(ConfigError):
+    """A suite entry names a difficulty level its env does not have."""
+
+
+def _level_source(entry: SuiteEntry, env: Any) -> Any:
+    try:
+        return env.level_source(entry.level)
+    except ConfigError as exc:
+        raise LevelError(f"Suite entry {entry.name!r}: {exc}") from None
+
+
 # -- loading ------------------------------------------------------------------------------------
 
 
@@ -283,6 +309,13 @@ def _check_int(name: str, value: Any, low: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}.")
     return value
+
+
+def _check_level(where: str, value: Any) -> int | str | None:
+    if value is None or (isinstance(value, str) and value) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ConfigError(f"{where}: level must be a difficulty level index >= 0 or a level name, got {value!r}.")
 
 
 def builtin_suites() -> list[str]:
@@ -384,6 +417,7 @@ def parse_suite(data: Any, source: str = "suite") -> Suite:
                 env_kwargs=dict(merged.get("env_kwargs") or {}),
                 sampling=dict(merged.get("sampling") or {}),
                 difficulty=merged.get("difficulty"),
+                level=_check_level(where, merged.get("level")),
                 rating=dict(rating) if rating else None,
                 metrics=tuple(metrics),
                 note=str(merged.get("note", "")),

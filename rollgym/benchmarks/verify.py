@@ -328,6 +328,7 @@ def _verify_entry(
                 replay, task = run_episode(
                     env, ReplayAgent(_actions(recorded)), seed=seed, traj_id=recorded.traj_id,
                     group_id=recorded.group_id, sample_idx=j, env_id=entry.env_id, max_steps=entry.max_steps,
+                    options=entry.reset_options(),
                 )
                 episodes += 1
                 if replay.status == "failed" and replay.info.get("failure", {}).get("stage") in {"reset", "step"}:

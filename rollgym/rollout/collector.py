@@ -142,7 +142,9 @@ def collect(
         task_chooser: Chooses each group's reset options (a
             :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level), sees the
             finished groups, and closes its step when the call ends. Not with ``out``: its choices
-            depend on the run so far, so a results file could not be resumed.
+            depend on the run so far, so a results file could not be resumed; the exception is a
+            chooser with fixed options (:class:`~rollgym.rollout.curriculum.FixedLevel`), which
+            the file's header records.
         on_episode: Called with every finished :class:`Trajectory` (first those found in
             ``out``), e.g. for a running accuracy.
 
@@ -234,7 +236,8 @@ class RunPlan:
         kwargs = dict(env_kwargs or {})
         if "split" in kwargs:
             raise ConfigError("Pass the split as collect(split=...), not inside env_kwargs.")
-        if task_chooser is not None and out is not None:
+        fixed_options = getattr(task_chooser, "fixed_options", None)
+        if task_chooser is not None and out is not None and not isinstance(fixed_options, dict):
             raise ConfigError("A task_chooser's choices depend on the run so far, so its run cannot resume from a "
                               "results file; pass out=None (a Curriculum logs its own schedule).")
         check = getattr(agent, "check_env", None)
@@ -259,6 +262,8 @@ class RunPlan:
             "env_kwargs": to_jsonable(kwargs),
             "max_steps": max_steps,
         }
+        if isinstance(fixed_options, dict):  # e.g. one difficulty level for every group (FixedLevel)
+            header["reset_options"] = to_jsonable(fixed_options)
         prefix = f"{run_id(header)}-{info.id}"
         header["rollgym_version"] = __version__
         writer: ResultsWriter | None = None

@@ -27,7 +27,9 @@ its end, and the only randomness (the level drawn inside a window) comes from a
 :func:`~rollgym.rollout.collect_async`) a step is one call; with
 :class:`~rollgym.rollout.PartialRollouts` it is one :meth:`step`, whose groups
 depend on which rollouts finish first, so that schedule is as deterministic as the
-groups it is fed. Benchmarks never take a chooser: they stay at fixed difficulty.
+groups it is fed. Benchmarks never adapt: a suite entry with a ``level`` plays every
+group at that one level through :class:`FixedLevel`, the one chooser whose run can
+resume from a results file (its choice depends on nothing but its level).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from rollgym.core.io import append_line
 from rollgym.core.seeding import stable_int
 from rollgym.rollout.types import RolloutGroup
 
-__all__ = ["Curriculum", "CurriculumConfig", "TaskChooser", "success_by_level"]
+__all__ = ["Curriculum", "CurriculumConfig", "FixedLevel", "TaskChooser", "success_by_level"]
 
 
 @runtime_checkable
@@ -66,6 +68,34 @@ class TaskChooser(Protocol):
     def observe(self, group: RolloutGroup) -> None: ...
 
     def end_step(self) -> None: ...
+
+
+class FixedLevel:
+    """A task chooser that plays every group at one difficulty level (an index or a level name).
+
+    Unlike a :class:`Curriculum`, its choices do not depend on the run, so a run with it can
+    resume from a results file: :func:`~rollgym.rollout.collect` writes :attr:`fixed_options`
+    into the file's header, and a file written at another level is refused.
+
+    Example:
+        >>> FixedLevel("level-1").reset_options(None, "MATH500-v1", 0)
+        {'difficulty': 'level-1'}
+    """
+
+    def __init__(self, level: int | str) -> None:
+        if isinstance(level, bool) or not isinstance(level, (int, str)) or (isinstance(level, int) and level < 0):
+            raise ConfigError(f"level must be a level index >= 0 or a level name, got {level!r}.")
+        self.fixed_options: dict[str, Any] = {DIFFICULTY_OPTION: level}
+
+    def reset_options(self, env: Any, env_id: str, group_index: int) -> dict[str, Any]:
+        """The same options for every group."""
+        return dict(self.fixed_options)
+
+    def observe(self, group: RolloutGroup) -> None:
+        """Nothing to learn: the level is fixed."""
+
+    def end_step(self) -> None:
+        """Nothing to close."""
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,7 @@ IDENTITY_FIELDS: tuple[str, ...] = (
     "agent",
     "env_kwargs",
     "max_steps",
+    "reset_options",  # absent (None) unless the run had fixed reset options, e.g. one difficulty level
 )
 
 

@@ -23,7 +23,7 @@ from rollgym.leaderboard.ingest import check_bundle_archive
 
 REPO = Path(__file__).resolve().parents[2]
 #: A shipped version never changes: the hash of its config (entries, sizes, seeds, kwargs), pinned.
-FROZEN_CONFIGS = {"quick@v2": "4132683c5e4f1e1d"}
+FROZEN_CONFIGS = {"quick@v2": "4132683c5e4f1e1d", "ladders@v1": "28713b0a366fcc55"}
 NEW_IN_QUICK_V3 = {"usersim": "UserSim-v0", "kuhn-nash": "KuhnPoker-v0", "negotiation-fair": "Negotiation-v0"}
 
 
@@ -159,3 +159,11 @@ def test_reference_agents_play_the_new_entries_and_their_bundles_verify(tmp_path
     # Kuhn poker and Negotiation are chance games (see CHANCE_IDS): compare the mean over the entry
     for name in ("kuhn-nash", "negotiation-fair"):
         assert scores["oracle"][name]["mean_reward"]["value"] >= scores["random"][name]["mean_reward"]["value"], name
+
+
+def test_ladders_v2_is_ladders_v1_plus_the_math_levels() -> None:
+    v1, v2 = load_suite("ladders@v1"), load_suite("ladders@v2")
+    old = {e.name: e.config() for e in v1.entries}
+    assert {e.name: e.config() for e in v2.entries if e.name in old} == old
+    added = [e for e in v2.entries if e.name not in old]
+    assert {(e.env_id, e.level) for e in added} == {("MATH500-v1", "level-1"), ("MATH500-v1", "level-2")}
