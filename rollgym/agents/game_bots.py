@@ -7,6 +7,8 @@ still works until rollgym 0.3.0, with a ``DeprecationWarning``.
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -63,22 +65,46 @@ def state_from_info(info: dict[str, Any]) -> GameState:
     return replay(info["game_config"], list(info["moves"]))
 
 
-_ORACLE_BOTS: dict[str, Any] = {}
+_ORACLE_IDLE: dict[str, list[Any]] = {}  # per game, the oracle bots no call is using
+_ORACLE_LOCK = threading.Lock()
+
+
+def _oracle_bot(game: str) -> Any:
+    if game != "chess":
+        return _bots.MCTSBot(1000)
+    try:
+        return _OracleStockfish(nodes=20_000, movetime=None)
+    except MissingDependencyError:
+        return _bots.GreedyBot()
+
+
+class _OracleStockfish(_bots.StockfishBot):
+    """Stockfish that treats every move as a new game (``ucinewgame``: a cleared hash), so a move depends
+    on its game's moves only, however the calls of several games (``collect`` with workers) reach it."""
+
+    def choose(self, state: GameState, rng: np.random.Generator) -> Any:
+        self._plies = sys.maxsize  # the parent's new-game test (fewer plies than the last move) then always holds
+        return super().choose(state, rng)
 
 
 def game_oracle(observation: str, info: dict[str, Any]) -> str:
-    """A strong move: Stockfish for chess (greedy when Stockfish is missing), MCTS-1000 for Connect Four and Hex."""
+    """A strong move: Stockfish for chess (greedy when Stockfish is missing), MCTS-1000 for Connect Four and Hex.
+
+    Safe from several threads at once: each call takes an idle bot (a bot, and its Stockfish process,
+    serves one call at a time) and gives it back, so there are at most as many bots as calls at once.
+    """
     state = state_from_info(info)
     game = state.game_name
-    if game not in _ORACLE_BOTS:
-        if game == "chess":
-            try:
-                _ORACLE_BOTS[game] = _bots.StockfishBot(nodes=20_000, movetime=None)
-            except MissingDependencyError:
-                _ORACLE_BOTS[game] = _bots.GreedyBot()
-        else:
-            _ORACLE_BOTS[game] = _bots.MCTSBot(1000)
-    move = _ORACLE_BOTS[game].choose(state.copy(), np.random.default_rng(len(state.history)))
+    with _ORACLE_LOCK:
+        idle = _ORACLE_IDLE.setdefault(game, [])
+        bot = idle.pop() if idle else None
+    if bot is None:
+        bot = _oracle_bot(game)
+    try:
+        move = bot.choose(state.copy(), np.random.default_rng(len(state.history)))
+    finally:
+        with _ORACLE_LOCK:
+            _ORACLE_IDLE[game].append(bot)
     return f"Final Answer: {state.move_to_text(move)}"
 
 

@@ -177,6 +177,29 @@ def test_node_limited_stockfish_replies_depend_only_on_the_game() -> None:
     assert all(len(m) > 4 for m in forward.values())  # real games, several replies each
 
 
+def test_the_chess_oracle_plays_the_same_games_from_several_threads() -> None:
+    """The oracle's Stockfish served two threads at once: calls interleaved on one engine failed
+    (python-chess's ``AssertionError: CommandState.NEW``, ``CancelledError``). Each call now takes an
+    idle bot, and every move is searched from a cleared hash, so threads play exactly the games one
+    thread plays, with no failure."""
+    require_binary("stockfish", "/usr/games/stockfish")
+    require_module("chess")
+    from rollgym.agents import OracleAgent
+    from rollgym.rollout import collect
+
+    def games(workers: int) -> list[tuple[str, list[str]]]:
+        groups = collect(OracleAgent(), "Chess-v1", n_tasks=4, group_size=1, seed=3, max_steps=12,
+                         env_kwargs={"opponent": "random"}, workers=workers)
+        played = [g.trajectories[0] for g in groups]
+        assert [t.status for t in played] != ["failed"] * 4
+        assert all(t.info.get("failure") is None for t in played), [t.info.get("failure") for t in played]
+        return [(t.task_id, [m["content"] for m in t.messages if m["role"] == "assistant"]) for t in played]
+
+    alone = games(1)
+    assert all(len(moves) >= 6 for _, moves in alone)
+    assert games(2) == alone
+
+
 def test_the_old_import_paths_of_bots_and_mcts_still_work_with_a_deprecation_warning() -> None:
     import rollgym.agents.game_bots as old_bots
     import rollgym.agents.mcts as old_mcts
