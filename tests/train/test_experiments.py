@@ -274,3 +274,26 @@ def test_the_t3rl_control_rewards_verified_tool_use_with_no_vote():
     assert [t.reward for t in group.trajectories] == [0.0, 0.0, 0.0, 1.0, 0.5]
     assert group.pseudo_label is None and group.trajectories[3].metrics["verified_by"] == "env"
     assert "tool-reward" in ARMS and ("t3rl", "tool-reward") in EXPERIMENT.pairs()
+
+
+def test_the_committed_april_warm_up_is_rebuilt_bit_for_bit_here(tmp_path):
+    """The cross-machine check of the committed results: a fresh process, pinned as the experiment command pins it,
+    rebuilds the APRIL (and branching) experiment's warm-up and gets the sha256 the committed JSON records. CI runs
+    this on another machine than the one that made the JSON; an audit found a rerun elsewhere gave another
+    warm-up before kernels and threads were pinned."""
+    pytest.importorskip("torch")
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the pinned kernel level is x86's AVX2")
+    recorded = json.loads((REPO / "docs" / "experiments" / "april.json").read_text())["starting_point"]
+    script = ("import json, sys, pathlib\nfrom rollgym.train.experiments import runner\n"
+              "runner.pin_kernels(); runner.pin_threads(1)\nexp = runner.get('april')\n"
+              "context = exp.prepare(exp.configs['full'], pathlib.Path(sys.argv[1]))\n"
+              "print(json.dumps(runner.starting_point(exp, context)))\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          timeout=600, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rebuilt = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rebuilt["warm_state_sha256"] == recorded["warm_state_sha256"]
+    assert rebuilt["tokenizer_sha256"] == recorded["tokenizer_sha256"]
