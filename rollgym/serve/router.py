@@ -38,6 +38,8 @@ _log = logging.getLogger("rollgym.serve")
 
 #: Longest request or response head accepted, in bytes.
 MAX_HEAD_BYTES = 65536
+#: Seconds a connection may take to send a request head (and may sit idle between requests).
+HEAD_TIMEOUT_S = 30.0
 #: Seconds the router waits, after a replica's socket closed without a close frame, for its process to exit.
 EXIT_WAIT_S = 2.0
 #: Seconds a request that opens a session waits for a replica when none is up (below clients' connect timeouts).
@@ -229,8 +231,10 @@ class Router:
         upstreams: dict[tuple[int, int], tuple[asyncio.StreamReader, asyncio.StreamWriter]] = {}
         try:
             while True:
-                try:
-                    raw = await reader.readuntil(b"\r\n\r\n")
+                try:  # an idle or trickling connection is closed, as uvicorn closes its own
+                    raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+                except asyncio.TimeoutError:
+                    break
                 except asyncio.LimitOverrunError:
                     writer.write(_response(431, {"detail": "The request head is too large.",
                                                  "code": wire.VALIDATION_ERROR}, keep_alive=False))

@@ -103,6 +103,44 @@ def test_the_router_asks_for_the_token_as_one_server_does(fleet: str):
     assert httpx.get(f"{fleet}/t/{TOKEN}/envs", timeout=30).json()["default"] == "Countdown-v0"
 
 
+def test_malformed_and_oversized_requests_get_one_answer_and_the_router_serves_on(fleet: str):
+    import socket
+
+    host, port = fleet.removeprefix("http://").split(":")
+
+    def exchange(raw: bytes) -> bytes:
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(raw)
+            answer = b""
+            try:
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            except ConnectionResetError:  # the router closed with bytes of ours unread
+                pass
+            return answer
+
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    assert exchange(b"GET /envs HTTP/1.1\r\nX-Pad: " + b"a" * 70000 + b"\r\n\r\n")[:12] in (b"HTTP/1.1 431", b"")
+    assert exchange(b"POST /reset HTTP/1.1\r\n" + auth + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n").startswith(
+        b"HTTP/1.1 411")
+    assert exchange(b"POST /reset HTTP/1.1\r\n" + auth + b"Content-Length: 99999999999\r\n\r\n").startswith(
+        b"HTTP/1.1 413")
+    assert exchange(b"POST /reset HTTP/1.1\r\n" + auth + b"Content-Length: -5\r\n\r\n").startswith(b"HTTP/1.1 413")
+    assert exchange(b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert exchange(b"GET /envs HTTP/1.1\r\nbroken header\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert httpx.get(fleet + "/health", timeout=30).json()["status"] == "healthy"
+
+
+def test_the_replicas_private_ports_ask_for_the_token_too(fleet: str):
+    psutil = pytest.importorskip("psutil")
+    pids = [r["pid"] for r in httpx.get(fleet + "/health", timeout=30).json()["replicas"]]
+    listening = [c.laddr for pid in pids for c in psutil.Process(pid).net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN]
+    assert len(listening) == 2 and all(address.ip == "127.0.0.1" for address in listening)
+    for port in [address.port for address in listening]:  # a local user who finds one gets no further
+        assert httpx.post(f"http://127.0.0.1:{port}/reset", json={"seed": 1}, timeout=30).status_code == 401
+
+
 def test_a_killed_replica_fails_its_episodes_honestly_and_they_replay_on_a_live_one(tmp_path: Path):
     from rollgym.serve.client import EnvServerGone
 
