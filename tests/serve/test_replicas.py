@@ -187,15 +187,19 @@ def _collect_through_a_kill(url: str, out: Path) -> None:
     def lines() -> list[dict]:
         return [json.loads(x) for x in out.read_text().splitlines()[1:]] if out.exists() else []
 
+    pids = [r["pid"] for r in httpx.get(url + "/health", timeout=30).json()["replicas"]]
+    killed = threading.Event()
+
     def killer() -> None:
         _wait_for(lambda: len(lines()) >= 6, "six finished episodes")
-        replicas = httpx.get(url + "/health", timeout=30).json()["replicas"]
-        for replica in replicas:  # both, so that the run's one session surely loses its replica
-            os.kill(replica["pid"], signal.SIGKILL)
+        for pid in pids:  # both, so that the run's one session surely loses its replica
+            os.kill(pid, signal.SIGKILL)
+        killed.set()
 
     class SlowOracle(OracleAgent):
         def act(self, observation, info):  # type: ignore[no-untyped-def]
-            time.sleep(0.05)  # so that the run is still going when the replicas die
+            if len(lines()) >= 6:  # hold the run until the replicas are gone, so the kill lands mid-run
+                killed.wait(180)
             return super().act(observation, info)
 
     thread = threading.Thread(target=killer)
@@ -211,7 +215,7 @@ def _collect_through_a_kill(url: str, out: Path) -> None:
     assert failed[0].info["failure"]["retry_on_resume"] is True
 
     _wait_for(lambda: httpx.get(url + "/health", timeout=30).json()["status"] == "healthy", "the restarts")
-    resumed = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))  # the same router
+    resumed = collect(OracleAgent(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))  # the same router
     by_key = {(i, t.sample_idx): t for i, g in enumerate(resumed) for t in g.trajectories}
     assert len(by_key) == 40 and all(t.status == "completed" and t.reward == 1.0 for t in by_key.values())
     for key, reward in finished.items():
