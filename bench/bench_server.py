@@ -13,10 +13,16 @@ Workloads (the same client and the same messages, OpenEnv's ``{"type": "step", "
 * ``echo/rollgym``: rollgym serve-env serving the same trivial env as a rollgym text env.
 * ``Countdown-v0`` and ``ToolWorld-v0`` (a ``contacts_search`` call per step) on rollgym serve-env.
 
+Replica rows (``--replicas 1 2``): the same load on Countdown-v0 through ``serve-env --replicas N``
+(one router in front of N replica processes; ``1`` is the plain single-process server), side by
+side with OpenEnv's published scale figures and a paper estimate for 16,384 sessions on two
+8-core nodes that states the numbers it rests on. Written to ``bench/results/server_replicas.json``.
+
 Usage::
 
     python bench/bench_server.py                       # N = 256, 1024, 2048, 4096
     python bench/bench_server.py --sessions 2048 --steps 5
+    python bench/bench_server.py --replicas 1 2 --sessions 512 --steps 5
 
 OpenEnv's server needs ``openenv-core`` importable by this Python; without it its rows say so.
 The machine is shared, so figures vary between runs; read them as ratios taken in one run.
@@ -49,6 +55,24 @@ server = EnvServer(ServeConfig(env_ids=("BenchEcho-v0", "Countdown-v0", "ToolWor
                                max_sessions=int(sys.argv[1]) + 16, idle_timeout_s=600.0))
 serve(server, "127.0.0.1", 0, on_ready=lambda url: print(url, flush=True))
 """
+
+REPLICAS_SERVER = """
+import asyncio, sys
+from rollgym.serve.replicas import ReplicaSet
+from rollgym.serve.router import Router
+from rollgym.serve.sessions import ServeConfig
+config = ServeConfig(env_ids=("Countdown-v0", "ToolWorld-v0"), max_sessions=int(sys.argv[1]) + 16, idle_timeout_s=600.0)
+router = Router(ReplicaSet(config, int(sys.argv[2])))
+try:
+    import uvloop
+    run = uvloop.run
+except ImportError:
+    run = asyncio.run
+run(router.serve("127.0.0.1", 0, on_ready=lambda url: print(url, flush=True)))
+"""
+
+#: OpenEnv's published scale figures (its docs): concurrent sessions on one 8-core host, and on two nodes.
+OPENENV_PUBLISHED = {"one_host": {"sessions": 2048, "cores": 8}, "two_nodes": {"sessions": 16384}}
 
 OPENENV_SERVER = """
 import sys, socket, uvicorn
@@ -209,13 +233,17 @@ async def _load(url: str, workload: str, sessions: int, steps: int) -> tuple[int
 
 
 def run_one(kind: str, workload: str, sessions: int, steps: int, python: str) -> Result:
+    """One server (``openenv``, ``rollgym``, or ``rollgym-rN`` for N replicas behind the router) under load."""
     script = OPENENV_SERVER if kind == "openenv" else ROLLGYM_SERVER
+    extra: list[str] = []
+    if kind.startswith("rollgym-r"):
+        script, extra = REPLICAS_SERVER, [kind.removeprefix("rollgym-r")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench"),
                                                          os.environ.get("PYTHONPATH", "")])}
     import tempfile
 
     log = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill up and stall the server
-    proc = subprocess.Popen([python, "-c", script, str(sessions)], stdout=subprocess.PIPE, stderr=log,
+    proc = subprocess.Popen([python, "-c", script, str(sessions), *extra], stdout=subprocess.PIPE, stderr=log,
                             text=True, env=env, cwd=REPO)
     try:
         line = proc.stdout.readline().strip() if proc.stdout else ""
@@ -224,7 +252,7 @@ def run_one(kind: str, workload: str, sessions: int, steps: int, python: str) ->
             log.seek(0)
             err = log.read()[-300:]
             return Result(workload, kind, sessions, 0, 0, 1.0, [], f"server did not start: {err.strip()}")
-        url = line + ("#rollgym" if kind == "rollgym" else "")
+        url = line + ("#rollgym" if kind.startswith("rollgym") else "")
         try:
             import uvloop
 
@@ -257,7 +285,12 @@ def main() -> None:
     parser.add_argument("--workloads", nargs="+", default=["echo", "Countdown-v0", "ToolWorld-v0"])
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs per row, in alternating server order; the table keeps each row's best (default: 2)")
+    parser.add_argument("--replicas", type=int, nargs="+", default=None,
+                        help="instead: Countdown-v0 through serve-env with each replica count (1 is the plain server)")
     args = parser.parse_args()
+    if args.replicas:
+        replica_rows(args.replicas, args.sessions, args.steps, args.repeat)
+        return
     openenv_python = _openenv_python()
     results = []
     for sessions in args.sessions:
@@ -311,6 +344,71 @@ def main() -> None:
              "peer": "OpenEnv's server " + " / ".join(f"{rate(t):,.0f}" for _, t in pairs if t),
              "ratio": " / ".join(f"{rate(o) / rate(t):.1f}x" for o, t in pairs if o and t)},
         ], command="python bench/bench_server.py")
+
+
+def replica_rows(counts: list[int], session_counts: list[int], steps: int, repeat: int) -> None:
+    """Sessions and steps/s for each replica count, OpenEnv's published figures, and the 16,384-session estimate."""
+    cores = os.cpu_count() or 1
+    results: list[tuple[int, Result]] = []
+    for sessions in session_counts:
+        for count in counts:
+            kind = "rollgym" if count == 1 else f"rollgym-r{count}"
+            best: Result | None = None
+            for _ in range(repeat):
+                result = run_one(kind, "Countdown-v0", sessions, steps, sys.executable)
+                print(f"replicas={count} | " + " | ".join(result.row()), flush=True, file=sys.stderr)
+                if best is None or (result.ok, result.steps / result.seconds) > (best.ok, best.steps / best.seconds):
+                    best = result
+            assert best is not None
+            results.append((count, best))
+    header = ["replicas", "sessions", "success", "steps/s", "p50 ms", "p99 ms"]
+    rows = [header] + [[str(count), *r.row()[2:7]] for count, r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    print(f"\nserve-env replicas, Countdown-v0: {steps} steps per session, best of {repeat}; {cores} CPUs shared by "
+          "the servers and the client\n")
+    for k, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+    top_sessions = max(session_counts)
+    top = {count: r for count, r in results if r.sessions == top_sessions and r.latencies}
+    widest = max(top) if top else None
+    estimate = None
+    if widest is not None:
+        rate = top[widest].steps / top[widest].seconds
+        per_core = rate / cores  # the client shared these cores, so this understates a server core
+        estimate = {"sessions": OPENENV_PUBLISHED["two_nodes"]["sessions"], "nodes": 2, "cores_per_node": 8,
+                    "replicas_per_node": 8, "measured_steps_per_s": rate, "measured_replicas": widest,
+                    "measured_sessions": top_sessions, "measured_cores": cores, "steps_per_s_per_core": per_core,
+                    "estimated_steps_per_s": per_core * 16}
+        print(f"\nOpenEnv publishes {OPENENV_PUBLISHED['one_host']['sessions']:,} concurrent sessions on "
+              f"{OPENENV_PUBLISHED['one_host']['cores']} cores and {OPENENV_PUBLISHED['two_nodes']['sessions']:,} on "
+              "two nodes.")
+        print(f"Paper estimate, 16,384 sessions on 2 nodes x 8 cores (one `serve-env --replicas 8` per node, 1,024 "
+              f"sessions per replica, clients elsewhere): {rate:,.0f} steps/s measured with {widest} replica(s) and "
+              f"{top_sessions:,} sessions on {cores} shared cores = {per_core:,.0f} per core; x 16 cores = "
+              f"{per_core * 16:,.0f} steps/s, assuming steps/s grows with cores (replicas share nothing) and "
+              "memory holds 1,024 sessions per replica. Not measured.")
+    from publish import save_results
+
+    figures = {"steps": steps, "repeat": repeat, "cores": cores, "openenv_published": OPENENV_PUBLISHED,
+               "estimate_16384": estimate, "rows": [
+                   {"replicas": count, "sessions": r.sessions, "ok": r.ok, "steps": r.steps, "seconds": r.seconds,
+                    "p50_ms": statistics.median(r.latencies) * 1000 if r.latencies else None, "note": r.note}
+                   for count, r in results]}
+    readme: list[dict[str, str]] = []
+    if top and estimate is not None:
+        shown = sorted(top)
+        readme.append({
+            "what": f"Env server replicas, {top_sessions:,} sessions, Countdown-v0 (steps/s with "
+                    f"{' / '.join(str(c) for c in shown)} replicas, {cores} shared cores)",
+            "rollgym": " / ".join(f"{top[c].steps / top[c].seconds:,.0f}" for c in shown),
+            "peer": "OpenEnv's docs: 2,048 sessions on 8 cores; 16,384 on 2 nodes",
+            "ratio": f"16,384 sessions on 2x8 cores, paper estimate: {estimate['estimated_steps_per_s']:,.0f} steps/s",
+        })
+    save_results("server_replicas", figures, readme,
+                 command=f"python bench/bench_server.py --replicas {' '.join(map(str, counts))} --sessions "
+                         f"{' '.join(map(str, session_counts))} --steps {steps} --repeat {repeat}")
 
 
 if __name__ == "__main__":

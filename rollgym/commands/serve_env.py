@@ -28,6 +28,9 @@ def register(subparsers: Any) -> None:
                         help="keep a vanished client's episode this many seconds for a reconnect (default: 30)")
     parser.add_argument("--max-action-chars", type=int, default=1_000_000,
                         help="longest action accepted, in characters (default: 1,000,000)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="server processes behind the one address; sessions stay on theirs, a replica that "
+                             "dies is started again, --max-sessions is per replica (default: 1)")
     parser.add_argument("--workers", type=int, default=32, help="threads for blocking env work (default: 32)")
     parser.add_argument("--execution", choices=["auto", "inline", "threads"], default="auto",
                         help="where steps run: auto (fast families on the event loop), inline, threads")
@@ -71,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     if args.docker_image:
         import subprocess
 
+        if args.replicas != 1:
+            raise ConfigError("--docker-image runs one server; pass --replicas inside the image instead, or not both.")
+
         command = docker_command(args)
         token = args.token or os.environ.get("ROLLGYM_SERVE_TOKEN")
         env = {**os.environ, **({"ROLLGYM_SERVE_TOKEN": token} if token else {})}
@@ -99,7 +105,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"Serving {shown} at {url} (WebSocket {url.replace('http', 'ws', 1)}/envs/<id>/ws)",
               file=sys.stderr, flush=True)
 
-    serve(server, args.host, args.port, on_ready=ready)
+    if args.replicas == 1:
+        serve(server, args.host, args.port, on_ready=ready)
+        return 0
+    return serve_replicas(server, args.replicas, args.host, args.port)
+
+
+def serve_replicas(server: Any, count: int, host: str, port: int) -> int:
+    """Serve ``count`` replicas of ``server``'s configuration behind one router until SIGINT/SIGTERM."""
+    import asyncio
+
+    from rollgym.serve.replicas import ReplicaSet
+    from rollgym.serve.router import Router
+
+    router = Router(ReplicaSet(server.config, count, default_env=server.default_env, nemo_gym=server.nemo_gym))
+    hosted = [i.id for i in server.hub.served()]
+
+    def ready(url: str) -> None:
+        print(json.dumps({"event": "ready", "url": url, "envs": len(hosted), "replicas": count}), flush=True)
+        print(f"Serving {len(hosted)} env ids at {url} from {count} replica processes", file=sys.stderr, flush=True)
+
+    runner: Any = asyncio.run
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:
+        pass
+    runner(router.serve(host, port, on_ready=ready))
     return 0
 
 

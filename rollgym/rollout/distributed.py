@@ -42,7 +42,8 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,92 +269,194 @@ def collect_ray(
         >>> groups[0].trajectories[0].metrics["node"]  # doctest: +SKIP
         '5f0c...'
     """
-    ray = _import_ray()
-    limits = limits or EpisodeLimits(max_steps=max_steps)
-    _validate(n_tasks, group_size, seed, limits.max_steps)
-    if num_workers < 1 or episodes_per_worker < 1:
-        raise ConfigError("num_workers and episodes_per_worker must be at least 1.")
-    if not callable(agent_factory):
-        raise ConfigError("agent_factory must be a picklable callable that returns an agent, e.g. OracleAgent.")
-    probe = agent_factory()
-    plan = RunPlan.prepare(probe, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps)
-    plan.env.close()
-    needs = needs or env_needs(plan.info.id, plan.env_kwargs)
-    restarts_left = max(8, 2 * num_workers) if max_worker_restarts is None else max_worker_restarts
-    jobs = plan.jobs()
-    total = n_tasks * group_size
-    done = total - len(jobs)
-    if progress is not None:
-        progress(done, total)
-    if not jobs:
-        return _finish(plan, group_size, n_tasks)
-    _connect(ray, address)
-    lost_errors = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError,
-                   ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError)
-    actor = ray.remote(max_concurrency=2, **needs.ray_options())(EnvWorker)
-    fleet = _Fleet(ray, actor, needs, (plan.info.id, split, plan.env_kwargs, agent_factory, limits,
-                                       episodes_per_worker), per_node=1)
-    nodes = fleet.nodes()
-    if not nodes:
-        _finish(plan, group_size, n_tasks)  # closes the results file
-        offer = f"--resources='{json.dumps(dict.fromkeys(needs.resources, 4))}'" if needs.resources else "--num-cpus=4"
-        raise ClusterError(f"No alive node of the Ray cluster offers what a {plan.info.id} worker needs "
-                           f"({needs.describe()}); start one with `ray start --address=<head> {offer}`.")
-    fleet.known = set(nodes)
-    fleet.per_node = max(1, math.ceil(num_workers / len(nodes)))
-    fleet.start(num_workers, nodes)
-    queue = list(jobs)
-    in_flight: dict[Any, tuple[list[tuple[int, int]], _Worker]] = {}
+    run = _RayRun(agent_factory, env_id, n_tasks, group_size, split, seed, out, env_kwargs, address=address,
+                  needs=needs, num_workers=num_workers, episodes_per_worker=episodes_per_worker,
+                  limits=limits or EpisodeLimits(max_steps=max_steps), progress=progress, on_result=on_result,
+                  max_worker_restarts=max_worker_restarts)
+    for _ in run.episodes():
+        pass
+    return _finish(run.plan, group_size, n_tasks)
 
-    def submit(batch: list[tuple[int, int]], worker: _Worker) -> None:
-        calls = []
-        for i, j in batch:
-            args = plan.job_args(i, j)
-            args.pop("max_steps")
-            calls.append((i, args))
-        in_flight[worker.handle.play_many.remote(calls)] = (batch, worker)
-        worker.in_flight += 1
+
+async def stream_ray(
+    agent_factory: Callable[[], Agent],
+    env_id: str,
+    n_tasks: int,
+    group_size: int,
+    split: str = "test",
+    seed: int = 0,
+    out: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    **options: Any,
+) -> AsyncIterator[RolloutGroup]:
+    """:func:`~rollgym.rollout.stream` on Ray: yield each task's group as soon as its G episodes finish.
+
+    Takes :func:`collect_ray`'s arguments (``address``, ``needs``, ``num_workers``,
+    ``episodes_per_worker``, ``limits``, ``max_steps``, ``progress``, ``max_worker_restarts``):
+    placement, faults and the results file behave the same, and groups already complete in
+    ``out`` are yielded first. The driver's loop runs in a thread, so the event loop stays free
+    for the caller (a trainer that updates while the next groups are played).
+
+    Example:
+        >>> from rollgym.agents import OracleAgent
+        >>> async def rewards():  # doctest: +SKIP
+        ...     return [g.rewards async for g in stream_ray(OracleAgent, "Countdown-v0", 4, 2, address="auto")]
+    """
+    async for _, group in _stream_ray(agent_factory, env_id, n_tasks, group_size, split, seed, out, env_kwargs,
+                                      **options):
+        yield group
+
+
+async def collect_ray_async(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int,
+                            split: str = "test", seed: int = 0, out: str | None = None,
+                            env_kwargs: dict[str, Any] | None = None, **options: Any) -> list[RolloutGroup]:
+    """:func:`stream_ray` to the end, awaited: ``collect_async`` on Ray; the groups in task order."""
+    groups = dict([item async for item in _stream_ray(agent_factory, env_id, n_tasks, group_size, split, seed, out,
+                                                      env_kwargs, **options)])
+    return [groups[i] for i in sorted(groups)]
+
+
+async def _stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, split: str,
+                      seed: int, out: str | None, env_kwargs: dict[str, Any] | None, *, address: str | None = None,
+                      needs: Needs | None = None, num_workers: int = 2, episodes_per_worker: int = 8,
+                      limits: EpisodeLimits | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                      progress: ProgressCallback | None = None,
+                      max_worker_restarts: int | None = None) -> AsyncIterator[tuple[int, RolloutGroup]]:
+    run = _RayRun(agent_factory, env_id, n_tasks, group_size, split, seed, out, env_kwargs, address=address,
+                  needs=needs, num_workers=num_workers, episodes_per_worker=episodes_per_worker,
+                  limits=limits or EpisodeLimits(max_steps=max_steps), progress=progress, on_result=None,
+                  max_worker_restarts=max_worker_restarts)
+    remaining = Counter(i for i, _ in run.jobs)
+    for i in range(n_tasks):
+        if remaining[i] == 0:
+            yield i, _take_group(run.plan, i)
+    episodes = run.episodes()
+
+    def advance() -> int | None:
+        return next(episodes, None)
 
     try:
-        while queue or in_flight:
-            fleet.grow()
-            for worker in sorted(fleet.workers, key=lambda w: w.in_flight):
-                if not queue:
-                    break
-                if worker.in_flight < 2:  # two batches per worker: it plays one while the driver reads the other
-                    size = min(MAX_BATCH, max(1, math.ceil(len(queue) / (2 * len(fleet.workers)))))
-                    batch, queue = queue[:size], queue[size:]
-                    submit(batch, worker)
-            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=max(NODE_POLL_S, 0.1))
-            if not ready:
-                continue
-            ref = ready[0]
-            batch, worker = in_flight.pop(ref)
-            worker.in_flight -= 1
-            try:
-                lines = ray.get(ref)
-            except lost_errors:
-                # the worker or its node died: its batch goes back to the queue, played again with the same seeds
-                queue = batch + queue
-                if worker in fleet.workers:
-                    restarts_left -= 1
-                    if restarts_left < 0:
-                        raise
-                    fleet.replace(worker)
-                continue
-            for (i, _), line in zip(batch, lines):
-                plan.record_line(i, line)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-                if on_result is not None:
-                    on_result(done, [w.handle for w in fleet.workers])
+        while True:
+            index = await asyncio.to_thread(advance)
+            if index is None:
+                break
+            remaining[index] -= 1
+            if remaining[index] == 0:
+                yield index, _take_group(run.plan, index)
     finally:
-        for worker in fleet.workers:
-            ray.kill(worker.handle, no_restart=True)
-        if plan.writer is not None:
-            plan.writer.close()
-    return _finish(plan, group_size, n_tasks)
+        await asyncio.to_thread(episodes.close)  # stops the workers and closes the results file
+        if run.plan.writer is not None:
+            run.plan.writer.close()
+
+
+def _take_group(plan: RunPlan, i: int) -> RolloutGroup:
+    """Group ``i`` from the plan's records, which it leaves (a streamed run keeps no finished group)."""
+    episodes = [plan.records.pop((i, j)) for j in range(plan.group_size) if (i, j) in plan.records]
+    return assemble_groups(episodes, plan.group_size)[0]
+
+
+class _RayRun:
+    """One run on Ray: the plan, and :meth:`episodes`, the driver's loop, which yields each finished task index."""
+
+    def __init__(self, agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, split: str,
+                 seed: int, out: str | None, env_kwargs: dict[str, Any] | None, *, address: str | None,
+                 needs: Needs | None, num_workers: int, episodes_per_worker: int, limits: EpisodeLimits,
+                 progress: ProgressCallback | None, on_result: Callable[[int, list[Any]], None] | None,
+                 max_worker_restarts: int | None) -> None:
+        self.ray = _import_ray()
+        _validate(n_tasks, group_size, seed, limits.max_steps)
+        if num_workers < 1 or episodes_per_worker < 1:
+            raise ConfigError("num_workers and episodes_per_worker must be at least 1.")
+        if not callable(agent_factory):
+            raise ConfigError("agent_factory must be a picklable callable that returns an agent, e.g. OracleAgent.")
+        probe = agent_factory()
+        self.plan = plan = RunPlan.prepare(probe, env_id, n_tasks, group_size, split, seed, out, env_kwargs,
+                                           limits.max_steps)
+        plan.env.close()
+        self.needs = needs or env_needs(plan.info.id, plan.env_kwargs)
+        self.restarts_left = max(8, 2 * num_workers) if max_worker_restarts is None else max_worker_restarts
+        self.jobs = plan.jobs()
+        self.total = n_tasks * group_size
+        self.done = self.total - len(self.jobs)
+        self.address, self.num_workers, self.progress, self.on_result = address, num_workers, progress, on_result
+        self.worker_args = (plan.info.id, split, plan.env_kwargs, agent_factory, limits, episodes_per_worker)
+        if progress is not None:
+            progress(self.done, self.total)
+
+    def episodes(self) -> Generator[int, None, None]:
+        """Play every job; yield the task index of each episode once it is recorded (and written)."""
+        ray, plan, needs = self.ray, self.plan, self.needs
+        if not self.jobs:
+            return
+        _connect(ray, self.address)
+        lost_errors = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError,
+                       ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError,
+                       ray.exceptions.ObjectLostError)
+        actor = ray.remote(max_concurrency=2, **needs.ray_options())(EnvWorker)
+        fleet = _Fleet(ray, actor, needs, self.worker_args, per_node=1)
+        nodes = fleet.nodes()
+        if not nodes:
+            if plan.writer is not None:
+                plan.writer.close()
+            offer = (f"--resources='{json.dumps(dict.fromkeys(needs.resources, 4))}'" if needs.resources
+                     else "--num-cpus=4")
+            raise ClusterError(f"No alive node of the Ray cluster offers what a {plan.info.id} worker needs "
+                               f"({needs.describe()}); start one with `ray start --address=<head> {offer}`.")
+        fleet.known = set(nodes)
+        fleet.per_node = max(1, math.ceil(self.num_workers / len(nodes)))
+        fleet.start(self.num_workers, nodes)
+        queue = list(self.jobs)
+        in_flight: dict[Any, tuple[list[tuple[int, int]], _Worker]] = {}
+
+        def submit(batch: list[tuple[int, int]], worker: _Worker) -> None:
+            calls = []
+            for i, j in batch:
+                args = plan.job_args(i, j)
+                args.pop("max_steps")
+                calls.append((i, args))
+            in_flight[worker.handle.play_many.remote(calls)] = (batch, worker)
+            worker.in_flight += 1
+
+        try:
+            while queue or in_flight:
+                fleet.grow()
+                for worker in sorted(fleet.workers, key=lambda w: w.in_flight):
+                    if not queue:
+                        break
+                    if worker.in_flight < 2:  # two batches per worker: it plays one while the driver reads the other
+                        size = min(MAX_BATCH, max(1, math.ceil(len(queue) / (2 * len(fleet.workers)))))
+                        batch, queue = queue[:size], queue[size:]
+                        submit(batch, worker)
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=max(NODE_POLL_S, 0.1))
+                if not ready:
+                    continue
+                ref = ready[0]
+                batch, worker = in_flight.pop(ref)
+                worker.in_flight -= 1
+                try:
+                    lines = ray.get(ref)
+                except lost_errors:
+                    # the worker or its node died: its batch goes back to the queue, played again with the same seeds
+                    queue = batch + queue
+                    if worker in fleet.workers:
+                        self.restarts_left -= 1
+                        if self.restarts_left < 0:
+                            raise
+                        fleet.replace(worker)
+                    continue
+                for (i, _), line in zip(batch, lines):
+                    plan.record_line(i, line)
+                    self.done += 1
+                    if self.progress is not None:
+                        self.progress(self.done, self.total)
+                    if self.on_result is not None:
+                        self.on_result(self.done, [w.handle for w in fleet.workers])
+                    yield i
+        finally:
+            for worker in fleet.workers:
+                ray.kill(worker.handle, no_restart=True)
+            if plan.writer is not None:
+                plan.writer.close()
 
 
 def _finish(plan: RunPlan, group_size: int, n_tasks: int) -> list[RolloutGroup]:

@@ -184,6 +184,8 @@ class RemoteEnv(gym.Env[str, str]):
             data = reply.get("data") or {}
             code = str(data.get("code", ""))
             message = f"{data.get('message', 'unknown error')} (code {code})"
+            if code == wire.REPLICA_LOST:
+                raise EnvServerGone(data.get("message", "The replica holding this session stopped."), code)
             if code in (wire.SESSION_ERROR, wire.SHUTTING_DOWN):
                 raise EnvServerGone(message + "; the server lost this session, so the episode is marked failed.",
                                     code)
@@ -260,7 +262,8 @@ class RemoteEnv(gym.Env[str, str]):
 
     def _lost_session(self, reply: Any) -> bool:
         lost = isinstance(reply, dict) and reply.get("type") == "error" and \
-            (reply.get("data") or {}).get("code") == wire.SESSION_ERROR and self.session_id is not None
+            (reply.get("data") or {}).get("code") in (wire.SESSION_ERROR, wire.REPLICA_LOST) and \
+            self.session_id is not None
         if lost:
             self.session_id = None
         return lost

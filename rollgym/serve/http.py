@@ -13,8 +13,8 @@ from typing import Any
 from rollgym.serve import protocol as wire
 
 #: The HTTP status of each refused request's code; any other code is a 400.
-STATUS = {wire.CAPACITY_REACHED: 503, wire.SHUTTING_DOWN: 503, wire.UNKNOWN_ENV: 404, wire.SESSION_ERROR: 404,
-          wire.ACTION_TOO_LARGE: 413}
+STATUS = {wire.CAPACITY_REACHED: 503, wire.SHUTTING_DOWN: 503, wire.REPLICA_LOST: 503, wire.UNKNOWN_ENV: 404,
+          wire.SESSION_ERROR: 404, wire.ACTION_TOO_LARGE: 413}
 
 
 async def json_body(request: Any, max_bytes: int) -> dict[str, Any]:

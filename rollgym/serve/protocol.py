@@ -53,6 +53,8 @@ ACTION_TOO_LARGE = "ACTION_TOO_LARGE"
 UNKNOWN_ENV = "UNKNOWN_ENV"
 UNAUTHORIZED = "UNAUTHORIZED"
 SHUTTING_DOWN = "SHUTTING_DOWN"
+#: The replica process that held the session stopped (``serve-env --replicas``): its episode is lost.
+REPLICA_LOST = "REPLICA_LOST"
 
 #: Reset fields the server reads; OpenEnv sends ``seed`` and ``episode_id``.
 RESET_FIELDS = frozenset({"seed", "episode_id", "task_index", "split", "options", "make", "compact"})

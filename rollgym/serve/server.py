@@ -42,6 +42,36 @@ WS_CLOSE_GOING_AWAY = 1001
 WS_CLOSE_TRY_LATER = 1013
 
 
+def presented_token(path: str, headers: list[tuple[bytes, bytes]], query: bytes) -> tuple[str | None, str]:
+    """The token a request presents (or ``None``) and its path without a ``/t/<token>`` prefix.
+
+    Example:
+        >>> presented_token("/t/s3cret/envs", [], b"")
+        ('s3cret', '/envs')
+    """
+    if path.startswith("/t/"):
+        in_path, _, rest = path[3:].partition("/")
+        return in_path, "/" + rest
+    given: str | None = None
+    for name, value in headers:
+        if name == b"authorization" and value.lower().startswith(b"bearer "):
+            given = value[7:].decode("latin-1").strip()
+        elif name == b"x-rollgym-token":
+            given = value.decode("latin-1").strip()
+    if given is None:
+        from urllib.parse import parse_qs
+
+        values = parse_qs(query.decode("latin-1")).get("token")
+        given = values[0] if values else None
+    return given, path
+
+
+def token_matches(given: str | None, token: str) -> bool:
+    """Whether a presented token is the server's (compared in constant time)."""
+    return given is not None and hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                                     token.encode("utf-8", "surrogatepass"))
+
+
 class _TokenGate:
     """ASGI middleware: checks the token and strips a ``/t/<token>`` path prefix."""
 
@@ -54,32 +84,22 @@ class _TokenGate:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        given = None
-        if path.startswith("/t/"):
-            given, _, rest = path[3:].partition("/")
-            scope = {**scope, "path": "/" + rest, "raw_path": ("/" + rest).encode()}
-        else:
-            for name, value in scope.get("headers", []):
-                if name == b"authorization" and value.lower().startswith(b"bearer "):
-                    given = value[7:].decode("latin-1").strip()
-                elif name == b"x-rollgym-token":
-                    given = value.decode("latin-1").strip()
-            if given is None:
-                from urllib.parse import parse_qs
-
-                values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
-                given = values[0] if values else None
-        if scope["path"] == "/health" or (given is not None and hmac.compare_digest(
-                given.encode("utf-8", "surrogatepass"), self.token.encode("utf-8", "surrogatepass"))):
+        given, stripped = presented_token(path, scope.get("headers", []), scope.get("query_string", b""))
+        if stripped != path:
+            scope = {**scope, "path": stripped, "raw_path": stripped.encode()}
+        if scope["path"] == "/health" or token_matches(given, self.token):
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": WS_CLOSE_POLICY, "reason": "token required"})
             return
-        body = wire.dumps({"detail": "This server needs a token: send 'Authorization: Bearer <token>'."}).encode()
+        body = wire.dumps({"detail": UNAUTHORIZED_DETAIL}).encode()
         await send({"type": "http.response.start", "status": 401,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
+
+
+UNAUTHORIZED_DETAIL = "This server needs a token: send 'Authorization: Bearer <token>'."
 
 
 class EnvServer:

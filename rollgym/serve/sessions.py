@@ -63,6 +63,8 @@ class ServeConfig:
         token: When set, every request must carry it (see :mod:`rollgym.serve.server`).
         compression: Offer WebSocket per-message deflate. Off by default: on a local network,
             compressing small replies costs more CPU than the bytes it saves.
+        session_prefix: Put before every session id. A replica of ``serve-env --replicas`` gets
+            ``r<index>g<generation>.``, which the router reads to send a session's requests to it.
     """
 
     env_ids: tuple[str, ...] = ("*",)
@@ -75,6 +77,7 @@ class ServeConfig:
     execution: Literal["auto", "inline", "threads"] = "auto"
     token: str | None = None
     compression: bool = False
+    session_prefix: str = ""
 
     @property
     def max_body_bytes(self) -> int:
@@ -140,8 +143,8 @@ class Metrics:
 class Session:
     """One client's env instance and episode state."""
 
-    def __init__(self, info: EnvInfo, mode: Mode) -> None:
-        self.id = secrets.token_urlsafe(18)  # unguessable: holding it is holding the session
+    def __init__(self, info: EnvInfo, mode: Mode, prefix: str = "") -> None:
+        self.id = prefix + secrets.token_urlsafe(18)  # unguessable: holding it is holding the session
         self.info = info
         self.mode = mode
         self.env: Any = None
@@ -233,7 +236,7 @@ class SessionHub:
                 f"The server holds its maximum of {self.config.max_sessions} sessions; retry later or start it "
                 "with a larger --max-sessions.",
             )
-        session = Session(info, self.mode_of(info))
+        session = Session(info, self.mode_of(info), self.config.session_prefix)
         self.sessions[session.id] = session
         self.metrics.counters["sessions_opened"] += 1
         return session

@@ -1,4 +1,4 @@
-"""collect_ray on a real 3-node Ray cluster on this machine (separate raylets and object stores, as separate hosts).
+"""collect_ray and stream_ray on a real 3-node Ray cluster on this machine (separate raylets and object stores).
 
 Nodes: the head (the driver's node, ``lane``), an engine node (``stockfish``, ``lane``) and a
 plain node (``lane``). Tests add and remove further nodes. Checked: workers land only on nodes
@@ -9,6 +9,7 @@ mid-run gets work.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from rollgym.rollout import distributed  # noqa: E402
-from rollgym.rollout.distributed import ClusterError, collect_ray  # noqa: E402
+from rollgym.rollout.distributed import ClusterError, collect_ray, collect_ray_async, stream_ray  # noqa: E402
 from rollgym.rollout.placement import Needs  # noqa: E402
 
 SMALL = {"object_store_memory": 80 * 1024**2}  # Ray's minimum is 75 MiB
@@ -118,3 +119,24 @@ def test_a_node_added_mid_run_gets_work(cluster, monkeypatch: pytest.MonkeyPatch
                          on_result=add_a_node)
     assert added and added[0] in nodes_of(groups)
     assert comparable(groups) == comparable(collect(OracleAgent(), "Countdown-v0", 16, 4, seed=2))
+
+
+def test_stream_ray_yields_every_group_from_three_nodes_and_resumes_from_its_file(cluster, tmp_path: Path):
+    handle, nodes = cluster
+    out = tmp_path / "stream.jsonl"
+
+    async def streamed() -> list:
+        return [g async for g in stream_ray(OracleAgent, "Countdown-v0", 6, 2, seed=1, out=str(out),
+                                            address=handle.address, needs=LANE, num_workers=3)]
+
+    groups = asyncio.run(streamed())
+    assert set(nodes_of(groups)) == set(nodes.values())
+    expected = comparable(collect(OracleAgent(), "Countdown-v0", 6, 2, seed=1))
+    by_id = sorted(comparable(groups), key=lambda g: g["group_id"])
+    assert by_id == sorted(expected, key=lambda g: g["group_id"])  # groups come as they finish, not in task order
+    assert len(load_results(out).episodes) == 12
+
+    again = asyncio.run(collect_ray_async(OracleAgent, "Countdown-v0", 6, 2, seed=1, out=str(out),
+                                          address=handle.address, needs=LANE, num_workers=3))
+    assert comparable(again) == expected  # task order, read back from the file: nothing played twice
+    assert len(load_results(out).episodes) == 12

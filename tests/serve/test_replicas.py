@@ -1,0 +1,198 @@
+"""``rollgym serve-env --replicas N``: real replica processes behind one router; real HTTP and WebSockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import require_module
+from tests.serve.conftest import ServerProcess
+
+require_module("starlette")
+require_module("websockets")
+require_module("httpx")
+import httpx  # noqa: E402
+
+TOKEN = "replica-test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _remote(url: str, **kwargs):  # type: ignore[no-untyped-def]
+    from rollgym.serve.client import RemoteEnv
+
+    return RemoteEnv(url, env_id="Countdown-v0", reconnect_attempts=1, backoff_s=0.05, **kwargs)
+
+
+def _metric(url: str, name: str, **headers: str) -> float:
+    from rollgym.serve.replicas import parse_samples
+
+    text = httpx.get(url + "/metrics", headers=headers, timeout=30).text
+    return parse_samples(text).get(name, 0.0)
+
+
+def _wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 180  # a bound against hanging, not a speed claim
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    os.environ["ROLLGYM_SERVE_TOKEN"] = TOKEN  # read by serve-env and by RemoteEnv, never on a command line
+    try:
+        server = ServerProcess("Countdown-v0", "--replicas", "2")
+    finally:
+        del os.environ["ROLLGYM_SERVE_TOKEN"]
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_sessions_stick_to_their_replica_and_health_and_metrics_add_up(fleet: str):
+    envs = [_remote(fleet, token=TOKEN) for _ in range(4)]
+    observations = [env.reset(seed=11)[0] for env in envs]
+    tags = sorted(env.session_id[:5] for env in envs)
+    assert tags == ["r0g0.", "r0g0.", "r1g0.", "r1g0."]  # new sessions take turns
+    assert len(set(observations)) == 1  # every replica serves the same task for a seed
+    for env in envs:
+        assert env.step("<answer>1+2</answer>")[2] is True
+
+    # HTTP: each request of a session goes to its replica (the other one would not know the id)
+    opened = [httpx.post(fleet + "/reset", json={"seed": 11}, headers=AUTH, timeout=30).json() for _ in range(2)]
+    assert {o["session_id"][:5] for o in opened} == {"r0g0.", "r1g0."}
+    for o in opened:
+        state = httpx.get(fleet + "/state", params={"session_id": o["session_id"]}, headers=AUTH, timeout=30)
+        assert state.status_code == 200 and state.json()["session_id"] == o["session_id"]
+        action = {"session_id": o["session_id"], "action": {"text": "<answer>1</answer>"}}
+        step = httpx.post(fleet + "/step", json=action, headers=AUTH, timeout=30)
+        assert step.status_code == 200 and step.json()["done"] is True
+
+    health = httpx.get(fleet + "/health", timeout=30)  # no token needed, as on one server
+    body = health.json()
+    assert health.status_code == 200 and body["status"] == "healthy"
+    assert [r["replica"] for r in body["replicas"]] == [0, 1]
+    assert all(r["status"] == "healthy" for r in body["replicas"])
+    assert body["sessions"] == sum(r["sessions"] for r in body["replicas"]) == 6  # four WebSockets, two HTTP
+    assert _metric(fleet, "rollgym_steps_total", **AUTH) == 6
+    assert _metric(fleet, "rollgym_replicas_alive", **AUTH) == 2
+    for env in envs:
+        env.close()
+
+
+def test_the_router_asks_for_the_token_as_one_server_does(fleet: str):
+    from rollgym.serve.client import RemoteEnvError
+
+    assert httpx.get(fleet + "/metrics", timeout=30).status_code == 401
+    refused = httpx.post(fleet + "/reset", json={"seed": 1}, timeout=30)
+    assert refused.status_code == 401 and "token" in refused.json()["detail"]
+    forged = httpx.post(fleet + "/step", json={"session_id": "r0g0.x", "action": {"text": "1"}}, timeout=30)
+    assert forged.status_code == 401  # a tagged id tells nothing without the token
+    with pytest.raises(RemoteEnvError, match="refused the connection"):
+        _remote(fleet, token="wrong").reset(seed=1)
+    assert httpx.get(f"{fleet}/t/{TOKEN}/envs", timeout=30).json()["default"] == "Countdown-v0"
+
+
+def test_malformed_and_oversized_requests_get_one_answer_and_the_router_serves_on(fleet: str):
+    import socket
+
+    host, port = fleet.removeprefix("http://").split(":")
+
+    def exchange(raw: bytes) -> bytes:
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(raw)
+            answer = b""
+            try:
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            except ConnectionResetError:  # the router closed with bytes of ours unread
+                pass
+            return answer
+
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    assert exchange(b"GET /envs HTTP/1.1\r\nX-Pad: " + b"a" * 70000 + b"\r\n\r\n")[:12] in (b"HTTP/1.1 431", b"")
+    assert exchange(b"POST /reset HTTP/1.1\r\n" + auth + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n").startswith(
+        b"HTTP/1.1 411")
+    assert exchange(b"POST /reset HTTP/1.1\r\n" + auth + b"Content-Length: 99999999999\r\n\r\n").startswith(
+        b"HTTP/1.1 413")
+    assert exchange(b"POST /reset HTTP/1.1\r\n" + auth + b"Content-Length: -5\r\n\r\n").startswith(b"HTTP/1.1 413")
+    assert exchange(b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert exchange(b"GET /envs HTTP/1.1\r\nbroken header\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert httpx.get(fleet + "/health", timeout=30).json()["status"] == "healthy"
+
+
+def test_the_replicas_private_ports_ask_for_the_token_too(fleet: str):
+    psutil = pytest.importorskip("psutil")
+    pids = [r["pid"] for r in httpx.get(fleet + "/health", timeout=30).json()["replicas"]]
+    listening = [c.laddr for pid in pids for c in psutil.Process(pid).net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN]
+    assert len(listening) == 2 and all(address.ip == "127.0.0.1" for address in listening)
+    for port in [address.port for address in listening]:  # a local user who finds one gets no further
+        assert httpx.post(f"http://127.0.0.1:{port}/reset", json={"seed": 1}, timeout=30).status_code == 401
+
+
+def test_a_killed_replica_fails_its_episodes_honestly_and_they_replay_on_a_live_one():
+    from rollgym.serve.client import EnvServerGone
+
+    server = ServerProcess("Countdown-v0", "--replicas", "2")
+    url = server.url
+    try:
+        envs = [_remote(url) for _ in range(2)]
+        first = [env.reset(seed=5)[0] for env in envs]
+        victim, survivor = sorted(envs, key=lambda e: e.session_id)  # r0g0. then r1g0.
+        held = httpx.post(url + "/reset", json={"seed": 5}, timeout=30).json()["session_id"]
+        while not held.startswith("r0g0."):
+            held = httpx.post(url + "/reset", json={"seed": 5}, timeout=30).json()["session_id"]
+        pid = httpx.get(url + "/health", timeout=30).json()["replicas"][0]["pid"]
+        os.kill(pid, signal.SIGKILL)  # mid-episode: both sessions were reset, neither stepped
+
+        with pytest.raises(EnvServerGone) as lost:
+            victim.step("<answer>1+2</answer>")
+        assert lost.value.code == "REPLICA_LOST"
+        assert "Replica 0" in str(lost.value) and "SIGKILL" in str(lost.value) and "reset" in str(lost.value)
+        assert survivor.step("<answer>1+2</answer>")[2] is True  # the other replica's session goes on
+        http_lost = httpx.post(url + "/step", json={"session_id": held, "action": {"text": "1"}}, timeout=30)
+        assert http_lost.status_code == 503 and http_lost.json()["code"] == "REPLICA_LOST"
+
+        again = victim.reset(seed=5)[0]  # the client replays the episode: a new session on a live replica
+        assert again == first[0] and not victim.session_id.startswith("r0g0.")
+        assert victim.step("<answer>1+2</answer>")[2] is True
+
+        _wait_for(lambda: httpx.get(url + "/health", timeout=30).json()["replica_restarts"] == 1, "the restart")
+        health = httpx.get(url + "/health", timeout=30).json()
+        assert health["status"] == "healthy" and health["replicas"][0]["generation"] == 1
+        assert health["replicas"][0]["pid"] != pid
+        assert _metric(url, "rollgym_router_replica_lost_answers_total") >= 2
+        assert _metric(url, "rollgym_replica_restarts_total") == 1
+    finally:
+        server.stop()
+
+
+def test_the_frame_watch_finds_a_clean_close_however_the_bytes_are_cut():
+    from rollgym.serve.router import _frame, _FrameWatch
+
+    stream = _frame(0x1, b"x" * 300) + _frame(0x1, b"hi") + _frame(0x8, b"\x03\xe8")
+    for cut in (1, 2, 3, 7, 64, len(stream)):
+        watch = _FrameWatch()
+        for i in range(0, len(stream), cut):
+            watch.feed(stream[i:i + cut])
+        assert watch.closed and watch.at_boundary
+    cut_short = _FrameWatch()
+    cut_short.feed(stream[:100])  # the replica died inside the first frame
+    assert not cut_short.closed and not cut_short.at_boundary
+
+
+def test_replica_counts_and_env_arguments_are_checked_with_one_sentence():
+    from rollgym.core.errors import ConfigError
+    from rollgym.serve.replicas import ReplicaSet
+    from rollgym.serve.sessions import ServeConfig
+
+    with pytest.raises(ConfigError, match="replicas must be an integer from 1 to 256"):
+        ReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 0)
+    with pytest.raises(ConfigError, match="JSON values"):
+        ReplicaSet(ServeConfig(env_ids=("Countdown-v0",), env_kwargs={"x": object()}), 2)
