@@ -6,7 +6,9 @@ closure, see :mod:`rollgym.core.spec_hash`). When the pin test fails, code that
 an id runs changed. If tasks or scores can differ, register a new ``-vN`` id
 (keep the old one); if they cannot (a pure refactor), re-pin with
 ``ROLLGYM_UPDATE_SPEC_HASHES=1 pytest tests/test_spec_hashes.py`` and say why in
-the commit.
+the commit. A re-pin appends each id's old hash to ``rollgym/core/spec_lineage.json``,
+so bundles recorded before the refactor still verify (their episodes are replayed on
+the new code, so a refactor that did change behaviour still fails them).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.conftest import require_module
 
 LOCK = Path(__file__).with_name("spec_hashes.json")
 PACKAGE = Path(rollgym.__file__).resolve().parent
+LINEAGE = PACKAGE / "core" / "spec_lineage.json"
 
 
 def _rollgym_ids() -> list[rollgym.EnvInfo]:
@@ -38,6 +41,12 @@ def _rollgym_ids() -> list[rollgym.EnvInfo]:
 def test_spec_hashes_match_the_lock():
     current = {info.id: info.content_hash for info in _rollgym_ids()}
     if os.environ.get("ROLLGYM_UPDATE_SPEC_HASHES"):
+        before = json.loads(LOCK.read_text()) if LOCK.exists() else {}
+        lineage = json.loads(LINEAGE.read_text())
+        for env_id, old in before.items():
+            if env_id in current and current[env_id] != old and old not in lineage.get(env_id, []):
+                lineage.setdefault(env_id, []).append(old)
+        LINEAGE.write_text(json.dumps(lineage, indent=2, sort_keys=True) + "\n")
         LOCK.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
     pinned = json.loads(LOCK.read_text()) if LOCK.exists() else {}
     changed = sorted(i for i in current if i in pinned and pinned[i] != current[i])

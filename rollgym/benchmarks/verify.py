@@ -251,17 +251,18 @@ def _verify_entry(
     bundle: Bundle, entry: SuiteEntry, recorded_entry: dict[str, Any], agent_name: str, reasons: list[str]
 ) -> tuple[list[RolloutGroup], list[str], int]:
     """Replay one entry; return its replayed groups, regenerated task ids and episodes replayed."""
-    from rollgym.core.registration import env_info, make
+    from rollgym.core.registration import env_info, equivalent_hashes, make
     from rollgym.rollout import episode_seed, run_episode
 
     def reject(text: str) -> None:
         reasons.append(f"entry {entry.name}: {text}.")
 
-    spec_hash = env_info(entry.env_id).content_hash
-    if recorded_entry.get("spec_hash") != spec_hash:
+    info = env_info(entry.env_id)
+    spec_hash = recorded_entry.get("spec_hash")
+    if spec_hash not in equivalent_hashes(info):
         reject(
-            f"it was run on {entry.env_id} with spec hash {_short(recorded_entry.get('spec_hash'))}, but this "
-            f"rollgym's is {spec_hash} (a stale env version); rerun it with the current rollgym"
+            f"it was run on {entry.env_id} with spec hash {_short(spec_hash)}, but this "
+            f"rollgym's is {info.content_hash} (a stale env version); rerun it with the current rollgym"
         )
         return [], [], 0
     try:
@@ -457,9 +458,8 @@ def _verify(
         entry_groups, task_ids, count = _verify_entry(bundle, entry, claimed_entries[entry.name], agent_name, reasons)
         episodes += count
         groups[entry.name] = entry_groups
-        from rollgym.core.registration import env_info
-
-        hash_parts.append((entry.config(), env_info(entry.env_id).content_hash, task_ids))
+        # the hash the bundle recorded: the current one, or one it had before a re-pin (checked above)
+        hash_parts.append((entry.config(), str(claimed_entries[entry.name].get("spec_hash")), task_ids))
         if len(reasons) >= MAX_REASONS:
             break
     if reasons:

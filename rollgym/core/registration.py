@@ -75,6 +75,26 @@ class EnvInfo:
         return h.hexdigest()[:16]
 
 
+_LINEAGE: dict[str, list[str]] | None = None
+
+
+def equivalent_hashes(info: EnvInfo) -> frozenset[str]:
+    """The content hashes that stand for ``info``'s id as it is now: its own, and the hashes it had
+    before each re-pin (a refactor that, by the project's rule, cannot change tasks or scores).
+
+    The earlier hashes are listed in ``rollgym/core/spec_lineage.json``, which the re-pin command
+    appends to, so a bundle recorded before a refactor still verifies (its episodes are replayed
+    on the current code all the same).
+    """
+    global _LINEAGE
+    if _LINEAGE is None:
+        from importlib import resources
+
+        text = (resources.files("rollgym.core") / "spec_lineage.json").read_text(encoding="utf-8")
+        _LINEAGE = {str(k): [str(h) for h in v] for k, v in json.loads(text).items()}
+    return frozenset([info.content_hash, *_LINEAGE.get(info.id, [])])
+
+
 def register_env(
     id: str,
     entry_point: str,

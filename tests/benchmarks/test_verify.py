@@ -138,6 +138,38 @@ def test_a_stale_env_version_is_rejected(oracle_bundle: Path, tmp_path: Path) ->
     _rejected(folder, "entry sudoku4x4", "stale env version", "0123456789abcdef")
 
 
+def test_a_bundle_from_before_a_refactor_re_pin_verifies_only_through_the_lineage(
+        oracle_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refactor re-pins an id's hash without changing its tasks or scores; bundles made before it keep
+    verifying when the old hash is in ``spec_lineage.json`` (and their episodes are replayed on the new code),
+    and are stale without it."""
+    from rollgym.core import registration
+
+    original = registration.EnvInfo.__dict__["content_hash"].func
+    before = registration.env_info("Sudoku4x4-v0").content_hash
+    monkeypatch.setattr(registration.EnvInfo, "content_hash", property(
+        lambda info: "feedfacefeedface" if info.id == "Sudoku4x4-v0" else original(info)))
+    monkeypatch.setattr(registration, "_LINEAGE", {})
+    _rejected(oracle_bundle, "entry sudoku4x4", "stale env version", "feedfacefeedface")
+    monkeypatch.setattr(registration, "_LINEAGE", {"Sudoku4x4-v0": [before]})
+    report = verify_bundle(oracle_bundle)
+    assert report.ok, report.reasons
+    monkeypatch.setattr(registration, "_LINEAGE", {"Countdown-v0": [before]})  # another id's lineage: no help
+    _rejected(oracle_bundle, "entry sudoku4x4", "stale env version")
+
+
+def test_the_shipped_lineage_names_registered_ids_and_older_hashes_only() -> None:
+    from importlib import resources
+
+    from rollgym.core.registration import env_info
+
+    lineage = json.loads((resources.files("rollgym.core") / "spec_lineage.json").read_text())
+    for env_id, hashes in lineage.items():
+        info = env_info(env_id)
+        assert info.content_hash not in hashes and len(set(hashes)) == len(hashes), env_id
+        assert all(isinstance(h, str) and len(h) == 16 for h in hashes), env_id
+
+
 def test_missing_episodes_and_left_out_entries_are_rejected(oracle_bundle: Path, tmp_path: Path) -> None:
     folder = _copy(oracle_bundle, tmp_path)
     _edit_lines(folder / "transcripts" / "countdown.jsonl", lambda lines: lines.pop())
