@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import warnings
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -45,6 +46,28 @@ def require_modules(*names: str) -> None:
     """:func:`require_module` for each name."""
     for name in names:
         require_module(name)
+
+
+def check_env_quietly(env: Any) -> None:
+    """Gymnasium's env checker passes on ``env`` without a finding (it reports through ``UserWarning``;
+    ResourceWarnings from other tests' garbage are not its findings)."""
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped)
+    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+
+
+def check_score_fields(reward: float, info: dict[str, Any]) -> None:
+    """The core Score fields an env's last ``info`` carries (the contract every family keeps)."""
+    assert type(info["reward"]) is float and info["reward"] == reward
+    assert type(info["correct"]) is bool
+    assert "parsed" in info and (info["parsed"] is None or isinstance(info["parsed"], str))
+    assert info["error"] is None if info["correct"] else isinstance(info["error"], str)
+    details = info["details"]
+    assert isinstance(details, dict) and details["criteria"] and isinstance(details["diff"], dict)
+    assert all(type(v) is bool for v in details["criteria"].values())
 
 
 def _missing(message: str) -> NoReturn:

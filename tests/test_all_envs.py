@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import warnings
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rollgym
-from tests.conftest import CHANCE_IDS
+from tests.conftest import CHANCE_IDS, check_env_quietly
 
 HEAVY_MODULES = ["torch", "transformers", "playwright", "chess", "sympy", "math_verify", "vllm", "ray",
                  "open_spiel", "datasets", "pettingzoo", "rich", "docker", "skimage"]
@@ -50,11 +48,7 @@ def _require_extras(env_id: str) -> None:
 def test_check_env_passes_without_warnings(env_id):
     _require_extras(env_id)
     env = gym.make(env_id)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped)
-    # the env checker reports through UserWarning; ResourceWarnings from other tests' garbage are not its findings
-    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+    check_env_quietly(env)
     env.close()
 
 

@@ -119,13 +119,17 @@ def test_a_malformed_version_gets_one_sentence() -> None:
         load_suite("search@v2")
 
 
-def test_an_unshipped_version_in_a_manifest_names_the_shipped_ones(oracle_bundle: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "b"
-    shutil.copytree(oracle_bundle, folder)
+def _relabelled(bundle: Path, folder: Path, version: int) -> Path:
+    """A copy of ``bundle`` in ``folder`` whose manifest claims quick@v``version``."""
+    shutil.copytree(bundle, folder)
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["suite"].update(version=1, label="quick@v1")
+    manifest["suite"].update(version=version, label=f"quick@v{version}")
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    report = verify_bundle(folder)
+    return folder
+
+
+def test_an_unshipped_version_in_a_manifest_names_the_shipped_ones(oracle_bundle: Path, tmp_path: Path) -> None:
+    report = verify_bundle(_relabelled(oracle_bundle, tmp_path / "b", 1))
     assert not report.ok
     assert report.reasons == ["The manifest's suite.version is 1, but this rollgym ships quick@v2 and quick@v3 "
                               "(plain 'quick' is quick@v3); rerun a shipped version."]
@@ -133,12 +137,7 @@ def test_an_unshipped_version_in_a_manifest_names_the_shipped_ones(oracle_bundle
 
 def test_a_v3_bundle_relabelled_v2_is_rejected(oracle_bundle: Path, tmp_path: Path) -> None:
     """Claiming the older version does not make v3's entries pass as v2's."""
-    folder = tmp_path / "b"
-    shutil.copytree(oracle_bundle, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["suite"].update(version=2, label="quick@v2")
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    report = verify_bundle(folder)
+    report = verify_bundle(_relabelled(oracle_bundle, tmp_path / "b", 2))
     assert not report.ok and "do not match quick@v2" in report.reasons[0]
     assert "usersim" in report.reasons[0]
 

@@ -156,6 +156,21 @@ def bundle_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     return out
 
 
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the test module, with the upload limit its ``UPLOAD_LIMIT_MB`` names."""
+    limit = request.module.UPLOAD_LIMIT_MB
+    srv = start_server(tmp_path_factory.mktemp("server"), "--max-upload-mb", str(limit))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def token(request: pytest.FixtureRequest, server: Server) -> str:
+    """A submitter's token on the module's server, for the user its ``SUBMITTER`` names."""
+    return add_submitter(server.db, request.module.SUBMITTER)
+
+
 @pytest.fixture
 def server_factory(tmp_path: Path) -> Iterator[object]:
     """Start servers for one test; all are stopped afterwards."""

@@ -41,7 +41,6 @@ from tests.leaderboard.conftest import (
     add_submitter,
     distinct_copy,
     free_port,
-    start_server,
     submit,
     wait_for,
 )
@@ -105,17 +104,9 @@ class HealthProbe:
         assert len(self.latencies) >= 3
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server for the module, with a 4 MiB upload limit (so a 1 MB bomb gets through the door)."""
-    srv = start_server(tmp_path_factory.mktemp("abuse"), "--max-upload-mb", "4")
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def token(server: Server) -> str:
-    return add_submitter(server.db, "mallory")
+# the module's server (tests/leaderboard/conftest.py) takes 4 MiB uploads, so a 1 MB bomb gets through the door
+UPLOAD_LIMIT_MB = 4
+SUBMITTER = "mallory"
 
 
 @pytest.fixture(scope="module")

@@ -10,30 +10,19 @@ import tarfile
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.leaderboard.conftest import (
     ORACLE_SCORE,
     Server,
     add_submitter,
-    start_server,
     submit,
     submit_concurrently,
     wait_for,
 )
 
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> object:
-    """One server for the module, with a 1 MiB upload limit."""
-    srv = start_server(tmp_path_factory.mktemp("server"), "--max-upload-mb", "1")
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def token(server: Server) -> str:
-    return add_submitter(server.db, "alice")
+# the module's server and token come from tests/leaderboard/conftest.py
+UPLOAD_LIMIT_MB = 1
+SUBMITTER = "alice"
 
 
 def _rows(db: str, query: str) -> list[tuple]:

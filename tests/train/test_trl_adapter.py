@@ -21,10 +21,7 @@ from rollgym.train.adapters.trl import (  # noqa: E402
     reward_function,
     task_rows,
 )
-
-COUNTDOWN = {"num_numbers": 3, "operators": "+-", "min_value": 1, "max_value": 9, "min_target": 10,
-             "max_target": 20}
-C4 = {"show_legal_moves": False, "max_retries": 2}
+from tests.train.small_envs import C4, COUNTDOWN  # noqa: E402
 
 
 def trl_args(tmp_path, **overrides):

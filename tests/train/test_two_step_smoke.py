@@ -25,10 +25,9 @@ from rollgym.core.registration import make  # noqa: E402
 from rollgym.core.task import Task  # noqa: E402
 from rollgym.train.adapters.trl import run_trl_grpo  # noqa: E402
 from rollgym.train.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
+from tests.train.small_envs import COUNTDOWN  # noqa: E402
 
 REAL = "smollm2-135m-instruct"
-COUNTDOWN = {"num_numbers": 3, "operators": "+-", "min_value": 1, "max_value": 9, "min_target": 10,
-             "max_target": 20}
 STEPS, PROMPTS, GROUP, MAX_TOKENS = 2, 2, 2, 12
 
 

