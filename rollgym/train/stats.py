@@ -28,8 +28,13 @@ _T80 = (1.376, 1.061, 0.978, 0.941, 0.920, 0.906, 0.896, 0.889, 0.883, 0.879, 0.
         0.865, 0.863, 0.862, 0.861, 0.860, 0.859, 0.858, 0.858, 0.857, 0.856, 0.856, 0.855, 0.855, 0.854, 0.854)
 
 
-def _t_series(z: float, df: int) -> float:
-    """Student's t quantile beyond the tables: the normal quantile ``z`` with two terms of its series in 1/df."""
+def _t_quantile(df: int, table: tuple[float, ...], z: float) -> float:
+    """Student's t quantile: from ``table`` (1..30 degrees of freedom), beyond it the normal quantile ``z``
+    with two terms of its series in 1/df; infinite below 1 degree of freedom."""
+    if df < 1:
+        return math.inf
+    if df <= len(table):
+        return table[df - 1]
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
@@ -40,11 +45,7 @@ def t_quantile_975(df: int) -> float:
         >>> t_quantile_975(4)
         2.776
     """
-    if df < 1:
-        return math.inf
-    if df <= len(_T975):
-        return _T975[df - 1]
-    return _t_series(1.959964, df)
+    return _t_quantile(df, _T975, 1.959964)
 
 
 def t_quantile_80(df: int) -> float:
@@ -54,11 +55,7 @@ def t_quantile_80(df: int) -> float:
         >>> t_quantile_80(4)
         0.941
     """
-    if df < 1:
-        return math.inf
-    if df <= len(_T80):
-        return _T80[df - 1]
-    return _t_series(0.841621, df)
+    return _t_quantile(df, _T80, 0.841621)
 
 
 def minimum_detectable_effect(differences: Sequence[float]) -> float:

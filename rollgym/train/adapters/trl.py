@@ -49,6 +49,7 @@ from typing import Any
 from rollgym.core.errors import ConfigError
 from rollgym.core.registration import make
 from rollgym.core.task import Task
+from rollgym.train.adapters.prompts import first_prompts
 
 TASK_COLUMN = "task"
 
@@ -64,20 +65,13 @@ def task_rows(env_id: str, n: int, *, split: str = "train", start: int = 0, env_
     if n < 1:
         raise ConfigError(f"n must be at least 1, got {n}.")
     env = make(env_id, split=split, **(env_kwargs or {}))
-    rows = []
     try:
-        for index in range(start, start + n):
-            observation, info = env.reset(options={"task_index": index})
-            task: Task = env.unwrapped.task  # type: ignore[attr-defined]
-            prompt = []
-            if system_prompt and info.get("system_prompt"):
-                prompt.append({"role": "system", "content": str(info["system_prompt"])})
-            prompt.append({"role": "user", "content": observation if observation_in_prompt else ""})
-            rows.append({"prompt": prompt, TASK_COLUMN: json.dumps(task.to_dict()), "task_id": task.id,
-                         "env_id": env_id})
+        prompts = first_prompts(env, range(start, start + n), system_prompt=system_prompt,
+                                observation=observation_in_prompt)
     finally:
         env.close()
-    return rows
+    return [{"prompt": prompt, TASK_COLUMN: json.dumps(task.to_dict()), "task_id": task.id, "env_id": env_id}
+            for task, prompt in prompts]
 
 
 def make_dataset(env_id: str, n: int, *, split: str = "train", start: int = 0,

@@ -41,6 +41,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.core.io import atomic_path
 from rollgym.core.registration import make
 from rollgym.core.task import Task
+from rollgym.train.adapters.prompts import first_prompts
 
 AGENT_NAME = "rollgym"
 
@@ -143,28 +144,23 @@ def verl_rows(env_id: str, n: int, *, split: str = "train", start: int = 0,
     env = make(env_id, split=split, **kwargs)
     single_turn = callable(getattr(env.unwrapped, "verify", None))
     name = agent_name if agent_name is not None else (None if single_turn else AGENT_NAME)
-    rows = []
     try:
-        for index in range(start, start + n):
-            observation, info = env.reset(options={"task_index": index})
-            task: Task = env.unwrapped.task  # type: ignore[attr-defined]
-            prompt = []
-            if info.get("system_prompt"):
-                prompt.append({"role": "system", "content": str(info["system_prompt"])})
-            prompt.append({"role": "user", "content": observation})
-            row: dict[str, Any] = {
-                "data_source": env_id,
-                "prompt": prompt,
-                "ability": _family(env_id),
-                "reward_model": {"style": "rule", "ground_truth": json.dumps(task.to_dict())},
-                "extra_info": {"split": split, "index": index, "task_id": task.id, "env_id": env_id,
-                               "env_kwargs": json.dumps(kwargs)},
-            }
-            if name:
-                row["agent_name"] = name
-            rows.append(row)
+        prompts = first_prompts(env, range(start, start + n))
     finally:
         env.close()
+    rows = []
+    for index, (task, prompt) in enumerate(prompts, start):
+        row: dict[str, Any] = {
+            "data_source": env_id,
+            "prompt": prompt,
+            "ability": _family(env_id),
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(task.to_dict())},
+            "extra_info": {"split": split, "index": index, "task_id": task.id, "env_id": env_id,
+                           "env_kwargs": json.dumps(kwargs)},
+        }
+        if name:
+            row["agent_name"] = name
+        rows.append(row)
     return rows
 
 
