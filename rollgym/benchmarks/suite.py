@@ -331,16 +331,22 @@ def versions_phrase(name: str, versions: list[int]) -> str:
     return f"{', '.join(labels[:-1])} and {labels[-1]} (plain {name!r} is {labels[-1]})"
 
 
+def _checked_name(where: str, data: dict[str, Any], allowed: set[str] | frozenset[str]) -> str:
+    """``data``'s name, once ``data`` has no key beyond ``allowed`` and a name of the allowed characters."""
+    unknown = set(data) - allowed
+    if unknown:
+        raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}.")
+    name = data.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigError(f"{where} needs a name of letters, digits, '.', '_' or '-', got {name!r}.")
+    return name
+
+
 def parse_suite(data: Any, source: str = "suite") -> Suite:
     """Build a :class:`Suite` from parsed YAML, validating every field with a clear message."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a YAML mapping with name, version and entries.")
-    unknown = set(data) - _SUITE_KEYS
-    if unknown:
-        raise ConfigError(f"{source} has unknown key(s) {sorted(unknown)}; allowed: {sorted(_SUITE_KEYS)}.")
-    name = data.get("name")
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise ConfigError(f"{source} needs a name of letters, digits, '.', '_' or '-', got {name!r}.")
+    name = _checked_name(source, data, _SUITE_KEYS)
     version = _check_int(f"{source}: version", data.get("version"), 1)
     defaults = dict(data.get("defaults") or {})
     base = {"seed": data.get("seed", 0), "split": data.get("split", "test"), **defaults}
@@ -353,12 +359,7 @@ def parse_suite(data: Any, source: str = "suite") -> Suite:
             raise ConfigError(f"{source}: entry {position} must be a mapping.")
         merged = {**base, **raw}
         where = f"{source}: entry {merged.get('name', position)!r}"
-        unknown = set(merged) - _ENTRY_KEYS
-        if unknown:
-            raise ConfigError(f"{where} has unknown key(s) {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}.")
-        entry_name = merged.get("name")
-        if not isinstance(entry_name, str) or not _NAME_RE.match(entry_name):
-            raise ConfigError(f"{where} needs a name of letters, digits, '.', '_' or '-'.")
+        entry_name = _checked_name(where, merged, _ENTRY_KEYS)
         if not isinstance(merged.get("env"), str):
             raise ConfigError(f"{where} needs an env id (env: Countdown-v0).")
         rating = merged.get("rating")

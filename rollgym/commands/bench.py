@@ -18,7 +18,7 @@ import math
 import sys
 from typing import Any
 
-from rollgym.core.errors import ConfigError
+from rollgym.commands.options import parse_pairs
 
 
 def register(subparsers: Any) -> None:
@@ -76,19 +76,6 @@ def _console() -> Any:
     from rich.console import Console
 
     return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def _pairs(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--sampling expects KEY=VALUE, got {item!r}.")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -188,8 +175,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rollgym.benchmarks.suite import load_suite
 
     suite = load_suite(args.suite)
-    agent = AgentSpec(agent=args.agent, model=args.model, sampling=_pairs(args.sampling), label=args.label,
-                      model_size_b=args.model_size)
+    agent = AgentSpec(agent=args.agent, model=args.model, sampling=parse_pairs(args.sampling, "--sampling"),
+                      label=args.label, model_size_b=args.model_size)
     console = _console()
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     if not args.json:

@@ -20,17 +20,30 @@ def parse_env_args(pairs: Sequence[str]) -> dict[str, Any]:
         >>> parse_env_args(["max_guesses=3", "mode=hard", "ops=[\\"+\\"]"])
         {'max_guesses': 3, 'mode': 'hard', 'ops': ['+']}
     """
-    kwargs: dict[str, Any] = {}
+    return parse_pairs(pairs, "--env-arg", python_names=True)
+
+
+def parse_pairs(pairs: Sequence[str], option: str, *, python_names: bool = False) -> dict[str, Any]:
+    """Parse the ``KEY=VALUE`` strings given to ``option``; values are JSON when they parse, else text.
+
+    With ``python_names`` every key must be a Python name (a keyword argument).
+
+    Example:
+        >>> parse_pairs(["temperature=0.7", "stop=end"], "--sampling")
+        {'temperature': 0.7, 'stop': 'end'}
+    """
+    out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()
-        if not sep or not _KEY.fullmatch(key):
-            raise ConfigError(f"--env-arg expects KEY=VALUE with a Python name as KEY, got {pair!r}.")
+        if not sep or not (_KEY.fullmatch(key) if python_names else key):
+            rule = " with a Python name as KEY" if python_names else ""
+            raise ConfigError(f"{option} expects KEY=VALUE{rule}, got {pair!r}.")
         try:
-            kwargs[key] = json.loads(raw)
+            out[key] = json.loads(raw)
         except json.JSONDecodeError:
-            kwargs[key] = raw
-    return kwargs
+            out[key] = raw
+    return out
 
 
 def add_env_arg(parser: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ import argparse
 import json
 from typing import Any
 
+from rollgym.commands.options import parse_pairs
 from rollgym.core.errors import ConfigError
 
 GAMES = ("connect_four", "hex", "chess", "chess960")
@@ -42,19 +43,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _pairs(items: list[str], what: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"{what} expects KEY=VALUE, got {item!r}.")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key.strip()] = raw
-    return out
-
-
 def new_state_factory(game: str, options: dict[str, Any]) -> Any:
     """A function that returns a fresh start position of ``game`` with ``options``."""
     if game == "connect_four":
@@ -82,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from rollgym.benchmarks.ratings import fit_elo, load_results, run_tournament, save_results
 
     console = Console(highlight=False)
-    anchors = {k: float(v) for k, v in _pairs(args.anchor, "--anchor").items()}
+    anchors = {k: float(v) for k, v in parse_pairs(args.anchor, "--anchor").items()}
     game = args.game
     if args.results and args.game:
         raise ConfigError("Pass either a results file or --game, not both.")
@@ -94,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         names = [b.strip() for b in args.bots.split(",") if b.strip()]
         if len(set(names)) < 2:
             raise ConfigError("--bots needs at least two different bots, e.g. --bots random,greedy.")
-        factory = new_state_factory(game, _pairs(args.game_arg, "--game-arg"))
+        factory = new_state_factory(game, parse_pairs(args.game_arg, "--game-arg"))
         bots = {name: make_bot(name) for name in dict.fromkeys(names)}
         total = len(bots) * (len(bots) - 1) // 2 * args.games
         from rich.progress import Progress
