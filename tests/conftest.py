@@ -48,6 +48,18 @@ def require_modules(*names: str) -> None:
         require_module(name)
 
 
+def task_at(env_id: str, index: int, **env_kwargs: Any) -> Any:
+    """Task ``index`` of ``env_id``'s default split, the task an episode reset to that index plays."""
+    from rollgym.core.registration import make
+
+    env = make(env_id, **env_kwargs)
+    try:
+        env.reset(options={"task_index": index})
+        return env.unwrapped.task
+    finally:
+        env.close()
+
+
 def check_env_quietly(env: Any) -> None:
     """Gymnasium's env checker passes on ``env`` without a finding (it reports through ``UserWarning``;
     ResourceWarnings from other tests' garbage are not its findings)."""

@@ -149,21 +149,15 @@ def guess_random(observation: str, info: dict[str, Any], rng: np.random.Generato
     return str(int(rng.integers(1, 9)))
 
 
-register_env(
-    "ToyAdd-v0",
-    "rollgym_toyenv:ToyAddEnv",
-    description="Add two numbers (test env).",
-    family="toy",
-    components=["rollgym_toyenv"],
-    oracle="rollgym_toyenv:add_oracle",
-    random_policy="rollgym_toyenv:add_random",
-)
-register_env(
-    "ToyGuess-v0",
-    "rollgym_toyenv:ToyGuessEnv",
-    description="Guess a number with hints (multi-turn test env).",
-    family="toy",
-    components=["rollgym_toyenv"],
-    oracle="rollgym_toyenv:guess_oracle",
-    random_policy="rollgym_toyenv:guess_random",
-)
+# ToyAdd-v0 and ToyGuess-v0: ToyXEnv with its x_oracle and x_random policies
+for _name, _description in (("Add", "Add two numbers (test env)."),
+                            ("Guess", "Guess a number with hints (multi-turn test env).")):
+    register_env(
+        f"Toy{_name}-v0",
+        f"rollgym_toyenv:Toy{_name}Env",
+        description=_description,
+        family="toy",
+        components=["rollgym_toyenv"],
+        oracle=f"rollgym_toyenv:{_name.lower()}_oracle",
+        random_policy=f"rollgym_toyenv:{_name.lower()}_random",
+    )

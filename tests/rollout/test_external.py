@@ -8,6 +8,7 @@ from rollgym.core import ConfigError, Task
 from rollgym.rollout.external import EnvRescorer, mix_external, truncate_trajectory
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import group_advantages
+from tests.conftest import task_at
 
 TASK = Task("task-1", "E-v0", "q", "42")
 
@@ -74,13 +75,9 @@ def test_failed_rollouts_stay_out_and_external_only_groups_centre_on_themselves(
 @pytest.fixture(scope="module")
 def countdown(tiny_backend):
     """An oracle Countdown answer as an external rollout (tokens of the tiny tokenizer), and its task."""
-    from rollgym.core.registration import make
     from rollgym.train.sft import demonstration_for, external_trajectory
 
-    env = make("Countdown-v0", num_numbers=3)
-    env.reset(options={"task_index": 5})
-    task = env.unwrapped.task
-    env.close()
+    task = task_at("Countdown-v0", 5, num_numbers=3)
     demo = demonstration_for("Countdown-v0", task, tiny_backend.tokenizer, env_kwargs={"num_numbers": 3})
     ext = external_trajectory(demo, tiny_backend, group_id="g")
     assert ext.reward == 1.0

@@ -18,6 +18,7 @@ from rollgym.rollout.collector import run_episode
 from rollgym.rollout.strategies import MajorityVoteScorer, VerifiedVoteScorer
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.rollout.verification import CodeCheckVerifier, code_from_reply, env_verdict
+from tests.conftest import task_at
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,14 +114,9 @@ def test_a_truncated_tool_episode_is_not_verified() -> None:
 
 
 def test_search_verifies_an_answer_found_in_a_retrieved_passage() -> None:
-    env = make("Search-v1", difficulty="easy")
-    try:
-        env.reset(options={"task_index": 0})
-        task = env.unwrapped.task
-        gold = task.answer["text"]
-        evidence_doc = task.answer["evidence"][-1]["doc_id"]
-    finally:
-        env.close()
+    task = task_at("Search-v1", 0, difficulty="easy")
+    gold = task.answer["text"]
+    evidence_doc = task.answer["evidence"][-1]["doc_id"]
     opened = play("Search-v1", [
         "<tool_call>" + json.dumps({"name": "find", "arguments": {"doc_id": evidence_doc, "text": gold}})
         + "</tool_call>", f"<answer>{gold}</answer>"], 0, task_index=0, difficulty="easy")

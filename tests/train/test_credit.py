@@ -33,6 +33,7 @@ from rollgym.train.credit import (  # noqa: E402
 from rollgym.train.grpo import GRPOConfig, GRPOTrainer  # noqa: E402
 from rollgym.train.loss import grpo_loss  # noqa: E402
 from rollgym.train.teacher import Teacher, answer_context, context_ids, sibling_context, teacher_logprobs  # noqa: E402
+from tests.conftest import task_at  # noqa: E402
 
 
 class ScriptedBackend:
@@ -56,10 +57,7 @@ def guess_group(tiny_backend):
     """Three real ToyGuess-v0 episodes in tokens: right at turn 2, right at turn 1, wrong three times."""
     import rollgym_toyenv  # noqa: F401  (registers the toy envs)
 
-    env = make("ToyGuess-v0", max_guesses=3)
-    env.reset(options={"task_index": 0})
-    task = env.unwrapped.task
-    env.close()
+    task = task_at("ToyGuess-v0", 0, max_guesses=3)
     secret = task.answer
     wrong = [str(g) for g in range(1, 9) if g != secret]
     scripts = [[wrong[0], str(secret)], [str(secret)], wrong[:3]]

@@ -51,6 +51,16 @@ SPECIAL_FENS = [
 ]
 
 
+def _random_moves(state: Any, plies: int, rng: np.random.Generator) -> Any:
+    """``state`` after up to ``plies`` uniformly random legal moves (fewer when the game ends)."""
+    for _ in range(plies):
+        moves = state.legal_moves()
+        if not moves:
+            break
+        state.play(moves[int(rng.integers(len(moves)))])
+    return state
+
+
 @st.composite
 def chess_states(draw: Any) -> ChessState:
     """A position: a special FEN or a (cleared) Chess960 start, then some random legal plies."""
@@ -68,12 +78,7 @@ def chess_states(draw: Any) -> ChessState:
                 if board.piece_type_at(square) in (chess.KNIGHT, chess.BISHOP, chess.QUEEN):
                     board.remove_piece_at(square)
         state = ChessState(chess960=True, fen=board.shredder_fen())
-    for _ in range(draw(st.integers(0, 30))):
-        moves = state.legal_moves()
-        if not moves:
-            break
-        state.play(moves[int(rng.integers(len(moves)))])
-    return state
+    return _random_moves(state, draw(st.integers(0, 30)), rng)
 
 
 # -- the oracle: every accepted spelling of every legal move ---------------------------------------
@@ -297,12 +302,7 @@ def connect_four_states(draw: Any) -> ConnectFourState:
     rows, columns = draw(st.integers(4, 8)), draw(st.integers(4, 9))
     state = ConnectFourState(rows, columns, draw(st.integers(3, 4)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    for _ in range(draw(st.integers(0, rows * columns))):
-        moves = state.legal_moves()
-        if not moves:
-            break
-        state.play(moves[int(rng.integers(len(moves)))])
-    return state
+    return _random_moves(state, draw(st.integers(0, rows * columns)), rng)
 
 
 _COLUMN_SHAPE = re.compile(r"(?:col(?:umn)?|drop in column|move)?\s*[:#]?\s*([0-9]{1,3})")
@@ -333,12 +333,7 @@ def test_connect_four_plays_exactly_the_column_named(state: ConnectFourState, ju
 def hex_states(draw: Any) -> HexState:
     state = HexState(draw(st.integers(2, 13)), draw(st.booleans()))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    for _ in range(draw(st.integers(0, state.size * state.size))):
-        moves = state.legal_moves()
-        if not moves:
-            break
-        state.play(moves[int(rng.integers(len(moves)))])
-    return state
+    return _random_moves(state, draw(st.integers(0, state.size * state.size)), rng)
 
 
 @SETTINGS

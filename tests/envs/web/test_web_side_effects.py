@@ -130,6 +130,11 @@ def _targets(task: Task) -> set[Any]:
     return set(answer.values())
 
 
+def untargeted(task: Task, site: str, sql: str, *params: Any) -> Any:
+    """The first row of the query whose id is none of the task's own targets."""
+    return next(r for r in rows(site, sql, *params) if r["id"] not in _targets(task))
+
+
 def shop_product(task: Task) -> int:
     return int(next(r["id"] for r in rows("shop", "SELECT id FROM products WHERE stock >= 10 ORDER BY id DESC")
                     if r["id"] not in _targets(task)))
@@ -156,9 +161,8 @@ def shop_order(v: Client, task: Task) -> None:
 
 
 def shop_cancel(v: Client, task: Task) -> None:
-    order = next(r for r in rows("shop", "SELECT o.id, u.username FROM orders o JOIN users u ON u.id = o.user_id "
-                                 "WHERE o.status = 'pending' ORDER BY u.username = ? DESC, o.id",
-                                 task_user(task, "shop")) if r["id"] not in _targets(task))
+    order = untargeted(task, "shop", "SELECT o.id, u.username FROM orders o JOIN users u ON u.id = o.user_id "
+                       "WHERE o.status = 'pending' ORDER BY u.username = ? DESC, o.id", task_user(task, "shop"))
     v.sign_in(order["username"])
     v.post(f"/orders/{order['id']}/cancel", {})
 
@@ -192,8 +196,7 @@ def forum_thread(v: Client, task: Task) -> None:
 
 
 def forum_thread_id(task: Task) -> int:
-    return int(next(r["id"] for r in rows("forum", "SELECT id FROM threads WHERE locked = 0 ORDER BY id DESC")
-                    if r["id"] not in _targets(task)))
+    return int(untargeted(task, "forum", "SELECT id FROM threads WHERE locked = 0 ORDER BY id DESC")["id"])
 
 
 def forum_reply(v: Client, task: Task) -> None:
@@ -201,35 +204,39 @@ def forum_reply(v: Client, task: Task) -> None:
     v.post(f"/t/{forum_thread_id(task)}/reply", {"body": "An unrelated reply."})
 
 
-def forum_lock(v: Client, task: Task) -> None:
+def sign_in_as_moderator(v: Client) -> str:
+    """Sign the forum's first moderator in; returns the name."""
     moderator = rows("forum", "SELECT username FROM users WHERE role = 'moderator' ORDER BY id")[0]["username"]
     v.sign_in(moderator)
+    return str(moderator)
+
+
+def forum_lock(v: Client, task: Task) -> None:
+    sign_in_as_moderator(v)
     v.post(f"/t/{forum_thread_id(task)}/lock", {})
 
 
 def forum_delete(v: Client, task: Task) -> None:
-    moderator = rows("forum", "SELECT username FROM users WHERE role = 'moderator' ORDER BY id")[0]["username"]
-    v.sign_in(moderator)
+    moderator = sign_in_as_moderator(v)
     v.post(f"/p/{forum_posts(task, moderator, 1)[0]}/delete", {})
 
 
 def travel_flight(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "travel"))
-    flight = next(r["id"] for r in rows("travel", "SELECT id FROM flights WHERE seats_left > 3 ORDER BY id")
-                  if r["id"] not in _targets(task))
+    flight = untargeted(task, "travel", "SELECT id FROM flights WHERE seats_left > 3 ORDER BY id")["id"]
     v.post(f"/flight/{flight}/book", {"traveller": "Side Trip"})
 
 
 def travel_hotel(v: Client, task: Task) -> None:
     v.sign_in(task_user(task, "travel"))
-    hotel = next(r["id"] for r in rows("travel", "SELECT id FROM hotels ORDER BY id") if r["id"] not in _targets(task))
+    hotel = untargeted(task, "travel", "SELECT id FROM hotels ORDER BY id")["id"]
     v.post(f"/hotel/{hotel}/book", {"traveller": "Side Stay", "check_in": "2026-03-10", "check_out": "2026-03-11"})
 
 
 def travel_cancel(v: Client, task: Task) -> None:
-    booking = next(r for r in rows("travel", "SELECT b.id, b.ref, u.username FROM bookings b JOIN users u ON "
-                                   "u.id = b.user_id WHERE b.status = 'confirmed' ORDER BY u.username = ? DESC, b.id",
-                                   task_user(task, "travel")) if r["id"] not in _targets(task))
+    booking = untargeted(task, "travel", "SELECT b.id, b.ref, u.username FROM bookings b JOIN users u ON u.id = "
+                         "b.user_id WHERE b.status = 'confirmed' ORDER BY u.username = ? DESC, b.id",
+                         task_user(task, "travel"))
     v.sign_in(booking["username"])
     v.post(f"/bookings/{booking['ref']}/cancel", {})
 
