@@ -15,40 +15,24 @@ Classes load on first use, so that ``import rollgym`` only registers the ids her
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from rollgym.core.lazy import lazy_exports
 from rollgym.core.registration import register_env
 
-_LAZY = {
-    "HumanEvalEnv": "rollgym.envs.code.humaneval_env",
-    "HumanEvalToolEnv": "rollgym.envs.code.humaneval_env",
-    "HumanEvalGrader": "rollgym.envs.code.humaneval_grader",
-    "HumanEvalSource": "rollgym.envs.code.humaneval_data",
-    "load_humaneval": "rollgym.envs.code.humaneval_data",
-    "CodeRunner": "rollgym.envs.code.runner",
-    "code_runner": "rollgym.envs.code.runner",
-    "CodeGenEnv": "rollgym.envs.code.codegen.env",
-    "CodeGenSource": "rollgym.envs.code.codegen.source",
-    "CodeGenConfig": "rollgym.envs.code.config",
-    "RepoRepairEnv": "rollgym.envs.code.repo_repair.env",
-    "RepoRepairSource": "rollgym.envs.code.repo_repair.source",
-    "RepoRepairConfig": "rollgym.envs.code.config",
-    "TerminalEnv": "rollgym.envs.code.terminal.env",
-    "TerminalSource": "rollgym.envs.code.terminal.source",
-    "TerminalConfig": "rollgym.envs.code.config",
-    "TerminalGenEnv": "rollgym.envs.code.terminal_gen.env",
-    "TerminalGenSource": "rollgym.envs.code.terminal_gen.source",
-    "TerminalGenConfig": "rollgym.envs.code.terminal_gen.source",
-}
-
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(__name__, {
+    "rollgym.envs.code.humaneval_env": ("HumanEvalEnv", "HumanEvalToolEnv"),
+    "rollgym.envs.code.humaneval_grader": ("HumanEvalGrader",),
+    "rollgym.envs.code.humaneval_data": ("HumanEvalSource", "load_humaneval"),
+    "rollgym.envs.code.runner": ("CodeRunner", "code_runner"),
+    "rollgym.envs.code.codegen.env": ("CodeGenEnv",),
+    "rollgym.envs.code.codegen.source": ("CodeGenSource",),
+    "rollgym.envs.code.config": ("CodeGenConfig", "RepoRepairConfig", "TerminalConfig"),
+    "rollgym.envs.code.repo_repair.env": ("RepoRepairEnv",),
+    "rollgym.envs.code.repo_repair.source": ("RepoRepairSource",),
+    "rollgym.envs.code.terminal.env": ("TerminalEnv",),
+    "rollgym.envs.code.terminal.source": ("TerminalSource",),
+    "rollgym.envs.code.terminal_gen.env": ("TerminalGenEnv",),
+    "rollgym.envs.code.terminal_gen.source": ("TerminalGenSource", "TerminalGenConfig"),
+})
 
 
 _GRADING = [

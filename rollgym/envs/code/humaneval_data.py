@@ -15,19 +15,18 @@ is ever shown to the agent nor put into a sandbox with the agent's code.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from rollgym.core.errors import ConfigError, DataNotFoundError
+from rollgym.core.evalset import ONLY_SPLIT, EvaluationSet, jsonl_rows
 from rollgym.core.task import Task
 
 DATA_DIR_ENV = "ROLLGYM_DATA_DIR"
 FILENAME = "humaneval.jsonl"
 HUB_ID = "openai/openai_humaneval"
-ONLY_SPLIT = "test"
 FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 
 INSTRUCTION = (
@@ -42,18 +41,11 @@ _lock = threading.Lock()
 
 def _read(file: Path) -> list[dict[str, Any]]:
     rows = []
-    with file.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{file} line {number} is not valid JSON ({exc.msg}); fix or remove it.") from exc
-            missing = [name for name in FIELDS if not isinstance(row, dict) or not isinstance(row.get(name), str)]
-            if missing:
-                raise ConfigError(f"{file} line {number} lacks the text field(s) {', '.join(missing)}.")
-            rows.append({name: row[name] for name in FIELDS})
+    for number, row in jsonl_rows(file):
+        missing = [name for name in FIELDS if not isinstance(row.get(name), str)]
+        if missing:
+            raise ConfigError(f"{file} line {number} lacks the text field(s) {', '.join(missing)}.")
+        rows.append({name: row[name] for name in FIELDS})
     if not rows:
         raise ConfigError(f"{file} has no rows; give a JSONL file with one HumanEval problem per line.")
     return rows
@@ -129,7 +121,7 @@ def format_prompt(row: dict[str, Any]) -> str:
     return f"{INSTRUCTION}\n\n```python\n{row['prompt'].rstrip()}\n```"
 
 
-class HumanEvalSource:
+class HumanEvalSource(EvaluationSet):
     """HumanEval as a :class:`~rollgym.core.env.TaskSource` with one ``"test"`` split.
 
     Example:
@@ -139,6 +131,7 @@ class HumanEvalSource:
     """
 
     family = "code"
+    count_phrase = "{n} problems"
 
     def __init__(
         self, env_id: str = "HumanEval-v0", *, path: str | os.PathLike[str] | None = None, hub: bool = True
@@ -146,24 +139,12 @@ class HumanEvalSource:
         self.env_id = env_id
         self.rows = load_humaneval(path, hub=hub)
 
-    def _check_split(self, split: str) -> None:
-        if split != ONLY_SPLIT:
-            raise ConfigError(
-                f"{self.env_id} is an evaluation set with only a 'test' split ({len(self.rows)} problems); "
-                f"use split='test', not {split!r}."
-            )
-
-    def size(self, split: str) -> int:
-        """Number of problems (only ``"test"`` exists)."""
-        self._check_split(split)
+    def _count(self) -> int:
         return len(self.rows)
 
     def task(self, index: int, split: str = ONLY_SPLIT) -> Task:
         """Problem ``index``: the prompt in the observation; canonical solution and ``check`` hidden."""
-        self._check_split(split)
-        if not 0 <= index < len(self.rows):
-            raise ConfigError(f"task_index must be below {len(self.rows)}, got {index}.")
-        row = self.rows[index]
+        row = self.rows[self._checked_index(index, split)]
         return Task(
             id=row["task_id"],
             env_id=self.env_id,

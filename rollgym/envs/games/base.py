@@ -14,6 +14,7 @@ one of :data:`MOVE_ERROR_LABELS`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -204,3 +205,38 @@ class GameState(ABC):
 # env (and its spec hash) does not depend on the others' code.
 __getattr__ = moved_to(__name__, {"state_from_config": "rollgym.envs.games.replay",
                                   "replay": "rollgym.envs.games.replay"})
+
+
+class StoneGridState(GameState):
+    """A game of stones on a grid whose moves are integers (a column, a cell): Connect Four and Hex.
+
+    A subclass names its grid's shape and its stones; the integer actions and the planes follow.
+    """
+
+    @property
+    @abstractmethod
+    def grid_shape(self) -> tuple[int, int]:
+        """``(rows, columns)`` of the grid as :meth:`planes` draws it."""
+
+    @abstractmethod
+    def stones(self) -> Iterator[tuple[int, int, int]]:
+        """``(row, column, owner)`` of every stone, in the grid as :meth:`planes` draws it."""
+
+    def action_of(self, move: int) -> int:
+        return int(move)
+
+    def move_of(self, action: int) -> int:
+        return int(action)
+
+    @property
+    def planes_shape(self) -> tuple[int, ...]:
+        return (*self.grid_shape, 3)
+
+    def planes(self, player: int) -> np.ndarray:
+        """Own stones, the opponent's stones, and ones when player 0 is to move."""
+        out = np.zeros(self.planes_shape, dtype=np.float32)
+        if self.current_player == 0:
+            out[:, :, 2] = 1.0
+        for row, col, owner in self.stones():
+            out[row, col, 0 if owner == player else 1] = 1.0
+        return out

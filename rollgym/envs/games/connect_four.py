@@ -9,7 +9,7 @@ with ``O(log k)`` shift-and-mask steps over the whole board.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from rollgym.core.difficulty import Level
 from rollgym.core.errors import ConfigError
-from rollgym.envs.games.base import GameState, MoveError
+from rollgym.envs.games.base import MoveError, StoneGridState
 from rollgym.envs.games.config import ConnectFourConfig
 from rollgym.envs.games.text_env import TwoPlayerTextEnv
 
@@ -36,7 +36,7 @@ def _has_run(board: int, shift: int, k: int) -> bool:
     return m != 0
 
 
-class ConnectFourState(GameState):
+class ConnectFourState(StoneGridState):
     """A Connect Four position: ``rows`` x ``columns``, ``x_in_row`` stones in a line win.
 
     Player 0 is ``X`` and moves first; player 1 is ``O``. A move is a column
@@ -232,27 +232,17 @@ class ConnectFourState(GameState):
     def num_actions(self) -> int:
         return self.columns
 
-    def action_of(self, move: int) -> int:
-        return int(move)
-
-    def move_of(self, action: int) -> int:
-        return int(action)
-
     @property
-    def planes_shape(self) -> tuple[int, ...]:
-        return (self.rows, self.columns, 3)
+    def grid_shape(self) -> tuple[int, int]:
+        return (self.rows, self.columns)
 
-    def planes(self, player: int) -> np.ndarray:
-        """Own stones, the opponent's stones, and ones when X (player 0) is to move; top row first."""
-        out = np.zeros(self.planes_shape, dtype=np.float32)
-        if self.current_player == 0:
-            out[:, :, 2] = 1.0
+    def stones(self) -> Iterator[tuple[int, int, int]]:
+        """Every stone, top row first (X is player 0)."""
         for row in range(self.rows):
             for col in range(self.columns):
                 owner = self.cell(row, col)
                 if owner is not None:
-                    out[self.rows - 1 - row, col, 0 if owner == player else 1] = 1.0
-        return out
+                    yield self.rows - 1 - row, col, owner
 
 
 class ConnectFourEnv(TwoPlayerTextEnv):

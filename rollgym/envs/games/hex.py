@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, insort
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from rollgym.core.difficulty import Level
 from rollgym.core.errors import ConfigError
-from rollgym.envs.games.base import GameState, MoveError
+from rollgym.envs.games.base import MoveError, StoneGridState
 from rollgym.envs.games.config import HexConfig
 from rollgym.envs.games.text_env import TwoPlayerTextEnv
 
@@ -42,7 +42,7 @@ def _neighbour_table(size: int) -> list[list[int]]:
     return _NEIGHBOUR_TABLES[size]
 
 
-class HexState(GameState):
+class HexState(StoneGridState):
     """A Hex position on a ``size`` x ``size`` rhombus.
 
     Moves are cell indices ``row * size + col``; ``size * size`` is the swap move,
@@ -277,26 +277,15 @@ class HexState(GameState):
     def num_actions(self) -> int:
         return self.size * self.size + (1 if self.swap else 0)
 
-    def action_of(self, move: int) -> int:
-        return int(move)
-
-    def move_of(self, action: int) -> int:
-        return int(action)
-
     @property
-    def planes_shape(self) -> tuple[int, ...]:
-        return (self.size, self.size, 3)
+    def grid_shape(self) -> tuple[int, int]:
+        return (self.size, self.size)
 
-    def planes(self, player: int) -> np.ndarray:
-        """Own stones, the opponent's stones, and ones when Black (player 0) is to move."""
-        out = np.zeros(self.planes_shape, dtype=np.float32)
-        if self._player == 0:
-            out[:, :, 2] = 1.0
+    def stones(self) -> Iterator[tuple[int, int, int]]:
+        """Every stone (Black is player 0)."""
         for cell, owner in enumerate(self.cells):
             if owner >= 0:
-                r, c = divmod(cell, self.size)
-                out[r, c, 0 if owner == player else 1] = 1.0
-        return out
+                yield *divmod(cell, self.size), owner
 
 
 class HexEnv(TwoPlayerTextEnv):

@@ -20,33 +20,17 @@ reproduced.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from rollgym.core.lazy import lazy_exports
 from rollgym.core.registration import register_env
 
 # The env classes, the verifier and the sandbox load on first use, so that
 # ``import rollgym`` only registers the ids here.
-_LAZY = {
-    "AIME24": "rollgym.envs.math.datasets",
-    "AMC23": "rollgym.envs.math.datasets",
-    "MATH500": "rollgym.envs.math.datasets",
-    "DatasetSpec": "rollgym.envs.math.datasets",
-    "MathDataset": "rollgym.envs.math.datasets",
-    "load_rows": "rollgym.envs.math.datasets",
-    "MathEnv": "rollgym.envs.math.env",
-    "dataset_source": "rollgym.envs.math.problem_env",
-    "MathProblemEnv": "rollgym.envs.math.problem_env",
-    "MathToolEnv": "rollgym.envs.math.tool_env",
-}
-
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__, __getattr__ = lazy_exports(__name__, {
+    "rollgym.envs.math.datasets": ("AIME24", "AMC23", "MATH500", "DatasetSpec", "MathDataset", "load_rows"),
+    "rollgym.envs.math.env": ("MathEnv",),
+    "rollgym.envs.math.problem_env": ("dataset_source", "MathProblemEnv"),
+    "rollgym.envs.math.tool_env": ("MathToolEnv",),
+})
 
 # The spec hash follows the entry point's imports; these run in other processes or inside the
 # sandbox, started by module name or from the file's text, so no import statement reaches them.
@@ -62,43 +46,25 @@ _ORACLE = "rollgym.envs.math.policies:oracle_policy"
 _SUPERSEDED = " Superseded by -v1: accepts relations, extra values, percentages and decimal approximations."
 _VERSIONS = [("v1", ""), ("v0", _SUPERSEDED)]
 
+# (name, dataset, description of the one-answer id, description of the tool id); MATH takes any dataset
+_IDS = [
+    *((name, dataset, f"{what}; one answer in \\boxed{{}}, binary reward.",
+       f"{what}; multi-turn with a sandboxed python tool, answer in \\boxed{{}}.")
+      for name, (dataset, what) in _SETS.items()),
+    ("MATH", None, "Any JSONL file or Hugging Face dataset with problem and answer fields; answer in \\boxed{}.",
+     "Any problem/answer dataset, multi-turn with a sandboxed python tool; answer in \\boxed{}."),
+]
+_KINDS = [("", "rollgym.envs.math.env:MathEnv", _SINGLE), ("Tool", "rollgym.envs.math.tool_env:MathToolEnv", _TOOL)]
+
 for _version, _note in _VERSIONS:
-    for _name, (_dataset, _what) in _SETS.items():
-        register_env(
-            f"{_name}-{_version}",
-            "rollgym.envs.math.env:MathEnv",
-            description=f"{_what}; one answer in \\boxed{{}}, binary reward.{_note}",
-            family="math",
-            components=_SINGLE,
-            kwargs={"dataset": _dataset, "rules": _version},
-            oracle=_ORACLE,
-        )
-        register_env(
-            f"{_name}Tool-{_version}",
-            "rollgym.envs.math.tool_env:MathToolEnv",
-            description=f"{_what}; multi-turn with a sandboxed python tool, answer in \\boxed{{}}.{_note}",
-            family="math",
-            components=_TOOL,
-            kwargs={"dataset": _dataset, "rules": _version},
-            oracle=_ORACLE,
-        )
-    register_env(
-        f"MATH-{_version}",
-        "rollgym.envs.math.env:MathEnv",
-        description="Any JSONL file or Hugging Face dataset with problem and answer fields; "
-        f"answer in \\boxed{{}}.{_note}",
-        family="math",
-        components=_SINGLE,
-        kwargs={"dataset": None, "rules": _version},
-        oracle=_ORACLE,
-    )
-    register_env(
-        f"MATHTool-{_version}",
-        "rollgym.envs.math.tool_env:MathToolEnv",
-        description="Any problem/answer dataset, multi-turn with a sandboxed python tool; "
-        f"answer in \\boxed{{}}.{_note}",
-        family="math",
-        components=_TOOL,
-        kwargs={"dataset": None, "rules": _version},
-        oracle=_ORACLE,
-    )
+    for _name, _dataset, *_descriptions in _IDS:
+        for (_suffix, _entry_point, _components), _description in zip(_KINDS, _descriptions):
+            register_env(
+                f"{_name}{_suffix}-{_version}",
+                _entry_point,
+                description=_description + _note,
+                family="math",
+                components=_components,
+                kwargs={"dataset": _dataset, "rules": _version},
+                oracle=_ORACLE,
+            )

@@ -26,7 +26,6 @@ user's file without an id field, a digest of the problem text.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import threading
@@ -38,12 +37,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rollgym.core.errors import ConfigError, DataNotFoundError
+from rollgym.core.evalset import ONLY_SPLIT, EvaluationSet, jsonl_rows
 from rollgym.core.seeding import content_digest
 from rollgym.core.task import Task
 from rollgym.envs.math.prompts import format_prompt
 
 DATA_DIR_ENV = "ROLLGYM_DATA_DIR"
-ONLY_SPLIT = "test"
 
 
 @dataclass(frozen=True)
@@ -85,19 +84,7 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{path} line {number} is not valid JSON ({exc.msg}); fix or remove it.") from exc
-            if not isinstance(row, dict):
-                raise ConfigError(f"{path} line {number} is not a JSON object; each line must be one row.")
-            rows.append(row)
-    return rows
+    return [row for _, row in jsonl_rows(path)]
 
 
 HUB_PROBE_TIMEOUT_S = 2.0
@@ -241,7 +228,7 @@ def gold_answer(task_id: str) -> str:
     raise ConfigError(f"No loaded MATH dataset has task {task_id!r}; make the env that serves it first.")
 
 
-class MathDataset:
+class MathDataset(EvaluationSet):
     """A fixed evaluation set as a :class:`~rollgym.core.env.TaskSource` (only a ``"test"`` split).
 
     Example:
@@ -251,6 +238,7 @@ class MathDataset:
     """
 
     family = "math"
+    count_phrase = "all {n} rows"
 
     def __init__(
         self,
@@ -261,6 +249,7 @@ class MathDataset:
         prompt_template: str = "default",
     ) -> None:
         self.spec = spec
+        self.env_id = spec.env_id
         self.prompt_template = prompt_template
         format_prompt("", prompt_template)  # validates the template name before any loading
         rows = load_rows(spec, path, hub)
@@ -290,24 +279,12 @@ class MathDataset:
                 return f"{self.spec.name}/{row[name]}"
         return f"{self.spec.name}/{content_digest(str(row[self.spec.problem_field]))}"
 
-    def _check_split(self, split: str) -> None:
-        if split != ONLY_SPLIT:
-            raise ConfigError(
-                f"{self.spec.env_id} is an evaluation set with only a 'test' split (all "
-                f"{len(self._rows)} rows); use split='test', not {split!r}."
-            )
-
-    def size(self, split: str) -> int:
-        """Number of rows in ``split`` (only ``"test"`` exists)."""
-        self._check_split(split)
+    def _count(self) -> int:
         return len(self._rows)
 
     def task(self, index: int, split: str = ONLY_SPLIT) -> Task:
         """Task ``index`` of the test split: prompt, hidden gold answer and public metadata."""
-        self._check_split(split)
-        if not 0 <= index < len(self._rows):
-            raise ConfigError(f"task_index must be below {len(self._rows)}, got {index}.")
-        row = self._rows[index]
+        row = self._rows[self._checked_index(index, split)]
         meta = {name: row[name] for name in self.spec.meta_fields if name in row}
         meta["dataset"] = self.spec.name
         problem = str(row[self.spec.problem_field])

@@ -60,6 +60,11 @@ class Session:
         """The connection of one app's database."""
         return self.dbs[app]
 
+    def close(self) -> None:
+        """Close every app's database (the episode is over)."""
+        for conn in self.dbs.values():
+            conn.close()
+
 
 @dataclass(frozen=True)
 class ToolSpec:

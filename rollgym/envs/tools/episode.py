@@ -22,6 +22,12 @@ MAX_OBSERVATION = 400_000
 """The longest observation, in characters (longer tool output is cut with a note)."""
 
 
+def new_episode_id(env: TextEnv, task: Task) -> str:
+    """An id for the episode ``env`` begins on ``task``: unique among live episodes (the instance's address),
+    yet the same after ``reset(seed=s)`` of one instance (drawn from the env's seeded generator)."""
+    return f"{task.id}#{id(env):x}-{int(env.np_random.integers(2**31))}"
+
+
 def check_limits(**limits: Any) -> None:
     """Raise a clear ConfigError unless every limit is a positive integer."""
     for name, value in limits.items():
@@ -74,14 +80,12 @@ class ToolEpisodeEnv(TextEnv):
         self._close_session()
         self.session = self._new_session(task)
         self.turn = self.attempts = 0
-        # unique among live episodes (instance address) yet the same after reset(seed=s) of one instance
-        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
+        self.episode_id = new_episode_id(self, task)
         return task.prompt
 
     def _close_session(self) -> None:
         if self.session is not None:
-            for conn in self.session.dbs.values():
-                conn.close()
+            self.session.close()
             self.session = None
 
     def _advance(self, action: str) -> StepResult:

@@ -14,6 +14,7 @@ from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import parse_tool_calls
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
 from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, call_tool, error, run_turn
+from rollgym.envs.tools.episode import new_episode_id
 from rollgym.envs.tools.tasks.source import world_seed
 from rollgym.envs.tools.world import APP_NAMES, base_world
 from rollgym.envs.usersim.grading import Conversation, grade_episode
@@ -156,6 +157,11 @@ class UserSimEnv(TextEnv):
         return UserSimTaskSource(self._scenarios, level.knobs["variants"], env_id=env_id)
 
     # -- episode --------------------------------------------------------------------------------
+    def _close_session(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
     def _start(self, task: Task) -> str:
         meta, answer = task.meta, task.answer
         if meta.get("scenario") not in SCENARIOS or not isinstance(meta.get("world"), int) or \
@@ -179,14 +185,8 @@ class UserSimEnv(TextEnv):
                                       seed=seed)
         self.conversation = Conversation()
         self.turn = self.attempts = 0
-        self.episode_id = f"{task.id}#{id(self):x}-{int(self.np_random.integers(2**31))}"
+        self.episode_id = new_episode_id(self, task)
         return task.prompt
-
-    def _close_session(self) -> None:
-        if self.session is not None:
-            for conn in self.session.dbs.values():
-                conn.close()
-            self.session = None
 
     def _run_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One tool call with the conversation's rules around it: forbidden, locked, confirmed, identity."""

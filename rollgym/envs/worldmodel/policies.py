@@ -46,8 +46,8 @@ class RandomPolicy:
         return np.array([*np.clip(self.velocity, -1, 1), self.grip])
 
 
-class PushPolicy:
-    """Pushes one object after another towards random goals on the table."""
+class _ObjectPolicy:
+    """Works on one object at a time, towards a random goal."""
 
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
@@ -56,14 +56,23 @@ class PushPolicy:
         self.goal = np.zeros(2)
         self.timer = 0
 
-    def act(self, sim: TabletopSim) -> np.ndarray:
-        """The next action."""
+    def _next_object(self, sim: TabletopSim, patience: int, first_phase: str) -> np.ndarray:
+        """Count a step and return the position of the object worked on: on ``choose``, or after ``patience``
+        steps on one object, a new object and goal are drawn and the work starts at ``first_phase``."""
         self.timer += 1
-        if self.phase == "choose" or self.timer > 80:
+        if self.phase == "choose" or self.timer > patience:
             self.target = int(self.rng.integers(len(sim.radii)))
             self.goal = self.rng.uniform(-0.6, 0.6, size=2)
-            self.phase, self.timer = "approach", 0
-        obj = sim.positions[self.target]
+            self.phase, self.timer = first_phase, 0
+        return sim.positions[self.target]  # type: ignore[no-any-return]
+
+
+class PushPolicy(_ObjectPolicy):
+    """Pushes one object after another towards random goals on the table."""
+
+    def act(self, sim: TabletopSim) -> np.ndarray:
+        """The next action."""
+        obj = self._next_object(sim, patience=80, first_phase="approach")
         to_goal = self.goal - obj
         dist = float(np.hypot(*to_goal))
         u = to_goal / max(dist, 1e-6)
@@ -85,24 +94,12 @@ class PushPolicy:
         return np.array([*a, -1.0])
 
 
-class PickPlacePolicy:
+class PickPlacePolicy(_ObjectPolicy):
     """Picks objects up and puts them down somewhere else."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.phase = "choose"
-        self.target = 0
-        self.goal = np.zeros(2)
-        self.timer = 0
 
     def act(self, sim: TabletopSim) -> np.ndarray:
         """The next action."""
-        self.timer += 1
-        if self.phase == "choose" or self.timer > 90:
-            self.target = int(self.rng.integers(len(sim.radii)))
-            self.goal = self.rng.uniform(-0.6, 0.6, size=2)
-            self.phase, self.timer = "hover", 0
-        obj = sim.positions[self.target]
+        obj = self._next_object(sim, patience=90, first_phase="hover")
         grasp_z = 0.5 * sim.heights[self.target]
         grip = -1.0
         if self.phase == "hover":

@@ -36,14 +36,18 @@ class ExternalCamera:
     target: tuple[float, float, float]
     tan_half_fov: float
 
-    def plane_maps(self, size: int) -> tuple[np.ndarray, ...]:
-        """``(x0, y0, sx, sy)``, each ``(size, size)`` float32: the ray of each pixel at height ``h``."""
+    def _frame(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The camera's centre and its forward, right and up unit vectors."""
         c = np.array(self.position)
         f = np.array(self.target) - c
         f /= np.linalg.norm(f)
         r = np.cross(f, [0.0, 0.0, 1.0])
         r /= np.linalg.norm(r)
-        up = np.cross(r, f)
+        return c, f, r, np.cross(r, f)
+
+    def plane_maps(self, size: int) -> tuple[np.ndarray, ...]:
+        """``(x0, y0, sx, sy)``, each ``(size, size)`` float32: the ray of each pixel at height ``h``."""
+        c, f, r, up = self._frame()
         grid = (np.arange(size) + 0.5) / size * 2 - 1
         u, v = np.meshgrid(grid * self.tan_half_fov, grid * self.tan_half_fov)
         d = f + u[..., None] * r - v[..., None] * up
@@ -56,12 +60,7 @@ class ExternalCamera:
 
     def project(self, point: np.ndarray, size: int) -> np.ndarray:
         """Pixel ``(column, row)`` of a 3D point, as floats (pixel centres at ``k + 0.5``)."""
-        c = np.array(self.position)
-        f = np.array(self.target) - c
-        f /= np.linalg.norm(f)
-        r = np.cross(f, [0.0, 0.0, 1.0])
-        r /= np.linalg.norm(r)
-        up = np.cross(r, f)
+        c, f, r, up = self._frame()
         d = np.asarray(point, dtype=np.float64) - c
         depth = d @ f
         u, v = (d @ r) / depth / self.tan_half_fov, -(d @ up) / depth / self.tan_half_fov

@@ -339,6 +339,23 @@ def _pending_to_me(world: World) -> list[tuple[int, str, int]]:
         "ORDER BY id", world.me.email)]
 
 
+def _someone_in(world: World, rng: np.random.Generator, emails: set[str]) -> Params | None:
+    """Parameters naming a contact drawn from those whose address is in ``emails``, or ``None`` when none is."""
+    name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in emails])
+    return {"name": name} if name else None
+
+
+def _on_pending_requests(name: str, role: str, party: str, tool: str) -> Solution:
+    """Reference steps: ``tool`` on each pending request (``role``: ``to_me`` or ``from_me``) whose ``party``
+    (``requester`` or ``payer``) is ``name``."""
+    address = yield from contact_email(name)
+    found = yield from every("payments_requests", role=role, status="pending")
+    for request in found:
+        if request[party] == address:
+            yield from call(tool, request_id=request["request_id"])
+    return None
+
+
 @register
 class PaymentsPayRequestsFrom(TaskTemplate):
     name = "payments_pay_requests_from"
@@ -346,20 +363,13 @@ class PaymentsPayRequestsFrom(TaskTemplate):
     apps = ("contacts", "payments")
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        askers = {r for _, r, _ in _pending_to_me(world)}
-        name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in askers])
-        return {"name": name} if name else None
+        return _someone_in(world, rng, {r for _, r, _ in _pending_to_me(world)})
 
     def prompt(self, p: Params) -> str:
         return f"Pay every pending payment request that {p['name']} sent me."
 
     def solve(self, p: Params) -> Solution:
-        address = yield from contact_email(p["name"])
-        found = yield from every("payments_requests", role="to_me", status="pending")
-        for request in found:
-            if request["requester"] == address:
-                yield from call("payments_pay_request", request_id=request["request_id"])
-        return None
+        return _on_pending_requests(p["name"], "to_me", "requester", "payments_pay_request")
 
     def expect(self, world: World, p: Params) -> Expectation:
         address = email_of(world, p["name"])
@@ -437,20 +447,13 @@ class PaymentsCancelMyRequests(TaskTemplate):
                                                   "requester = ? AND status = 'pending'", world.me.email)]
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        payers = {p for _, p in self._mine(world)}
-        name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in payers])
-        return {"name": name} if name else None
+        return _someone_in(world, rng, {p for _, p in self._mine(world)})
 
     def prompt(self, p: Params) -> str:
         return f"Cancel all the payment requests I sent to {p['name']} that are still pending."
 
     def solve(self, p: Params) -> Solution:
-        address = yield from contact_email(p["name"])
-        found = yield from every("payments_requests", role="from_me", status="pending")
-        for request in found:
-            if request["payer"] == address:
-                yield from call("payments_cancel_request", request_id=request["request_id"])
-        return None
+        return _on_pending_requests(p["name"], "from_me", "payer", "payments_cancel_request")
 
     def expect(self, world: World, p: Params) -> Expectation:
         address = email_of(world, p["name"])

@@ -229,17 +229,22 @@ def _senders(world: World) -> list[str]:
     return [n for n in contact_names(world) if email_of(world, n) in inbox]
 
 
-@register
-class EmailUnreadCount(TaskTemplate):
-    name = "email_unread_count"
+class _FromSenderTask(TaskTemplate):
+    """A task on the mail that one contact sent to the user's inbox; that contact is drawn."""
+
     scenario = "email"
     apps = ("contacts", "email")
-    answer_kind = "number"
-    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         name = choose(rng, _senders(world))
         return {"name": name} if name else None
+
+
+@register
+class EmailUnreadCount(_FromSenderTask):
+    name = "email_unread_count"
+    answer_kind = "number"
+    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
 
     def prompt(self, p: Params) -> str:
         return f"How many unread emails from {p['name']} are in my inbox? Answer with the number."
@@ -255,16 +260,10 @@ class EmailUnreadCount(TaskTemplate):
 
 
 @register
-class EmailUnreadSubjects(TaskTemplate):
+class EmailUnreadSubjects(_FromSenderTask):
     name = "email_unread_subjects"
-    scenario = "email"
-    apps = ("contacts", "email")
     answer_kind = "list"
     versions = (1,)
-
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        name = choose(rng, _senders(world))
-        return {"name": name} if name else None
 
     def prompt(self, p: Params) -> str:
         return (f"What are the subjects of the unread emails from {p['name']} in my inbox? Answer with the "
@@ -283,14 +282,8 @@ class EmailUnreadSubjects(TaskTemplate):
 
 
 @register
-class EmailArchiveFrom(TaskTemplate):
+class EmailArchiveFrom(_FromSenderTask):
     name = "email_archive_from"
-    scenario = "email"
-    apps = ("contacts", "email")
-
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        name = choose(rng, _senders(world))
-        return {"name": name} if name else None
 
     def prompt(self, p: Params) -> str:
         return f"Archive every email from {p['name']} that is in my inbox."

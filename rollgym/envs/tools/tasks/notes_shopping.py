@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from rollgym.envs.tools.checker import Expectation, contains
@@ -238,54 +240,62 @@ class ShopBuy(TaskTemplate):
             ("shopping", "order_items", {"product_id": pid, "quantity": p["quantity"]})])
 
 
-@register
-class ShopRefundDamaged(TaskTemplate):
-    name = "shop_refund_damaged"
+class _MyOrderTask(TaskTemplate):
+    """A task on one of the user's orders in ``status``, named by its first product and the day it was placed."""
+
     scenario = "shopping"
     apps = ("shopping",)
+    status: ClassVar[str]
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        order = choose(rng, my_orders(world, "delivered"))
+        order = choose(rng, my_orders(world, self.status))
         return {"product": order[3], "day": order[1][:10]} if order else None
+
+    def _find(self, p: Params) -> Step:
+        """Reference step: the order, through the orders tool."""
+        found = yield from every("shop_orders", status=self.status)
+        return next(o for o in found if o["placed_at"][:10] == p["day"] and o["items"][0]["name"] == p["product"])
+
+    def _order(self, world: World, p: Params) -> tuple[int, str, int, str]:
+        """The order's row in the base world: (id, placed_at, total_cents, first product)."""
+        return next(o for o in my_orders(world, self.status) if o[3] == p["product"] and o[1][:10] == p["day"])
+
+
+@register
+class ShopRefundDamaged(_MyOrderTask):
+    name = "shop_refund_damaged"
+    status = "delivered"
 
     def prompt(self, p: Params) -> str:
         return (f"The order with the '{p['product']}' I placed on {day_text(p['day'])} arrived damaged. Ask for a "
                 "full refund of that order, giving 'damaged' as the reason.")
 
     def solve(self, p: Params) -> Solution:
-        found = yield from every("shop_orders", status="delivered")
-        order = next(o for o in found if o["placed_at"][:10] == p["day"] and o["items"][0]["name"] == p["product"])
+        order = yield from self._find(p)
         yield from call("shop_request_refund", order_id=order["order_id"], reason="damaged")
         return None
 
     def expect(self, world: World, p: Params) -> Expectation:
-        oid, _, total, _ = next(o for o in my_orders(world, "delivered") if o[3] == p["product"] and
-                                o[1][:10] == p["day"])
+        oid, _, total, _ = self._order(world, p)
         row = {"order_id": oid, "amount_cents": total, "reason": contains("damaged"), "status": "requested"}
         return Expectation(inserts=[("shopping", "refunds", row)])
 
 
 @register
-class ShopCancelPlaced(TaskTemplate):
+class ShopCancelPlaced(_MyOrderTask):
     name = "shop_cancel_placed"
-    scenario = "shopping"
-    apps = ("shopping",)
-
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        order = choose(rng, my_orders(world, "placed"))
-        return {"product": order[3], "day": order[1][:10]} if order else None
+    status = "placed"
 
     def prompt(self, p: Params) -> str:
         return f"Cancel my order with the '{p['product']}' that I placed on {day_text(p['day'])}; it hasn't shipped."
 
     def solve(self, p: Params) -> Solution:
-        found = yield from every("shop_orders", status="placed")
-        order = next(o for o in found if o["placed_at"][:10] == p["day"] and o["items"][0]["name"] == p["product"])
+        order = yield from self._find(p)
         yield from call("shop_cancel_order", order_id=order["order_id"])
         return None
 
     def expect(self, world: World, p: Params) -> Expectation:
-        oid = next(o[0] for o in my_orders(world, "placed") if o[3] == p["product"] and o[1][:10] == p["day"])
+        oid = self._order(world, p)[0]
         return Expectation(updates={("shopping", "orders", oid): {"status": "cancelled"}})
 
 
