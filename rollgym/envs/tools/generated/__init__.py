@@ -47,10 +47,12 @@ for _group, _id in SCENARIO_IDS.items():
 
 def stats() -> dict[str, Any]:
     """Counts of the generated apps, tools and templates, and of the hand-written ToolWorld (see
-    :func:`rollgym.envs.tools.generated.catalog.stats`)."""
+    :func:`rollgym.envs.tools.generated.catalog.stats`), with ``ToolGen-v1``'s distinct tasks per split from the
+    stored census (``v1_tasks_<split>``, see :mod:`rollgym.envs.tools.generated.census`)."""
     from rollgym.envs.tools.generated.catalog import stats as count
+    from rollgym.envs.tools.generated.census import totals
 
-    return count()
+    return {**count(), **{f"v1_tasks_{split}": n for split, n in totals().items()}}
 
 
 __all__ = ["SCENARIO_IDS", "stats"]

@@ -174,8 +174,7 @@ def template(name: str) -> GenTemplate:
 
 def stats() -> dict[str, Any]:
     """Counts of the generated apps, their tools and templates (from the schemas; no database is built), for
-    ``ToolGen-v0`` and (``v1_`` keys) ``ToolGen-v1``, with v1's distinct tasks per split from the stored census
-    (:mod:`rollgym.envs.tools.generated.census`).
+    ``ToolGen-v0`` and (``v1_`` keys) ``ToolGen-v1``.
 
     Example:
         >>> counts = stats()
@@ -193,9 +192,6 @@ def stats() -> dict[str, Any]:
     from rollgym.envs.tools.tasks.base import templates_of
 
     wide = pool(GENERATIONS[-1])
-    from rollgym.envs.tools.generated.census import totals
-
-    tasks = totals()
     return {
         "generated_apps": len(p.schemas),
         "seen_apps": len(p.seen),
@@ -215,5 +211,4 @@ def stats() -> dict[str, Any]:
         "v1_test_unseen_apps": len(wide.unseen),
         "v1_tools": sum(len(tool_names(s)) for s in wide.schemas.values()),
         "v1_templates": sum(len(cls.targets(s)) for s in wide.schemas.values() for cls in KINDS.values()),
-        **{f"v1_tasks_{split}": tasks[split] for split in SPLITS},
     }
