@@ -1,6 +1,7 @@
 """Reward hacks on ToolGen that must score 0: dumping every candidate as the answer, hedging between numbers,
 injection through search text, calling tools of apps outside the world, and reading the answer (or the person a
-chain follows) from the public task data."""
+chain follows) from the public task data; the first two and the tools outside the world on ToolGen-v1's
+1,024-app pool too."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_o
 from rollgym.envs.tools.generated.tools import call
 
 
-def _questions(kind: str, n: int = 12) -> list:
-    source = ToolGenTaskSource(groups=["lookup", "chain"], distractors=0)
+def _questions(kind: str, n: int = 12, generation: int = 0) -> list:
+    source = ToolGenTaskSource(groups=["lookup", "chain"], distractors=0, generation=generation)
     out = []
     for index in range(400):
         task = source.task(index, "test")
@@ -89,3 +90,18 @@ def test_the_person_a_cross_app_task_follows_is_not_in_its_public_data():
         holder = next(p for p in first.table(s.party) if p["id"] == record[f"{s.party.name}_id"])
         public = json.dumps(task.meta) + task.prompt
         assert holder["name"] not in public and holder["email"] not in public, task.id
+
+
+def test_on_the_1024_app_pool_dumping_candidates_and_calling_tools_outside_the_world_score_zero():
+    for task in _questions("owner", 6, generation=1):
+        s = catalog.schema(task.meta["apps"][0])
+        labels = [str(r[s.party.label]) for r in catalog.app(s.app_id).table(s.party)]
+        session = new_session(task)
+        right = run_reference(task, session)
+        assert evaluate_session(task, session, right).correct, task.id
+        assert not evaluate_session(task, session, ", ".join(labels)).correct, task.id
+    task = ToolGenTaskSource(distractors=0, generation=1).task(2, "test_unseen")
+    outside = next(a for a in catalog.app_ids("test_unseen", generation=1)
+                   if a not in task.meta["world"] and a not in catalog.app_ids(generation=0))
+    result = call(new_session(task), world_tools(task), f"{outside}_{catalog.schema(outside).party.name}_search", {})
+    assert result["error"]["type"] == "unknown_tool"

@@ -114,9 +114,13 @@ class ToolGenEnv(ToolEpisodeEnv):
 
     ## Version History
     * v0: initial version.
+    * v1: 1,024 apps (32 variants of each of the 32 domains; the 256 apps of v0 unchanged among them), 832 seen
+      and 192 in ``test_unseen`` (the same six held-out domains); see :class:`ToolGen1kEnv`. v0 is unchanged.
     """
 
     default_env_id = "ToolGen-v0"
+    generation = 0
+    """The app pool (:data:`~rollgym.envs.tools.generated.catalog.GENERATIONS`)."""
     system_prompt = SYSTEM_PROMPT
 
     def __init__(self, split: str = "train", groups: list[str] | tuple[str, ...] | None = None,
@@ -138,7 +142,7 @@ class ToolGenEnv(ToolEpisodeEnv):
 
     def _make_source(self, env_id: str) -> ToolGenTaskSource:
         groups, apps, distractors, kinds = self._source_args
-        return ToolGenTaskSource(env_id, groups, apps, distractors, kinds)
+        return ToolGenTaskSource(env_id, groups, apps, distractors, kinds, self.generation)
 
     @property
     def difficulty(self) -> Difficulty | None:
@@ -151,7 +155,7 @@ class ToolGenEnv(ToolEpisodeEnv):
 
     def _level_source(self, env_id: str, level: Level) -> ToolGenTaskSource:
         _, apps, distractors, kinds = self._source_args
-        return ToolGenTaskSource(env_id, level.knobs["groups"], apps, distractors, kinds)
+        return ToolGenTaskSource(env_id, level.knobs["groups"], apps, distractors, kinds, self.generation)
 
     def _start(self, task: Task) -> str:
         if not isinstance(task.meta.get("template"), str) or not isinstance(task.meta.get("world"), list):
@@ -174,3 +178,22 @@ class ToolGenEnv(ToolEpisodeEnv):
         """Grade the current state against the task (also usable before ``complete_task``)."""
         assert self.session is not None and self.task is not None
         return evaluate_session(self.task, self.session)
+
+
+class ToolGen1kEnv(ToolGenEnv):
+    """``ToolGen-v1``: :class:`ToolGenEnv` over 1,024 generated apps.
+
+    ## Description
+    The same generator, tools, templates, grader and arguments as ``ToolGen-v0``, over a pool four times
+    wider: 32 variants of each of the 32 domains, each a distinct schema (by structural digest; the 256 apps
+    of v0 are among them under the same ids). ``train``, ``validation`` and ``test`` draw from the 832 apps of
+    26 domains and are disjoint by content; ``test_unseen`` draws from the 192 apps of the six held-out
+    domains. Apps are built only when a task's world needs one, so ``reset`` stays a copy of cached
+    databases. ``rollgym list --stats`` shows the pool and the distinct tasks per split found by a census.
+
+    ## Version History
+    * v1: initial version (the 1,024-app pool of :class:`ToolGenEnv`'s v1).
+    """
+
+    default_env_id = "ToolGen-v1"
+    generation = 1

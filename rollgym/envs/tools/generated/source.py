@@ -9,6 +9,9 @@ pick the right tools and the whole-world gate watches apps the task does not nam
   by content (:func:`~rollgym.core.seeding.draw_in_split` on the template and parameters);
 * ``test_unseen`` draws from the 48 apps of the six held-out domains only.
 
+``generation=1`` (``ToolGen-v1``) draws from the 1,024-app pool instead (832 seen apps, 192 in
+``test_unseen``); the split of a task's content is decided the same way in both generations.
+
 Each draw picks a scenario group uniformly (lookup, edit, action, chain, cross_app), then
 an app, a kind of that group and a target; an instance that doing nothing with a constant
 answer would pass (see :data:`~rollgym.envs.tools.checker.CONSTANT_ANSWERS`) is redrawn.
@@ -83,13 +86,16 @@ class ToolGenTaskSource:
         distractors: Other apps of the split added to each task's world.
         kinds: Only templates of these kinds (single-app kinds such as ``create_party``, or cross-app kinds;
             default all). The scenario groups keep only those that hold one of them.
+        generation: The app pool: 0 (256 apps, ``ToolGen-v0``) or 1 (1,024 apps, ``ToolGen-v1``).
     """
 
     extra_splits = ("test_unseen",)
 
     def __init__(self, env_id: str = "ToolGen-v0", groups: Sequence[str] | None = None,
                  apps: Sequence[str] | None = None, distractors: int = 1,
-                 kinds: Sequence[str] | None = None) -> None:
+                 kinds: Sequence[str] | None = None, generation: int = 0) -> None:
+        if generation not in catalog.GENERATIONS:
+            raise ConfigError(f"generation must be one of {list(catalog.GENERATIONS)}, got {generation!r}.")
         chosen = list(groups) if groups is not None else list(GROUPS)
         unknown = [g for g in chosen if g not in GROUPS]
         if unknown or not chosen:
@@ -113,6 +119,7 @@ class ToolGenTaskSource:
         self.apps = list(apps) if apps is not None else None
         self.distractors = distractors
         self.kinds = list(kinds) if kinds is not None else None
+        self.generation = generation
 
     def size(self, split: str) -> int | None:
         """Generated tasks are unbounded."""
@@ -120,7 +127,7 @@ class ToolGenTaskSource:
 
     def pool(self, split: str) -> list[str]:
         """The apps a split's tasks may use (after the ``apps`` restriction)."""
-        available = catalog.split_apps(split)
+        available = catalog.split_apps(split, self.generation)
         if self.apps is None:
             return list(available)
         outside = [a for a in self.apps if a not in available]
@@ -176,7 +183,7 @@ class ToolGenTaskSource:
             expectation = template.expect({a: catalog.app(a) for a in template.apps}, params)
             if is_degenerate(expectation):
                 continue
-            others = [a for a in catalog.split_apps(split) if a not in template.apps]
+            others = [a for a in catalog.split_apps(split, self.generation) if a not in template.apps]
             picked = [others[int(i)] for i in rng.choice(len(others), size=min(self.distractors, len(others)),
                                                          replace=False)] if self.distractors else []
             world = [*template.apps, *picked]
