@@ -34,6 +34,8 @@ _LAZY = {
     "RepoRepairEnv": "rollgym.envs.code.repo_repair.env",
     "RepoRepairSource": "rollgym.envs.code.repo_repair.source",
     "RepoRepairConfig": "rollgym.envs.code.config",
+    "RepoRepairRealEnv": "rollgym.envs.code.repo_real.env",
+    "RepoRepairRealSource": "rollgym.envs.code.repo_real.source",
     "TerminalEnv": "rollgym.envs.code.terminal.env",
     "TerminalSource": "rollgym.envs.code.terminal.source",
     "TerminalConfig": "rollgym.envs.code.config",
@@ -102,6 +104,20 @@ register_env(
                 "rollgym.envs.code.repo_repair.modules", "rollgym.envs.code.repo_repair.source",
                 "rollgym.envs.code.repo_repair.env"],
     oracle=f"{_POLICIES}:repo_repair_oracle",
+    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+)
+
+register_env(
+    "RepoRepairReal-v0",
+    "rollgym.envs.code.repo_real.env:RepoRepairRealEnv",
+    description="Fix AST-injected bugs in real Python projects (sdists fetched by `rollgym data build repo-real`); "
+                "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
+    family="code",
+    components=["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",
+                "rollgym.envs.code.repo_real.projects", "rollgym.envs.code.repo_real.mutate",
+                "rollgym.envs.code.repo_real.validate", "rollgym.envs.code.repo_real.source",
+                "rollgym.envs.code.repo_real.env", "rollgym.sandbox.inside.supervisor"],
+    oracle=f"{_POLICIES}:repo_real_oracle",
     random_policy=f"{_POLICIES}:repo_repair_random_policy",
 )
 
