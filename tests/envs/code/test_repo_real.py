@@ -123,11 +123,11 @@ def _first(env, split="train", index=0):
 
 def test_hidden_tests_never_reach_the_agent(env):
     observation, _ = _first(env)
-    hidden = env.task.answer["hidden"]
+    hidden = env.unwrapped.task.answer["hidden"]
     assert hidden
     for path in hidden:
-        assert path not in env.files and path not in observation
-    for test_id in env.task.answer["failing"]:
+        assert path not in env.unwrapped.files and path not in observation
+    for test_id in env.unwrapped.task.answer["failing"]:
         assert test_id.split("::")[-1] not in observation
 
 
@@ -148,7 +148,7 @@ def test_the_oracle_revert_passes_and_the_unmodified_mutant_fails(env, split):
 
 def test_an_emptied_source_file_fails(env):
     _first(env)
-    path = env.task.answer["fix"][0]["path"]
+    path = env.unwrapped.task.answer["fix"][0]["path"]
     env.step(_call("write_file", path=path, content=""))
     *_, info = env.step("done")
     assert info["reward"] == 0.0
@@ -156,7 +156,7 @@ def test_an_emptied_source_file_fails(env):
 
 def test_editing_a_test_file_or_adding_a_conftest_scores_zero(env):
     _first(env)
-    visible_test = next(p for p in env.files if p.rsplit("/", 1)[-1].startswith("test"))
+    visible_test = next(p for p in env.unwrapped.files if p.rsplit("/", 1)[-1].startswith("test"))
     env.step(_call("write_file", path=visible_test, content="def test_ok():\n    pass\n"))
     *_, info = env.step("done")
     assert info["error"] == "tests_modified"
@@ -168,8 +168,8 @@ def test_editing_a_test_file_or_adding_a_conftest_scores_zero(env):
 
 def test_exiting_early_from_the_package_or_a_sitecustomize_scores_zero(env):
     _first(env)
-    path = env.task.answer["fix"][0]["path"]
-    fixed = env.task.answer["fix"][0]["content"]
+    path = env.unwrapped.task.answer["fix"][0]["path"]
+    fixed = env.unwrapped.task.answer["fix"][0]["content"]
     env.step(_call("write_file", path=path, content="import os\nos._exit(0)\n" + fixed))
     *_, info = env.step("done")
     assert info["reward"] == 0.0
