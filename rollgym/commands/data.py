@@ -1,4 +1,4 @@
-"""``rollgym data build NAME``: fetch and verify data that rollgym does not ship (the real projects of RepoRepairReal)."""
+"""``rollgym data build NAME``: fetch and verify data rollgym does not ship (RepoRepairReal's real projects)."""
 
 from __future__ import annotations
 

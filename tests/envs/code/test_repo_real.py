@@ -12,11 +12,9 @@ from collections import Counter
 
 import pytest
 
-from rollgym.core.errors import DataNotFoundError
 from rollgym.envs.code.repo_real.mutate import KINDS, Mutation, apply_all, enumerate_mutations
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
 from rollgym.envs.code.repo_real.source import load_mutants, mutants_by_split
-from tests.conftest import IN_CI
 
 SAMPLE = '''def clamp(x, low=0, high=10, strict=False):
     """Docstring 1."""
@@ -81,13 +79,9 @@ def test_validated_mutants_cover_eight_projects_and_keep_unseen_projects_out_of_
 
 
 def _built() -> None:
-    try:
-        for project in load_projects():
-            project_dir(project)
-    except DataNotFoundError as exc:
-        if IN_CI:
-            pytest.fail(f"{exc} .ci/run builds them.", pytrace=False)
-        pytest.skip(str(exc))
+    from tests.conftest import require_repo_real
+
+    require_repo_real()
 
 
 def test_every_stored_mutation_still_applies_to_the_built_sources():

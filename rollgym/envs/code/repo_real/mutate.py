@@ -5,7 +5,8 @@ old text, the new text), so applying it changes one expression or statement and 
 the rest of the file byte for byte; reverting puts the old text back. Kinds:
 
 * ``off_by_one``: an integer literal ``n`` becomes ``n + 1`` or ``n - 1``;
-* ``wrong_comparison``: ``<`` and ``<=``, ``>`` and ``>=``, ``==`` and ``!=``, ``in`` and ``not in``, ``is`` and ``is not``;
+* ``wrong_comparison``: ``<`` and ``<=``, ``>`` and ``>=``, ``==`` and ``!=``, ``in`` and ``not in``,
+  ``is`` and ``is not``;
 * ``wrong_operator``: ``+`` and ``-``, ``*`` and ``//``, ``and`` and ``or``;
 * ``dropped_branch``: an ``if`` without ``else`` becomes ``pass``;
 * ``negated_condition``: ``if c`` becomes ``if not (c)``;
@@ -127,15 +128,16 @@ def _candidates(path: str, text: str, node: ast.AST) -> list[Mutation]:
             out.append(_span(path, "negated_condition", node.test, test, ast.unparse(neg.test)))
         if not node.orelse and node.end_lineno is not None and node.end_lineno - node.lineno < 8:
             out.append(_span(path, "dropped_branch", node, old, "pass"))
-    elif isinstance(node, ast.Call) and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args[:2]):
+    elif (isinstance(node, ast.Call) and len(node.args) >= 2
+          and not any(isinstance(a, ast.Starred) for a in node.args[:2])):
         first, second = _segment(text, node.args[0]), _segment(text, node.args[1])
         if first and second and first != second and "\n" not in old:
             new_call = ast.Call(node.func, [node.args[1], node.args[0], *node.args[2:]], node.keywords)
             out.append(_span(path, "swapped_arguments", node, old, _unparse(new_call, old)))
     elif isinstance(node, ast.arguments):
         for default in [*node.defaults, *(d for d in node.kw_defaults if d is not None)]:
-            if isinstance(default, ast.Constant) and type(default.value) in (bool, int):
-                value = default.value
+            value = default.value if isinstance(default, ast.Constant) else None
+            if isinstance(value, (bool, int)):
                 new_text = repr(not value) if isinstance(value, bool) else str(value + 1)
                 seg = _segment(text, default)
                 if seg is not None:

@@ -26,9 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from rollgym.envs.code.repo_real.mutate import Mutation, enumerate_mutations, is_clean
@@ -85,8 +85,8 @@ def run_tests(root: Path, python_root: str, files: list[str], deselect: list[str
     env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1",
            "HYPOTHESIS_NO_PLUGINS": "1"}
     try:
-        done = subprocess.run(pytest_command(files, deselect, maxfail), cwd=root, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        done = subprocess.run(pytest_command(files, deselect, maxfail), cwd=root, env=env, capture_output=True,
+                              text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return None
     return done.stdout + done.stderr
