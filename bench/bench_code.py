@@ -138,11 +138,56 @@ def run_rollgym(samples: list[tuple[Any, dict[str, Any], str]], workers: int) ->
     return seconds, sum(s.correct for s in scores)
 
 
+def bench_real_repo(n_tasks: int) -> None:
+    """RepoRepairReal-v0: grading latency (the oracle's fix, project tests in the sandbox) beside plain pytest."""
+    import subprocess
+    import sys
+
+    import rollgym
+    from rollgym.envs.code.policies import repo_real_oracle
+    from rollgym.envs.code.repo_real.projects import load_projects, project_dir
+
+    env = rollgym.make("RepoRepairReal-v0")
+    grade_s: list[float] = []
+    plain_s: list[float] = []
+    for index in range(n_tasks):
+        observation, info = env.reset(seed=0, options={"task_index": index})
+        task = env.unwrapped.task
+        while True:
+            action = repo_real_oracle(observation, info)
+            if "<tool_call>" not in action:
+                break
+            observation, _, _, _, info = env.step(action)
+        start = time.perf_counter()
+        *_, info = env.step(action)
+        grade_s.append(time.perf_counter() - start)
+        project = next(p for p in load_projects() if p.name == task.answer["project"])
+        root = project_dir(project)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                        *task.answer["run"]], cwd=root, env={**os.environ, "PYTHONPATH": str(root / project.root)},
+                       capture_output=True, check=False)
+        plain_s.append(time.perf_counter() - start)
+        print(f"task {index} ({project.name}): reward {info['reward']}, grading {grade_s[-1]:.2f} s, "
+              f"plain pytest {plain_s[-1]:.2f} s")
+    env.close()
+    grade, plain = sorted(grade_s)[len(grade_s) // 2], sorted(plain_s)[len(plain_s) // 2]
+    print(f"| RepoRepairReal-v0 (median of {n_tasks}) | seconds |\n|---|---|")
+    print(f"| rollgym grading (sandbox, hidden tests) | {grade:.2f} |")
+    print(f"| the project's tests, plain pytest subprocess | {plain:.2f} |")
+    print(f"ratio grading / plain: {grade / plain:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--real-repo", type=int, default=0, metavar="N",
+                        help="instead: time grading N RepoRepairReal-v0 tasks beside plain pytest of their tests")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of both; the best of each counts")
     args = parser.parse_args()
+    if args.real_repo:
+        bench_real_repo(args.real_repo)
+        return
     source = HumanEvalSource()
     tasks = [source.task(i, "test") for i in range(source.size("test"))]
     rows = source.rows

@@ -42,6 +42,18 @@ def require_module(name: str) -> None:
         _missing(f"Python package {name} is not installed ({how})")
 
 
+def require_repo_real() -> None:
+    """Skip (fail in CI) when the real projects of RepoRepairReal-v0 are not built."""
+    from rollgym.core.errors import DataNotFoundError
+    from rollgym.envs.code.repo_real.projects import load_projects, project_dir
+
+    try:
+        for project in load_projects():
+            project_dir(project)
+    except DataNotFoundError as exc:
+        _missing(f"{exc} .ci/run builds them")
+
+
 def require_modules(*names: str) -> None:
     """:func:`require_module` for each name."""
     for name in names:

@@ -42,6 +42,10 @@ def _require_extras(env_id: str) -> None:
         require_module(module)
     if env_id.startswith("Chess"):
         require_module("chess")
+    if env_id == "RepoRepairReal-v0":
+        from tests.conftest import require_repo_real
+
+        require_repo_real()
 
 
 @pytest.mark.parametrize("env_id", [i for i in ENV_IDS if rollgym.env_info(i).family not in SLOW_FAMILIES])

@@ -20,4 +20,5 @@ COMMAND_MODULES: list[str] = [
     "rollgym.commands.serve_env",
     "rollgym.commands.models",
     "rollgym.commands.export",
+    "rollgym.commands.data",
 ]

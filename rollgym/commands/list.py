@@ -47,6 +47,7 @@ STATS_PROVIDERS: dict[str, str] = {
     "tools": "rollgym.envs.tools.generated:stats",
     "web": "rollgym.envs.web.gen.stats:web_stats",
     "code": "rollgym.envs.code.terminal_gen.source:catalogue",
+    "code-real": "rollgym.envs.code.repo_real.source:catalogue",
 }
 
 

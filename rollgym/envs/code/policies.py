@@ -92,6 +92,22 @@ def repo_repair_oracle(observation: str, info: dict[str, Any]) -> str:
     return _hermes("write_file", {"path": fix["path"], "content": fix["content"]})
 
 
+def repo_real_oracle(observation: str, info: dict[str, Any]) -> str:
+    """Write each mutated file back as it was (one ``write_file`` per turn), then finish."""
+    from rollgym.envs.code.repo_real.source import RepoRepairRealSource
+
+    index = info.get("task_index")
+    if index is None:
+        raise ConfigError("This oracle plays tasks drawn by the env (with a task index), not given tasks.")
+    bugs = int(info["task_meta"]["config"]["bugs"])
+    fixes = RepoRepairRealSource(bugs, str(info.get("env_id") or "RepoRepairReal-v0")).task(
+        int(index), str(info["split"])).answer["fix"]
+    turn = int(info.get("turn", 0))
+    if turn >= len(fixes):
+        return "The bugs are fixed."
+    return _hermes("write_file", {"path": fixes[turn]["path"], "content": fixes[turn]["content"]})
+
+
 def repo_repair_random_policy(observation: str, info: dict[str, Any], rng: np.random.Generator) -> str:
     """A random tool call (reading, searching, running tests, a random edit) or, sometimes, finishing."""
     roll = rng.random()

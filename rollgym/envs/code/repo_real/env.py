@@ -1,0 +1,173 @@
+"""``RepoRepairRealEnv``: fix bugs injected into a real Python project; its own hidden tests grade the fix."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rollgym.core.task import Score, Task
+from rollgym.envs.code.repo_real.projects import load_projects, project_dir
+from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, MAX_BUGS, RepoRepairRealSource
+from rollgym.envs.code.repo_repair.env import RepoRepairEnv, changed_tests
+from rollgym.envs.code.runner import code_runner
+from rollgym.sandbox import Job, Limits
+
+SYSTEM_PROMPT = (
+    "You are a software engineer fixing bugs in a real Python project. Use the tools to look around, edit the "
+    "source and run the tests. When the bugs are fixed, reply without a tool call."
+)
+GRADE_LIMITS = Limits(wall_s=120, cpu_s=120, mem_mb=2048, nproc=16, max_output_bytes=262_144)
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR) (.+?)(?: - .*)?$")
+_SKIP_DIRS = ("docs/", "doc/", ".git/")
+
+
+def pytest_argv(files: list[str], deselect: list[str], *, report_all: bool) -> list[str]:
+    """The pytest command run in the sandbox: the project's own settings, no cache, a summary line per test."""
+    argv = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--tb=short",
+            "-rA" if report_all else "-rfE", "-W", "ignore", *files]
+    for test_id in deselect:
+        argv += ["--deselect", test_id]
+    return argv
+
+
+def outcomes(output: str) -> dict[str, str]:
+    """Test id -> ``PASSED``, ``FAILED`` or ``ERROR`` from pytest's short summary."""
+    found: dict[str, str] = {}
+    for line in output.splitlines():
+        match = _SUMMARY.match(line.strip())
+        if match:
+            found[match.group(2)] = match.group(1)
+    return found
+
+
+class RepoRepairRealEnv(RepoRepairEnv):
+    """RepoRepairReal: fix the bugs an issue describes in a real Python project, graded by its own tests.
+
+    ## Description
+    Each task is a real pure-Python project (toolz, boltons, inflection, parse, semver, idna; six
+    and iso8601 held out) unpacked from its sdist (``rollgym data build repo-real`` fetches and
+    verifies them), with ``bugs`` AST-level bugs injected (off-by-one, wrong comparison or
+    operator, dropped branch, negated condition, swapped arguments, wrong default). Every
+    bug was validated: it makes at least one of the project's own tests fail and reverts
+    cleanly. The issue text names the broken behaviour (feature words and the error), not the
+    tests or the place of the bug. The test files holding a failing test are hidden.
+
+    ## Action Space
+    ``TextSpace(1_000_000)``: Hermes tool calls (``list_files``, ``read_file``, ``search``,
+    ``replace_in_file``, ``write_file``, ``delete_file``, ``run_tests``), or a message without
+    a tool call to finish.
+
+    ## Observation Space
+    ``TextSpace(100_000)``: the issue and the file list; then tool responses; ``""`` at the end.
+
+    ## Starting State
+    ``reset(seed=s)`` draws a validated mutant of the split; ``options={"task_index": i, "split": ...}``.
+    Splits ``train``, ``validation``, ``test`` (by content) and ``test_unseen`` (held-out projects).
+
+    ## Rewards
+    0.0 on tool turns. At the end, 1.0 when no test file (or conftest) was added, removed or
+    changed (else ``error="tests_modified"``) and, in the sandbox, the project's original test
+    files for the mutated modules (hidden ones included) all pass with the agent's source, each
+    originally failing test reported ``PASSED``. Files the agent added are not copied in.
+
+    ## Episode End
+    ``terminated=True`` at a message without a tool call; ``truncated=True`` (reward 0,
+    ``error="turn_limit"``) at the ``max_turns``-th message with tool calls.
+
+    ## Information
+    ``task_meta``: ``project``, ``version``, ``licence``, ``difficulty`` (``bugs``, ``distance``:
+    ``near`` when a failing test's file is named after the mutated module), ``mutations``, ``n_files``.
+
+    ## Arguments
+    ``bugs`` (1, 1-3: validated bugs combined in one project), ``max_turns`` (30),
+    ``max_calls_per_turn`` (4), ``max_output_chars`` (6000), ``split``, ``render_mode``.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    default_env_id = DEFAULT_ENV_ID
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        *,
+        bugs: int = 1,
+        max_turns: int = 30,
+        max_calls_per_turn: int = 4,
+        max_output_chars: int = 6000,
+        split: str = "train",
+        render_mode: str | None = None,
+    ) -> None:
+        self.bugs = bugs
+        self.runner = code_runner(Limits(disk_mb=256, max_files=8192))
+        self.files: dict[str, str] = {}
+        source = RepoRepairRealSource(bugs, self.default_env_id)
+        super(RepoRepairEnv, self).__init__(source, max_turns=max_turns, max_calls_per_turn=max_calls_per_turn,
+                                            max_output_chars=max_output_chars, split=split, render_mode=render_mode)
+
+    @property
+    def difficulty(self) -> None:  # type: ignore[override]
+        """One fixed difficulty per instance; ``bugs`` (1-3) sets it."""
+        return None
+
+    def _begin(self, task: Task) -> str:
+        self.files = dict(task.answer["files"])
+        listing = "\n".join(sorted(self.files))
+        return f"{task.prompt}\n\nFiles:\n{listing}\n\nYou have {self.max_turns} messages."
+
+    def _tree(self, task: Task, agent_files: dict[str, str], *, with_hidden: bool) -> dict[str, bytes]:
+        """The project as the sandbox gets it: its original files, the agent's version of each file it may edit."""
+        project = next(p for p in load_projects() if p.name == task.answer["project"])
+        root = project_dir(project)
+        original = task.answer["files"]
+        tree: dict[str, bytes] = {}
+        for path in sorted(root.rglob("*")):
+            rel = str(path.relative_to(root))
+            if not path.is_file() or rel.startswith(_SKIP_DIRS) or rel == ".verified":
+                continue
+            if rel in task.answer["hidden"] and not with_hidden:
+                continue
+            if rel in original and rel not in agent_files:
+                continue  # the agent deleted it
+            text = agent_files.get(rel) if rel in original else None
+            tree[rel] = text.encode() if text is not None else path.read_bytes()
+        return tree
+
+    def _tool_run_tests(self) -> tuple[str, dict[str, Any]]:
+        assert self.task is not None
+        visible = [f for f in self.task.answer["run"] if f not in self.task.answer["hidden"] and f in self.files]
+        if not visible:
+            return "no visible test file covers the mutated modules; the hidden tests decide", {"ok": True}
+        project = next(p for p in load_projects() if p.name == self.task.answer["project"])
+        job = Job.command(pytest_argv(visible, [], report_all=False), files=self._tree(self.task, self.files,
+                          with_hidden=False), env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
+        result = self.runner.run_one(job)
+        return result.as_text(self.max_output_chars), {"ok": result.ok, "label": result.label}
+
+    def _grade(self, action: str) -> Score:
+        assert self.task is not None
+        answer = self.task.answer
+        changed = changed_tests(answer["files"], self.files)
+        changed += [p for p in self.files if p not in answer["files"] and Path(p).name.startswith(("conftest",
+                                                                                                   "test"))]
+        if changed:
+            return Score.fail("tests_modified", changed_tests=sorted(set(changed)))
+        project = next(p for p in load_projects() if p.name == answer["project"])
+        job = Job.command(pytest_argv(answer["run"], answer["deselect"], report_all=True),
+                          files=self._tree(self.task, self.files, with_hidden=True),
+                          env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
+        result = self.runner.run_one(job)
+        seen = outcomes(result.stdout)
+        bad = sorted(t for t, outcome in seen.items() if outcome != "PASSED")
+        # A failing id without "::" is a file that did not import; fixed, some test of it must pass.
+        missing = sorted(t for t in answer["failing"] if seen.get(t) != "PASSED" and not (
+            "::" not in t and any(k.startswith(t + "::") and v == "PASSED" for k, v in seen.items())))
+        if result.exit_code != 0 or bad or missing:
+            return Score.fail("tests_failed", failed=bad[:20], not_passed=missing[:20], exit_code=result.exit_code,
+                              label=result.label)
+        return Score(reward=1.0, correct=True, details={"passed": len(seen)})
+
+
+__all__ = ["MAX_BUGS", "RepoRepairRealEnv"]

@@ -1,0 +1,173 @@
+"""RepoRepairReal-v0: mutation operators, the committed manifests, and grading by the projects' own tests.
+
+The grading tests need the projects built (``rollgym data build repo-real``, which .ci/run runs);
+without them they skip here and fail in CI.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+
+import pytest
+
+from rollgym.envs.code.repo_real.mutate import KINDS, Mutation, apply_all, enumerate_mutations
+from rollgym.envs.code.repo_real.projects import load_projects, project_dir
+from rollgym.envs.code.repo_real.source import load_mutants, mutants_by_split
+
+SAMPLE = '''def clamp(x, low=0, high=10, strict=False):
+    """Docstring 1."""
+    if x < low:
+        return low
+    if strict and x > high:
+        raise ValueError(x)
+    return min(x + 1, high) - divmod(x, 2)[0]
+'''
+
+
+def test_every_kind_is_enumerated_and_each_mutation_reverts_exactly():
+    mutations = enumerate_mutations("m.py", SAMPLE)
+    assert {m.kind for m in mutations} == set(KINDS)
+    for m in mutations:
+        mutated = m.apply(SAMPLE)
+        assert mutated != SAMPLE
+        ast.parse(mutated)
+        assert m.revert(mutated) == SAMPLE
+    assert not any(m.line == 2 for m in mutations)  # the docstring is left alone
+
+
+def test_operators_do_what_their_names_say():
+    by_kind = {(m.kind, m.old): m.new for m in enumerate_mutations("m.py", SAMPLE)}
+    assert by_kind[("wrong_comparison", "x < low")] == "x <= low"
+    assert by_kind[("swapped_arguments", "min(x + 1, high)")] == "min(high, x + 1)"
+    assert by_kind[("wrong_default", "False")] == "True"
+    assert by_kind[("wrong_operator", "strict and x > high")] == "strict or x > high"
+    assert by_kind[("dropped_branch", "if x < low:\n        return low")] == "pass"
+
+
+def test_a_mutation_refuses_a_file_that_does_not_hold_its_text():
+    m = next(m for m in enumerate_mutations("m.py", SAMPLE) if m.old == "x < low")
+    with pytest.raises(ValueError, match="does not hold"):
+        m.apply(SAMPLE.replace("x", "y"))
+
+
+def test_two_mutations_apply_together():
+    a, b = (m for m in enumerate_mutations("m.py", SAMPLE) if m.kind in ("wrong_comparison", "wrong_default")
+            and m.old in ("x < low", "False"))
+    both = apply_all({"m.py": SAMPLE}, [a, b])["m.py"]
+    assert "x <= low" in both and "strict=True" in both
+
+
+def test_manifest_projects_are_permissive_and_hashed():
+    projects = load_projects()
+    assert len(projects) >= 9 and all(len(p.sha256) == 64 for p in projects)
+    assert {p.licence for p in projects} <= {"MIT", "BSD-3-Clause"}
+    assert {p.name for p in projects if p.split == "test_unseen"} == {"six", "iso8601"}
+
+
+def test_validated_mutants_cover_eight_projects_and_keep_unseen_projects_out_of_other_splits():
+    rows = load_mutants()
+    per_project = Counter(r["project"] for r in rows)
+    assert len([p for p, n in per_project.items() if n >= 30]) >= 8
+    assert all(r["failing"] and r["n_failing"] >= 1 for r in rows)
+    splits = mutants_by_split()
+    assert {r["project"] for r in splits["test_unseen"]} == {"six", "iso8601"}
+    for split in ("train", "validation", "test"):
+        assert splits[split] and not {r["project"] for r in splits[split]} & {"six", "iso8601"}
+    assert all(Mutation.from_dict(r["mutation"]).kind in KINDS for r in rows)
+
+
+def _built() -> None:
+    from tests.conftest import require_repo_real
+
+    require_repo_real()
+
+
+def test_every_stored_mutation_still_applies_to_the_built_sources():
+    _built()
+    texts: dict[tuple[str, str], str] = {}
+    projects = {p.name: p for p in load_projects()}
+    for row in load_mutants():
+        m = Mutation.from_dict(row["mutation"])
+        key = (row["project"], m.path)
+        if key not in texts:
+            texts[key] = (project_dir(projects[row["project"]]) / m.path).read_text()
+        assert m.revert(m.apply(texts[key])) == texts[key]
+
+
+@pytest.fixture
+def env():
+    _built()
+    import rollgym
+
+    environment = rollgym.make("RepoRepairReal-v0")
+    yield environment
+    environment.close()
+
+
+def _call(name: str, **arguments: str) -> str:
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def _first(env, split="train", index=0):
+    observation, info = env.reset(seed=0, options={"split": split, "task_index": index})
+    return observation, info
+
+
+def test_hidden_tests_never_reach_the_agent(env):
+    observation, _ = _first(env)
+    hidden = env.unwrapped.task.answer["hidden"]
+    assert hidden
+    for path in hidden:
+        assert path not in env.unwrapped.files and path not in observation
+    for test_id in env.unwrapped.task.answer["failing"]:
+        assert test_id.split("::")[-1] not in observation
+
+
+@pytest.mark.parametrize("split", ["train", "test_unseen"])
+def test_the_oracle_revert_passes_and_the_unmodified_mutant_fails(env, split):
+    from rollgym.envs.code.policies import repo_real_oracle
+
+    observation, info = _first(env, split)
+    *_, info = env.step("I changed nothing.")
+    assert info["reward"] == 0.0 and info["error"] == "tests_failed"
+    observation, info = _first(env, split)
+    while True:
+        observation, reward, terminated, truncated, info = env.step(repo_real_oracle(observation, info))
+        if terminated or truncated:
+            break
+    assert reward == 1.0, info
+
+
+def test_an_emptied_source_file_fails(env):
+    _first(env)
+    path = env.unwrapped.task.answer["fix"][0]["path"]
+    env.step(_call("write_file", path=path, content=""))
+    *_, info = env.step("done")
+    assert info["reward"] == 0.0
+
+
+def test_editing_a_test_file_or_adding_a_conftest_scores_zero(env):
+    _first(env)
+    visible_test = next(p for p in env.unwrapped.files if p.rsplit("/", 1)[-1].startswith("test"))
+    env.step(_call("write_file", path=visible_test, content="def test_ok():\n    pass\n"))
+    *_, info = env.step("done")
+    assert info["error"] == "tests_modified"
+    _first(env)
+    env.step(_call("write_file", path="conftest.py", content="import sys\nsys.exit(0)\n"))
+    *_, info = env.step("done")
+    assert info["error"] == "tests_modified"
+
+
+def test_exiting_early_from_the_package_or_a_sitecustomize_scores_zero(env):
+    _first(env)
+    path = env.unwrapped.task.answer["fix"][0]["path"]
+    fixed = env.unwrapped.task.answer["fix"][0]["content"]
+    env.step(_call("write_file", path=path, content="import os\nos._exit(0)\n" + fixed))
+    *_, info = env.step("done")
+    assert info["reward"] == 0.0
+    _first(env)
+    env.step(_call("write_file", path="sitecustomize.py", content="import os\nos._exit(0)\n"))
+    *_, info = env.step("done")
+    assert info["reward"] == 0.0
