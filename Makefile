@@ -26,6 +26,7 @@ lint: $(VENV)/.installed
 # suite takes about half the wall time of one process. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 test: lint
+	$(VENV)/bin/rollgym data build repo-real  # RepoRepairReal's projects from the package registry (cached)
 	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 # Every bench writes bench/results/<name>.json; publish.py renders the README's table from them.
