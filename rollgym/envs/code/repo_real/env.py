@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
 from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, MAX_BUGS, RepoRepairRealSource
@@ -108,9 +109,14 @@ class RepoRepairRealEnv(RepoRepairEnv):
                                             max_output_chars=max_output_chars, split=split, render_mode=render_mode)
 
     @property
-    def difficulty(self) -> None:  # type: ignore[override]
-        """One fixed difficulty per instance; ``bugs`` (1-3) sets it."""
-        return None
+    def difficulty(self) -> Difficulty:
+        """One level per number of injected bugs, 1 to 3 (the default is the instance's ``bugs``)."""
+        levels = tuple(Level(f"bugs-{n}", {"bugs": n}, f"{n} validated bug{'s' if n > 1 else ''} in one project")
+                       for n in range(1, MAX_BUGS + 1))
+        return Difficulty(levels, default=self.bugs - 1, grows="the number of bugs injected into one project")
+
+    def _level_source(self, env_id: str, level: Level) -> RepoRepairRealSource:
+        return RepoRepairRealSource(int(level.knobs["bugs"]), env_id)
 
     def _begin(self, task: Task) -> str:
         self.files = dict(task.answer["files"])
