@@ -115,7 +115,7 @@ class RepoRepairRealEnv(RepoRepairEnv):
                        for n in range(1, MAX_BUGS + 1))
         return Difficulty(levels, default=self.bugs - 1, grows="the number of bugs injected into one project")
 
-    def _level_source(self, env_id: str, level: Level) -> RepoRepairRealSource:
+    def _level_source(self, env_id: str, level: Level) -> RepoRepairRealSource:  # type: ignore[override]
         return RepoRepairRealSource(int(level.knobs["bugs"]), env_id)
 
     def _begin(self, task: Task) -> str:
