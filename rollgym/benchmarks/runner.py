@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import os
 import platform
 from collections.abc import Callable
@@ -136,10 +137,17 @@ def build_manifest(
     seed: int | None,
     limit: int | None,
     only: list[str] | None = None,
+    spec_hashes: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The bundle's manifest (without ``complete`` and times)."""
+    """The bundle's manifest (without ``complete`` and times).
+
+    ``spec_hashes`` maps an entry's name to the spec hash its transcript was recorded under, where
+    that is not its env's current one (see :func:`recorded_spec_hashes`).
+    """
     from rollgym import __version__
     from rollgym.core.registration import env_info
+
+    recorded = spec_hashes or {}
 
     return {
         "kind": "rollgym-bundle",
@@ -149,7 +157,7 @@ def build_manifest(
             "name": suite.name,
             "version": suite.version,
             "label": suite.label,
-            "task_hash": suite.task_hash(runnable),
+            "task_hash": suite.task_hash(runnable, recorded),
         },
         "seed": seed,
         "limit": limit,
@@ -159,7 +167,7 @@ def build_manifest(
             {
                 "name": e.name,
                 "env_id": e.env_id,
-                "spec_hash": env_info(e.env_id).content_hash,
+                "spec_hash": recorded.get(e.name) or env_info(e.env_id).content_hash,
                 "seed": e.seed,
                 "split": e.split,
                 "n_tasks": e.n_tasks,
@@ -187,17 +195,59 @@ def compute_summary(suite: Suite, entries: list[SuiteEntry], groups: dict[str, l
     }
 
 
-def _check_resume(folder: Path, manifest: dict[str, Any]) -> None:
+def recorded_spec_hashes(folder: Path, entries: list[SuiteEntry]) -> dict[str, str]:
+    """The entries whose transcript in ``folder`` was recorded under their env's hash from before a
+    re-pin, mapped to that hash: resuming such a run continues it under the hash it began with.
+    """
+    from rollgym.core.registration import earlier_hashes
+
+    found = {}
+    for entry in entries:
+        path = folder / TRANSCRIPTS / f"{entry.name}.jsonl"
+        try:
+            with path.open("rb") as handle:
+                header = json.loads(handle.readline())
+        except (OSError, ValueError):
+            continue
+        spec_hash = header.get("spec_hash") if isinstance(header, dict) else None
+        if spec_hash in earlier_hashes(entry.env_id):
+            found[entry.name] = str(spec_hash)
+    return found
+
+
+def _check_resume(folder: Path, manifest: dict[str, Any], suite: Suite, runnable: list[SuiteEntry]) -> None:
     path = folder / MANIFEST
     if not path.exists():
         return
     old = read_json(path)
-    diffs = [name for name in _IDENTITY if old.get(name) != manifest.get(name)]
+    diffs = [name for name in _IDENTITY if old.get(name) != manifest.get(name)
+             and not (name == "suite" and _same_tasks_across_re_pins(old, manifest, suite, runnable))]
     if diffs:
         raise ConfigError(
             f"{folder} holds a different run ({', '.join(diffs)} differ); rerun with the same arguments to resume, "
             "or choose another --out folder."
         )
+
+
+def _same_tasks_across_re_pins(old: dict[str, Any], manifest: dict[str, Any], suite: Suite,
+                               runnable: list[SuiteEntry]) -> bool:
+    """Whether a run's old manifest names the same suite and task set as ``manifest``, its task hash
+    differing only because an env was re-pinned since (its old hash is in the id's lineage)."""
+    from rollgym.core.registration import env_info, equivalent_hashes
+
+    old_suite, new_suite = old.get("suite"), manifest.get("suite")
+    if not isinstance(old_suite, dict) or not isinstance(new_suite, dict):
+        return False
+    if {**old_suite, "task_hash": None} != {**new_suite, "task_hash": None}:
+        return False
+    by_name = {e.name: e for e in runnable}
+    hashes: dict[str, str] = {}
+    for recorded in old.get("entries") or []:
+        entry = by_name.get(str(recorded.get("name"))) if isinstance(recorded, dict) else None
+        if entry is None or recorded.get("spec_hash") not in equivalent_hashes(env_info(entry.env_id)):
+            return False
+        hashes[entry.name] = str(recorded["spec_hash"])
+    return bool(old_suite.get("task_hash") == suite.task_hash(runnable, hashes))
 
 
 def run_suite(
@@ -236,8 +286,8 @@ def run_suite(
     runnable, skipped = run.partition()
     if not runnable:
         raise ConfigError(f"No entry of {suite.label} can run here: {'; '.join(s.reason for s in skipped)}")
-    manifest = build_manifest(run, runnable, skipped, agent, seed, limit, only)
-    _check_resume(folder, manifest)
+    manifest = build_manifest(run, runnable, skipped, agent, seed, limit, only, recorded_spec_hashes(folder, runnable))
+    _check_resume(folder, manifest, run, runnable)
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     if (folder / MANIFEST).exists():  # a resumed run keeps its start time
         started = str(read_json(folder / MANIFEST).get("started", started))

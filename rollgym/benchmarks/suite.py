@@ -194,18 +194,20 @@ class Suite:
         """The ids of the entry's tasks, in task order."""
         return [t.id for t in entry_tasks(entry)]
 
-    def task_hash(self, entries: list[SuiteEntry] | None = None) -> str:
+    def task_hash(self, entries: list[SuiteEntry] | None = None, spec_hashes: dict[str, str] | None = None) -> str:
         """A 16-hex-digit hash of the task set: task ids, env spec hashes and entry configs.
 
-        ``entries`` defaults to the runnable entries (see :meth:`partition`).
+        ``entries`` defaults to the runnable entries (see :meth:`partition`); ``spec_hashes`` maps an
+        entry's name to the spec hash it was recorded under, where that is not its env's current one.
         """
         from rollgym.core.registration import env_info
 
         chosen = self.partition()[0] if entries is None else entries
+        recorded = spec_hashes or {}
         return task_set_hash(
             self.name,
             self.version,
-            [(e.config(), env_info(e.env_id).content_hash, self.task_ids(e)) for e in chosen],
+            [(e.config(), recorded.get(e.name) or env_info(e.env_id).content_hash, self.task_ids(e)) for e in chosen],
         )
 
 

@@ -78,13 +78,14 @@ class EnvInfo:
 _LINEAGE: dict[str, list[str]] | None = None
 
 
-def equivalent_hashes(info: EnvInfo) -> frozenset[str]:
-    """The content hashes that stand for ``info``'s id as it is now: its own, and the hashes it had
-    before each re-pin (a refactor that, by the project's rule, cannot change tasks or scores).
+def earlier_hashes(env_id: str) -> frozenset[str]:
+    """The content hashes ``env_id`` had before each re-pin (a refactor that, by the project's rule,
+    cannot change tasks or scores), as ``rollgym/core/spec_lineage.json`` lists them; empty for an id
+    never re-pinned or not rollgym's own.
 
-    The earlier hashes are listed in ``rollgym/core/spec_lineage.json``, which the re-pin command
-    appends to, so a bundle recorded before a refactor still verifies (its episodes are replayed
-    on the current code all the same).
+    The re-pin command appends to that file, so a bundle recorded before a refactor still verifies
+    and a results file recorded before one still resumes (its episodes are replayed, or continued, on
+    the current code all the same).
     """
     global _LINEAGE
     if _LINEAGE is None:
@@ -92,7 +93,12 @@ def equivalent_hashes(info: EnvInfo) -> frozenset[str]:
 
         text = (resources.files("rollgym.core") / "spec_lineage.json").read_text(encoding="utf-8")
         _LINEAGE = {str(k): [str(h) for h in v] for k, v in json.loads(text).items()}
-    return frozenset([info.content_hash, *_LINEAGE.get(info.id, [])])
+    return frozenset(_LINEAGE.get(env_id, []))
+
+
+def equivalent_hashes(info: EnvInfo) -> frozenset[str]:
+    """The content hashes that stand for ``info``'s id as it is now: its own and its :func:`earlier_hashes`."""
+    return frozenset([info.content_hash, *earlier_hashes(info.id)])
 
 
 def register_env(

@@ -273,9 +273,18 @@ def _header_line(header: dict[str, Any]) -> bytes:
 
 def _describe_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str:
     diffs = [
-        f"{name} {old.get(name)!r} vs {new.get(name)!r}" for name in IDENTITY_FIELDS if old.get(name) != new.get(name)
+        f"{name} {old.get(name)!r} vs {new.get(name)!r}"
+        for name in IDENTITY_FIELDS
+        if old.get(name) != new.get(name) and not (name == "spec_hash" and _re_pinned(old, new))
     ]
     return "; ".join(diffs)
+
+
+def _re_pinned(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the file's spec hash is one the same id had before a re-pin (same tasks and scores by rule)."""
+    from rollgym.core.registration import earlier_hashes
+
+    return old.get("env_id") == new.get("env_id") and old.get("spec_hash") in earlier_hashes(str(new.get("env_id")))
 
 
 def _lock(fd: int, path: Path) -> None:
@@ -315,6 +324,9 @@ class ResultsWriter:
 
         The file is locked while the writer is open, so two runs never interleave in one file.
         ``sync_interval_s`` is the longest time between fsyncs (0: fsync after every episode).
+
+        A file recorded under an env's spec hash from before a re-pin (``rollgym/core/spec_lineage.json``)
+        resumes, and keeps its header: the file's episodes all count as played on that hash.
 
         Raises:
             ConfigError: when the file was written by a run with different arguments, or another

@@ -128,3 +128,48 @@ def test_cli_bench_show_and_bad_suite(tmp_path: Path) -> None:
     bad = subprocess.run([*CLI, "bench", "run", "nonesuch", "--agent", "oracle", "--out", str(tmp_path / "x")],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert bad.returncode == 2 and "Unknown suite" in bad.stderr
+
+
+def test_a_run_begun_before_a_re_pin_resumes_only_through_the_lineage_and_verifies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refactor re-pins an id's hash without changing its tasks or scores: a run begun before it resumes
+    when the old hash is in ``spec_lineage.json`` (its transcript keeps the hash it began with, the entry not
+    yet begun is played under the new one) and the bundle verifies; without the lineage it is a different run."""
+    from rollgym.benchmarks.suite import parse_suite
+    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.core import registration
+
+    entries = [{"name": "begun", "env": "Countdown-v0", "n_tasks": 3, "group_size": 2},
+               {"name": "not-begun", "env": "Countdown-v0", "n_tasks": 2, "seed": 5}]
+    suite = parse_suite({"name": "re-pin", "version": 1, "entries": entries}, "test suite")
+    reference = run_suite(suite, AgentSpec(agent="oracle"), tmp_path / "reference")
+    folder = tmp_path / "run"
+    run_suite(suite, AgentSpec(agent="oracle"), folder)
+    # make it a run interrupted in its first entry: two episodes of "begun" unplayed, "not-begun" never started
+    transcript = folder / "transcripts" / "begun.jsonl"
+    transcript.write_text("".join(transcript.read_text().splitlines(keepends=True)[:-2]))
+    (folder / "transcripts" / "not-begun.jsonl").unlink()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "complete": False}))
+    (folder / "summary.json").unlink()
+
+    before = registration.env_info("Countdown-v0").content_hash
+    original = registration.EnvInfo.__dict__["content_hash"].func
+    monkeypatch.setattr(registration.EnvInfo, "content_hash", property(
+        lambda info: "feedfacefeedface" if info.id == "Countdown-v0" else original(info)))
+    monkeypatch.setattr(registration, "_LINEAGE", {})
+    with pytest.raises(ConfigError, match="holds a different run"):
+        run_suite(suite, AgentSpec(agent="oracle"), folder)
+    assert len(transcript.read_text().splitlines()) == 1 + 3 * 2 - 2  # refused without touching the file
+
+    monkeypatch.setattr(registration, "_LINEAGE", {"Countdown-v0": [before]})
+    resumed = run_suite(suite, AgentSpec(agent="oracle"), folder)
+    assert json.loads(json.dumps(resumed)) == json.loads(json.dumps(reference))
+    hashes = {e["name"]: e["spec_hash"] for e in json.loads((folder / "manifest.json").read_text())["entries"]}
+    assert hashes == {"begun": before, "not-begun": "feedfacefeedface"}
+    assert json.loads(transcript.read_text().splitlines()[0])["spec_hash"] == before
+    report = verify_bundle(folder, suite=suite)
+    assert report.ok, report.reasons
+    assert run_suite(suite, AgentSpec(agent="oracle"), folder) == resumed  # and it resumes again, finished
+    monkeypatch.setattr(registration, "_LINEAGE", {})
+    assert not verify_bundle(folder, suite=suite).ok

@@ -129,6 +129,26 @@ def test_a_changed_env_spec_refuses_to_resume(tmp_path: Path) -> None:
         collect(OracleAgent(), "ToyAdd-v0", n_tasks=1, group_size=1, out=str(out))
 
 
+def test_a_spec_hash_from_before_a_re_pin_resumes_through_the_lineage_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id re-pinned by a refactor (same tasks and scores by rule) keeps its old hash in the lineage; a
+    file begun under that hash resumes and keeps its header. Another id's lineage does not count."""
+    from rollgym.core import registration
+
+    out = tmp_path / "run.jsonl"
+    collect(OracleAgent(), "ToyAdd-v0", n_tasks=2, group_size=1, out=str(out))
+    records = out.read_text().splitlines()
+    header = json.loads(records[0]) | {"spec_hash": "0000000000000000"}
+    out.write_text("\n".join([json.dumps(header), records[1]]) + "\n")
+    monkeypatch.setattr(registration, "_LINEAGE", {"ToyGuess-v0": ["0000000000000000"]})
+    with pytest.raises(ConfigError, match="spec_hash"):
+        collect(OracleAgent(), "ToyAdd-v0", n_tasks=2, group_size=1, out=str(out))
+    monkeypatch.setattr(registration, "_LINEAGE", {"ToyAdd-v0": ["0000000000000000"]})
+    groups = collect(OracleAgent(), "ToyAdd-v0", n_tasks=2, group_size=1, out=str(out))
+    assert [g.trajectories[0].reward for g in groups] == [1.0, 1.0]
+    assert lines(out)[0]["spec_hash"] == "0000000000000000" and len(lines(out)) == 3
+
+
 def test_corrupt_or_foreign_files_are_clear_errors(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     collect(OracleAgent(), "ToyAdd-v0", n_tasks=2, group_size=1, out=str(out))
