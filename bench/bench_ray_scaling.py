@@ -5,8 +5,9 @@ raylets and object stores, as separate hosts) offers a ``lane`` resource on ever
 worker needs one, so ``collect_ray`` spreads the workers over the three nodes. The agent waits
 50 ms per action (``time.sleep``, standing in for a model server's latency) and then replays the
 oracle's answer, recorded once beforehand (so its own CPU cost is a dict lookup); Countdown
-episodes are one action long. A worker plays two batches at once (the actor's
-``max_concurrency=2``), so one worker plays at most 40 episodes/s.
+episodes are one action long. The agent's ``act`` blocks (it has no ``aact``), so a worker plays
+one episode at a time: the actor's ``max_concurrency=2`` only lets the driver hand it its next
+batch while it plays, and one worker plays at most 20 episodes/s (the latency bound).
 
 Per worker count: episodes/s in steady state (over the middle half of the episodes, in arrival
 order, so actor start-up and the last stragglers are left out; batches are capped at 8 episodes so
@@ -123,7 +124,7 @@ def measure(quick: bool) -> dict[str, Any]:
     for point in points:
         point["ideal_eps"] = base * point["workers"]
         point["efficiency"] = point["steady_eps"] / point["ideal_eps"] if point["ideal_eps"] else 0.0
-        point["latency_bound_eps"] = 2 * point["workers"] / LATENCY_S
+        point["latency_bound_eps"] = point["workers"] / LATENCY_S  # a blocking act: one episode at a time
     return {"env": ENV_ID, "latency_s": LATENCY_S, "nodes": 3, "points": points, "cpus": os.cpu_count(),
             "load_1min": os.getloadavg()[0]}
 
