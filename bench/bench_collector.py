@@ -723,7 +723,9 @@ def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
                      "rollgym": f"{r['episodes_per_s']:,.0f}", "peer": f"{row['bare']['episodes_per_s']:,.0f}",
                      "ratio": f"{r['ratio']:.2f}x ({r['overhead_us_per_turn']:.0f} us/turn)"})
     remote = {env_id: row for env_id, row in figures["remote"].items() if env_id != "skipped"}
-    names = [name for name in next(iter(remote.values())) if name not in ("episodes", "turns", "bare")]
+    # collect_ray's row comes from bench_ray.py, which measures it side by side with the bare loop on its own
+    names = [name for name in next(iter(remote.values()))
+             if name not in ("episodes", "turns", "bare") and not name.startswith("collect_ray")]
     for name in names:
         rows.append({"what": f"Instant agent through {name} vs the bare loop in one process, "
                              f"{' / '.join(remote)} (episodes/s)",
