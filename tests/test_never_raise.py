@@ -177,6 +177,9 @@ ARRAY_FAMILIES = {"worldmodel"}
 TEXT_IDS = [i for i in ENV_IDS if rollgym.env_info(i).family not in ARRAY_FAMILIES]
 ARRAY_IDS = [i for i in ENV_IDS if rollgym.env_info(i).family in ARRAY_FAMILIES]
 EXAMPLES = {"web": 4, "math": 15, "games": 15}  # per family; everything else 40
+#: Ids whose every graded step runs a real project's own test suite (seconds); the parsing in front of the
+#: grader is RepoRepair-v0's, which gets the family's full count.
+EXAMPLES_BY_ID = {"RepoRepairReal-v0": 10}
 _ENVS: dict[str, Any] = {}
 
 
@@ -222,7 +225,7 @@ def _check_step(result: tuple[Any, ...]) -> bool:
 
 
 def _settings(env_id: str) -> settings:
-    examples = EXAMPLES.get(rollgym.env_info(env_id).family, 40)
+    examples = EXAMPLES_BY_ID.get(env_id) or EXAMPLES.get(rollgym.env_info(env_id).family, 40)
     return settings(
         max_examples=examples,
         deadline=None,
