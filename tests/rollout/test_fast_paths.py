@@ -100,15 +100,17 @@ def test_both_json_encoders_write_the_same_values_and_refuse_nan(monkeypatch):
 
 def test_a_streamed_run_keeps_no_finished_group():
     async def run() -> list[int]:
-        live = []
+        live, seen = [], 0
         async for group in stream(OracleAgent(), "ToyAdd-v0", 60, 3, concurrency=4):
             del group
-            gc.collect()
-            live.append(sum(type(o) is Trajectory for o in gc.get_objects()))
+            seen += 1
+            if seen % 6 == 0:  # a full heap walk per group costs a second in a big test process
+                gc.collect()
+                live.append(sum(type(o) is Trajectory for o in gc.get_objects()))
         return live
 
     live = asyncio.run(run())
-    assert len(live) == 60
+    assert len(live) == 10
     assert max(live) <= 4 + 3  # the episodes in flight and one group: nothing accumulates over 180 episodes
 
 
