@@ -73,3 +73,16 @@ def test_write_table_replaces_only_the_marked_section(tmp_path):
     write_table(results, doc)
     text = doc.read_text()
     assert "old" not in text and text.endswith("after\n") and "+0.100 ± n/a" in render_table(results)
+
+
+def test_the_documented_table_is_the_committed_run():
+    """docs/training.md's demo table is rendered from docs/img/grpo_demo.json, the run --doc wrote: a hand edit
+    of either (the warm-up's 0.353, a seed's accuracy) fails here."""
+    results = json.loads((REPO / "docs" / "img" / "grpo_demo.json").read_text(encoding="utf-8"))
+    doc = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
+    section = doc.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0]
+    assert section.strip() == render_table(results).strip()
+    runs = results["runs"]
+    assert [r["seed"] for r in runs] == results["config"]["seeds"]
+    per_seed = [r["curve"][-1]["accuracy"] for r in runs]
+    assert per_seed == pytest.approx(results["summary"]["accuracy_end_per_seed"])
