@@ -2,8 +2,9 @@
 
 An instant agent (it replays actions recorded once from the oracle, or random legal moves for
 Connect Four; its own cost is a dict lookup) plays the same tasks and seeds three ways: a bare
-``env.reset``/``env.step`` loop in this process, and ``collect_ray`` with 2 workers on a one-node
-Ray instance (``num_cpus=2``), for Countdown (one turn), ToolWorld-v1 (tools, several turns) and
+``env.reset``/``env.step`` loop in this process, ``collect_ray`` with 2 workers on a one-node
+Ray instance (``num_cpus=2``), and a later run of a ``RayWorkers`` whose 2 workers are already
+started (a trainer's rollout step after its first), for Countdown (one turn), ToolWorld-v1 (tools, several turns) and
 ConnectFour-v0 (a bot opponent). Printed per env: episodes/s of each, the ratio to the bare loop
 over the whole call (actor start-up included) and in steady state (the episodes after the
 first remote call's batch, from its arrival to the last episode's). Goal: >= 0.6x. Returns are
@@ -51,6 +52,8 @@ def run_ray(factory: Any, env_id: str, n_tasks: int) -> tuple[float, float, list
 def measure(quick: bool) -> dict[str, Any]:
     import ray
 
+    from rollgym.rollout.distributed import RayWorkers
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     figures: dict[str, Any] = {}
     try:
@@ -58,16 +61,22 @@ def measure(quick: bool) -> dict[str, Any]:
             n_tasks = max(4, n_tasks // 10) if quick else n_tasks
             factory = functools.partial(ReplayAgent, record_scripts(env_id, n_tasks, policy))
             run_ray(factory, env_id, 2)  # warm up: the first workers pay for imports
-            bare, ray_walls, steadies = [], [], []
+            bare, ray_walls, steadies, kept_walls = [], [], [], []
             turns, expected = 0, []
-            for _ in range(1 if quick else 2):
-                wall, _, (turns, expected) = timed(functools.partial(bare_loop, env_id, n_tasks, GROUP, factory()))
-                bare.append(wall)
-                wall, steady, groups = run_ray(factory, env_id, n_tasks)
-                if returns_of(groups) != expected:
-                    raise AssertionError(f"collect_ray played different episodes than the bare loop on {env_id}")
-                ray_walls.append(wall)
-                steadies.append(steady)
+            with RayWorkers(factory, env_id, num_workers=2) as kept:
+                kept.collect(2, GROUP)  # the kept workers start here, once
+                for _ in range(1 if quick else 2):
+                    wall, _, (turns, expected) = timed(functools.partial(bare_loop, env_id, n_tasks, GROUP, factory()))
+                    bare.append(wall)
+                    wall, steady, groups = run_ray(factory, env_id, n_tasks)
+                    if returns_of(groups) != expected:
+                        raise AssertionError(f"collect_ray played different episodes than the bare loop on {env_id}")
+                    ray_walls.append(wall)
+                    steadies.append(steady)
+                    wall, _, groups = timed(functools.partial(kept.collect, n_tasks, GROUP))
+                    if returns_of(groups) != expected:
+                        raise AssertionError(f"RayWorkers played different episodes than the bare loop on {env_id}")
+                    kept_walls.append(wall)
             episodes = n_tasks * GROUP
             base = min(bare)
             figures[env_id] = {
@@ -78,26 +87,42 @@ def measure(quick: bool) -> dict[str, Any]:
                     "ratio": base / min(ray_walls), "steady_episodes_per_s": max(steadies),
                     "steady_ratio": max(steadies) * base / episodes,
                 },
+                "RayWorkers (2 kept workers)": {
+                    "best_s": min(kept_walls), "episodes_per_s": episodes / min(kept_walls),
+                    "ratio": base / min(kept_walls),
+                },
             }
             row = figures[env_id]
             print(f"{env_id:16s} bare {row['bare']['episodes_per_s']:8,.0f} ep/s   collect_ray "
                   f"{row['collect_ray (2 workers)']['episodes_per_s']:8,.0f} ep/s "
                   f"({row['collect_ray (2 workers)']['ratio']:.2f}x whole call, "
-                  f"{row['collect_ray (2 workers)']['steady_ratio']:.2f}x steady)", flush=True)
+                  f"{row['collect_ray (2 workers)']['steady_ratio']:.2f}x steady)   kept workers "
+                  f"{row['RayWorkers (2 kept workers)']['episodes_per_s']:8,.0f} ep/s "
+                  f"({row['RayWorkers (2 kept workers)']['ratio']:.2f}x whole call)", flush=True)
     finally:
         ray.shutdown()
     return figures
 
 
 def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
-    """The README row these figures stand behind."""
+    """The README rows these figures stand behind."""
+    rows = []
+    envs = " / ".join(figures)
     name = "collect_ray (2 workers)"
-    return [{"what": f"Instant agent through {name}, batched, vs the bare loop in one process, "
-                     f"{' / '.join(figures)} (episodes/s, whole call with actor start-up; ratio also in steady state)",
-             "rollgym": " / ".join(f"{row[name]['episodes_per_s']:,.0f}" for row in figures.values()),
-             "peer": " / ".join(f"{row['bare']['episodes_per_s']:,.0f}" for row in figures.values()),
-             "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in figures.values()) + "; steady "
-                      + " / ".join(f"{row[name]['steady_ratio']:.2f}x" for row in figures.values())}]
+    rows.append({"what": f"Instant agent through {name}, batched, vs the bare loop in one process, {envs} "
+                         "(episodes/s, whole call with actor start-up; ratio also in steady state)",
+                 "rollgym": " / ".join(f"{row[name]['episodes_per_s']:,.0f}" for row in figures.values()),
+                 "peer": " / ".join(f"{row['bare']['episodes_per_s']:,.0f}" for row in figures.values()),
+                 "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in figures.values()) + "; steady "
+                          + " / ".join(f"{row[name]['steady_ratio']:.2f}x" for row in figures.values())})
+    name = "RayWorkers (2 kept workers)"
+    if all(name in row for row in figures.values()):
+        rows.append({"what": f"Instant agent through {name}: a later run on started actors, as a trainer's "
+                             f"rollout step, vs the bare loop in one process, {envs} (episodes/s, whole call)",
+                     "rollgym": " / ".join(f"{row[name]['episodes_per_s']:,.0f}" for row in figures.values()),
+                     "peer": " / ".join(f"{row['bare']['episodes_per_s']:,.0f}" for row in figures.values()),
+                     "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in figures.values())})
+    return rows
 
 
 def main() -> None:

@@ -320,12 +320,12 @@ async def _stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: 
                       seed: int, out: str | None, env_kwargs: dict[str, Any] | None, *, address: str | None = None,
                       needs: Needs | None = None, num_workers: int = 2, episodes_per_worker: int = 8,
                       limits: EpisodeLimits | None = None, max_steps: int = DEFAULT_MAX_STEPS,
-                      progress: ProgressCallback | None = None,
-                      max_worker_restarts: int | None = None) -> AsyncIterator[tuple[int, RolloutGroup]]:
+                      progress: ProgressCallback | None = None, max_worker_restarts: int | None = None,
+                      kept: RayWorkers | None = None) -> AsyncIterator[tuple[int, RolloutGroup]]:
     run = _RayRun(agent_factory, env_id, n_tasks, group_size, split, seed, out, env_kwargs, address=address,
                   needs=needs, num_workers=num_workers, episodes_per_worker=episodes_per_worker,
                   limits=limits or EpisodeLimits(max_steps=max_steps), progress=progress, on_result=None,
-                  max_worker_restarts=max_worker_restarts)
+                  max_worker_restarts=max_worker_restarts, kept=kept)
     remaining = Counter(i for i, _ in run.jobs)
     for i in range(n_tasks):
         if remaining[i] == 0:
@@ -349,6 +349,87 @@ async def _stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: 
             run.plan.writer.close()
 
 
+class RayWorkers:
+    """Env-worker actors kept from one run to the next: a trainer's rollout step on Ray.
+
+    :func:`collect_ray` starts its workers for each call and stops them at its end; on a small
+    machine starting them costs about a second a call (a process each, importing rollgym), which
+    a trainer that collects every step would pay every step. ``RayWorkers`` starts them at its
+    first run and keeps them, with their envs and agents, until :meth:`close`: every
+    :meth:`collect` or :meth:`stream` after the first plays on workers that are already warm.
+    Placement, faults (a lost worker is replaced, its batch replayed with the same seeds) and
+    results files behave as in :func:`collect_ray`; a worker lost between runs is replaced when
+    the next run finds it gone.
+
+    The settings that make a worker (env, split, env arguments, agent factory, limits) are fixed
+    at construction; each run chooses its tasks (``n_tasks``, ``group_size``, ``seed``, ``out``).
+
+    Example:
+        >>> from rollgym.agents import OracleAgent
+        >>> with RayWorkers(OracleAgent, "Countdown-v0", num_workers=2) as workers:  # doctest: +SKIP
+        ...     for step in range(3):
+        ...         groups = workers.collect(n_tasks=8, group_size=4, seed=step)
+    """
+
+    def __init__(self, agent_factory: Callable[[], Agent], env_id: str, *, split: str = "test",
+                 env_kwargs: dict[str, Any] | None = None, address: str | None = None, needs: Needs | None = None,
+                 num_workers: int = 2, episodes_per_worker: int = 8, limits: EpisodeLimits | None = None,
+                 max_steps: int = DEFAULT_MAX_STEPS, max_worker_restarts: int | None = None) -> None:
+        if num_workers < 1 or episodes_per_worker < 1:
+            raise ConfigError("num_workers and episodes_per_worker must be at least 1.")
+        self.agent_factory, self.env_id, self.split, self.env_kwargs = agent_factory, env_id, split, env_kwargs
+        self.options: dict[str, Any] = {
+            "address": address, "needs": needs, "num_workers": num_workers, "episodes_per_worker": episodes_per_worker,
+            "limits": limits or EpisodeLimits(max_steps=max_steps), "max_worker_restarts": max_worker_restarts,
+        }
+        self.fleet: _Fleet | None = None
+        self.closed = False
+
+    @property
+    def handles(self) -> list[Any]:
+        """The live workers' actor handles (empty before the first run and after :meth:`close`)."""
+        return [] if self.fleet is None else [w.handle for w in self.fleet.workers]
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ConfigError("These Ray workers are closed; make a new RayWorkers to collect again.")
+
+    def collect(self, n_tasks: int, group_size: int, seed: int = 0, out: str | None = None, *,
+                progress: ProgressCallback | None = None,
+                on_result: Callable[[int, list[Any]], None] | None = None) -> list[RolloutGroup]:
+        """Play ``n_tasks`` × ``group_size`` episodes on the kept workers: :func:`collect_ray`'s result."""
+        self._check_open()
+        run = _RayRun(self.agent_factory, self.env_id, n_tasks, group_size, self.split, seed, out, self.env_kwargs,
+                      progress=progress, on_result=on_result, kept=self, **self.options)
+        for _ in run.episodes():
+            pass
+        return _finish(run.plan, group_size, n_tasks)
+
+    async def stream(self, n_tasks: int, group_size: int, seed: int = 0, out: str | None = None, *,
+                     progress: ProgressCallback | None = None) -> AsyncIterator[RolloutGroup]:
+        """:func:`stream_ray` on the kept workers: each task's group as soon as its episodes finish."""
+        self._check_open()
+        options = {k: v for k, v in self.options.items() if k != "limits"}
+        async for _, group in _stream_ray(self.agent_factory, self.env_id, n_tasks, group_size, self.split, seed, out,
+                                          self.env_kwargs, limits=self.options["limits"], progress=progress,
+                                          kept=self, **options):
+            yield group
+
+    def close(self) -> None:
+        """Stop the workers; further runs raise. Safe to call twice."""
+        if self.fleet is not None:
+            for worker in self.fleet.workers:
+                self.fleet.ray.kill(worker.handle, no_restart=True)
+            self.fleet = None
+        self.closed = True
+
+    def __enter__(self) -> RayWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _take_group(plan: RunPlan, i: int) -> RolloutGroup:
     """Group ``i`` from the plan's records, which it leaves (a streamed run keeps no finished group)."""
     episodes = [plan.records.pop((i, j)) for j in range(plan.group_size) if (i, j) in plan.records]
@@ -362,8 +443,9 @@ class _RayRun:
                  seed: int, out: str | None, env_kwargs: dict[str, Any] | None, *, address: str | None,
                  needs: Needs | None, num_workers: int, episodes_per_worker: int, limits: EpisodeLimits,
                  progress: ProgressCallback | None, on_result: Callable[[int, list[Any]], None] | None,
-                 max_worker_restarts: int | None) -> None:
+                 max_worker_restarts: int | None, kept: RayWorkers | None = None) -> None:
         self.ray = _import_ray()
+        self.kept = kept
         _validate(n_tasks, group_size, seed, limits.max_steps)
         if num_workers < 1 or episodes_per_worker < 1:
             raise ConfigError("num_workers and episodes_per_worker must be at least 1.")
@@ -385,26 +467,18 @@ class _RayRun:
 
     def episodes(self) -> Generator[int, None, None]:
         """Play every job; yield the task index of each episode once it is recorded (and written)."""
-        ray, plan, needs = self.ray, self.plan, self.needs
+        ray, plan = self.ray, self.plan
         if not self.jobs:
             return
         _connect(ray, self.address)
         lost_errors = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError,
                        ray.exceptions.NodeDiedError, ray.exceptions.WorkerCrashedError,
                        ray.exceptions.ObjectLostError)
-        actor = ray.remote(max_concurrency=2, **needs.ray_options())(EnvWorker)
-        fleet = _Fleet(ray, actor, needs, self.worker_args, per_node=1)
-        nodes = fleet.nodes()
-        if not nodes:
-            if plan.writer is not None:
-                plan.writer.close()
-            offer = (f"--resources='{json.dumps(dict.fromkeys(needs.resources, 4))}'" if needs.resources
-                     else "--num-cpus=4")
-            raise ClusterError(f"No alive node of the Ray cluster offers what a {plan.info.id} worker needs "
-                               f"({needs.describe()}); start one with `ray start --address=<head> {offer}`.")
-        fleet.known = set(nodes)
-        fleet.per_node = max(1, math.ceil(self.num_workers / len(nodes)))
-        fleet.start(self.num_workers, nodes)
+        fleet = self.kept.fleet if self.kept is not None else None
+        if fleet is None or not fleet.workers:
+            fleet = self._start_fleet()
+            if self.kept is not None:
+                self.kept.fleet = fleet
         queue = list(self.jobs)
         in_flight: dict[Any, tuple[list[tuple[int, int]], _Worker]] = {}
 
@@ -453,10 +527,32 @@ class _RayRun:
                         self.on_result(self.done, [w.handle for w in fleet.workers])
                     yield i
         finally:
-            for worker in fleet.workers:
-                ray.kill(worker.handle, no_restart=True)
+            if self.kept is None:
+                for worker in fleet.workers:
+                    ray.kill(worker.handle, no_restart=True)
+            else:  # kept for the next run; a batch abandoned here (a stream closed early) just finishes unread
+                for worker in fleet.workers:
+                    worker.in_flight = 0
             if plan.writer is not None:
                 plan.writer.close()
+
+    def _start_fleet(self) -> _Fleet:
+        """Start ``num_workers`` workers spread over the alive nodes that offer what they need."""
+        ray, plan, needs = self.ray, self.plan, self.needs
+        actor = ray.remote(max_concurrency=2, **needs.ray_options())(EnvWorker)
+        fleet = _Fleet(ray, actor, needs, self.worker_args, per_node=1)
+        nodes = fleet.nodes()
+        if not nodes:
+            if plan.writer is not None:
+                plan.writer.close()
+            offer = (f"--resources='{json.dumps(dict.fromkeys(needs.resources, 4))}'" if needs.resources
+                     else "--num-cpus=4")
+            raise ClusterError(f"No alive node of the Ray cluster offers what a {plan.info.id} worker needs "
+                               f"({needs.describe()}); start one with `ray start --address=<head> {offer}`.")
+        fleet.known = set(nodes)
+        fleet.per_node = max(1, math.ceil(self.num_workers / len(nodes)))
+        fleet.start(self.num_workers, nodes)
+        return fleet
 
 
 def _finish(plan: RunPlan, group_size: int, n_tasks: int) -> list[RolloutGroup]:

@@ -65,3 +65,48 @@ def test_ray_workers_play_an_llm_through_an_http_model_server(tiny_backend, tiny
     assert len(trajectories) == 6 and all(t.status == "completed" for t in trajectories)
     for traj in trajectories:  # the exact tokens the server sampled, with its logprobs, came back from the workers
         check_tokens(tiny_backend, traj)
+
+
+def test_kept_workers_play_every_run_on_the_same_actors_and_match_the_local_collector(tmp_path: Path):
+    """RayWorkers starts its actors once: runs after the first play on the same workers (no new actor), with
+    collect's results; a results file resumes as with collect_ray; after close, a run is a clear error."""
+    import asyncio
+
+    from rollgym.core.errors import ConfigError
+    from rollgym.rollout.distributed import RayWorkers
+
+    with RayWorkers(OracleAgent, "Countdown-v0", num_workers=2) as workers:
+        assert workers.handles == []
+        first = workers.collect(4, 2, seed=1)
+        started = {h._actor_id.hex() for h in workers.handles}
+        assert len(started) == 2
+        second = workers.collect(6, 2, seed=2, out=str(tmp_path / "run.jsonl"))
+        streamed = asyncio.run(_gather(workers.stream(3, 2, seed=3)))
+        assert {h._actor_id.hex() for h in workers.handles} == started
+        played_by = {t.metrics["worker"] for g in first + second + streamed for t in g.trajectories}
+        assert played_by <= started and len(played_by) == 2
+        assert comparable(first) == comparable(collect(OracleAgent(), "Countdown-v0", 4, 2, seed=1))
+        assert comparable(second) == comparable(collect(OracleAgent(), "Countdown-v0", 6, 2, seed=2))
+        assert comparable(load_results(tmp_path / "run.jsonl").groups()) == comparable(second)
+        in_order = sorted(streamed, key=lambda g: g.group_id)
+        assert comparable(in_order) == comparable(collect(OracleAgent(), "Countdown-v0", 3, 2, seed=3))
+    assert workers.handles == []
+    with pytest.raises(ConfigError, match="closed"):
+        workers.collect(1, 1)
+
+
+def test_a_kept_worker_lost_between_runs_is_replaced_and_nothing_changes():
+    from rollgym.rollout.distributed import RayWorkers
+
+    with RayWorkers(OracleAgent, "Countdown-v0", num_workers=2) as workers:
+        workers.collect(2, 2, seed=4)
+        lost = workers.handles[0]
+        ray.kill(lost, no_restart=True)
+        groups = workers.collect(8, 2, seed=5)
+        assert comparable(groups) == comparable(collect(OracleAgent(), "Countdown-v0", 8, 2, seed=5))
+        assert lost._actor_id.hex() not in {h._actor_id.hex() for h in workers.handles}
+        assert len(workers.handles) == 2
+
+
+async def _gather(stream):
+    return [group async for group in stream]
