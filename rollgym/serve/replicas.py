@@ -108,6 +108,7 @@ class ReplicaSet:
         self.closing = False
         self._next = 0
         self._retired: dict[str, float] = {}
+        self._deaths: dict[tuple[int, int], str] = {}  # how each replica generation ended, for REPLICA_LOST
         self._watchers: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
 
@@ -160,6 +161,7 @@ class ReplicaSet:
             pass
         replica.returncode = await process.wait()
         replica.exited.set()
+        self._deaths[(replica.index, replica.generation)] = replica.death()
         for name, value in replica.last_metrics.items():
             if name.split("{")[0].endswith(_SUMMED_LAST):
                 self._retired[name] = self._retired.get(name, 0.0) + value
@@ -240,7 +242,7 @@ class ReplicaSet:
             return replica, None
         if replica is None or generation > replica.generation:
             return None, "This server never ran the replica named in this session id; start a new session with reset."
-        gone = replica.death() if replica.generation == generation else "stopped"
+        gone = self._deaths.get((index, generation), "stopped")
         return None, (f"Replica {index} of this server {gone}, and the episode of this session went with it; it "
                       "counts as failed: send reset to play it again on a live replica.")
 
