@@ -16,7 +16,8 @@ same answer. The client (:class:`rollgym.serve.client.RemoteEnv`) marks that epi
 its next ``reset`` opens a new session on a live replica: the same seed plays the same episode.
 
 Tokens are checked here as on a single server (every route but ``/health``), and again by the
-replicas, which listen on 127.0.0.1 only.
+replicas, which listen on 127.0.0.1 only (replicas in Ray actors, :mod:`rollgym.serve.ray_replicas`, on
+their node's address).
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ class Router:
         """Send a request to a replica on this client's connection to it; return the raw response."""
         key = (replica.index, replica.generation)
         if key not in upstreams:
-            upstreams[key] = await asyncio.open_connection("127.0.0.1", replica.port, limit=MAX_HEAD_BYTES)
+            upstreams[key] = await asyncio.open_connection(replica.host, replica.port, limit=MAX_HEAD_BYTES)
         up_reader, up_writer = upstreams[key]
         up_writer.write(request)
         await up_writer.drain()
@@ -427,7 +428,7 @@ class Router:
                                                                       bytes] | None:
         """Pass a WebSocket handshake to a replica; its connection and answer, or ``None`` when it is unreachable."""
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", replica.port, limit=MAX_HEAD_BYTES)
+            up_reader, up_writer = await asyncio.open_connection(replica.host, replica.port, limit=MAX_HEAD_BYTES)
         except OSError:
             return None
         up_writer.write(head.raw)

@@ -348,3 +348,17 @@ def test_replica_counts_and_env_arguments_are_checked_with_one_sentence():
         ReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 0)
     with pytest.raises(ConfigError, match="JSON values"):
         ReplicaSet(ServeConfig(env_ids=("Countdown-v0",), env_kwargs={"x": object()}), 2)
+
+
+def test_ray_placement_arguments_are_checked_with_one_sentence():
+    from rollgym.commands.serve_env import ray_resources
+    from rollgym.core.errors import ConfigError
+    from rollgym.serve.ray_replicas import RayReplicaSet
+    from rollgym.serve.sessions import ServeConfig
+
+    assert ray_resources(["envs=1", "browser=0.5"]) == {"envs": 1.0, "browser": 0.5}
+    for bad in ("envs", "envs=-1", "=1", "envs=lots"):
+        with pytest.raises(ConfigError, match="--ray-resource takes NAME=AMOUNT"):
+            ray_resources([bad])
+    with pytest.raises(ConfigError, match="non-negative numbers"):
+        RayReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 2, cpus=-1)
