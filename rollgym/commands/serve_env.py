@@ -31,6 +31,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--replicas", type=int, default=1,
                         help="server processes behind the one address; sessions stay on theirs, a replica that "
                              "dies is started again, --max-sessions is per replica (default: 1)")
+    parser.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                        help="run each replica in a Ray actor, on the cluster at ADDRESS (host:6379, auto, ray://...; "
+                             "without one: a local Ray, or $RAY_ADDRESS); see docs/distributed.md")
+    parser.add_argument("--ray-resource", action="append", default=[], metavar="NAME=AMOUNT",
+                        help="with --ray: a custom Ray resource each replica reserves, which places it (repeatable)")
+    parser.add_argument("--ray-cpus", type=float, default=1.0,
+                        help="with --ray: CPUs each replica reserves (default 1)")
     parser.add_argument("--workers", type=int, default=32, help="threads for blocking env work (default: 32)")
     parser.add_argument("--execution", choices=["auto", "inline", "threads"], default="auto",
                         help="where steps run: auto (fast families on the event loop), inline, threads")
@@ -74,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.docker_image:
         import subprocess
 
-        if args.replicas != 1:
+        if args.replicas != 1 or args.ray is not None:
             raise ConfigError("--docker-image runs one server; pass --replicas inside the image instead, or not both.")
 
         command = docker_command(args)
@@ -105,25 +112,62 @@ def run(args: argparse.Namespace) -> int:
         print(f"Serving {shown} at {url} (WebSocket {url.replace('http', 'ws', 1)}/envs/<id>/ws)",
               file=sys.stderr, flush=True)
 
-    if args.replicas == 1:
+    if args.replicas == 1 and args.ray is None:
         serve(server, args.host, args.port, on_ready=ready)
         return 0
-    return serve_replicas(server, args.replicas, args.host, args.port)
+    if args.ray is None and args.ray_resource:
+        raise ConfigError("--ray-resource places replicas on a Ray cluster: add --ray [ADDRESS].")
+    fleet: Any = None
+    if args.ray is not None:
+        from rollgym.serve.ray_replicas import RayReplicaSet
+
+        fleet = RayReplicaSet(server.config, args.replicas, address=args.ray or None, cpus=args.ray_cpus,
+                              resources=ray_resources(args.ray_resource), default_env=server.default_env,
+                              nemo_gym=server.nemo_gym)
+    return serve_replicas(server, args.replicas, args.host, args.port, fleet)
 
 
-def serve_replicas(server: Any, count: int, host: str, port: int) -> int:
-    """Serve ``count`` replicas of ``server``'s configuration behind one router until SIGINT/SIGTERM."""
+def ray_resources(pairs: list[str]) -> dict[str, float]:
+    """``{"envs": 1.0}`` from ``["envs=1"]``; ``ConfigError`` with one sentence for a malformed pair.
+
+    Example:
+        >>> ray_resources(["envs=1", "browser=0.5"])
+        {'envs': 1.0, 'browser': 0.5}
+    """
+    from rollgym.core.errors import ConfigError
+
+    resources: dict[str, float] = {}
+    for pair in pairs:
+        name, _, amount = pair.partition("=")
+        try:
+            value = float(amount)
+        except ValueError:
+            value = -1.0
+        if not name.strip() or value < 0:
+            raise ConfigError(f"--ray-resource takes NAME=AMOUNT with a non-negative amount, got {pair!r}.")
+        resources[name.strip()] = value
+    return resources
+
+
+def serve_replicas(server: Any, count: int, host: str, port: int, fleet: Any = None) -> int:
+    """Serve ``count`` replicas of ``server``'s configuration behind one router until SIGINT/SIGTERM.
+
+    ``fleet`` is the replica set (default: replica processes on this machine).
+    """
     import asyncio
 
     from rollgym.serve.replicas import ReplicaSet
     from rollgym.serve.router import Router
 
-    router = Router(ReplicaSet(server.config, count, default_env=server.default_env, nemo_gym=server.nemo_gym))
+    if fleet is None:
+        fleet = ReplicaSet(server.config, count, default_env=server.default_env, nemo_gym=server.nemo_gym)
+    router = Router(fleet)
     hosted = [i.id for i in server.hub.served()]
+    kind = "Ray actors" if type(fleet) is not ReplicaSet else "replica processes"
 
     def ready(url: str) -> None:
         print(json.dumps({"event": "ready", "url": url, "envs": len(hosted), "replicas": count}), flush=True)
-        print(f"Serving {len(hosted)} env ids at {url} from {count} replica processes", file=sys.stderr, flush=True)
+        print(f"Serving {len(hosted)} env ids at {url} from {count} {kind}", file=sys.stderr, flush=True)
 
     runner: Any = asyncio.run
     try:

@@ -49,6 +49,9 @@ class Replica:
     index: int
     generation: int
     port: int = 0
+    host: str = "127.0.0.1"
+    node: str = ""  # the Ray node id of a replica in a Ray actor
+    ended: str | None = None  # how it ended, when no exit code tells (a Ray actor that was lost)
     pid: int = 0
     process: Any = None
     exited: asyncio.Event = field(default_factory=asyncio.Event)
@@ -69,6 +72,8 @@ class Replica:
     def death(self) -> str:
         """How the process ended, in words: ``exited with code 1``, ``was killed by SIGKILL``."""
         code = self.returncode
+        if self.ended is not None:
+            return self.ended
         if code is None:
             return "stopped"
         if code < 0:
@@ -108,6 +113,7 @@ class ReplicaSet:
         self.closing = False
         self._next = 0
         self._retired: dict[str, float] = {}
+        self._deaths: dict[tuple[int, int], str] = {}  # how each replica generation ended, for REPLICA_LOST
         self._watchers: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
 
@@ -153,13 +159,22 @@ class ReplicaSet:
             await self.stop()
             raise
 
-    async def _watch(self, replica: Replica) -> None:
+    async def _wait_exit(self, replica: Replica) -> None:
+        """Return when the replica's process has exited, with ``returncode`` (or ``ended``) set."""
         process = replica.process
         assert process.stdout is not None
         while await process.stdout.read(65536):  # a pipe nobody reads would fill up and stall the replica
             pass
         replica.returncode = await process.wait()
+
+    def _discard(self, replica: Replica) -> None:
+        """Stop a replica started while the set was closing."""
+        replica.process.terminate()
+
+    async def _watch(self, replica: Replica) -> None:
+        await self._wait_exit(replica)
         replica.exited.set()
+        self._deaths[(replica.index, replica.generation)] = replica.death()
         for name, value in replica.last_metrics.items():
             if name.split("{")[0].endswith(_SUMMED_LAST):
                 self._retired[name] = self._retired.get(name, 0.0) + value
@@ -181,7 +196,7 @@ class ReplicaSet:
                 lived = 0.0
                 continue
             if self.closing:
-                fresh.process.terminate()
+                self._discard(fresh)
                 return
             self.replicas[replica.index] = fresh
             self.restarts += 1
@@ -240,7 +255,7 @@ class ReplicaSet:
             return replica, None
         if replica is None or generation > replica.generation:
             return None, "This server never ran the replica named in this session id; start a new session with reset."
-        gone = replica.death() if replica.generation == generation else "stopped"
+        gone = self._deaths.get((index, generation), "stopped")
         return None, (f"Replica {index} of this server {gone}, and the episode of this session went with it; it "
                       "counts as failed: send reset to play it again on a live replica.")
 
@@ -250,9 +265,9 @@ class ReplicaSet:
         auth = f"Authorization: Bearer {self.config.token}\r\n" if self.config.token else ""
 
         async def fetch() -> str:
-            reader, writer = await asyncio.open_connection("127.0.0.1", replica.port)
+            reader, writer = await asyncio.open_connection(replica.host, replica.port)
             try:
-                writer.write(f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{auth}\r\n".encode())
+                writer.write(f"GET {path} HTTP/1.0\r\nHost: {replica.host}\r\n{auth}\r\n".encode())
                 raw = await reader.read()
             finally:
                 writer.close()
@@ -269,7 +284,7 @@ class ReplicaSet:
         rows = []
         for replica in list(self.replicas):
             row: dict[str, Any] = {"replica": replica.index, "generation": replica.generation, "pid": replica.pid,
-                                   "status": "down", "sessions": 0}
+                                   "status": "down", "sessions": 0, **({"node": replica.node} if replica.node else {})}
             if replica.alive:
                 try:
                     body = json.loads(await self._get(replica, "/health"))

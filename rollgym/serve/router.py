@@ -16,7 +16,8 @@ same answer. The client (:class:`rollgym.serve.client.RemoteEnv`) marks that epi
 its next ``reset`` opens a new session on a live replica: the same seed plays the same episode.
 
 Tokens are checked here as on a single server (every route but ``/health``), and again by the
-replicas, which listen on 127.0.0.1 only.
+replicas, which listen on 127.0.0.1 only (replicas in Ray actors, :mod:`rollgym.serve.ray_replicas`, on
+their node's address).
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ class Router:
         """Send a request to a replica on this client's connection to it; return the raw response."""
         key = (replica.index, replica.generation)
         if key not in upstreams:
-            upstreams[key] = await asyncio.open_connection("127.0.0.1", replica.port, limit=MAX_HEAD_BYTES)
+            upstreams[key] = await asyncio.open_connection(replica.host, replica.port, limit=MAX_HEAD_BYTES)
         up_reader, up_writer = upstreams[key]
         up_writer.write(request)
         await up_writer.drain()
@@ -379,24 +380,10 @@ class Router:
         if not allowed:
             writer.write(_response(403, {"detail": UNAUTHORIZED_DETAIL, "code": wire.UNAUTHORIZED}, keep_alive=False))
             return
-        replica, why = await self._route(_session_in(head, b""))
-        if replica is None:
-            await self._refuse_websocket(head, reader, writer, why)
+        opened = await self._open_upstream(head, reader, writer)
+        if opened is None:
             return
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", replica.port, limit=MAX_HEAD_BYTES)
-        except OSError:
-            await self._settle(replica)
-            await self._refuse_websocket(head, reader, writer, self.replicas.holder(replica.tag)[1])
-            return
-        up_writer.write(head.raw)
-        try:
-            answer = await up_reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            up_writer.close()
-            await self._settle(replica)
-            await self._refuse_websocket(head, reader, writer, self.replicas.holder(replica.tag)[1])
-            return
+        replica, (up_reader, up_writer, answer) = opened
         writer.write(answer)
         watch = _FrameWatch() if answer.startswith(b"HTTP/1.1 101") else None
         inbound = asyncio.ensure_future(_pipe(reader, up_writer))
@@ -416,6 +403,41 @@ class Router:
             for task in (inbound, outbound):
                 task.cancel()
             up_writer.close()
+
+    async def _open_upstream(self, head: _Head, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+                             ) -> tuple[Replica, tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]] | None:
+        """The replica for a WebSocket and its answer to the handshake; ``None`` after refusing the client."""
+        session_id = _session_in(head, b"")
+        for attempt in range(2):
+            replica, why = await self._route(session_id)
+            if replica is None:
+                await self._refuse_websocket(head, reader, writer, why)
+                return None
+            upstream = await self._handshake(replica, head)
+            if upstream is not None:
+                return replica, upstream
+            await self._settle(replica)
+            if session_id is None and attempt == 0:  # a new session: nothing was bound to that process
+                continue
+            why = self.replicas.holder(replica.tag)[1] if session_id else None
+            await self._refuse_websocket(head, reader, writer, why)
+            return None
+        return None
+
+    async def _handshake(self, replica: Replica, head: _Head) -> tuple[asyncio.StreamReader, asyncio.StreamWriter,
+                                                                      bytes] | None:
+        """Pass a WebSocket handshake to a replica; its connection and answer, or ``None`` when it is unreachable."""
+        try:
+            up_reader, up_writer = await asyncio.open_connection(replica.host, replica.port, limit=MAX_HEAD_BYTES)
+        except OSError:
+            return None
+        up_writer.write(head.raw)
+        try:
+            answer = await up_reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            up_writer.close()
+            return None
+        return up_reader, up_writer, answer
 
     async def _refuse_websocket(self, head: _Head, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                                 why: str | None) -> None:

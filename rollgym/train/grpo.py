@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rollgym.core.agent import Agent
 from rollgym.core.deprecation import renamed
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import atomic_path
@@ -50,6 +51,7 @@ from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import RoleBaselines, Scale, group_advantages, role_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
 from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
+from rollgym.train.rollouts import collect_groups
 from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
 
 if TYPE_CHECKING:
@@ -266,6 +268,19 @@ class GRPOTrainer:
     def policy_version(self) -> int:
         """How many updates the weights have had."""
         return self.global_step
+
+    def rollout_step(self, agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, *,
+                     seed: int = 0, ray: bool | str = False, **collect_kwargs: Any
+                     ) -> tuple[list[RolloutGroup], dict[str, Any]]:
+        """Collect groups with :func:`collect_groups` (here, or on Ray with ``ray=True`` or a cluster address),
+        then make one :meth:`step` on them; returns the groups and the step's statistics.
+
+        Example:
+            >>> groups, stats = trainer.rollout_step(agent_factory, "Countdown-v0", 8, 4, seed=step,
+            ...                                      ray="10.0.0.1:6379")  # doctest: +SKIP
+        """
+        groups = collect_groups(agent_factory, env_id, n_tasks, group_size, seed=seed, ray=ray, **collect_kwargs)
+        return groups, self.step(groups)
 
     def step(self, groups: Sequence[RolloutGroup], *, token_advantages: TokenAdvantages | None = None
              ) -> dict[str, Any]:

@@ -140,3 +140,57 @@ def test_stream_ray_yields_every_group_from_three_nodes_and_resumes_from_its_fil
                                           address=handle.address, needs=LANE, num_workers=3))
     assert comparable(again) == expected  # task order, read back from the file: nothing played twice
     assert len(load_results(out).episodes) == 12
+
+
+@pytest.mark.slow
+def test_the_grpo_rollout_step_on_the_cluster_plays_the_groups_it_plays_in_process(cluster, tiny_server,
+                                                                                    tiny_model_dir):
+    """GRPOTrainer.rollout_step(ray=ADDRESS): a tiny model's sampled groups, played by Ray workers on three nodes
+    through an OpenAI-compatible server, equal those played in this process for the same seed; GRPO trains on them."""
+    require_module("torch")
+    require_module("transformers")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import RemoteChatAgent
+    from rollgym.train.grpo import GRPOConfig, GRPOTrainer
+    from rollgym.train.rollouts import collect_groups
+
+    handle, nodes = cluster
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    agent_factory = RemoteChatAgent(tiny_server.url, tokenizer=str(tiny_model_dir),
+                                    sampling=SamplingParams(max_tokens=8, temperature=1.0))
+
+    here = collect_groups(agent_factory, "Countdown-v0", 3, 4, seed=7)
+    ray.shutdown()  # and join by address, as a trainer on another host would
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))
+    trainer = GRPOTrainer(model, tokenizer, GRPOConfig(learning_rate=1e-3))
+    groups, stats = trainer.rollout_step(agent_factory, "Countdown-v0", 3, 4, seed=7, ray=handle.address,
+                                         num_workers=3)
+
+    assert set(nodes_of(groups)) <= set(nodes.values()) and len(set(nodes_of(groups))) >= 2
+
+    def sampled(gs: list) -> list:
+        return [[(t.traj_id, t.task_id, t.reward, t.status, t.prompt_ids, t.completion_ids, t.loss_mask)
+                 for t in g.trajectories] for g in gs]
+
+    assert sampled(groups) == sampled(here)
+    assert any(len({tuple(t.completion_ids) for t in g.trajectories}) > 1 for g in groups)  # sampled, not fixed
+    trajs = [t for g in groups for t in g.trajectories]
+    assert all(t.completion_ids and len(t.logprobs) == len(t.completion_ids) for t in trajs)
+    for ours, theirs in zip(trajs, (t for g in here for t in g.trajectories)):  # server batching moves last bits
+        assert ours.logprobs == pytest.approx(theirs.logprobs, abs=1e-4)
+    twin = GRPOTrainer(AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)), tokenizer,
+                       GRPOConfig(learning_rate=1e-3))
+    in_process = twin.step(here)  # the same update from the groups played here
+    assert stats["groups"] == 3 and stats["rows"] == in_process["rows"] == 12 and trainer.global_step == 1
+    assert stats["reward_mean"] == in_process["reward_mean"]
+    assert stats["loss"] == pytest.approx(in_process["loss"], abs=1e-5)
+
+
+def test_collect_groups_names_a_wrong_ray_argument_in_one_sentence():
+    from rollgym.core.errors import ConfigError
+    from rollgym.train.rollouts import collect_groups
+
+    with pytest.raises(ConfigError, match="ray must be False, True or a cluster address"):
+        collect_groups(OracleAgent, "Countdown-v0", 1, 1, ray=3)  # type: ignore[arg-type]

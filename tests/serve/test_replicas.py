@@ -173,6 +173,158 @@ def test_a_killed_replica_fails_its_episodes_honestly_and_they_replay_on_a_live_
         server.stop()
 
 
+def _fleet_pids(url: str) -> list[int]:
+    return [r["pid"] for r in httpx.get(url + "/health", timeout=30).json()["replicas"]]
+
+
+def _kill_both_and_wait_for_restarts(url: str) -> None:
+    """SIGKILL every replica, then wait until both are back (so what follows does not race the restarts)."""
+    before = httpx.get(url + "/health", timeout=30).json()["replica_restarts"]
+    for pid in _fleet_pids(url):
+        os.kill(pid, signal.SIGKILL)
+
+    def back() -> bool:
+        health = httpx.get(url + "/health", timeout=30).json()
+        return health["replica_restarts"] == before + 2 and health["status"] == "healthy"
+
+    _wait_for(back, "both replicas to start again")
+
+
+def _outcome(trajectory) -> tuple:  # type: ignore[no-untyped-def]
+    """What a deterministic agent's episode must reproduce: status, reward, task and transcript."""
+    return trajectory.status, trajectory.reward, trajectory.task_id, trajectory.messages
+
+
+def test_a_collect_run_through_replica_kills_loses_no_episode_and_matches_a_fault_free_run(tmp_path):
+    """Both replicas SIGKILLed twice in one ``collect``: once while an episode is mid-way (between its reset and
+    its step), once between two episodes. Only the mid-way episode fails (REPLICA_LOST, reward None, replayed on
+    resume); a kill between episodes fails nothing, because the next reset replays on a restarted replica (why
+    the dropped check sometimes saw no failure: its kill could land before the held episode's reset returned)."""
+    import threading
+
+    from rollgym.agents import OracleAgent
+    from rollgym.rollout import collect
+    from rollgym.rollout.store import read_results
+
+    server = ServerProcess("Countdown-v0", "--replicas", "2")
+    url = server.url
+    env_id = f"{url}/Countdown-v0"
+    out = tmp_path / "run.jsonl"
+    try:
+        reference = collect(OracleAgent(), env_id, n_tasks=20, group_size=2, seed=3)
+        expected = {(i, t.sample_idx): _outcome(t) for i, g in enumerate(reference) for t in g.trajectories}
+        assert len(expected) == 40 and all(o[0] == "completed" and o[1] == 1.0 for o in expected.values())
+        lost_before = _metric(url, "rollgym_router_replica_lost_answers_total")
+
+        held, killed = threading.Event(), threading.Event()
+
+        class HeldOracle(OracleAgent):
+            acts = 0
+
+            def act(self, observation, info):  # type: ignore[no-untyped-def]
+                HeldOracle.acts += 1
+                if HeldOracle.acts == 7:  # episode 7 is reset on its replica; hold it there until the kill
+                    held.set()
+                    assert killed.wait(300)
+                return super().act(observation, info)
+
+        def killer() -> None:
+            if held.wait(300):
+                _kill_both_and_wait_for_restarts(url)
+            killed.set()
+
+        def between_episodes(trajectory) -> None:  # type: ignore[no-untyped-def]
+            finished.append(trajectory)
+            if len(finished) == 20:  # the collector calls this before it resets the next episode
+                _kill_both_and_wait_for_restarts(url)
+
+        finished: list = []
+        thread = threading.Thread(target=killer)
+        thread.start()
+        try:
+            groups = collect(HeldOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out),
+                             on_episode=between_episodes)
+        finally:
+            killed.set()
+            thread.join()
+
+        got = {(i, t.sample_idx): t for i, g in enumerate(groups) for t in g.trajectories}
+        failed = [key for key, t in got.items() if t.status == "failed"]
+        assert failed == [(3, 0)]  # the 7th episode, and only it
+        failure = got[(3, 0)].info["failure"]
+        assert got[(3, 0)].reward is None and failure["stage"] == "step" and failure["retry_on_resume"] is True
+        assert "Replica" in failure["message"] and "SIGKILL" in failure["message"]
+        assert {k: _outcome(t) for k, t in got.items() if k != (3, 0)} == {
+            k: o for k, o in expected.items() if k != (3, 0)}
+        assert _metric(url, "rollgym_router_replica_lost_answers_total") >= lost_before + 2  # each kill was seen
+        assert len(read_results(out)[0].episodes) == 40  # every episode, the failed one included, is on file
+
+        resumed = collect(OracleAgent(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))
+        assert {(i, t.sample_idx): _outcome(t) for i, g in enumerate(resumed) for t in g.trajectories} == expected
+        kept = {(r.task_index, r.trajectory.sample_idx): r.trajectory.traj_id for r in read_results(out)[0].episodes
+                if r.trajectory.status == "completed"}
+        assert len(kept) == 40  # the 39 finished before the resume stayed, and the failed one was played again
+    finally:
+        server.stop()
+
+
+def test_a_new_session_sent_to_a_replica_that_just_died_goes_to_a_live_one():
+    """The router learns of a replica's death when its process is reaped; a new WebSocket session picked for it
+    in between holds nothing there, so it must go to a live replica, not fail its episode's reset."""
+    import asyncio
+    import queue
+    import threading
+
+    from rollgym.serve.replicas import Replica, ReplicaSet
+    from rollgym.serve.router import Router
+    from rollgym.serve.sessions import ServeConfig
+
+    notice = threading.Event()
+
+    class SlowToNotice(ReplicaSet):
+        """Sees a replica's exit only when the test allows it: the window between a death and its notice, held open."""
+
+        async def _watch(self, replica: Replica) -> None:
+            await asyncio.get_running_loop().run_in_executor(None, notice.wait)
+            await super()._watch(replica)
+
+    fleet = SlowToNotice(ServeConfig(env_ids=("Countdown-v0",)), 2)
+    router = Router(fleet)
+    loop = asyncio.new_event_loop()
+    urls: queue.Queue[str] = queue.Queue()
+    thread = threading.Thread(target=lambda: loop.run_until_complete(router.serve("127.0.0.1", 0, urls.put)))
+    thread.start()
+    try:
+        url = urls.get(timeout=180)
+        victim = fleet.replicas[0]
+        os.kill(victim.pid, signal.SIGKILL)
+        _wait_for(lambda: _refuses(victim.port), "the killed replica's port to close")
+        assert fleet.replicas[0].alive  # the router has not noticed yet
+
+        envs = [_remote(url) for _ in range(2)]  # round robin offers the dead replica to one of them
+        observations = [env.reset(seed=4)[0] for env in envs]
+        assert [env.session_id[:5] for env in envs] == ["r1g0.", "r1g0."]
+        assert observations[0] == observations[1]
+        assert all(env.step("<answer>1</answer>")[2] is True for env in envs)
+        for env in envs:
+            env.close()
+    finally:
+        notice.set()
+        loop.call_soon_threadsafe(router.stop)
+        thread.join(timeout=120)
+        loop.close()
+
+
+def _refuses(port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except OSError:
+        return True
+    return False
+
+
 def test_the_frame_watch_finds_a_clean_close_however_the_bytes_are_cut():
     from rollgym.serve.router import _frame, _FrameWatch
 
@@ -196,3 +348,17 @@ def test_replica_counts_and_env_arguments_are_checked_with_one_sentence():
         ReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 0)
     with pytest.raises(ConfigError, match="JSON values"):
         ReplicaSet(ServeConfig(env_ids=("Countdown-v0",), env_kwargs={"x": object()}), 2)
+
+
+def test_ray_placement_arguments_are_checked_with_one_sentence():
+    from rollgym.commands.serve_env import ray_resources
+    from rollgym.core.errors import ConfigError
+    from rollgym.serve.ray_replicas import RayReplicaSet
+    from rollgym.serve.sessions import ServeConfig
+
+    assert ray_resources(["envs=1", "browser=0.5"]) == {"envs": 1.0, "browser": 0.5}
+    for bad in ("envs", "envs=-1", "=1", "envs=lots"):
+        with pytest.raises(ConfigError, match="--ray-resource takes NAME=AMOUNT"):
+            ray_resources([bad])
+    with pytest.raises(ConfigError, match="non-negative numbers"):
+        RayReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 2, cpus=-1)

@@ -1,0 +1,54 @@
+"""The rollout step of a GRPO loop: groups of episodes played in this process or on a Ray cluster.
+
+:func:`collect_groups` is what :meth:`rollgym.train.grpo.GRPOTrainer.rollout_step` collects with;
+``ray=`` moves the episodes onto Ray's env workers (:func:`rollgym.rollout.distributed.collect_ray`)
+without changing them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rollgym.core.agent import Agent
+from rollgym.core.errors import ConfigError
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS
+from rollgym.rollout.types import RolloutGroup
+
+
+def collect_groups(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, *,
+                   seed: int = 0, split: str = "train", env_kwargs: dict[str, Any] | None = None,
+                   max_steps: int = DEFAULT_MAX_STEPS, ray: bool | str = False, num_workers: int = 2,
+                   concurrency: int = 32) -> list[RolloutGroup]:
+    """The rollout step of a GRPO loop: ``n_tasks`` groups of ``group_size`` episodes, here or on a Ray cluster.
+
+    Args:
+        agent_factory: Builds the agent (a picklable callable with ``ray``: Ray workers build their own;
+            e.g. :class:`~rollgym.agents.chat.RemoteChatAgent` for a model behind an inference server).
+        ray: ``False`` plays the episodes in this process (:func:`~rollgym.rollout.collect_async`);
+            ``True`` on Ray's workers (:func:`~rollgym.rollout.distributed.collect_ray`), on the Ray
+            instance already initialised in this process, else a local one; a string is the cluster to
+            join (``"10.0.0.1:6379"``, ``"auto"``, ``"ray://..."``) when Ray is not initialised yet.
+        num_workers: Ray workers (``ray`` only); concurrency: episodes at once in this process.
+
+    An episode is a pure function of the run's seed, its task and its sample index (a
+    :class:`~rollgym.agents.chat.ChatAgent` seeds its sampling from them), so both ways give the same
+    groups; with ``ray`` every trajectory also names its node and worker in ``metrics``.
+
+    Example:
+        >>> from rollgym.agents import OracleAgent
+        >>> groups = collect_groups(OracleAgent, "Countdown-v0", 2, 2, seed=1)
+        >>> [t.reward for t in groups[0].trajectories]
+        [1.0, 1.0]
+    """
+    if ray is False:
+        from rollgym.rollout import collect_async
+
+        return collect_async(agent_factory(), env_id, n_tasks, group_size, split=split, seed=seed,
+                             concurrency=concurrency, max_steps=max_steps, env_kwargs=env_kwargs)
+    if not isinstance(ray, (bool, str)) or ray == "":
+        raise ConfigError(f"ray must be False, True or a cluster address such as '10.0.0.1:6379', got {ray!r}.")
+    from rollgym.rollout.distributed import collect_ray
+
+    return collect_ray(agent_factory, env_id, n_tasks, group_size, split=split, seed=seed, env_kwargs=env_kwargs,
+                       address=None if ray is True else ray, num_workers=num_workers, max_steps=max_steps)

@@ -1,0 +1,114 @@
+"""``rollgym serve-env --replicas 2 --ray ADDRESS``: replicas in Ray actors on a real 3-node cluster on this machine.
+
+Nodes: the head (no ``envs`` resource) and two nodes that offer ``envs``; the replicas ask for one each, so they
+land on those two. The router is a real ``serve-env`` process that joins the cluster by address; clients speak
+real WebSockets and HTTP to it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import require_module
+from tests.serve.conftest import ServerProcess
+
+require_module("ray")
+require_module("starlette")
+require_module("websockets")
+require_module("httpx")
+import httpx  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+pytestmark = pytest.mark.slow
+SMALL = {"object_store_memory": 80 * 1024**2}  # Ray's minimum is 75 MiB
+
+
+def _remote(url: str):  # type: ignore[no-untyped-def]
+    from rollgym.serve.client import RemoteEnv
+
+    return RemoteEnv(url, env_id="Countdown-v0", reconnect_attempts=1, backoff_s=0.05)
+
+
+def _health(url: str) -> dict:
+    return httpx.get(url + "/health", timeout=30).json()
+
+
+def _wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 180  # a bound against hanging, not a speed claim
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[tuple[Cluster, dict[str, str]]]:
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, **SMALL})
+    try:
+        nodes = {"head": cluster.head_node.node_id}
+        for name in ("a", "b"):
+            nodes[name] = cluster.add_node(num_cpus=1, resources={"envs": 1}, **SMALL).node_id
+        cluster.wait_for_nodes()
+        yield cluster, nodes
+    finally:
+        cluster.shutdown()
+
+
+def test_ray_replicas_land_by_resources_stick_fail_honestly_and_come_back(cluster):
+    from rollgym.serve.client import EnvServerGone
+
+    handle, nodes = cluster
+    server = ServerProcess("Countdown-v0", "--replicas", "2", "--ray", handle.address, "--ray-resource", "envs=1",
+                           "--ray-cpus", "0")
+    url = server.url
+    try:
+        health = _health(url)
+        assert health["status"] == "healthy"
+        assert sorted(r["node"] for r in health["replicas"]) == sorted([nodes["a"], nodes["b"]])  # not the head
+
+        envs = [_remote(url) for _ in range(2)]
+        first = [env.reset(seed=5)[0] for env in envs]
+        assert sorted(env.session_id[:5] for env in envs) == ["r0g0.", "r1g0."]  # new sessions take turns
+        assert first[0] == first[1]
+        victim, survivor = sorted(envs, key=lambda e: e.session_id)
+        held = httpx.post(url + "/reset", json={"seed": 5}, timeout=30).json()["session_id"]
+        state = httpx.get(url + "/state", params={"session_id": held}, timeout=30)
+        assert state.status_code == 200 and state.json()["session_id"] == held  # HTTP sticks to its replica too
+
+        row = health["replicas"][0]
+        os.kill(row["pid"], signal.SIGKILL)  # replica 0's actor process, mid-episode
+        with pytest.raises(EnvServerGone) as lost:
+            victim.step("<answer>1+2</answer>")
+        assert lost.value.code == "REPLICA_LOST" and "Replica 0" in str(lost.value)
+        assert "Ray actor" in str(lost.value) and "reset" in str(lost.value)
+        assert survivor.step("<answer>1+2</answer>")[2] is True  # the other replica's session goes on
+        if held.startswith("r0g0."):
+            answer = httpx.post(url + "/step", json={"session_id": held, "action": {"text": "1"}}, timeout=30)
+            assert answer.status_code == 503 and answer.json()["code"] == "REPLICA_LOST"
+
+        again = victim.reset(seed=5)[0]  # the client replays the episode on a live replica
+        assert again == first[0] and not victim.session_id.startswith("r0g0.")
+        assert victim.step("<answer>1+2</answer>")[2] is True
+
+        _wait_for(lambda: _health(url)["replica_restarts"] == 1 and _health(url)["status"] == "healthy",
+                  "replica 0 to start again")
+        back = _health(url)["replicas"][0]
+        assert back["generation"] == 1 and back["pid"] != row["pid"]
+        assert back["node"] in (nodes["a"], nodes["b"])  # placed again by the resource
+        fresh = _remote(url)
+        fresh.reset(seed=6)
+        assert fresh.step("<answer>1</answer>")[2] is True
+        for env in (*envs, fresh):
+            env.close()
+    finally:
+        server.stop()
+
+
+def test_ray_replicas_refuse_a_cluster_without_the_resource_in_one_sentence(cluster):
+    handle, _ = cluster
+    with pytest.raises(RuntimeError, match="No node of the Ray cluster offers what a serve-env replica needs"):
+        ServerProcess("Countdown-v0", "--replicas", "2", "--ray", handle.address, "--ray-resource", "gpu-browser=1")
