@@ -55,6 +55,7 @@ from rollgym.train.rollouts import collect_groups
 from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
 
 if TYPE_CHECKING:
+    from rollgym.rollout.distributed import RayWorkers
     from rollgym.train.teacher import Teacher
 
 #: The advantage estimators of :class:`GRPOConfig`.
@@ -270,10 +271,11 @@ class GRPOTrainer:
         return self.global_step
 
     def rollout_step(self, agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, *,
-                     seed: int = 0, ray: bool | str = False, **collect_kwargs: Any
+                     seed: int = 0, ray: bool | str | RayWorkers = False, **collect_kwargs: Any
                      ) -> tuple[list[RolloutGroup], dict[str, Any]]:
-        """Collect groups with :func:`collect_groups` (here, or on Ray with ``ray=True`` or a cluster address),
-        then make one :meth:`step` on them; returns the groups and the step's statistics.
+        """Collect groups with :func:`collect_groups` (here, or on Ray with ``ray=True``, a cluster address, or
+        a :class:`~rollgym.rollout.distributed.RayWorkers` kept for the whole loop), then make one :meth:`step`
+        on them; returns the groups and the step's statistics.
 
         Example:
             >>> groups, stats = trainer.rollout_step(agent_factory, "Countdown-v0", 8, 4, seed=step,

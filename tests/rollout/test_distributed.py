@@ -110,3 +110,23 @@ def test_a_kept_worker_lost_between_runs_is_replaced_and_nothing_changes():
 
 async def _gather(stream):
     return [group async for group in stream]
+
+
+def test_the_grpo_rollout_step_plays_on_kept_workers_and_refuses_workers_of_another_run():
+    from rollgym.core.errors import ConfigError
+    from rollgym.rollout.distributed import RayWorkers
+    from rollgym.train.rollouts import collect_groups
+
+    with RayWorkers(OracleAgent, "Countdown-v0", split="train", num_workers=2) as workers:
+        for step in range(2):
+            kept = collect_groups(OracleAgent, "Countdown-v0", 3, 2, seed=step, ray=workers)
+            assert comparable(kept) == comparable(collect_groups(OracleAgent, "Countdown-v0", 3, 2, seed=step))
+            if step == 0:
+                started = {h._actor_id.hex() for h in workers.handles}
+        assert {h._actor_id.hex() for h in workers.handles} == started
+        with pytest.raises(ConfigError, match="another run"):
+            collect_groups(OracleAgent, "Sudoku4x4-v0", 1, 1, ray=workers)
+        with pytest.raises(ConfigError, match="another run"):
+            collect_groups(OracleAgent, "Countdown-v0", 1, 1, split="test", ray=workers)
+    with pytest.raises(ConfigError, match="RayWorkers"):
+        collect_groups(OracleAgent, "Countdown-v0", 1, 1, ray=3)  # type: ignore[arg-type]
