@@ -67,7 +67,7 @@ def family_proxies() -> list[dict[str, Any]]:
     import rollgym
     from rollgym.agents import OracleAgent
     from rollgym.envs.countdown import countdown_random_policy
-    from rollgym.envs.countdown.solver import _Search
+    from rollgym.envs.countdown.solver import search_states
     from rollgym.rollout import run_episode
     from rollgym.verifiers.countdown import verify_countdown
 
@@ -76,11 +76,7 @@ def family_proxies() -> list[dict[str, Any]]:
     rng = np.random.default_rng(0)
     for k, level in enumerate(env.difficulty.levels):
         tasks = [env.level_source(k).task(i, "train") for i in range(48)]
-        states = []
-        for task in tasks:
-            search = _Search(task.meta["target"], task.meta["operators"], True, True, 10**9)
-            search.run([(n, n) for n in task.meta["numbers"]])
-            states.append(search.states)
+        states = [search_states(t.meta["numbers"], t.meta["target"], t.meta["operators"]) for t in tasks]
         hits = statistics.mean(verify_countdown(t, countdown_random_policy("", {"task_meta": t.meta}, rng)).correct
                                for t in tasks for _ in range(50))
         rows.append({"env": "Countdown-v0", "level": level.name, "solver_states": statistics.mean(states),

@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.doc_sections import replace_section
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EARLIER = Path(__file__).resolve().parent / "earlier.json"
@@ -110,11 +112,7 @@ def render_table(results: list[dict[str, Any]]) -> str:
 
 def render_readme(readme: str, results: list[dict[str, Any]]) -> str:
     """``readme`` with the text between the markers replaced by the rendered table."""
-    if BEGIN not in readme or END not in readme:
-        raise ValueError(f"README.md has no generated-table markers; add the lines {BEGIN!r} and {END!r}.")
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{render_table(results)}\n{END}{tail}"
+    return replace_section(readme, BEGIN, END, render_table(results), where="README.md")
 
 
 def main(argv: list[str] | None = None) -> int:

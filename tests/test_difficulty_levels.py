@@ -136,7 +136,7 @@ def _non_decreasing(values: list[float]) -> bool:
 
 def test_countdown_levels_cost_the_solver_more_and_the_random_policy_more_misses() -> None:
     from rollgym.envs.countdown import countdown_random_policy
-    from rollgym.envs.countdown.solver import _Search
+    from rollgym.envs.countdown.solver import search_states
     from rollgym.verifiers.countdown import verify_countdown
 
     env = rollgym.make("Countdown-v0").unwrapped
@@ -144,12 +144,8 @@ def test_countdown_levels_cost_the_solver_more_and_the_random_policy_more_misses
     states, solved = [], []
     for k in range(len(env.difficulty)):
         tasks = [env.level_source(k).task(i, "train") for i in range(24)]
-        counts = []
-        for task in tasks:
-            search = _Search(task.meta["target"], task.meta["operators"], True, True, 10**9)
-            search.run([(n, n) for n in task.meta["numbers"]])
-            counts.append(search.states)
-        states.append(statistics.mean(counts))
+        states.append(statistics.mean(search_states(t.meta["numbers"], t.meta["target"], t.meta["operators"])
+                                      for t in tasks))
         solved.append(statistics.mean(
             verify_countdown(t, countdown_random_policy("", {"task_meta": t.meta}, rng)).correct
             for t in tasks for _ in range(40)))

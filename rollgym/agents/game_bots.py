@@ -7,7 +7,6 @@ still works until rollgym 0.3.0, with a ``DeprecationWarning``.
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
@@ -73,18 +72,9 @@ def _oracle_bot(game: str) -> Any:
     if game != "chess":
         return _bots.MCTSBot(1000)
     try:
-        return _OracleStockfish(nodes=20_000, movetime=None)
+        return _bots.StockfishBot(nodes=20_000, movetime=None, fresh_hash_every_move=True)
     except MissingDependencyError:
         return _bots.GreedyBot()
-
-
-class _OracleStockfish(_bots.StockfishBot):
-    """Stockfish that treats every move as a new game (``ucinewgame``: a cleared hash), so a move depends
-    on its game's moves only, however the calls of several games (``collect`` with workers) reach it."""
-
-    def choose(self, state: GameState, rng: np.random.Generator) -> Any:
-        self._plies = sys.maxsize  # the parent's new-game test (fewer plies than the last move) then always holds
-        return super().choose(state, rng)
 
 
 def game_oracle(observation: str, info: dict[str, Any]) -> str:

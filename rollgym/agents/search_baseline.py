@@ -11,11 +11,11 @@ it to show that difficulty is real.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from rollgym.core.toolcalls import ToolCall, tool_response_bodies
+from rollgym.core.toolcalls import ToolCall
+from rollgym.envs.search.policies import parse_responses
 
 _QUESTION_WORDS = frozenset("which who what where when whom whose year did does was were is in of the a an and "
                             "under".split())
@@ -27,18 +27,6 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 
 def _words(text: str) -> set[str]:
     return {w for w in _TOKEN.findall(text.lower()) if w not in _QUESTION_WORDS}
-
-
-def _responses(observation: str) -> list[dict[str, Any]]:
-    out = []
-    for body in tool_response_bodies(observation):
-        try:
-            value = json.loads(body)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
 
 
 def _calls(calls: list[ToolCall]) -> str:
@@ -109,7 +97,7 @@ class SearchBaselineAgent:
             self.snippets = []
             query = " ".join(sorted(_words(self.question), key=self.question.lower().find))
             return _calls([ToolCall("search", {"query": query or self.question[:200], "k": self.top_k})])
-        responses = _responses(observation)
+        responses = parse_responses(observation)
         results = next((r["results"] for r in responses if "results" in r), None)
         if results is not None:
             if not results:

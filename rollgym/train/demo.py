@@ -35,7 +35,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.doc_sections import replace_section
 from rollgym.core.registration import make
+from rollgym.train.figures import save_figure
 
 TABLE_BEGIN = "<!-- grpo-demo-table:begin -->"
 TABLE_END = "<!-- grpo-demo-table:end -->"
@@ -259,8 +261,6 @@ def plot_results(results: dict[str, Any], folder: str | Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(5, 3.4))
     for run in results["runs"]:
         ax.plot([p["step"] for p in run["curve"]], [p["accuracy"] for p in run["curve"]], marker="o",
@@ -270,22 +270,15 @@ def plot_results(results: dict[str, Any], folder: str | Path) -> list[Path]:
     ax.set_title(f"GRPO on {results['config']['env_id']} (tiny model, CPU)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = folder / "grpo_demo.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, Path(folder) / "grpo_demo.png", dpi=110)]
 
 
 def write_table(results: dict[str, Any], doc: str | Path) -> None:
     """Replace the text between the table markers of ``doc`` with :func:`render_table`."""
     doc = Path(doc)
-    text = doc.read_text(encoding="utf-8")
-    if TABLE_BEGIN not in text or TABLE_END not in text:
-        raise ValueError(f"{doc} has no {TABLE_BEGIN} ... {TABLE_END} markers.")
-    head, rest = text.split(TABLE_BEGIN, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    doc.write_text(f"{head}{TABLE_BEGIN}\n{render_table(results)}\n{TABLE_END}{tail}", encoding="utf-8")
+    table = render_table(results)
+    text = replace_section(doc.read_text(encoding="utf-8"), TABLE_BEGIN, TABLE_END, table, where=str(doc))
+    doc.write_text(text, encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,6 +50,7 @@ from rollgym.rollout.selfplay import split_by_role
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import RoleBaselines, Scale, group_advantages, role_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
+from rollgym.train.figures import save_figure
 from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
 from rollgym.train.rollouts import collect_groups
 from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
@@ -460,12 +461,7 @@ def plot_log(records: Sequence[dict[str, Any]], path: str | Path, keys: Sequence
         ax.set_xlabel(x)
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 CollectFn = Callable[[int], Sequence[RolloutGroup]]

@@ -59,16 +59,16 @@ def test_default_output_is_a_scratch_folder_and_doc_refuses_quick(tmp_path):
 
 
 def test_write_table_replaces_only_the_marked_section(tmp_path):
-    doc = tmp_path / "x.md"
-    doc.write_text("no markers", encoding="utf-8")
-    with pytest.raises(ValueError, match="markers"):
-        write_table({"summary": {}, "config": {}}, doc)
     results = {"summary": {"accuracy_start": 0.1, "accuracy_end": {"mean": 0.2, "half_width": 0.05},
                            "accuracy_end_per_seed": [0.2], "gain": {"mean": 0.1, "half_width": None},
                            "reading": "too few seeds"},
                "config": {"env_id": "E-v0", "env_kwargs": {}, "sft_steps": 1, "grpo_steps": 1, "tasks_per_step": 1,
                           "group_size": 2, "seeds": [0], "eval_tasks": 3},
                "accuracy_untrained": 0.0, "seconds": 1.0}
+    doc = tmp_path / "x.md"
+    doc.write_text("no markers", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"x\.md has no .* markers"):
+        write_table(results, doc)
     doc.write_text(f"# T\n\n{TABLE_BEGIN}\nold\n{TABLE_END}\n\nafter\n", encoding="utf-8")
     write_table(results, doc)
     text = doc.read_text()

@@ -23,6 +23,7 @@ import numpy as np
 
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split, split_of_key
+from rollgym.core.sources import GeneratedSource
 from rollgym.core.task import Task
 from rollgym.envs.countdown.config import CountdownConfig, normalise_operators, normalise_usage
 from rollgym.verifiers.countdown import OPERATORS, CountdownRules
@@ -149,7 +150,7 @@ class _Draw:
     solution: str
 
 
-class CountdownGenerator:
+class CountdownGenerator(GeneratedSource[CountdownConfig]):
     """The task source of ``Countdown-v0``: ``task(index, split)`` is deterministic and never repeats across splits.
 
     Example:
@@ -159,14 +160,8 @@ class CountdownGenerator:
     """
 
     family = FAMILY
-
-    def __init__(self, config: CountdownConfig | None = None, env_id: str = DEFAULT_ENV_ID) -> None:
-        self.config = config or CountdownConfig()
-        self.env_id = env_id
-
-    def size(self, split: str) -> int | None:
-        """Generated supply is unbounded."""
-        return None
+    config_type = CountdownConfig
+    default_env_id = DEFAULT_ENV_ID
 
     def task(self, index: int, split: str = "train") -> Task:
         """Task ``index`` of ``split``: the same on every call, run and machine."""

@@ -132,6 +132,20 @@ def solve_countdown(
     return None
 
 
+def search_states(numbers: Sequence[int], target: int, operators: Sequence[str] | str = OPERATORS) -> int:
+    """How many states the positive-integer search for an exact-usage solution visits (no budget).
+
+    A task's cost to the solver: the difficulty levels are checked to cost more level by level.
+
+    Example:
+        >>> search_states([3, 8, 8], 24, "+*")
+        5
+    """
+    search = _Search(target, normalise_operators(operators), True, True, sys.maxsize)
+    search.run([(int(n), int(n)) for n in numbers])
+    return search.states
+
+
 def _meta_of(info: dict[str, Any]) -> dict[str, Any]:
     meta = info.get("task_meta")
     if not isinstance(meta, dict) or "numbers" not in meta or "target" not in meta:

@@ -126,6 +126,9 @@ class StockfishBot:
         movetime: seconds per move; ``nodes`` or ``depth`` limit the search instead when given
             (a node limit with one thread makes games reproducible).
         path: the binary (see :func:`find_stockfish`).
+        fresh_hash_every_move: announce every move as a new game (``ucinewgame``: a cleared hash), so
+            that a move depends on its position's game only, however calls of several games interleave
+            on this bot (the games' oracle serves ``collect``'s worker threads this way).
 
     The engine process starts on the first move and stops at :meth:`close`. Each new game
     (a position with fewer moves than the last one, or another start position) is announced
@@ -136,13 +139,14 @@ class StockfishBot:
 
     def __init__(self, skill_level: int = 20, elo: int | None = None, movetime: float | None = 0.05,
                  nodes: int | None = None, depth: int | None = None, path: str | None = None,
-                 threads: int = 1, hash_mb: int = 16) -> None:
+                 threads: int = 1, hash_mb: int = 16, fresh_hash_every_move: bool = False) -> None:
         if not 0 <= skill_level <= 20:
             raise ConfigError(f"Stockfish skill_level must be from 0 to 20, got {skill_level}.")
         self.path = find_stockfish(path)
         self.skill_level, self.elo = skill_level, elo
         self.movetime, self.nodes, self.depth = movetime, nodes, depth
         self.threads, self.hash_mb = threads, hash_mb
+        self.fresh_hash_every_move = fresh_hash_every_move
         self.name = f"stockfish-elo-{elo}" if elo is not None else (
             "stockfish" if skill_level == 20 else f"stockfish-skill-{skill_level}")
         if nodes is not None and elo is None and skill_level == 20:
@@ -183,7 +187,8 @@ class StockfishBot:
             self._engine = self._start()
         board = state.board  # type: ignore[attr-defined]
         root, plies = board.root().fen(), len(board.move_stack)
-        if root != self._game[0] or plies <= self._plies:  # a new game: python-chess sends ucinewgame
+        new_game = self.fresh_hash_every_move or root != self._game[0] or plies <= self._plies
+        if new_game:  # python-chess sends ucinewgame for a game key it has not seen
             self._game = (root, self._game[1] + 1)
         self._plies = plies
         limit = chess.engine.Limit(time=None if (self.nodes or self.depth) else self.movetime,

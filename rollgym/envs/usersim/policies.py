@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import numpy as np
@@ -52,11 +52,13 @@ def _result(observation: str) -> Any:
         return {}
 
 
-def oracle_script(meta: dict[str, Any], *, confirm: bool = True, ask: bool = True) -> Script:
+def oracle_script(meta: dict[str, Any], *, confirm: bool = True, ask: bool = True,
+                  known: Mapping[str, Any] | None = None) -> Script:
     """The oracle's actions for one episode; ``send`` it each observation. ``confirm=False`` and ``ask=False``
-    leave out the confirmations or the questions (the reward-hack tests' agents)."""
+    leave out the confirmations or the questions, and ``known`` gives facts the agent holds without asking
+    (a leak): the reward-hack tests' agents."""
     scenario = SCENARIOS[meta["scenario"]]
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = dict(known or {})
     for key, kind in meta["asks"]:
         if not ask:
             break
@@ -88,7 +90,7 @@ class ScriptedPolicy:
     Scripts are keyed by ``info["episode_id"]`` and restarted on turn 0; the oldest are dropped beyond 4,096.
     """
 
-    def __init__(self, **options: bool) -> None:
+    def __init__(self, **options: Any) -> None:  # oracle_script's options
         self.options = options
         self.running: OrderedDict[str, Script] = OrderedDict()
 

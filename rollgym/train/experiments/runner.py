@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.doc_sections import replace_section, section_of
 from rollgym.core.errors import ConfigError
+from rollgym.train.figures import save_figure
 from rollgym.train.stats import Estimate, estimate, minimum_detectable_effect
 
 SCHEMA = 1
@@ -498,18 +500,6 @@ def plot(data: dict[str, Any], path: str | Path) -> Path:
     return save_figure(fig, path)
 
 
-def save_figure(fig: Any, path: str | Path) -> Path:
-    """Lay out ``fig``, write it as a PNG at ``path`` (creating the folder) and close it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
-
-
 def markers(name: str) -> tuple[str, str]:
     """The comment lines around an experiment's table in ``docs/experiments.md``."""
     return f"<!-- experiment:{name}:begin -->", f"<!-- experiment:{name}:end -->"
@@ -519,19 +509,13 @@ def write_doc_section(data: dict[str, Any], doc: str | Path) -> None:
     """Replace the text between the experiment's markers in ``doc`` with :func:`render_markdown`."""
     doc = Path(doc)
     begin, end = markers(data["experiment"])
-    text = doc.read_text(encoding="utf-8")
-    if begin not in text or end not in text:
-        raise ConfigError(f"{doc} has no {begin} ... {end} markers; add them where the table belongs.")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    doc.write_text(f"{head}{begin}\n{render_markdown(data)}\n{end}{tail}", encoding="utf-8")
+    text = replace_section(doc.read_text(encoding="utf-8"), begin, end, render_markdown(data), where=str(doc))
+    doc.write_text(text, encoding="utf-8")
 
 
 def doc_section(doc: str | Path, name: str) -> str:
     """The text between an experiment's markers in ``doc`` (what :func:`write_doc_section` put there)."""
-    begin, end = markers(name)
-    text = Path(doc).read_text(encoding="utf-8")
-    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+    return section_of(Path(doc).read_text(encoding="utf-8"), *markers(name))
 
 
 def verdict_of(data: dict[str, Any], a: str, b: str, metric: str | None = None) -> Estimate:

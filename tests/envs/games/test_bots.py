@@ -177,6 +177,27 @@ def test_node_limited_stockfish_replies_depend_only_on_the_game() -> None:
     assert all(len(m) > 4 for m in forward.values())  # real games, several replies each
 
 
+def test_fresh_hash_every_move_makes_each_reply_depend_on_its_position_only() -> None:
+    """With ``fresh_hash_every_move`` a bot that played a whole game answers each position as a bot
+    that sees only that position does: no hash is carried from move to move."""
+    require_binary("stockfish", "/usr/games/stockfish")
+    require_module("chess")
+    from rollgym.envs.games.chess_state import ChessState
+
+    state, positions = ChessState(), []
+    for _ in range(8):  # a fixed line of play: the engine's own moves from the start
+        positions.append(state.copy())
+        with StockfishBot(nodes=3000, movetime=None) as cold:
+            state.play(cold.choose(state.copy(), np.random.default_rng(0)))
+    with StockfishBot(nodes=3000, movetime=None, fresh_hash_every_move=True) as warm:
+        replies = [warm.choose(p.copy(), np.random.default_rng(0)) for p in positions]
+    colds = []
+    for position in positions:
+        with StockfishBot(nodes=3000, movetime=None) as cold:
+            colds.append(cold.choose(position.copy(), np.random.default_rng(0)))
+    assert replies == colds
+
+
 def test_the_chess_oracle_plays_the_same_games_from_several_threads() -> None:
     """The oracle's Stockfish served two threads at once: calls interleaved on one engine failed
     (python-chess's ``AssertionError: CommandState.NEW``, ``CancelledError``). Each call now takes an

@@ -16,7 +16,6 @@ import pytest
 
 import rollgym
 from rollgym.core.toolcalls import ToolCall
-from rollgym.envs.tools.tasks import TEMPLATES
 from rollgym.envs.usersim.policies import oracle_script
 from rollgym.envs.usersim.scenarios import SCENARIOS
 from rollgym.envs.usersim.user import QUESTIONS
@@ -126,38 +125,13 @@ def test_doing_the_work_without_asking_the_user_scores_zero(split: str, index: i
     conversation check."""
 
     def attack(task: Any, meta: dict[str, Any]) -> Script:
-        scenario = SCENARIOS[meta["scenario"]]
-        solution = TEMPLATES[meta["template"]].solve(dict(task.answer["params"]))
-        sent: Any = None
-        while True:
-            try:
-                name, arguments = solution.send(sent)
-            except StopIteration:
-                break
-            if name in scenario.irreversible:
-                details = ", ".join(task.answer["facts"][kind] for key, kind in scenario.asks
-                                    if key in scenario.confirm)
-                yield f"Please confirm: {details}. Shall I go ahead?"
-            observation = yield ToolCall(name, arguments).to_hermes()
-            if "locked_by_user" in observation:
-                yield "Please unlock the app on your phone: the payments, shopping, contacts, notes or calendar one."
-                observation = yield ToolCall(name, arguments).to_hermes()
-            sent = _body(observation)
-        yield finish()
+        return oracle_script(meta, ask=False, known=task.answer["params"])
 
     reward, info, _ = play(attack, split, index)
     assert reward == 0.0
     criteria = info["details"]["criteria"]
+    assert criteria["required_changes"] is True  # the work itself was right: only the conversation fails
     assert criteria["required_facts_elicited"] is False and criteria["identity_verified_before_write"] is False
-
-
-def _body(observation: str) -> Any:
-    import json
-
-    from rollgym.core.toolcalls import tool_response_bodies
-
-    bodies = tool_response_bodies(observation)
-    return json.loads(bodies[-1]) if bodies else {}
 
 
 FORBIDDEN_CALLS = {

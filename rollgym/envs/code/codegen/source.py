@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from rollgym.core.seeding import content_digest, draw_in_split
+from rollgym.core.sources import GeneratedSource
 from rollgym.core.task import Task
 from rollgym.envs.code.codegen.families import FAMILIES, Family, Step, describe, draw_steps, reference_source
 from rollgym.envs.code.config import CodeGenConfig, as_meta
@@ -53,7 +54,7 @@ def format_prompt(family: Family, chosen: list[Step], examples: list[tuple[tuple
     )
 
 
-class CodeGenSource:
+class CodeGenSource(GeneratedSource[CodeGenConfig]):
     """The task source of ``CodeGen-v0``; ``task(index, split)`` is deterministic, splits disjoint by content.
 
     Example:
@@ -63,14 +64,8 @@ class CodeGenSource:
     """
 
     family = FAMILY
-
-    def __init__(self, config: CodeGenConfig | None = None, env_id: str = DEFAULT_ENV_ID) -> None:
-        self.config = config or CodeGenConfig()
-        self.env_id = env_id
-
-    def size(self, split: str) -> int | None:
-        """Generated supply is unbounded."""
-        return None
+    config_type = CodeGenConfig
+    default_env_id = DEFAULT_ENV_ID
 
     def _draw(self, rng: Any) -> tuple[Family, list[Step]]:
         cfg = self.config

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.core.seeding import content_digest, draw_in_split
+from rollgym.core.sources import GeneratedSource
 from rollgym.core.task import Task
 from rollgym.envs.code.config import RepoRepairConfig, as_meta
 from rollgym.envs.code.harness import encode
@@ -45,8 +46,9 @@ def _test_file(module: Module, cases: dict[str, list[tuple[tuple[Any, ...], Any]
     return "".join(lines)
 
 
-class RepoRepairSource:
-    """The task source of ``RepoRepair-v0``; the same seed gives the same repository.
+class RepoRepairSource(GeneratedSource[RepoRepairConfig]):
+    """The task source of ``RepoRepair-v0``; the same seed gives the same repository. The supply is
+    unbounded (a split may repeat a repository when the configuration allows few).
 
     Example:
         >>> task = RepoRepairSource().task(0)
@@ -55,14 +57,8 @@ class RepoRepairSource:
     """
 
     family = FAMILY
-
-    def __init__(self, config: RepoRepairConfig | None = None, env_id: str = DEFAULT_ENV_ID) -> None:
-        self.config = config or RepoRepairConfig()
-        self.env_id = env_id
-
-    def size(self, split: str) -> int | None:
-        """Generated supply is unbounded (a split may repeat a repository when the configuration allows few)."""
-        return None
+    config_type = RepoRepairConfig
+    default_env_id = DEFAULT_ENV_ID
 
     def _draw(self, rng: np.random.Generator) -> tuple[tuple[int, ...], str, str, str]:
         cfg = self.config

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.core.seeding import content_digest, draw_in_split
+from rollgym.core.sources import GeneratedSource
 from rollgym.core.task import Task
 from rollgym.envs.code.config import TerminalConfig, as_meta
 
@@ -86,7 +87,7 @@ def _draw(rng: np.random.Generator, config: TerminalConfig) -> dict[str, Any]:
             "expect": {"members": {p: c for p, c in files.items() if p.startswith("docs/")}}}
 
 
-class TerminalSource:
+class TerminalSource(GeneratedSource[TerminalConfig]):
     """The task source of ``Terminal-v0``.
 
     Example:
@@ -95,14 +96,8 @@ class TerminalSource:
     """
 
     family = FAMILY
-
-    def __init__(self, config: TerminalConfig | None = None, env_id: str = DEFAULT_ENV_ID) -> None:
-        self.config = config or TerminalConfig()
-        self.env_id = env_id
-
-    def size(self, split: str) -> int | None:
-        """Generated supply is unbounded."""
-        return None
+    config_type = TerminalConfig
+    default_env_id = DEFAULT_ENV_ID
 
     def task(self, index: int, split: str = "train") -> Task:
         """Task ``index`` of ``split``."""
