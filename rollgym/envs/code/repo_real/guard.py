@@ -41,7 +41,14 @@ from typing import Any
 
 import pytest
 from _pytest.reports import TestReport
-from _pytest.subtests import SubtestReport
+
+_REPORT_TYPES: tuple[type, ...] = (TestReport,)
+try:
+    from _pytest.subtests import SubtestReport
+
+    _REPORT_TYPES += (SubtestReport,)
+except ImportError:  # pytest before 9 has no subtests of its own
+    pass
 
 _TOKEN_FILE = os.path.join(".rollgym", "token")
 _PREFIXES = ("_pytest", "pluggy", "pytest", "_rollgym_guard")
@@ -242,11 +249,10 @@ def pytest_runtest_logreport(report: TestReport) -> None:
     nodeid = str(report.nodeid)
     if nodeid in _DECIDING or nodeid.split("::")[0] in _DECIDING:
         _check(_config, files=False)
-    if type(report) not in (TestReport, SubtestReport) or type(report.outcome) is not str \
-            or type(report.when) is not str:
+    if type(report) not in _REPORT_TYPES or type(report.outcome) is not str or type(report.when) is not str:
         _note(f"a report of type {type(report).__qualname__}")
         return
-    if type(report) is SubtestReport:  # one of several in the test's call; the test passes only if all do
+    if type(report) is not TestReport:  # a subtest: one of several in the test's call; the test passes if all do
         if report.outcome == "failed":
             _failed_subtests.add(nodeid)
         return
