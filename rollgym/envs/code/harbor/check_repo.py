@@ -5,8 +5,9 @@ test files are unchanged and the project's own tests pass as RepoRepairReal-v1 r
 with the reason printed. rollgym's Harbor export copies this file into each task's ``tests/`` as
 ``check.py``, beside ``project.tar.gz`` (the project's original files the agent may not change,
 hidden test files included), ``guard.py`` (:mod:`rollgym.envs.code.repo_real.guard`) and
-``grading.json``: ``{"root", "editable": {path: sha256 or null}, "run", "deselect", "failing"}``,
-where a test file's sha256 is what it must still be and a source file's is null.
+``grading.json``: ``{"root", "editable": [path, ...], "tests": {path: sha256}, "run", "deselect",
+"failing"}``: the files whose version the agent decides, and the test files it was given, which must
+be there unchanged, with no other test file or conftest beside them.
 
 As in rollgym, the graded tree is built fresh: the original project, and the agent's version of each
 file it was given (files it added are not copied); pytest runs there with the guard plugin loaded
@@ -40,18 +41,14 @@ def _sha256(path: str) -> str | None:
         return hashlib.sha256(file.read()).hexdigest()
 
 
-def _is_test(path: str) -> bool:
-    return path.startswith("tests/") or os.path.basename(path).startswith(("test", "conftest"))
-
-
-def changed_tests(editable: dict[str, str | None]) -> list[str]:
+def changed_tests(tests: dict[str, str]) -> list[str]:
     """Test files of the task edited or removed, and test files or conftests added."""
-    changed = [p for p, digest in editable.items() if digest is not None and _sha256(p) != digest]
+    changed = [p for p, digest in tests.items() if _sha256(p) != digest]
     for root, folders, names in os.walk("."):
         folders[:] = [f for f in folders if f not in (".git", "__pycache__", ".harbor")]
         for name in names:
             path = os.path.relpath(os.path.join(root, name), ".").replace(os.sep, "/")
-            if name.endswith(".py") and _is_test(name) and path not in editable:
+            if name.endswith(".py") and name.startswith(("test", "conftest")) and path not in tests:
                 changed.append(path)
     return sorted(changed)
 
@@ -102,7 +99,7 @@ def main(grading_path: str) -> int:
     """Check the test files, build the graded tree, run the project's tests under the guard, judge."""
     with open(grading_path, encoding="utf-8") as file:
         grading: dict[str, Any] = json.load(file)
-    changed = changed_tests(grading["editable"])
+    changed = changed_tests(grading["tests"])
     if changed:
         print(f"test files changed or added: {', '.join(changed[:10])}")
         return 1

@@ -189,7 +189,8 @@ def repo_task_parts(env_id: str, task: Task) -> tuple[dict[str, bytes], dict[str
     full = env._tree(task, answer["files"], with_hidden=True)
     env.close()
     project = next(p for p in load_projects() if p.name == answer["project"])
-    editable = {p: (_sha256(c.encode()) if _is_test(p) else None) for p, c in answer["files"].items()}
+    visible_tests = {p: _sha256(c) for p, c in files.items() if p.endswith(".py") and (
+        _is_test(p) or p.rsplit("/", 1)[-1].startswith("test"))}
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
         for path, data in sorted(full.items()):
@@ -197,8 +198,8 @@ def repo_task_parts(env_id: str, task: Task) -> tuple[dict[str, bytes], dict[str
                 info = tarfile.TarInfo(path)
                 info.size, info.mtime, info.mode = len(data), 0, 0o644
                 tar.addfile(info, io.BytesIO(data))
-    grading = {"root": project.root, "editable": editable, "run": answer["run"], "deselect": answer["deselect"],
-               "failing": answer["failing"]}
+    grading = {"root": project.root, "editable": sorted(answer["files"]), "tests": visible_tests,
+               "run": answer["run"], "deselect": answer["deselect"], "failing": answer["failing"]}
     own = {p.split("/")[0].removesuffix(".py") for p in full}
     if project.root not in (".", ""):
         own |= {p.removeprefix(project.root.rstrip("/") + "/").split("/")[0].removesuffix(".py") for p in full}
