@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
     export = subparsers.add_parser("export", help="write an env's tasks in another format (harbor)")
     formats = export.add_subparsers(dest="format", required=True)
     harbor = formats.add_parser("harbor", help="Harbor task directories (instruction, environment, tests, solution)")
-    harbor.add_argument("env_id", help="TerminalGen-v0 or Terminal-v0")
+    harbor.add_argument("env_id", help="TerminalGen-v0, Terminal-v0, RepoRepair-v0, RepoRepairReal-v0 or -v1")
     harbor.add_argument("--split", default="test")
     harbor.add_argument("--out", required=True, help="a new or empty folder")
     harbor.add_argument("--limit", type=int, default=None, help="the first N tasks of the split")

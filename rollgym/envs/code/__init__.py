@@ -28,7 +28,7 @@ __all__, __getattr__ = lazy_exports(__name__, {
     "rollgym.envs.code.config": ("CodeGenConfig", "RepoRepairConfig", "TerminalConfig"),
     "rollgym.envs.code.repo_repair.env": ("RepoRepairEnv",),
     "rollgym.envs.code.repo_repair.source": ("RepoRepairSource",),
-    "rollgym.envs.code.repo_real.env": ("RepoRepairRealEnv",),
+    "rollgym.envs.code.repo_real.env": ("RepoRepairRealEnv", "RepoRepairRealGuardedEnv"),
     "rollgym.envs.code.repo_real.source": ("RepoRepairRealSource",),
     "rollgym.envs.code.terminal.env": ("TerminalEnv",),
     "rollgym.envs.code.terminal.source": ("TerminalSource",),
@@ -91,16 +91,27 @@ register_env(
     random_policy=f"{_POLICIES}:repo_repair_random_policy",
 )
 
+_REPO_REAL = ["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",
+              "rollgym.envs.code.repo_real.projects", "rollgym.envs.code.repo_real.mutate",
+              "rollgym.envs.code.repo_real.validate", "rollgym.envs.code.repo_real.source",
+              "rollgym.envs.code.repo_real.env", "rollgym.sandbox.inside.supervisor"]
 register_env(
     "RepoRepairReal-v0",
     "rollgym.envs.code.repo_real.env:RepoRepairRealEnv",
     description="Fix AST-injected bugs in real Python projects (sdists fetched by `rollgym data build repo-real`); "
                 "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
     family="code",
-    components=["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",
-                "rollgym.envs.code.repo_real.projects", "rollgym.envs.code.repo_real.mutate",
-                "rollgym.envs.code.repo_real.validate", "rollgym.envs.code.repo_real.source",
-                "rollgym.envs.code.repo_real.env", "rollgym.sandbox.inside.supervisor"],
+    components=_REPO_REAL,
+    oracle=f"{_POLICIES}:repo_real_oracle",
+    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+)
+register_env(
+    "RepoRepairReal-v1",
+    "rollgym.envs.code.repo_real.env:RepoRepairRealGuardedEnv",
+    description="RepoRepairReal-v0's tasks, graded with a guard plugin loaded before the project's code: patching "
+                "pytest's reporting scores 0.",
+    family="code",
+    components=[*_REPO_REAL, "rollgym.envs.code.repo_real.guard"],
     oracle=f"{_POLICIES}:repo_real_oracle",
     random_policy=f"{_POLICIES}:repo_repair_random_policy",
 )

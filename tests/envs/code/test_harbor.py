@@ -142,3 +142,60 @@ def test_the_cli_exports_imports_and_refuses_in_one_sentence(tmp_path, capsys):
     assert main(["import", "harbor", str(tmp_path / "missing")]) == 2
     errors = capsys.readouterr().err
     assert "is not empty" in errors and "Harbor export knows" in errors and "is not a folder" in errors
+
+
+def _write(path: str, content: str) -> str:
+    """A bash command that writes ``content`` to ``path`` (hex, so no quoting or path rewriting touches it)."""
+    return (f"python3 -c \"import sys; open(sys.argv[1], 'w').write(bytes.fromhex(sys.argv[2]).decode())\" "
+            f"{path} {content.encode().hex()}")
+
+
+def _agent_sees_no_grading_file(folder) -> None:
+    environment = {p.relative_to(folder / "environment" / "files").as_posix()
+                   for p in (folder / "environment" / "files").rglob("*") if p.is_file()}
+    for name in ("cases.json", "grading.json", "project.tar.gz", "check.py", "guard.py", "harness.py"):
+        assert name not in {p.rsplit("/", 1)[-1] for p in environment}
+
+
+def test_repo_repair_tasks_round_trip_through_harbor_directories(tmp_path):
+    """RepoRepair-v0: the oracle's fix passes, the unchanged buggy repo fails, and so does a test file made to pass."""
+    require_binary("bwrap")
+    written = export_harbor("RepoRepair-v0", "test", tmp_path, limit=3)
+    env = HarborEnv(path=tmp_path)
+    for index, folder in enumerate(written):
+        _agent_sees_no_grading_file(folder)
+        cases = json.loads((folder / "tests" / "cases.json").read_text())
+        observation, _ = env.reset(options={"task_index": index})
+        assert ".harbor" not in observation and "cases.json" not in observation
+        assert _play(env, index, read_task(folder).solution)["reward"] == 1.0
+        assert _play(env, index, None)["reward"] == 0.0
+        test_file = sorted(cases["tests"])[0]
+        assert _play(env, index, _write(test_file, "def test_ok():\n    pass\n"))["reward"] == 0.0
+    env.close()
+
+
+def test_repo_repair_real_tasks_round_trip_and_the_guard_travels_with_them(tmp_path):
+    """RepoRepairReal-v1, a seen and a held-out project: hidden test files stay out of the environment; the oracle
+    passes, the unchanged mutant fails, and so does package code that patches pytest's reports (the guard plugin
+    runs in the exported grading too)."""
+    require_binary("bwrap")
+    from tests.conftest import require_repo_real
+    from tests.envs.code.test_repo_real import ATTACKS
+
+    require_repo_real()
+    written = export_harbor("RepoRepairReal-v1", "train", tmp_path / "seen", limit=1)
+    written += export_harbor("RepoRepairReal-v1", "test_unseen", tmp_path / "unseen", limit=1)
+    for folder in written:
+        _agent_sees_no_grading_file(folder)
+        grading = json.loads((folder / "tests" / "grading.json").read_text())
+        hidden = {t.split("::")[0] for t in grading["failing"]}
+        assert hidden and not any((folder / "environment" / "files" / h).exists() for h in hidden)
+        harbor = read_task(folder)
+        assert all(h not in harbor.instruction for h in hidden)
+        env = HarborEnv(path=folder)
+        assert _play(env, 0, harbor.solution)["reward"] == 1.0
+        assert _play(env, 0, None)["reward"] == 0.0
+        fix = next(p for p in harbor.files if p.endswith(".py") and p in harbor.solution)
+        buggy = harbor.files[fix].decode()
+        assert _play(env, 0, _write(fix, buggy + "\n" + ATTACKS["report_class_patched"]))["reward"] == 0.0
+        env.close()

@@ -171,3 +171,127 @@ def test_exiting_early_from_the_package_or_a_sitecustomize_scores_zero(env):
     env.step(_call("write_file", path="sitecustomize.py", content="import os\nos._exit(0)\n"))
     *_, info = env.step("done")
     assert info["reward"] == 0.0
+
+
+# -- RepoRepairReal-v1: the guard plugin ---------------------------------------------------------------------
+# Each attack below is appended to the (still buggy) mutated module, so it runs when a test imports the package.
+# Under v0 each one scored 1.0 without fixing anything. They are spelled so that the static check of added lines
+# does not see them (names built from pieces): what stops them is the guard plugin inside the run.
+_IMPORT = """
+import importlib as _i
+_pt = _i.import_module("_py" + "test.reports")
+_pr = _i.import_module("_py" + "test.runner")
+"""
+ATTACKS = {
+    # every report says "passed", setup, call and teardown
+    "report_class_patched": _IMPORT + '''
+_orig = _pt.TestReport.__init__
+def _init(self, *a, **k):
+    _orig(self, *a, **k)
+    self.outcome = "passed"
+    self.longrepr = None
+setattr(_pt.TestReport, "__init__", _init)
+''',
+    # the runner's function replaced: the test body is never called, the report is made from a no-op
+    "runner_function_replaced": _IMPORT + '''
+_orig = _pr.call_and_report
+def _cr(item, when, log=True, **kw):
+    if when != "call":
+        return _orig(item, when, log, **kw)
+    call = _pr.CallInfo.from_call(lambda: None, when="call")
+    rep = item.ihook.pytest_runtest_makereport(item=item, call=call)
+    if log:
+        item.ihook.pytest_runtest_logreport(report=rep)
+    return rep
+setattr(_pr, "call_and_report", _cr)
+''',
+    # the config found through the import's frames; a plugin registered that makes every report "passed"
+    "plugin_registered_from_frames": _IMPORT + '''
+import sys as _s
+def _find():
+    f = getattr(_s, "_get" + "frame")()
+    while f is not None:
+        cfg = getattr(getattr(f, "f_" + "locals").get("self"), "config", None)
+        if cfg is not None and hasattr(cfg, "pluginmanager"):
+            return cfg
+        f = getattr(f, "f_" + "back")
+class _Plugin:
+    def pytest_runtest_makereport(self, item, call):
+        rep = _pt.TestReport.from_item_and_call(item, call)
+        rep.outcome = "passed"
+        rep.longrepr = None
+        return rep
+    pytest_runtest_makereport.tryfirst = True
+_cfg = _find()
+if _cfg is not None and not _cfg.pluginmanager.has_plugin("_p"):
+    _cfg.pluginmanager.register(_Plugin(), "_p")
+''',
+    # at exit, a forged "PASSED <id>" line for every test the files define, then exit status 0
+    "forged_summary_and_exit": '''
+import ast as _a, os as _o, importlib as _i
+def _ids(path):
+    tree = _a.parse(open(path).read())
+    classes = {n.name: n for n in tree.body if isinstance(n, _a.ClassDef)}
+    def methods(c):
+        own = [f.name for f in c.body if isinstance(f, _a.FunctionDef) and f.name.startswith("test")]
+        return own + [m for b in c.bases if isinstance(b, _a.Name) and b.id in classes for m in methods(classes[b.id])]
+    found = [path + "::" + f.name for f in tree.body if isinstance(f, _a.FunctionDef) and f.name.startswith("test")]
+    return found + [path + "::" + n + "::" + m for n, c in classes.items() if n.startswith("Test")
+                    for m in dict.fromkeys(methods(c))]
+_all = [t for d, _, names in _o.walk(".") for n in names if n.startswith("test") and n.endswith(".py")
+        for t in _ids(_o.path.join(d, n)[2:])]
+def _bye():
+    _o.write(1, "".join("PASSED %s\\n" % t for t in _all).encode())
+    getattr(_o, "_" + "exit")(0)
+_i.import_module("at" + "exit").register(_bye)
+''',
+}
+
+
+@pytest.fixture
+def env_v1():
+    _built()
+    import rollgym
+
+    environment = rollgym.make("RepoRepairReal-v1")
+    yield environment
+    environment.close()
+
+
+def _finish_with(env, path: str, content: str) -> dict:
+    env.step(_call("write_file", path=path, content=content))
+    *_, info = env.step("done")
+    return info
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_v1_package_code_that_patches_pytest_reporting_scores_zero(env_v1, attack):
+    _first(env_v1)
+    path = env_v1.unwrapped.task.answer["fix"][0]["path"]
+    info = _finish_with(env_v1, path, env_v1.unwrapped.files[path] + "\n" + ATTACKS[attack])
+    assert info["reward"] == 0.0 and info["error"] == "report_tampered", info
+
+
+def test_v1_refuses_added_lines_that_reach_into_pytest(env_v1):
+    _first(env_v1)
+    path = env_v1.unwrapped.task.answer["fix"][0]["path"]
+    fixed = env_v1.unwrapped.task.answer["fix"][0]["content"]
+    info = _finish_with(env_v1, path, fixed + "\nimport _pytest.reports\n")
+    assert info["reward"] == 0.0 and info["error"] == "suspicious_patch"
+    assert info["details"]["lines"] == [f"{path}: import _pytest.reports"]
+
+
+@pytest.mark.parametrize("split", ["train", "test_unseen"])
+def test_v1_the_oracle_passes_and_the_unmodified_mutant_fails(env_v1, split):
+    from rollgym.envs.code.policies import repo_real_oracle
+
+    observation, info = _first(env_v1, split)
+    assert info["task_id"].startswith("RepoRepairReal-v1:")
+    *_, info = env_v1.step("I changed nothing.")
+    assert info["reward"] == 0.0 and info["error"] == "tests_failed"
+    observation, info = _first(env_v1, split)
+    while True:
+        observation, reward, terminated, truncated, info = env_v1.step(repo_real_oracle(observation, info))
+        if terminated or truncated:
+            break
+    assert reward == 1.0, info

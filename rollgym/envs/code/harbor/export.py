@@ -1,6 +1,6 @@
-"""Write rollgym's terminal tasks as Harbor task directories.
+"""Write rollgym's terminal and repository-repair tasks as Harbor task directories.
 
-One folder per task::
+One folder per task (terminal tasks)::
 
     <task>/instruction.md          what the agent is asked (paths relative to the working folder /app)
     <task>/task.toml               metadata (rollgym id, kind, level, difficulty), timeouts, resources
@@ -13,12 +13,23 @@ One folder per task::
 
 ``TerminalGen-v0`` tasks export as they are; ``Terminal-v0`` tasks are first restated as the
 same checks (:func:`terminal_v0_spec`).
+
+Repository-repair tasks (:func:`write_repo_task`) have the same layout: the instruction is the
+issue, ``environment/files`` the repository with its bug (what the agent sees, hidden tests
+left out), ``solution/solve.sh`` writes the fixed files back, and ``tests/test.sh`` runs
+``tests/check.py``: for ``RepoRepair-v0`` the hidden calls through rollgym's call harness
+(:mod:`.check_calls`), for ``RepoRepairReal-v0``/``-v1`` the project's own tests, hidden ones
+included, under RepoRepairReal-v1's guard plugin (:mod:`.check_repo`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import shlex
+import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +40,8 @@ from rollgym.envs.code.terminal_gen.spec import Spec
 
 WORKDIR = "/app"
 IMAGE = "python:3.12-slim"
-EXPORTABLE = ("TerminalGen-v0", "Terminal-v0")
+EXPORTABLE = ("TerminalGen-v0", "Terminal-v0", "RepoRepair-v0", "RepoRepairReal-v0", "RepoRepairReal-v1")
+_REPO_ENVS = ("RepoRepair-v0", "RepoRepairReal-v0", "RepoRepairReal-v1")
 _DIFFICULTY = ("easy", "easy", "medium", "hard")
 _TEST_SH = f"""#!/bin/bash
 # Written by rollgym's Harbor export: check the final state of {WORKDIR}, write the reward.
@@ -117,6 +129,126 @@ def write_task(folder: Path, spec: Spec, *, task_id: str, env_id: str) -> Path:
     return folder
 
 
+_WRITE_HEX = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[1]) or '.', exist_ok=True); "
+              "open(sys.argv[1], 'wb').write(bytes.fromhex(sys.stdin.read()))")
+
+
+def _is_test(path: str) -> bool:
+    return path.startswith("tests/") or path.rsplit("/", 1)[-1].startswith(("test_", "conftest"))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _repo_test_sh(data: str, installs: list[str]) -> str:
+    """test.sh for a repository task: install what the checker needs if the image lacks it, run it."""
+    lines = ["#!/bin/bash", "# Written by rollgym's Harbor export: grade the repository in " + WORKDIR + ".",
+             "mkdir -p /logs/verifier", f"cd {WORKDIR}"]
+    for module in installs:  # python:3.12-slim has no pytest; rollgym's sandbox has what its envs need
+        lines.append(f"python3 -c 'import {module}' 2>/dev/null || python3 -m pip install -q {shlex.quote(module)}")
+    lines += [f"if python3 /tests/check.py /tests/{data}; then",
+              "  echo 1 > /logs/verifier/reward.txt", "else", "  echo 0 > /logs/verifier/reward.txt", "fi", ""]
+    return "\n".join(lines)
+
+
+def _third_party_imports(sources: list[bytes], own: set[str]) -> list[str]:
+    """The top-level modules that test files import from neither the standard library nor the project."""
+    import ast
+
+    found: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            found.update(n.split(".")[0] for n in names)
+    return sorted(n for n in found if n not in sys.stdlib_module_names and n not in own and n != "pytest")
+
+
+def repo_task_parts(env_id: str, task: Task) -> tuple[dict[str, bytes], dict[str, bytes], dict[str, bytes], str]:
+    """A repository task's starting files, its tests/ files, its fixed files, and its test.sh."""
+    answer = task.answer
+    if env_id == "RepoRepair-v0":
+        files = {p: c.encode() for p, c in answer["files"].items()}
+        cases = {"tests": {p: _sha256(c) for p, c in files.items() if _is_test(p)}, "imports": answer["imports"],
+                 "calls": answer["calls"], "expected": answer["expected"]}
+        tests = {"check.py": Path(__file__).with_name("check_calls.py").read_bytes(),
+                 "harness.py": Path(__file__).parents[1].joinpath("harness.py").read_bytes(),
+                 "cases.json": json.dumps(cases).encode()}
+        return files, tests, {answer["fix"]["path"]: answer["fix"]["content"].encode()}, _repo_test_sh("cases.json", [])
+    import gymnasium as gym
+
+    from rollgym.envs.code.repo_real.projects import load_projects
+
+    env: Any = gym.make(env_id).unwrapped
+    files = env._tree(task, answer["files"], with_hidden=False)
+    full = env._tree(task, answer["files"], with_hidden=True)
+    env.close()
+    project = next(p for p in load_projects() if p.name == answer["project"])
+    visible_tests = {p: _sha256(c) for p, c in files.items() if p.endswith(".py") and (
+        _is_test(p) or p.rsplit("/", 1)[-1].startswith("test"))}
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for path, data in sorted(full.items()):
+            if path not in answer["files"]:
+                info = tarfile.TarInfo(path)
+                info.size, info.mtime, info.mode = len(data), 0, 0o644
+                tar.addfile(info, io.BytesIO(data))
+    grading = {"root": project.root, "editable": sorted(answer["files"]), "tests": visible_tests,
+               "run": answer["run"], "deselect": answer["deselect"], "failing": answer["failing"]}
+    own = {p.split("/")[0].removesuffix(".py") for p in full}
+    if project.root not in (".", ""):
+        own |= {p.removeprefix(project.root.rstrip("/") + "/").split("/")[0].removesuffix(".py") for p in full}
+    installs = ["pytest", *_third_party_imports([full[p] for p in answer["run"] if p in full], own)]
+    tests = {"check.py": Path(__file__).with_name("check_repo.py").read_bytes(),
+             "guard.py": Path(__file__).parents[1].joinpath("repo_real", "guard.py").read_bytes(),
+             "project.tar.gz": archive.getvalue(), "grading.json": json.dumps(grading, indent=1).encode()}
+    fixed = {fix["path"]: fix["content"].encode() for fix in answer["fix"]}
+    return files, tests, fixed, _repo_test_sh("grading.json", installs)
+
+
+def write_repo_task(folder: Path, env_id: str, task: Task) -> Path:
+    """Write one repository-repair task as a Harbor task directory in ``folder`` (created; must not exist yet)."""
+    files, tests, fixed, test_sh = repo_task_parts(env_id, task)
+    folder.mkdir(parents=True)
+    listing = "\n".join(f"- `{p}`" for p in sorted(files))
+    instruction = f"{task.prompt}\n\nThe repository is in {WORKDIR}. Its files:\n\n{listing}\n"
+    (folder / "instruction.md").write_text(instruction)
+    difficulty = task.meta.get("difficulty", {})
+    toml = [
+        'version = "1.0"', "", "[metadata]", 'author_name = "rollgym"',
+        f"difficulty = {json.dumps('hard' if difficulty.get('bugs', 1) > 1 else 'medium')}",
+        'category = "software-engineering"', f"tags = {json.dumps(['repo-repair', env_id])}",
+        f"rollgym_task_id = {json.dumps(task.id)}", f"rollgym_env_id = {json.dumps(env_id)}", "",
+        "[verifier]", "timeout_sec = 600.0", "", "[agent]", "timeout_sec = 1800.0", "",
+        "[environment]", "build_timeout_sec = 600.0", "cpus = 1", "memory_mb = 2048", "storage_mb = 10240", "",
+    ]
+    (folder / "task.toml").write_text("\n".join(toml))
+    environment = folder / "environment"
+    for path, data in files.items():
+        target = environment / "files" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (environment / "Dockerfile").write_text(f"FROM {IMAGE}\nWORKDIR {WORKDIR}\nCOPY files/ {WORKDIR}/\n")
+    (folder / "solution").mkdir()
+    # hex, not base64: the importer rewrites /tests, /app... in solve.sh, and base64 may hold "+/app"
+    writes = "".join(f"python3 -c {shlex.quote(_WRITE_HEX)} {shlex.quote(p)} <<'ROLLGYM_HEX'\n"
+                     + "\n".join(c.hex()[i:i + 120] for i in range(0, len(c.hex()), 120)) + "\nROLLGYM_HEX\n"
+                     for p, c in sorted(fixed.items()))
+    (folder / "solution" / "solve.sh").write_text(f"#!/bin/bash\ncd {WORKDIR}\n{writes}")
+    (folder / "tests").mkdir()
+    for name, data in tests.items():
+        (folder / "tests" / name).write_bytes(data)
+    (folder / "tests" / "test.sh").write_text(test_sh)
+    for script in (folder / "solution" / "solve.sh", folder / "tests" / "test.sh"):
+        script.chmod(0o755)
+    return folder
+
+
 def export_harbor(env_id: str, split: str, out: str | Path, limit: int | None = None) -> list[Path]:
     """Write the tasks of ``env_id``'s ``split`` (the first ``limit``) as Harbor task directories under ``out``.
 
@@ -139,6 +271,9 @@ def export_harbor(env_id: str, split: str, out: str | Path, limit: int | None = 
     for index in range(count):
         task = env.source.task(index, split)
         name = f"{env_id.lower().replace('-', '_')}-{split}-{index:05d}"
-        written.append(write_task(root / name, task_spec(env_id, task), task_id=task.id, env_id=env_id))
+        if env_id in _REPO_ENVS:
+            written.append(write_repo_task(root / name, env_id, task))
+        else:
+            written.append(write_task(root / name, task_spec(env_id, task), task_id=task.id, env_id=env_id))
     env.close()
     return written

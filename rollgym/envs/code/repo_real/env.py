@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ from rollgym.envs.code.repo_real.projects import load_projects, project_dir
 from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, MAX_BUGS, RepoRepairRealSource
 from rollgym.envs.code.repo_repair.env import RepoRepairEnv, changed_tests
 from rollgym.envs.code.runner import code_runner
-from rollgym.sandbox import Job, Limits
+from rollgym.sandbox import Job, Limits, RunResult
 
 SYSTEM_PROMPT = (
     "You are a software engineer fixing bugs in a real Python project. Use the tools to look around, edit the "
@@ -21,6 +24,14 @@ SYSTEM_PROMPT = (
 GRADE_LIMITS = Limits(wall_s=120, cpu_s=120, mem_mb=2048, nproc=16, max_output_bytes=262_144)
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR) (.+?)(?: - .*)?$")
 _SKIP_DIRS = ("docs/", "doc/", ".git/")
+GUARD_SOURCE = Path(__file__).with_name("guard.py").read_text(encoding="utf-8")
+GUARD_MARK = "@@rollgym-guard "
+TAMPERED = "report_tampered"
+# Names that fixing a project's bug has no use for and that reach into the test run (defence in depth only:
+# the guard plugin is the wall; these catch the plain spellings early, with a readable label).
+_SUSPICIOUS = re.compile(r"_pytest|\bpytest\b|\bpluggy\b|sys\.modules|\batexit\b|os\._exit|\bctypes\b|"
+                         r"\bgc\b|settrace|setprofile|addaudithook|_getframe|\bf_back\b|\bf_locals\b|"
+                         r"\btb_frame\b|meta_path|path_hooks|\bbuiltins\b|__builtins__")
 
 
 def pytest_argv(files: list[str], deselect: list[str], *, report_all: bool) -> list[str]:
@@ -30,6 +41,35 @@ def pytest_argv(files: list[str], deselect: list[str], *, report_all: bool) -> l
     for test_id in deselect:
         argv += ["--deselect", test_id]
     return argv
+
+
+def suspicious_lines(original: dict[str, str], now: dict[str, str]) -> list[str]:
+    """Lines the agent added to the project's files that reach into pytest or the interpreter (see ``_SUSPICIOUS``).
+
+    Example:
+        >>> suspicious_lines({"m.py": "x = 1\\n"}, {"m.py": "x = 1\\nimport _pytest.runner\\n"})
+        ['m.py: import _pytest.runner']
+    """
+    found = []
+    for path, text in sorted(now.items()):
+        before = original.get(path, "").splitlines()
+        for line in difflib.ndiff(before, text.splitlines()):
+            if line.startswith("+ ") and _SUSPICIOUS.search(line):
+                found.append(f"{path}: {line[2:].strip()[:120]}")
+    return found
+
+
+def guard_verdict(output: str, token: str) -> dict[str, Any] | None:
+    """The guard plugin's verdict line of this run (``None`` when there is not exactly one with the token)."""
+    found = [line[len(GUARD_MARK) + len(token) + 1:] for line in output.splitlines()
+             if line.startswith(f"{GUARD_MARK}{token} ")]
+    if len(found) != 1:
+        return None
+    try:
+        verdict = json.loads(found[0])
+    except ValueError:
+        return None
+    return verdict if isinstance(verdict, dict) else None
 
 
 def outcomes(output: str) -> dict[str, str]:
@@ -85,11 +125,14 @@ class RepoRepairRealEnv(RepoRepairEnv):
     ``max_calls_per_turn`` (4), ``max_output_chars`` (6000), ``split``, ``render_mode``.
 
     ## Version History
+    * v1 (:class:`RepoRepairRealGuardedEnv`): pytest's reporting is watched by a guard plugin; v0's
+      project code could patch it in-process and forge passes.
     * v0: initial release.
     """
 
     default_env_id = DEFAULT_ENV_ID
     system_prompt = SYSTEM_PROMPT
+    guarded = False  # v1 grades with the guard plugin (RepoRepairRealGuardedEnv)
 
     def __init__(
         self,
@@ -161,19 +204,76 @@ class RepoRepairRealEnv(RepoRepairEnv):
         if changed:
             return Score.fail("tests_modified", changed_tests=sorted(set(changed)))
         project = next(p for p in load_projects() if p.name == answer["project"])
-        job = Job.command(pytest_argv(answer["run"], answer["deselect"], report_all=True),
-                          files=self._tree(self.task, self.files, with_hidden=True),
-                          env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
+        if not self.guarded:
+            job = Job.command(pytest_argv(answer["run"], answer["deselect"], report_all=True),
+                              files=self._tree(self.task, self.files, with_hidden=True),
+                              env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
+            return self._judge(self.runner.run_one(job), None)
+        suspicious = suspicious_lines(answer["files"], self.files)
+        if suspicious:
+            return Score.fail("suspicious_patch", lines=suspicious[:20])
+        token = secrets.token_hex(16)
+        tree = self._tree(self.task, self.files, with_hidden=True)
+        tree[".rollgym/_rollgym_guard.py"] = GUARD_SOURCE.encode()
+        tree[".rollgym/token"] = json.dumps({"token": token, "watch": answer["failing"]}).encode()
+        argv = pytest_argv(answer["run"], answer["deselect"], report_all=True)
+        job = Job.command([*argv[:3], "-p", "_rollgym_guard", *argv[3:]], files=tree,
+                          env={"PYTHONPATH": f"{project.root}:.rollgym", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                          limits=GRADE_LIMITS)
         result = self.runner.run_one(job)
+        return self._judge(result, guard_verdict(result.stdout, token))
+
+    def _judge(self, result: RunResult, verdict: dict[str, Any] | None) -> Score:
+        """The score of a grading run: every test passed, each originally failing one among them (and, with the
+        guard, the guard saw them pass and nothing tampered with pytest's reporting)."""
+        assert self.task is not None
+        answer = self.task.answer
         seen = outcomes(result.stdout)
         bad = sorted(t for t, outcome in seen.items() if outcome != "PASSED")
         # A failing id without "::" is a file that did not import; fixed, some test of it must pass.
         missing = sorted(t for t in answer["failing"] if seen.get(t) != "PASSED" and not (
             "::" not in t and any(k.startswith(t + "::") and v == "PASSED" for k, v in seen.items())))
+        if self.guarded and result.exit_code == 0 and not bad and not missing:
+            if verdict is None:
+                return Score.fail(TAMPERED, reason="the run ended without the guard's verdict",
+                                  exit_code=result.exit_code, label=result.label)
+            if verdict.get("tamper"):
+                return Score.fail(TAMPERED, tamper=[str(t) for t in verdict["tamper"]][:20])
+            passed = {str(t) for t in verdict.get("passed", ())}
+            unseen = sorted(t for t in answer["failing"] if t not in passed and not (
+                "::" not in t and any(p.startswith(t + "::") for p in passed)))
+            if unseen:
+                return Score.fail(TAMPERED, reason="reported passed, but the guard did not see it pass",
+                                  not_passed=unseen[:20])
         if result.exit_code != 0 or bad or missing:
             return Score.fail("tests_failed", failed=bad[:20], not_passed=missing[:20], exit_code=result.exit_code,
                               label=result.label)
         return Score(reward=1.0, correct=True, details={"passed": len(seen)})
 
 
-__all__ = ["MAX_BUGS", "RepoRepairRealEnv"]
+class RepoRepairRealGuardedEnv(RepoRepairRealEnv):
+    """RepoRepairReal-v1: RepoRepairReal-v0's tasks, graded by a run that pytest's reporting cannot be patched in.
+
+    ## Description, Action Space, Observation Space, Starting State, Episode End, Information, Arguments
+    As :class:`RepoRepairRealEnv` (the same tasks, with ``RepoRepairReal-v1`` in their ids).
+
+    ## Rewards
+    As v0, and: 0 (``error="suspicious_patch"``) when a line the agent added names pytest, pluggy,
+    ``sys.modules``, ``atexit``, ``os._exit``, ``ctypes``, ``gc``, a trace or profile function, an audit
+    hook, frames or import hooks; 0 (``error="report_tampered"``) when the guard plugin
+    (:mod:`rollgym.envs.code.repo_real.guard`, loaded before any project code) gives no verdict, saw
+    pytest's reporting changed, or did not itself see each originally failing test pass. Plugins that
+    pytest would load from installed packages are not loaded.
+
+    ## Version History
+    * v1: grading watched by the guard plugin; patches that reach into pytest are refused. Under v0,
+      project code could patch pytest's reports (``TestReport``, ``_pytest.runner``, a plugin it
+      registers, a forged summary and ``os._exit(0)``) and score 1 without fixing anything.
+    * v0: see :class:`RepoRepairRealEnv`.
+    """
+
+    default_env_id = "RepoRepairReal-v1"
+    guarded = True
+
+
+__all__ = ["MAX_BUGS", "RepoRepairRealEnv", "RepoRepairRealGuardedEnv"]
