@@ -179,7 +179,7 @@ ARRAY_IDS = [i for i in ENV_IDS if rollgym.env_info(i).family in ARRAY_FAMILIES]
 EXAMPLES = {"web": 4, "math": 15, "games": 15}  # per family; everything else 40
 #: Ids whose every graded step runs a real project's own test suite (seconds); the parsing in front of the
 #: grader is RepoRepair-v0's, which gets the family's full count.
-EXAMPLES_BY_ID = {"RepoRepairReal-v0": 10}
+EXAMPLES_BY_ID = {"RepoRepairReal-v0": 10, "RepoRepairReal-v1": 10}
 _ENVS: dict[str, Any] = {}
 
 
