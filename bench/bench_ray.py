@@ -110,11 +110,10 @@ def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
     envs = " / ".join(figures)
     name = "collect_ray (2 workers)"
     rows.append({"what": f"Instant agent through {name}, batched, vs the bare loop in one process, {envs} "
-                         "(episodes/s, whole call with actor start-up; ratio also in steady state)",
+                         "(episodes/s, whole call with the actors' start-up)",
                  "rollgym": " / ".join(f"{row[name]['episodes_per_s']:,.0f}" for row in figures.values()),
                  "peer": " / ".join(f"{row['bare']['episodes_per_s']:,.0f}" for row in figures.values()),
-                 "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in figures.values()) + "; steady "
-                          + " / ".join(f"{row[name]['steady_ratio']:.2f}x" for row in figures.values())})
+                 "ratio": " / ".join(f"{row[name]['ratio']:.2f}x" for row in figures.values())})
     name = "RayWorkers (2 kept workers)"
     if all(name in row for row in figures.values()):
         rows.append({"what": f"Instant agent through {name}: a later run on started actors, as a trainer's "
