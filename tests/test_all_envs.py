@@ -42,7 +42,7 @@ def _require_extras(env_id: str) -> None:
         require_module(module)
     if env_id.startswith("Chess"):
         require_module("chess")
-    if env_id == "RepoRepairReal-v0":
+    if env_id.startswith("RepoRepairReal-"):
         from tests.conftest import require_repo_real
 
         require_repo_real()

@@ -28,7 +28,7 @@ __all__, __getattr__ = lazy_exports(__name__, {
     "rollgym.envs.code.config": ("CodeGenConfig", "RepoRepairConfig", "TerminalConfig"),
     "rollgym.envs.code.repo_repair.env": ("RepoRepairEnv",),
     "rollgym.envs.code.repo_repair.source": ("RepoRepairSource",),
-    "rollgym.envs.code.repo_real.env": ("RepoRepairRealEnv",),
+    "rollgym.envs.code.repo_real.env": ("RepoRepairRealEnv", "RepoRepairRealV1Env"),
     "rollgym.envs.code.repo_real.source": ("RepoRepairRealSource",),
     "rollgym.envs.code.terminal.env": ("TerminalEnv",),
     "rollgym.envs.code.terminal.source": ("TerminalSource",),
@@ -95,6 +95,21 @@ register_env(
     "RepoRepairReal-v0",
     "rollgym.envs.code.repo_real.env:RepoRepairRealEnv",
     description="Fix AST-injected bugs in real Python projects (sdists fetched by `rollgym data build repo-real`); "
+                "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
+    family="code",
+    components=["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",
+                "rollgym.envs.code.repo_real.projects", "rollgym.envs.code.repo_real.mutate",
+                "rollgym.envs.code.repo_real.validate", "rollgym.envs.code.repo_real.source",
+                "rollgym.envs.code.repo_real.env", "rollgym.sandbox.inside.supervisor"],
+    oracle=f"{_POLICIES}:repo_real_oracle",
+    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+)
+
+register_env(
+    "RepoRepairReal-v1",
+    "rollgym.envs.code.repo_real.env:RepoRepairRealV1Env",
+    description="RepoRepairReal over the grown task set (v0's 901 mutants and the cheaper validator's; "
+                "more-itertools added); "
                 "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
     family="code",
     components=["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",

@@ -9,7 +9,7 @@ from typing import Any
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
-from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, MAX_BUGS, RepoRepairRealSource
+from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, LATEST_ENV_ID, MAX_BUGS, RepoRepairRealSource
 from rollgym.envs.code.repo_repair.env import RepoRepairEnv, changed_tests
 from rollgym.envs.code.runner import code_runner
 from rollgym.sandbox import Job, Limits
@@ -85,6 +85,9 @@ class RepoRepairRealEnv(RepoRepairEnv):
     ``max_calls_per_turn`` (4), ``max_output_chars`` (6000), ``split``, ``render_mode``.
 
     ## Version History
+    * v1: the grown mutant manifest ``mutants-v1.jsonl`` (v0's mutants and those the cheaper,
+      coverage-guided validator added; see :class:`RepoRepairRealV1Env`). Task indices name
+      other tasks than in v0; v0 keeps serving its own 901 mutants.
     * v0: initial release.
     """
 
@@ -176,4 +179,39 @@ class RepoRepairRealEnv(RepoRepairEnv):
         return Score(reward=1.0, correct=True, details={"passed": len(seen)})
 
 
-__all__ = ["MAX_BUGS", "RepoRepairRealEnv"]
+class RepoRepairRealV1Env(RepoRepairRealEnv):
+    """RepoRepairReal-v1: :class:`RepoRepairRealEnv` over the grown mutant manifest.
+
+    ## Description
+    As :class:`RepoRepairRealEnv`, with the mutants of ``mutants-v1.jsonl``: v0's 901 and
+    those added by the coverage-guided validator (more per project, and more-itertools).
+
+    ## Action Space
+    As :class:`RepoRepairRealEnv`.
+
+    ## Observation Space
+    As :class:`RepoRepairRealEnv`.
+
+    ## Starting State
+    As :class:`RepoRepairRealEnv`; the same index names another task than in v0.
+
+    ## Rewards
+    As :class:`RepoRepairRealEnv`.
+
+    ## Episode End
+    As :class:`RepoRepairRealEnv`.
+
+    ## Information
+    As :class:`RepoRepairRealEnv`.
+
+    ## Arguments
+    As :class:`RepoRepairRealEnv`.
+
+    ## Version History
+    * v1: initial release of the grown task set (see :class:`RepoRepairRealEnv`).
+    """
+
+    default_env_id = LATEST_ENV_ID
+
+
+__all__ = ["MAX_BUGS", "RepoRepairRealEnv", "RepoRepairRealV1Env"]
