@@ -109,7 +109,7 @@ register_env(
     "RepoRepairReal-v1",
     "rollgym.envs.code.repo_real.env:RepoRepairRealV1Env",
     description="RepoRepairReal over the grown task set (v0's 901 mutants and the cheaper validator's; "
-                "more-itertools added); "
+                "same projects); "
                 "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
     family="code",
     components=["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",

@@ -184,7 +184,7 @@ class RepoRepairRealV1Env(RepoRepairRealEnv):
 
     ## Description
     As :class:`RepoRepairRealEnv`, with the mutants of ``mutants-v1.jsonl``: v0's 901 and
-    those added by the coverage-guided validator (more per project, and more-itertools).
+    those added by the coverage-guided validator (more mutants per project).
 
     ## Action Space
     As :class:`RepoRepairRealEnv`.
