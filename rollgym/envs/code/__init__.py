@@ -108,8 +108,9 @@ register_env(
 register_env(
     "RepoRepairReal-v1",
     "rollgym.envs.code.repo_real.env:RepoRepairRealGuardedEnv",
-    description="RepoRepairReal-v0's tasks, graded with a guard plugin loaded before the project's code: patching "
-                "pytest's reporting scores 0.",
+    description="RepoRepairReal over the grown task set (2,054 validated mutants of 8 projects: v0's 901 and the "
+                "cheaper validator's), graded by each project's own hidden tests with a guard plugin loaded before "
+                "the project's code (patching pytest's reporting scores 0); split test_unseen holds held-out projects.",
     family="code",
     components=[*_REPO_REAL, "rollgym.envs.code.repo_real.guard"],
     oracle=f"{_POLICIES}:repo_real_oracle",

@@ -1,4 +1,4 @@
-"""RepoRepairReal-v0: mutation operators, the committed manifests, and grading by the projects' own tests.
+"""RepoRepairReal-v0 and -v1: mutation operators, the committed manifests, and grading by the projects' own tests.
 
 The grading tests need the projects built (``rollgym data build repo-real``, which .ci/run runs);
 without them they skip here and fail in CI.
@@ -14,7 +14,9 @@ import pytest
 
 from rollgym.envs.code.repo_real.mutate import KINDS, Mutation, apply_all, enumerate_mutations
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
-from rollgym.envs.code.repo_real.source import load_mutants, mutants_by_split
+from rollgym.envs.code.repo_real.source import RepoRepairRealSource, load_mutants, mutants_by_split
+
+IDS = ("RepoRepairReal-v0", "RepoRepairReal-v1")
 
 SAMPLE = '''def clamp(x, low=0, high=10, strict=False):
     """Docstring 1."""
@@ -66,16 +68,32 @@ def test_manifest_projects_are_permissive_and_hashed():
     assert {p.name for p in projects if p.split == "test_unseen"} == {"six", "iso8601"}
 
 
-def test_validated_mutants_cover_eight_projects_and_keep_unseen_projects_out_of_other_splits():
-    rows = load_mutants()
+@pytest.mark.parametrize("env_id", IDS)
+def test_validated_mutants_cover_eight_projects_and_keep_unseen_projects_out_of_other_splits(env_id):
+    rows = load_mutants(env_id)
     per_project = Counter(r["project"] for r in rows)
     assert len([p for p, n in per_project.items() if n >= 30]) >= 8
     assert all(r["failing"] and r["n_failing"] >= 1 for r in rows)
-    splits = mutants_by_split()
+    splits = mutants_by_split(env_id)
     assert {r["project"] for r in splits["test_unseen"]} == {"six", "iso8601"}
     for split in ("train", "validation", "test"):
         assert splits[split] and not {r["project"] for r in splits[split]} & {"six", "iso8601"}
     assert all(Mutation.from_dict(r["mutation"]).kind in KINDS for r in rows)
+
+
+def _key(row: dict) -> tuple:
+    m = row["mutation"]
+    return row["project"], m["path"], m["line"], m["col"], m["new"]
+
+
+def test_v0_keeps_its_tasks_and_v1_holds_v0s_mutants_and_the_grown_set():
+    v0, v1 = load_mutants("RepoRepairReal-v0"), load_mutants("RepoRepairReal-v1")
+    assert len(v0) == 901  # v0's manifest is frozen: its task indices keep naming the same tasks
+    assert {_key(r) for r in v0} < {_key(r) for r in v1} and len({_key(r) for r in v1}) == len(v1)
+    assert len(v1) >= 2000
+    assert RepoRepairRealSource(1, "RepoRepairReal-v0").size("train") == len(mutants_by_split()["train"])
+    assert RepoRepairRealSource(1, "RepoRepairReal-v1").size("train") == len(mutants_by_split(IDS[1])["train"])
+    assert RepoRepairRealSource(1, "RepoRepairReal-v1").size("train") > RepoRepairRealSource(1).size("train")
 
 
 def _built() -> None:
@@ -88,7 +106,7 @@ def test_every_stored_mutation_still_applies_to_the_built_sources():
     _built()
     texts: dict[tuple[str, str], str] = {}
     projects = {p.name: p for p in load_projects()}
-    for row in load_mutants():
+    for row in load_mutants("RepoRepairReal-v1"):
         m = Mutation.from_dict(row["mutation"])
         key = (row["project"], m.path)
         if key not in texts:
@@ -96,12 +114,12 @@ def test_every_stored_mutation_still_applies_to_the_built_sources():
         assert m.revert(m.apply(texts[key])) == texts[key]
 
 
-@pytest.fixture
-def env():
+@pytest.fixture(params=IDS)
+def env(request):
     _built()
     import rollgym
 
-    environment = rollgym.make("RepoRepairReal-v0")
+    environment = rollgym.make(request.param)
     yield environment
     environment.close()
 

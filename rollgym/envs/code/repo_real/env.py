@@ -12,7 +12,7 @@ from typing import Any
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
-from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, MAX_BUGS, RepoRepairRealSource
+from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, LATEST_ENV_ID, MAX_BUGS, RepoRepairRealSource
 from rollgym.envs.code.repo_repair.env import RepoRepairEnv, changed_tests
 from rollgym.envs.code.runner import code_runner
 from rollgym.sandbox import Job, Limits, RunResult
@@ -125,8 +125,10 @@ class RepoRepairRealEnv(RepoRepairEnv):
     ``max_calls_per_turn`` (4), ``max_output_chars`` (6000), ``split``, ``render_mode``.
 
     ## Version History
-    * v1 (:class:`RepoRepairRealGuardedEnv`): pytest's reporting is watched by a guard plugin; v0's
-      project code could patch it in-process and forge passes.
+    * v1 (:class:`RepoRepairRealGuardedEnv`): the grown mutant manifest ``mutants-v1.jsonl`` (v0's 901
+      mutants and those the cheaper, coverage-guided validator added: 2,054), and pytest's reporting
+      watched by a guard plugin (v0's project code could patch it in-process and forge passes). Task
+      indices name other tasks than in v0; v0 keeps serving its own 901 mutants.
     * v0: initial release.
     """
 
@@ -252,10 +254,11 @@ class RepoRepairRealEnv(RepoRepairEnv):
 
 
 class RepoRepairRealGuardedEnv(RepoRepairRealEnv):
-    """RepoRepairReal-v1: RepoRepairReal-v0's tasks, graded by a run that pytest's reporting cannot be patched in.
+    """RepoRepairReal-v1: the grown task set, graded by a run that pytest's reporting cannot be patched in.
 
     ## Description, Action Space, Observation Space, Starting State, Episode End, Information, Arguments
-    As :class:`RepoRepairRealEnv` (the same tasks, with ``RepoRepairReal-v1`` in their ids).
+    As :class:`RepoRepairRealEnv`, over the mutants of ``mutants-v1.jsonl``: v0's 901 and those the
+    coverage-guided validator added (2,054 in all); the same index names another task than in v0.
 
     ## Rewards
     As v0, and: 0 (``error="suspicious_patch"``) when a line the agent added names pytest, pluggy,
@@ -266,13 +269,14 @@ class RepoRepairRealGuardedEnv(RepoRepairRealEnv):
     pytest would load from installed packages are not loaded.
 
     ## Version History
-    * v1: grading watched by the guard plugin; patches that reach into pytest are refused. Under v0,
+    * v1: the grown mutant manifest (2,054 validated mutants over 8 projects); grading watched by the
+      guard plugin; patches that reach into pytest are refused. Under v0,
       project code could patch pytest's reports (``TestReport``, ``_pytest.runner``, a plugin it
       registers, a forged summary and ``os._exit(0)``) and score 1 without fixing anything.
     * v0: see :class:`RepoRepairRealEnv`.
     """
 
-    default_env_id = "RepoRepairReal-v1"
+    default_env_id = LATEST_ENV_ID
     guarded = True
 
 

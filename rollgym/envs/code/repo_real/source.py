@@ -1,10 +1,13 @@
 """``RepoRepairRealSource``: tasks made of validated mutants of real projects, loaded without revalidation.
 
-The committed ``mutants.jsonl`` lists each validated mutant (project, mutation, failing
-test ids, first failure message); ``mutants.baselines.json`` lists each project's test
-failures before any mutation (deselected when grading). A task of ``bugs`` = k combines k
-validated mutants of one project at least three lines apart; its hidden tests are the test
-files that hold a failing test; the agent sees the project's sources and its other tests.
+The committed mutant manifests list each validated mutant (project, mutation, failing
+test ids, first failure message): ``mutants.jsonl`` for ``RepoRepairReal-v0`` (901 mutants,
+frozen) and ``mutants-v1.jsonl`` for ``RepoRepairReal-v1`` (v0's mutants and the ones the
+cheaper validator added; a task index of v0 does not name the same task in v1).
+``mutants.baselines.json`` lists each project's test failures before any mutation (deselected
+when grading). A task of ``bugs`` = k combines k validated mutants of one project at least
+three lines apart; its hidden tests are the test files that hold a failing test; the agent
+sees the project's sources and its other tests.
 
 Splits: mutants of the manifest's ``seen`` projects go to ``train``, ``validation`` or
 ``test`` by a hash of their content; ``test_unseen`` holds only the held-out projects.
@@ -25,16 +28,24 @@ from rollgym.envs.code.repo_real.projects import Project, load_projects, project
 
 FAMILY = "code-reporepair-real"
 DEFAULT_ENV_ID = "RepoRepairReal-v0"
+LATEST_ENV_ID = "RepoRepairReal-v1"
 MUTANTS_FILE = Path(__file__).with_name("mutants.jsonl")
+#: The mutant manifest of each version of the id; a version's file never changes once released.
+MUTANTS_FILES = {"v0": MUTANTS_FILE, "v1": Path(__file__).with_name("mutants-v1.jsonl")}
 BASELINES_FILE = Path(__file__).with_name("mutants.baselines.json")
 SPLITS = ("train", "validation", "test", "test_unseen")
 MAX_BUGS = 3
 
 
+def mutants_file(env_id: str = DEFAULT_ENV_ID) -> Path:
+    """The mutant manifest of ``env_id``'s version (``RepoRepairReal-v1`` -> ``mutants-v1.jsonl``; v0's otherwise)."""
+    return MUTANTS_FILES.get(env_id.rsplit("-", 1)[-1], MUTANTS_FILE)
+
+
 @cache
-def load_mutants() -> tuple[dict[str, Any], ...]:
-    """The validated mutants of the committed manifest, in its order."""
-    return tuple(json.loads(line) for line in MUTANTS_FILE.read_text().splitlines() if line.strip())
+def load_mutants(env_id: str = DEFAULT_ENV_ID) -> tuple[dict[str, Any], ...]:
+    """The validated mutants of ``env_id``'s committed manifest, in its order."""
+    return tuple(json.loads(line) for line in mutants_file(env_id).read_text().splitlines() if line.strip())
 
 
 @cache
@@ -52,11 +63,11 @@ def split_of_mutant(row: dict[str, Any], projects: dict[str, Project]) -> str:
 
 
 @cache
-def mutants_by_split() -> dict[str, tuple[dict[str, Any], ...]]:
-    """The validated mutants of each split."""
+def mutants_by_split(env_id: str = DEFAULT_ENV_ID) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The validated mutants of each split of ``env_id``."""
     projects = {p.name: p for p in load_projects()}
     out: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
-    for row in load_mutants():
+    for row in load_mutants(env_id):
         out[split_of_mutant(row, projects)].append(row)
     return {s: tuple(rows) for s, rows in out.items()}
 
@@ -107,10 +118,10 @@ class RepoRepairRealSource:
 
     def size(self, split: str) -> int | None:
         """The number of tasks in ``split`` (one per validated mutant; combined tasks reuse them)."""
-        return len(mutants_by_split().get(split, ()))
+        return len(mutants_by_split(self.env_id).get(split, ()))
 
     def _rows(self, index: int, split: str) -> list[dict[str, Any]]:
-        rows = mutants_by_split()[split]
+        rows = mutants_by_split(self.env_id)[split]
         first = rows[index]
         chosen = [first]
         same = [r for r in rows if r["project"] == first["project"]]
@@ -176,10 +187,15 @@ class RepoRepairRealSource:
 
 
 def catalogue() -> dict[str, Any]:
-    """Counts for ``rollgym list --stats``: projects and validated mutants per split."""
-    by_split = mutants_by_split()
+    """Counts for ``rollgym list --stats``: projects, and validated mutants of the latest id per split and project."""
+    by_split = mutants_by_split(LATEST_ENV_ID)
     projects = load_projects()
+    per_project: dict[str, int] = {}
+    for row in load_mutants(LATEST_ENV_ID):
+        per_project[row["project"]] = per_project.get(row["project"], 0) + 1
     return {"repo_real_projects": len(projects),
             "repo_real_projects_unseen": [p.name for p in projects if p.split == "test_unseen"],
             **{f"repo_real_tasks_{s}": len(rows) for s, rows in by_split.items()},
-            "repo_real_validated_mutants": sum(len(rows) for rows in by_split.values())}
+            **{f"repo_real_mutants_{name}": n for name, n in sorted(per_project.items())},
+            "repo_real_validated_mutants": sum(len(rows) for rows in by_split.values()),
+            "repo_real_v0_validated_mutants": len(load_mutants(DEFAULT_ENV_ID))}
