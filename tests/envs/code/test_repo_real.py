@@ -313,3 +313,17 @@ def test_v1_the_oracle_passes_and_the_unmodified_mutant_fails(env_v1, split):
         if terminated or truncated:
             break
     assert reward == 1.0, info
+
+
+def test_v1_an_honest_fix_passes_when_the_project_runs_doctests(env_v1):
+    """doctest's runner calls sys.settrace to restore the trace function, which the guard otherwise refuses:
+    toolz's test_curried_doctests runs doctest, and the oracle's fix of a task that grades it must score 1."""
+    from rollgym.envs.code.policies import repo_real_oracle
+
+    observation, info = env_v1.reset(seed=0, options={"split": "train", "task_index": 62})  # a toolz bug
+    assert "toolz/tests/test_curried_doctests.py" in env_v1.unwrapped.task.answer["run"]
+    while True:
+        observation, reward, terminated, truncated, info = env_v1.step(repo_real_oracle(observation, info))
+        if terminated or truncated:
+            break
+    assert reward == 1.0, info
