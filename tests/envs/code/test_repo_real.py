@@ -315,13 +315,18 @@ def test_v1_the_oracle_passes_and_the_unmodified_mutant_fails(env_v1, split):
     assert reward == 1.0, info
 
 
-def test_v1_an_honest_fix_passes_when_the_project_runs_doctests(env_v1):
-    """doctest's runner calls sys.settrace to restore the trace function, which the guard otherwise refuses:
-    toolz's test_curried_doctests runs doctest, and the oracle's fix of a task that grades it must score 1."""
+@pytest.mark.parametrize(("index", "why"), [
+    (62, "toolz/tests/test_curried_doctests.py"),  # doctest's runner calls sys.settrace, which the guard refuses
+    (1023, "src/semver/_deprecated.py"),  # the fixed line reads f_back, a name the added-line check refuses
+])
+def test_v1_honest_fixes_pass_where_the_guard_could_misfire(env_v1, index, why):
+    """The oracle's fix scores 1 on v1 tasks where the guard once gave an honest fix 0: a project test that runs
+    doctests, and a bug in a line of the project that itself names a refused word (restoring it is the fix)."""
     from rollgym.envs.code.policies import repo_real_oracle
 
-    observation, info = env_v1.reset(seed=0, options={"split": "train", "task_index": 62})  # a toolz bug
-    assert "toolz/tests/test_curried_doctests.py" in env_v1.unwrapped.task.answer["run"]
+    observation, info = env_v1.reset(seed=0, options={"split": "train", "task_index": index})
+    answer = env_v1.unwrapped.task.answer
+    assert why in answer["run"] or why in answer["files"]
     while True:
         observation, reward, terminated, truncated, info = env_v1.step(repo_real_oracle(observation, info))
         if terminated or truncated:

@@ -43,18 +43,25 @@ def pytest_argv(files: list[str], deselect: list[str], *, report_all: bool) -> l
     return argv
 
 
-def suspicious_lines(original: dict[str, str], now: dict[str, str]) -> list[str]:
+def suspicious_lines(original: dict[str, str], now: dict[str, str], clean: dict[str, str] | None = None) -> list[str]:
     """Lines the agent added to the project's files that reach into pytest or the interpreter (see ``_SUSPICIOUS``).
+
+    A line that the same file of the unmutated project holds is not counted: restoring it is the fix
+    (semver's ``_deprecated.py`` reads ``f_back`` in a line a bug may sit in). ``clean`` maps a path to
+    that file's text.
 
     Example:
         >>> suspicious_lines({"m.py": "x = 1\\n"}, {"m.py": "x = 1\\nimport _pytest.runner\\n"})
         ['m.py: import _pytest.runner']
+        >>> suspicious_lines({"m.py": "f = g\\n"}, {"m.py": "f = g.f_back\\n"}, clean={"m.py": "f = g.f_back\\n"})
+        []
     """
     found = []
     for path, text in sorted(now.items()):
         before = original.get(path, "").splitlines()
+        known = {line.strip() for line in (clean or {}).get(path, "").splitlines()}
         for line in difflib.ndiff(before, text.splitlines()):
-            if line.startswith("+ ") and _SUSPICIOUS.search(line):
+            if line.startswith("+ ") and _SUSPICIOUS.search(line) and line[2:].strip() not in known:
                 found.append(f"{path}: {line[2:].strip()[:120]}")
     return found
 
@@ -211,7 +218,10 @@ class RepoRepairRealEnv(RepoRepairEnv):
                               files=self._tree(self.task, self.files, with_hidden=True),
                               env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
             return self._judge(self.runner.run_one(job), None)
-        suspicious = suspicious_lines(answer["files"], self.files)
+        root = project_dir(project)
+        clean = {path: (root / path).read_text(encoding="utf-8", errors="replace") for path in self.files
+                 if (root / path).is_file()}
+        suspicious = suspicious_lines(answer["files"], self.files, clean)
         if suspicious:
             return Score.fail("suspicious_patch", lines=suspicious[:20])
         token = secrets.token_hex(16)
