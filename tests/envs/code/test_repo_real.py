@@ -143,18 +143,24 @@ def test_hidden_tests_never_reach_the_agent(env):
         assert test_id.split("::")[-1] not in observation
 
 
-@pytest.mark.parametrize("split", ["train", "test_unseen"])
-def test_the_oracle_revert_passes_and_the_unmodified_mutant_fails(env, split):
+
+def _oracle_episode(env, observation, info):
+    """Play the oracle from a reset to the episode's end; its last reward and info."""
     from rollgym.envs.code.policies import repo_real_oracle
 
+    while True:
+        observation, reward, terminated, truncated, info = env.step(repo_real_oracle(observation, info))
+        if terminated or truncated:
+            return reward, info
+
+
+@pytest.mark.parametrize("split", ["train", "test_unseen"])
+def test_the_oracle_revert_passes_and_the_unmodified_mutant_fails(env, split):
     observation, info = _first(env, split)
     *_, info = env.step("I changed nothing.")
     assert info["reward"] == 0.0 and info["error"] == "tests_failed"
     observation, info = _first(env, split)
-    while True:
-        observation, reward, terminated, truncated, info = env.step(repo_real_oracle(observation, info))
-        if terminated or truncated:
-            break
+    reward, info = _oracle_episode(env, observation, info)
     assert reward == 1.0, info
 
 
@@ -301,17 +307,12 @@ def test_v1_refuses_added_lines_that_reach_into_pytest(env_v1):
 
 @pytest.mark.parametrize("split", ["train", "test_unseen"])
 def test_v1_the_oracle_passes_and_the_unmodified_mutant_fails(env_v1, split):
-    from rollgym.envs.code.policies import repo_real_oracle
-
     observation, info = _first(env_v1, split)
     assert info["task_id"].startswith("RepoRepairReal-v1:")
     *_, info = env_v1.step("I changed nothing.")
     assert info["reward"] == 0.0 and info["error"] == "tests_failed"
     observation, info = _first(env_v1, split)
-    while True:
-        observation, reward, terminated, truncated, info = env_v1.step(repo_real_oracle(observation, info))
-        if terminated or truncated:
-            break
+    reward, info = _oracle_episode(env_v1, observation, info)
     assert reward == 1.0, info
 
 
@@ -322,13 +323,8 @@ def test_v1_the_oracle_passes_and_the_unmodified_mutant_fails(env_v1, split):
 def test_v1_honest_fixes_pass_where_the_guard_could_misfire(env_v1, index, why):
     """The oracle's fix scores 1 on v1 tasks where the guard once gave an honest fix 0: a project test that runs
     doctests, and a bug in a line of the project that itself names a refused word (restoring it is the fix)."""
-    from rollgym.envs.code.policies import repo_real_oracle
-
     observation, info = env_v1.reset(seed=0, options={"split": "train", "task_index": index})
     answer = env_v1.unwrapped.task.answer
     assert why in answer["run"] or why in answer["files"]
-    while True:
-        observation, reward, terminated, truncated, info = env_v1.step(repo_real_oracle(observation, info))
-        if terminated or truncated:
-            break
+    reward, info = _oracle_episode(env_v1, observation, info)
     assert reward == 1.0, info
