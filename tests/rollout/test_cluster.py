@@ -192,5 +192,5 @@ def test_collect_groups_names_a_wrong_ray_argument_in_one_sentence():
     from rollgym.core.errors import ConfigError
     from rollgym.train.rollouts import collect_groups
 
-    with pytest.raises(ConfigError, match="ray must be False, True(,| or) a cluster address"):
+    with pytest.raises(ConfigError, match=r"ray must be False, True(,| or) a cluster address"):
         collect_groups(OracleAgent, "Countdown-v0", 1, 1, ray=3)  # type: ignore[arg-type]
