@@ -156,7 +156,7 @@ def test_the_grpo_rollout_step_on_the_cluster_plays_the_groups_it_plays_in_proce
     from rollgym.train.grpo import GRPOConfig, GRPOTrainer
     from rollgym.train.rollouts import collect_groups
 
-    handle, nodes = cluster
+    handle, _ = cluster
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
     agent_factory = RemoteChatAgent(tiny_server.url, tokenizer=str(tiny_model_dir),
                                     sampling=SamplingParams(max_tokens=8, temperature=1.0))
@@ -168,7 +168,8 @@ def test_the_grpo_rollout_step_on_the_cluster_plays_the_groups_it_plays_in_proce
     groups, stats = trainer.rollout_step(agent_factory, "Countdown-v0", 3, 4, seed=7, ray=handle.address,
                                          num_workers=3)
 
-    assert set(nodes_of(groups)) <= set(nodes.values()) and len(set(nodes_of(groups))) >= 2
+    live = {node.node_id for node in handle.list_all_nodes()}  # earlier tests add nodes that the default needs fit
+    assert set(nodes_of(groups)) <= live and len(set(nodes_of(groups))) >= 2
 
     def sampled(gs: list) -> list:
         return [[(t.traj_id, t.task_id, t.reward, t.status, t.prompt_ids, t.completion_ids, t.loss_mask)
