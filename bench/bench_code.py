@@ -138,51 +138,94 @@ def run_rollgym(samples: list[tuple[Any, dict[str, Any], str]], workers: int) ->
     return seconds, sum(s.correct for s in scores)
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def _graded_oracle_fix(env: Any, index: int, *, guarded: bool) -> tuple[float, float]:
+    """Play the oracle on task ``index`` and time the final, grading step: (seconds, reward)."""
+    from rollgym.envs.code.policies import repo_real_oracle
+
+    env.unwrapped.guarded = guarded  # the same task graded with the guard plugin (v1) or without it (v0's way)
+    observation, info = env.reset(seed=0, options={"task_index": index})
+    while True:
+        action = repo_real_oracle(observation, info)
+        if "<tool_call>" not in action:
+            break
+        observation, _, _, _, info = env.step(action)
+    start = time.perf_counter()
+    *_, info = env.step(action)
+    return time.perf_counter() - start, float(info["reward"])
+
+
 def bench_real_repo(n_tasks: int) -> None:
-    """RepoRepairReal-v0: grading latency (the oracle's fix, project tests in the sandbox) beside plain pytest."""
+    """RepoRepairReal-v1: grading latency of the oracle's fix (the project's hidden tests in the sandbox,
+    under the guard plugin), beside the same task graded without the guard and plain pytest of its tests.
+
+    The guarded run turns off pytest's plugin autoloading (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``: only the
+    guard and the project's own plugins load), which the unguarded run and plain pytest do not; with
+    several pytest plugins installed in the interpreter that start-up saving can outweigh the guard."""
     import subprocess
     import sys
 
     import rollgym
-    from rollgym.envs.code.policies import repo_real_oracle
     from rollgym.envs.code.repo_real.projects import load_projects, project_dir
 
-    env = rollgym.make("RepoRepairReal-v0")
-    grade_s: list[float] = []
-    plain_s: list[float] = []
-    for index in range(n_tasks):
-        observation, info = env.reset(seed=0, options={"task_index": index})
+    env = rollgym.make("RepoRepairReal-v1")
+    size = env.unwrapped.source.size("train")
+    indices = [i * size // n_tasks for i in range(n_tasks)]  # spread over the projects, not the first one's tasks
+    guarded_s: list[float] = []
+    plain_grading_s: list[float] = []
+    pytest_s: list[float] = []
+    for index in indices:
+        times: dict[bool, list[float]] = {False: [], True: []}
+        rewards: set[float] = set()
+        for order in ((False, True), (True, False)):  # both orders, the faster of two each: warm-up counts for neither
+            for with_guard in order:
+                seconds, reward = _graded_oracle_fix(env, index, guarded=with_guard)
+                times[with_guard].append(seconds)
+                rewards.add(reward)
+        guarded, unguarded = min(times[True]), min(times[False])
         task = env.unwrapped.task
-        while True:
-            action = repo_real_oracle(observation, info)
-            if "<tool_call>" not in action:
-                break
-            observation, _, _, _, info = env.step(action)
-        start = time.perf_counter()
-        *_, info = env.step(action)
-        grade_s.append(time.perf_counter() - start)
         project = next(p for p in load_projects() if p.name == task.answer["project"])
         root = project_dir(project)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                         *task.answer["run"]], cwd=root, env={**os.environ, "PYTHONPATH": str(root / project.root)},
                        capture_output=True, check=False)
-        plain_s.append(time.perf_counter() - start)
-        print(f"task {index} ({project.name}): reward {info['reward']}, grading {grade_s[-1]:.2f} s, "
-              f"plain pytest {plain_s[-1]:.2f} s")
+        pytest_s.append(time.perf_counter() - start)
+        if rewards != {1.0}:
+            raise SystemExit(f"task {index}: the oracle's fix scored {sorted(rewards)}, not 1.0 every time")
+        guarded_s.append(guarded)
+        plain_grading_s.append(unguarded)
+        print(f"task {index} ({project.name}): guarded {guarded:.2f} s, unguarded {unguarded:.2f} s, "
+              f"plain pytest {pytest_s[-1]:.2f} s")
     env.close()
-    grade, plain = sorted(grade_s)[len(grade_s) // 2], sorted(plain_s)[len(plain_s) // 2]
-    print(f"| RepoRepairReal-v0 (median of {n_tasks}) | seconds |\n|---|---|")
-    print(f"| rollgym grading (sandbox, hidden tests) | {grade:.2f} |")
+    guarded, unguarded, plain = _median(guarded_s), _median(plain_grading_s), _median(pytest_s)
+    load = os.getloadavg()[0]
+    print(f"| RepoRepairReal-v1 (median of {n_tasks}) | seconds |\n|---|---|")
+    print(f"| rollgym grading, guard plugin (v1) | {guarded:.2f} |")
+    print(f"| rollgym grading, no guard (as v0 grades) | {unguarded:.2f} |")
     print(f"| the project's tests, plain pytest subprocess | {plain:.2f} |")
-    print(f"ratio grading / plain: {grade / plain:.2f}x")
+    print(f"plain pytest / guarded grading: {plain / guarded:.2f}x; 1-minute load {load:.1f}")
+    from publish import save_results
+
+    save_results("code_real", {"tasks": n_tasks, "task_indices": indices, "guarded_s": guarded_s,
+                               "unguarded_s": plain_grading_s, "plain_pytest_s": pytest_s}, [
+        {"what": f"RepoRepairReal-v1 grading of the oracle's fix, the project's own tests (median seconds of "
+                 f"{n_tasks} tasks over the projects): guard plugin, plugin autoloading off / no guard (v0's way)",
+         "rollgym": f"{guarded:.2f} s / {unguarded:.2f} s (bubblewrap sandbox)",
+         "peer": f"plain pytest subprocess of the same tests {plain:.2f} s",
+         "ratio": f"{plain / guarded:.2f}x"},
+    ], command=f"python bench/bench_code.py --real-repo {n_tasks}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--real-repo", type=int, default=0, metavar="N",
-                        help="instead: time grading N RepoRepairReal-v0 tasks beside plain pytest of their tests")
+                        help="instead: time grading N RepoRepairReal-v1 tasks (with and without the guard) "
+                             "beside plain pytest of their tests")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of both; the best of each counts")
     args = parser.parse_args()
     if args.real_repo:

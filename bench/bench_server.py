@@ -14,7 +14,8 @@ Workloads (the same client and the same messages, OpenEnv's ``{"type": "step", "
 * ``Countdown-v0`` and ``ToolWorld-v0`` (a ``contacts_search`` call per step) on rollgym serve-env.
 
 Replica rows (``--replicas 1 2``): the same load on Countdown-v0 through ``serve-env --replicas N``
-(one router in front of N replica processes; ``1`` is the plain single-process server), side by
+(one router in front of N replica processes; ``1`` is the plain single-process server); with
+``--ray``, also ``serve-env --replicas N --ray`` (each replica in a Ray actor of a local Ray), side by
 side with OpenEnv's published scale figures and a paper estimate for 16,384 sessions on two
 8-core nodes that states the numbers it rests on. Written to ``bench/results/server_replicas.json``.
 
@@ -23,6 +24,7 @@ Usage::
     python bench/bench_server.py                       # N = 256, 1024, 2048, 4096
     python bench/bench_server.py --sessions 2048 --steps 5
     python bench/bench_server.py --replicas 1 2 --sessions 512 --steps 5
+    python bench/bench_server.py --replicas 1 2 --ray --sessions 256 --steps 3
 
 OpenEnv's server needs ``openenv-core`` importable by this Python; without it its rows say so.
 The machine is shared, so figures vary between runs; read them as ratios taken in one run.
@@ -62,7 +64,11 @@ from rollgym.serve.replicas import ReplicaSet
 from rollgym.serve.router import Router
 from rollgym.serve.sessions import ServeConfig
 config = ServeConfig(env_ids=("Countdown-v0", "ToolWorld-v0"), max_sessions=int(sys.argv[1]) + 16, idle_timeout_s=600.0)
-router = Router(ReplicaSet(config, int(sys.argv[2])))
+if sys.argv[3:] == ["ray"]:  # each replica in a Ray actor of a local Ray instance
+    from rollgym.serve.ray_replicas import RayReplicaSet
+    router = Router(RayReplicaSet(config, int(sys.argv[2])))
+else:
+    router = Router(ReplicaSet(config, int(sys.argv[2])))
 try:
     import uvloop
     run = uvloop.run
@@ -236,7 +242,9 @@ def run_one(kind: str, workload: str, sessions: int, steps: int, python: str) ->
     """One server (``openenv``, ``rollgym``, or ``rollgym-rN`` for N replicas behind the router) under load."""
     script = OPENENV_SERVER if kind == "openenv" else ROLLGYM_SERVER
     extra: list[str] = []
-    if kind.startswith("rollgym-r"):
+    if kind.startswith("rollgym-ray-r"):
+        script, extra = REPLICAS_SERVER, [kind.removeprefix("rollgym-ray-r"), "ray"]
+    elif kind.startswith("rollgym-r"):
         script, extra = REPLICAS_SERVER, [kind.removeprefix("rollgym-r")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "bench"),
                                                          os.environ.get("PYTHONPATH", "")])}
@@ -287,9 +295,11 @@ def main() -> None:
                         help="runs per row, in alternating server order; the table keeps each row's best (default: 2)")
     parser.add_argument("--replicas", type=int, nargs="+", default=None,
                         help="instead: Countdown-v0 through serve-env with each replica count (1 is the plain server)")
+    parser.add_argument("--ray", action="store_true",
+                        help="with --replicas: also each count above 1 with the replicas in Ray actors (--ray)")
     args = parser.parse_args()
     if args.replicas:
-        replica_rows(args.replicas, args.sessions, args.steps, args.repeat)
+        replica_rows(args.replicas, args.sessions, args.steps, args.repeat, ray=args.ray)
         return
     openenv_python = _openenv_python()
     results = []
@@ -346,23 +356,31 @@ def main() -> None:
         ], command="python bench/bench_server.py")
 
 
-def replica_rows(counts: list[int], session_counts: list[int], steps: int, repeat: int) -> None:
-    """Sessions and steps/s for each replica count, OpenEnv's published figures, and the 16,384-session estimate."""
+def replica_rows(counts: list[int], session_counts: list[int], steps: int, repeat: int, *, ray: bool = False) -> None:
+    """Sessions and steps/s for each replica count, OpenEnv's published figures, and the 16,384-session estimate.
+
+    With ``ray``, each count above 1 also runs with its replicas in Ray actors; the rows of one session count
+    alternate their order between repeats, so neither kind always runs first."""
     cores = os.cpu_count() or 1
+    arms = [(count, "process") for count in counts] + [(count, "ray") for count in counts if ray and count > 1]
+    kinds = {(count, kind): "rollgym" if count == 1 else f"rollgym-r{count}" if kind == "process"
+             else f"rollgym-ray-r{count}" for count, kind in arms}
     results: list[tuple[int, Result]] = []
+    ray_results: list[tuple[int, Result]] = []
     for sessions in session_counts:
-        for count in counts:
-            kind = "rollgym" if count == 1 else f"rollgym-r{count}"
-            best: Result | None = None
-            for _ in range(repeat):
-                result = run_one(kind, "Countdown-v0", sessions, steps, sys.executable)
-                print(f"replicas={count} | " + " | ".join(result.row()), flush=True, file=sys.stderr)
-                if best is None or (result.ok, result.steps / result.seconds) > (best.ok, best.steps / best.seconds):
-                    best = result
-            assert best is not None
-            results.append((count, best))
+        best: dict[tuple[int, str], Result] = {}
+        for attempt in range(repeat):
+            for arm in arms if attempt % 2 == 0 else arms[::-1]:
+                result = run_one(kinds[arm], "Countdown-v0", sessions, steps, sys.executable)
+                print(f"replicas={arm[0]} ({arm[1]}) | " + " | ".join(result.row()), flush=True, file=sys.stderr)
+                old = best.get(arm)
+                if old is None or (result.ok, result.steps / result.seconds) > (old.ok, old.steps / old.seconds):
+                    best[arm] = result
+        results += [(count, best[(count, kind)]) for count, kind in arms if kind == "process"]
+        ray_results += [(count, best[(count, kind)]) for count, kind in arms if kind == "ray"]
     header = ["replicas", "sessions", "success", "steps/s", "p50 ms", "p99 ms"]
-    rows = [header] + [[str(count), *r.row()[2:7]] for count, r in results]
+    rows = [header] + [[str(count), *r.row()[2:7]] for count, r in results] + \
+        [[f"{count} (Ray actors)", *r.row()[2:7]] for count, r in ray_results]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     print(f"\nserve-env replicas, Countdown-v0: {steps} steps per session, best of {repeat}; {cores} CPUs shared by "
           "the servers and the client\n")
@@ -395,19 +413,27 @@ def replica_rows(counts: list[int], session_counts: list[int], steps: int, repea
                "estimate_16384": estimate, "rows": [
                    {"replicas": count, "sessions": r.sessions, "ok": r.ok, "steps": r.steps, "seconds": r.seconds,
                     "p50_ms": statistics.median(r.latencies) * 1000 if r.latencies else None, "note": r.note}
-                   for count, r in results]}
+                   for count, r in results],
+               "ray_rows": [
+                   {"replicas": count, "sessions": r.sessions, "ok": r.ok, "steps": r.steps, "seconds": r.seconds,
+                    "p50_ms": statistics.median(r.latencies) * 1000 if r.latencies else None, "note": r.note}
+                   for count, r in ray_results]}
     readme: list[dict[str, str]] = []
     if top and estimate is not None:
         shown = sorted(top)
+        on_ray = {count: r for count, r in ray_results if r.sessions == top_sessions and r.latencies}
         readme.append({
             "what": f"Env server replicas, {top_sessions:,} sessions, Countdown-v0 (steps/s with "
-                    f"{' / '.join(str(c) for c in shown)} replicas, {cores} shared cores)",
-            "rollgym": " / ".join(f"{top[c].steps / top[c].seconds:,.0f}" for c in shown),
+                    f"{' / '.join(str(c) for c in shown)} replica processes"
+                    + "".join(f" / {c} Ray-actor replicas" for c in sorted(on_ray)) + f", {cores} shared cores)",
+            "rollgym": " / ".join([f"{top[c].steps / top[c].seconds:,.0f}" for c in shown]
+                                  + [f"{on_ray[c].steps / on_ray[c].seconds:,.0f}" for c in sorted(on_ray)]),
             "peer": "OpenEnv's docs: 2,048 sessions on 8 cores; 16,384 on 2 nodes",
             "ratio": f"16,384 sessions on 2x8 cores, paper estimate: {estimate['estimated_steps_per_s']:,.0f} steps/s",
         })
     save_results("server_replicas", figures, readme,
-                 command=f"python bench/bench_server.py --replicas {' '.join(map(str, counts))} --sessions "
+                 command=f"python bench/bench_server.py --replicas {' '.join(map(str, counts))}"
+                         f"{' --ray' if ray else ''} --sessions "
                          f"{' '.join(map(str, session_counts))} --steps {steps} --repeat {repeat}")
 
 
