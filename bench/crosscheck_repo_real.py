@@ -3,7 +3,8 @@
 For a sample of the mutants of ``RepoRepairReal-v1`` (``--only-new``: those v0 does not
 hold, which the coverage-guided validator made), play the task twice through the env:
 finishing without a change must score 0 with exactly the stored failing tests not passing
-(the grader runs whole test files in the sandbox), and the oracle's revert must score 1.
+(the grader runs whole test files in the sandbox; v0's rows list at most 5, so for those the
+stored ones must be among them), and the oracle's revert must score 1.
 
     nice -n 19 python bench/crosscheck_repo_real.py --sample 30 --only-new
 """
@@ -41,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         details = info.get("details") or {}
         seen = set(details.get("failed", [])) | set(details.get("not_passed", []))
         stored = set(row["failing"])
-        exact = info["reward"] == 0.0 and (seen == stored if row["n_failing"] <= 20 else stored <= seen)
+        # v0's validator stopped at 5 failing tests (pytest --maxfail=5), so v0's rows with 5 list a subset
+        capped = row["n_failing"] > 20 or (row["n_failing"] >= 5 and json.dumps(row, sort_keys=True) in old)
+        exact = info["reward"] == 0.0 and (stored <= seen if capped else seen == stored)
         observation, info = env.reset(seed=0, options={"split": split, "task_index": index})
         while True:
             observation, reward, terminated, truncated, info = env.step(repo_real_oracle(observation, info))
