@@ -72,6 +72,13 @@ def main(argv: list[str]) -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+    # A command run from a terminal starts with SIGINT at its default; one started by a process that ignores
+    # or blocks SIGINT inherits that across exec (and then Python turns no Ctrl-C into KeyboardInterrupt).
+    # The harness stands for the terminal, so it hands the command the default, and reports what it inherited.
+    inherited = signal.getsignal(signal.SIGINT)
+    inherited_name = {signal.SIG_IGN: "ignored", signal.SIG_DFL: "default"}.get(inherited, "handler")
+    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     process = subprocess.Popen(command, stdin=sys.stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     output: list[str] = []
     interrupted = threading.Event()
@@ -109,7 +116,8 @@ def main(argv: list[str]) -> int:
     time.sleep(0.2)
     _reap()
     report = {"returncode": returncode, "timed_out": timed_out, "leftovers": sorted(leftovers.values()),
-              "interrupted": interrupted.is_set(), "output": "".join(output)[-6000:]}
+              "interrupted": interrupted.is_set(), "output": "".join(output)[-6000:],
+              "inherited_sigint": inherited_name + (", blocked" if blocked else "")}
     with open(report_path, "w", encoding="utf-8") as handle:
         json.dump(report, handle)
     return 0
