@@ -10,9 +10,13 @@ skip the whole module, or fail its collection in CI; never a bare ImportError.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import threading
 import warnings
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,6 +27,37 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("ROLLGYM_DATA_DIR", REPO.parent / "shared" / "data"))
 if SHARED_DATA.is_dir():  # so that a bare `pytest` finds the MATH data as `make test` does
     os.environ.setdefault("ROLLGYM_DATA_DIR", str(SHARED_DATA))
+
+
+class PostServer:
+    """A real HTTP server on 127.0.0.1, in a thread, that answers every POST from its JSON body.
+
+    ``answer(body)`` returns the reply's content type and bytes; ``url`` is an OpenAI-style
+    base (``http://127.0.0.1:PORT/v1``), for stand-ins of chat-completions endpoints.
+    """
+
+    def __init__(self, answer: Callable[[dict[str, Any]], tuple[str, bytes]], *, http11: bool = False) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if http11 else "HTTP/1.0"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                content_type, data = answer(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def require_binary(name: str, *extra_paths: str) -> str:

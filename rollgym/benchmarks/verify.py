@@ -412,17 +412,11 @@ def _verify(
     bundle: Bundle, expected_seed: int | None, allow_limit: bool, suite: Suite | None, reasons: list[str]
 ) -> VerificationReport:
     manifest = bundle.manifest
-    if not manifest.get("complete"):
-        raise _Rejected("The run did not finish (manifest.complete is false); resume it with `rollgym bench run`.")
+    try:
+        suite = finished_suite(manifest, suite)
+    except ConfigError as exc:
+        raise _Rejected(str(exc)) from None
     claimed_suite = manifest.get("suite") or {}
-    if suite is None:
-        try:
-            suite = claimed_builtin_suite(claimed_suite)
-        except ConfigError as exc:
-            raise _Rejected(f"The bundle's suite is unknown here ({exc})") from None
-    mismatch = suite_mismatch(claimed_suite, suite)
-    if mismatch:
-        raise _Rejected(mismatch)
     seed_reason = _expected_seed_reason(manifest.get("seed"), expected_seed)
     if seed_reason:
         raise _Rejected(f"Changed seed: {seed_reason}.")
@@ -482,6 +476,27 @@ def _verify(
                 f"{_lookup(summary, diff)!r} (an edited score)."
             )
     return VerificationReport(not reasons, reasons, summary, manifest, episodes)
+
+
+def finished_suite(manifest: dict[str, Any], suite: Suite | None = None) -> Suite:
+    """The suite a bundle's run covered: ``suite``, or the built-in one its manifest names.
+
+    Raises :class:`~rollgym.core.errors.ConfigError` with one sentence when the run did not
+    finish, when the manifest names a suite this rollgym does not know, or when the manifest's
+    ``suite`` field differs from the suite (:func:`suite_mismatch`).
+    """
+    if not manifest.get("complete"):
+        raise ConfigError("The run did not finish (manifest.complete is false); resume it with `rollgym bench run`.")
+    claimed = manifest.get("suite") or {}
+    if suite is None:
+        try:
+            suite = claimed_builtin_suite(claimed)
+        except ConfigError as exc:
+            raise ConfigError(f"The bundle's suite is unknown here ({exc})") from None
+    mismatch = suite_mismatch(claimed, suite)
+    if mismatch:
+        raise ConfigError(mismatch)
+    return suite
 
 
 def claimed_builtin_suite(claimed: dict[str, Any]) -> Suite:

@@ -115,7 +115,7 @@ def check_bundle_archive(path: str | os.PathLike[str], limits: BundleLimits = DE
     Raises:
         IngestError: with one sentence; the sentence never quotes a file of this machine.
     """
-    from rollgym.benchmarks.verify import claimed_builtin_suite, suite_mismatch
+    from rollgym.benchmarks.verify import finished_suite
 
     archive = Path(path)
     try:
@@ -129,17 +129,10 @@ def check_bundle_archive(path: str | os.PathLike[str], limits: BundleLimits = DE
         manifest = check_manifest(data)
     except BundleError as exc:
         raise IngestError(f"Not a valid bundle: {exc}") from None
-    if not manifest.get("complete"):
-        raise IngestError("Not a valid bundle: the run did not finish (manifest.complete is false); resume it with "
-                          "`rollgym bench run` and upload it then.")
-    claimed = manifest["suite"]
     try:
-        suite = claimed_builtin_suite(claimed)
+        suite = finished_suite(manifest)
     except ConfigError as exc:
         raise IngestError(f"Not a valid bundle: {exc}") from None
-    mismatch = suite_mismatch(claimed, suite)
-    if mismatch:
-        raise IngestError(f"Not a valid bundle: {mismatch}")
     digest = hashlib.sha256()
     with open(archive, "rb") as handle:
         for chunk in iter(lambda: handle.read(1024 * 1024), b""):

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollgym.core.agent import Agent
-from rollgym.core.errors import ConfigError, MissingDependencyError, RollgymError
+from rollgym.core.errors import ConfigError, RollgymError
+from rollgym.core.optional import import_optional
 from rollgym.rollout.collector import RunPlan, _validate
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
 from rollgym.rollout.placement import Needs, env_needs
@@ -68,11 +69,7 @@ class ClusterError(RollgymError, RuntimeError):
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingDependencyError("Distributed collection needs Ray: pip install 'rollgym[ray]'.") from exc
-    return ray
+    return import_optional("ray", "Distributed collection", "Ray", "ray")
 
 
 class EnvWorker:

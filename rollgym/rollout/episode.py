@@ -21,7 +21,7 @@ import asyncio
 import math
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -236,6 +236,46 @@ class _Episode:
             except Exception as exc:
                 self.fail("record_reward", exc)
 
+    def play(self, env: Any, agent_seed: int | None) -> Generator[str, Any, None]:
+        """The episode's protocol, shared by :func:`run_episode` and :func:`arun_episode`.
+
+        It yields the call its driver makes next (``"reset"``, ``"pause"``, ``"act"`` or ``"step"``)
+        and is sent the call's result, or thrown its exception (``KeyboardInterrupt``, a cancellation
+        or an episode timeout go back out). It records each failure with its stage, the time spent in
+        the agent and the env (a ``"pause"`` is not timed), the caps and the rewards.
+        """
+        started = time.perf_counter()
+        try:
+            self.begin(env, *(yield "reset"))
+        except Exception as exc:
+            self.fail("reset", exc)
+        self.env_s += time.perf_counter() - started
+        if not self.done:
+            try:
+                self.agent.reset(seed=agent_seed)
+            except Exception as exc:
+                self.fail("agent_reset", exc)
+        while not self.done and not self.check_caps():
+            yield "pause"
+            if not (yield from self._timed("act", self.acted, "agent_s")):
+                break
+            if not (yield from self._timed("step", self.stepped, "env_s")):
+                break
+            self.give_reward()
+
+    def _timed(self, call: str, record: Callable[[Any], None], clock: str) -> Generator[str, Any, bool]:
+        """Make ``call`` through the driver and ``record`` its result, adding its time to the ``clock``
+        attribute (also when it raises); ``False`` when it failed, which ends the episode."""
+        started = time.perf_counter()
+        try:
+            record((yield call))
+        except Exception as exc:
+            self.fail(call, exc)
+            return False
+        finally:
+            setattr(self, clock, getattr(self, clock) + time.perf_counter() - started)
+        return True
+
     def trajectory(self, *, traj_id: str, group_id: str, sample_idx: int, env_id: str, seed: int | None,
                    source: str) -> Trajectory:
         tokens, notes = _token_fields(self.agent, self.step_rewards)
@@ -277,6 +317,22 @@ class _Episode:
         )
 
 
+def _send(protocol: Generator[str, Any, None], result: Any) -> str | None:
+    """The protocol's next call after ``result``; ``None`` when the episode is over."""
+    try:
+        return protocol.send(result)
+    except StopIteration:
+        return None
+
+
+def _throw(protocol: Generator[str, Any, None], exc: BaseException) -> str | None:
+    """The protocol's next call after the failed one (it records ``exc``, or raises it); ``None`` when over."""
+    try:
+        return protocol.throw(exc)
+    except StopIteration:
+        return None
+
+
 def _reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``{"options": ...}`` for ``env.reset`` when there are options (envs without options never see the key)."""
     return {"options": dict(options)} if options else {}
@@ -316,35 +372,22 @@ def run_episode(
     """
     limits = limits or EpisodeLimits(max_steps=max_steps)
     ep = _Episode(agent, limits)
-    started = time.perf_counter()
-    try:
-        ep.begin(env, *env.reset(seed=seed, **_reset_kwargs(options)))
-    except Exception as exc:
-        ep.fail("reset", exc)
-    ep.env_s += time.perf_counter() - started
-    if not ep.done:
+    protocol = ep.play(env, agent_seed)
+    call: str | None = next(protocol)
+    while call is not None:
         try:
-            agent.reset(seed=agent_seed)
-        except Exception as exc:
-            ep.fail("agent_reset", exc)
-    while not ep.done and not ep.check_caps():
-        started = time.perf_counter()
-        try:
-            ep.acted(agent.act(ep.observation, ep.info))
-        except Exception as exc:
-            ep.fail("act", exc)
-            break
-        finally:
-            ep.agent_s += time.perf_counter() - started
-        started = time.perf_counter()
-        try:
-            ep.stepped(env.step(ep.messages[-1]["content"]))
-        except Exception as exc:
-            ep.fail("step", exc)
-            break
-        finally:
-            ep.env_s += time.perf_counter() - started
-        ep.give_reward()
+            if call == "reset":
+                result = env.reset(seed=seed, **_reset_kwargs(options))
+            elif call == "act":
+                result = agent.act(ep.observation, ep.info)
+            elif call == "step":
+                result = env.step(ep.messages[-1]["content"])
+            else:  # "pause": nothing parks a synchronous episode
+                result = None
+        except BaseException as exc:  # the protocol records it (or lets it go back out)
+            call = _throw(protocol, exc)
+        else:
+            call = _send(protocol, result)
     return ep.trajectory(traj_id=traj_id, group_id=group_id, sample_idx=sample_idx, env_id=env_id, seed=seed,
                          source=source), ep.task
 
@@ -399,62 +442,48 @@ async def arun_episode(
     remote = getattr(env, "unwrapped", env)
     areset, astep = getattr(remote, "areset", None), getattr(remote, "astep", None)
 
+    aact = getattr(agent, "aact", None)
+    if not callable(aact):
+        aact = None
+
     async def play() -> None:
         # Without a step timeout, sync calls run inline (no coroutine or thread around each one).
-        started = time.perf_counter()
-        try:
-            extra = _reset_kwargs(options)
-            if callable(areset):  # remote envs (rollgym.remote) are awaited, not blocked on
-                reset = await _await(areset(seed=seed, **extra), timeout)
-            elif timeout is None:
-                reset = env.reset(seed=seed, **extra)
+        protocol = ep.play(env, agent_seed)
+        call: str | None = next(protocol)
+        while call is not None:
+            result: Any = None
+            try:
+                if call == "reset":
+                    extra = _reset_kwargs(options)
+                    if callable(areset):  # remote envs (rollgym.remote) are awaited, not blocked on
+                        result = await _await(areset(seed=seed, **extra), timeout)
+                    elif timeout is None:
+                        result = env.reset(seed=seed, **extra)
+                    else:
+                        result = await _call(lambda extra=extra: env.reset(seed=seed, **extra), timeout=timeout)
+                elif call == "pause":
+                    if pause is not None:
+                        await pause()
+                elif call == "act":
+                    if aact is not None:
+                        result = await (aact(ep.observation, ep.info) if timeout is None else
+                                        _await(aact(ep.observation, ep.info), timeout))
+                    elif timeout is None:
+                        result = agent.act(ep.observation, ep.info)
+                    else:
+                        result = await _call(agent.act, ep.observation, ep.info, timeout=timeout)
+                else:
+                    action = ep.messages[-1]["content"]
+                    if callable(astep):
+                        result = await _await(astep(action), timeout)
+                    elif timeout is None:
+                        result = env.step(action)
+                    else:
+                        result = await _call(env.step, action, timeout=timeout)
+            except BaseException as exc:  # the protocol records it (or lets it go back out)
+                call = _throw(protocol, exc)
             else:
-                reset = await _call(lambda: env.reset(seed=seed, **extra), timeout=timeout)
-            ep.begin(env, *reset)
-        except Exception as exc:
-            ep.fail("reset", exc)
-        ep.env_s += time.perf_counter() - started
-        if not ep.done:
-            try:
-                agent.reset(seed=agent_seed)
-            except Exception as exc:
-                ep.fail("agent_reset", exc)
-        aact = getattr(agent, "aact", None)
-        if not callable(aact):
-            aact = None
-        while not ep.done and not ep.check_caps():
-            if pause is not None:
-                await pause()
-            started = time.perf_counter()
-            try:
-                if aact is not None:
-                    action = await (aact(ep.observation, ep.info) if timeout is None else
-                                    _await(aact(ep.observation, ep.info), timeout))
-                elif timeout is None:
-                    action = agent.act(ep.observation, ep.info)
-                else:
-                    action = await _call(agent.act, ep.observation, ep.info, timeout=timeout)
-                ep.acted(action)
-            except Exception as exc:
-                ep.fail("act", exc)
-                break
-            finally:
-                ep.agent_s += time.perf_counter() - started
-            started = time.perf_counter()
-            try:
-                action = ep.messages[-1]["content"]
-                if callable(astep):
-                    ep.stepped(await _await(astep(action), timeout))
-                elif timeout is None:
-                    ep.stepped(env.step(action))
-                else:
-                    ep.stepped(await _call(env.step, action, timeout=timeout))
-            except Exception as exc:
-                ep.fail("step", exc)
-                break
-            finally:
-                ep.env_s += time.perf_counter() - started
-            ep.give_reward()
+                call = _send(protocol, result)
 
     try:
         await (play() if limits.episode_timeout_s is None else _await(play(), limits.episode_timeout_s))

@@ -76,20 +76,24 @@ def _split_url(url: str) -> tuple[str, str | None]:
     return base, env_id
 
 
-def _ws_base(base: str) -> str:
-    if base.startswith("http://"):
-        return "ws://" + base[7:]
-    if base.startswith("https://"):
-        return "wss://" + base[8:]
+# The WebSocket scheme of each HTTP scheme: a server's base URL may be given either way.
+_WS_SCHEME = {"http://": "ws://", "https://": "wss://"}
+
+
+def _with_scheme(base: str, schemes: dict[str, str]) -> str:
+    """``base`` with its scheme replaced by ``schemes`` (unchanged when ``schemes`` does not name it)."""
+    for old, new in schemes.items():
+        if base.startswith(old):
+            return new + base[len(old):]
     return base
+
+
+def _ws_base(base: str) -> str:
+    return _with_scheme(base, _WS_SCHEME)
 
 
 def _http_base(base: str) -> str:
-    if base.startswith("ws://"):
-        return "http://" + base[5:]
-    if base.startswith("wss://"):
-        return "https://" + base[6:]
-    return base
+    return _with_scheme(base, {ws: http for http, ws in _WS_SCHEME.items()})
 
 
 class RemoteEnv(gym.Env[str, str]):

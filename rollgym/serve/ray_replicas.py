@@ -20,7 +20,8 @@ import asyncio
 import json
 from typing import Any
 
-from rollgym.core.errors import ConfigError, MissingDependencyError
+from rollgym.core.errors import ConfigError
+from rollgym.core.optional import import_optional
 from rollgym.serve.replicas import START_TIMEOUT_S, Replica, ReplicaSet
 from rollgym.serve.sessions import ServeConfig
 
@@ -29,11 +30,7 @@ LOST = "was lost with its Ray actor (its process or its node died)"
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as exc:
-        raise MissingDependencyError("serve-env --ray needs Ray: pip install 'rollgym[ray]'.") from exc
-    return ray
+    return import_optional("ray", "serve-env --ray", "Ray", "ray")
 
 
 class ReplicaActor:

@@ -25,11 +25,12 @@ WebSocket close with code 1008.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rollgym.serve import http
@@ -100,6 +101,21 @@ class _TokenGate:
 
 
 UNAUTHORIZED_DETAIL = "This server needs a token: send 'Authorization: Bearer <token>'."
+
+
+def _session_errors_replied(
+    handler: Callable[[EnvServer, Any], Awaitable[Any]],
+) -> Callable[[EnvServer, Any], Awaitable[Any]]:
+    """An HTTP handler whose session and protocol errors become their typed error reply (:func:`http.fail`)."""
+
+    @functools.wraps(handler)
+    async def replied(server: EnvServer, request: Any) -> Any:
+        try:
+            return await handler(server, request)
+        except (SessionError, wire.ProtocolError) as exc:
+            return server._fail(exc)
+
+    return replied
 
 
 class EnvServer:
@@ -259,32 +275,28 @@ class EnvServer:
         extra = {"session_id": reply["session_id"]} if "session_id" in reply else {}
         return http.respond({**reply["data"], **extra})
 
+    @_session_errors_replied
     async def _http_reset(self, request: Any) -> Any:
-        try:
-            body = await self._json_body(request)
-            session_id = _session_id(body.pop("session_id", None))
-            session = self.hub.get(session_id, self._env_id(request)) if session_id else \
-                self.hub.open(self._env_id(request))
-            reply = await self.hub.handle(session, {"type": "reset", "data": body})
-            if reply is not None and reply["type"] == "error" and not session_id:
-                await self.hub.close(session)
-            assert reply is not None
-            return self._unwrap(reply)
-        except (SessionError, wire.ProtocolError) as exc:
-            return self._fail(exc)
+        body = await self._json_body(request)
+        session_id = _session_id(body.pop("session_id", None))
+        session = self.hub.get(session_id, self._env_id(request)) if session_id else \
+            self.hub.open(self._env_id(request))
+        reply = await self.hub.handle(session, {"type": "reset", "data": body})
+        if reply is not None and reply["type"] == "error" and not session_id:
+            await self.hub.close(session)
+        assert reply is not None
+        return self._unwrap(reply)
 
+    @_session_errors_replied
     async def _http_step(self, request: Any) -> Any:
-        try:
-            body = await self._json_body(request)
-            session = self._http_session(request, body)
-            action = body.get("action")
-            if not isinstance(action, dict):
-                raise wire.ProtocolError(wire.VALIDATION_ERROR, "A step needs 'action', e.g. {\"text\": \"...\"}.")
-            reply = await self.hub.handle(session, {"type": "step", "data": action})
-            assert reply is not None
-            return self._unwrap(reply)
-        except (SessionError, wire.ProtocolError) as exc:
-            return self._fail(exc)
+        body = await self._json_body(request)
+        session = self._http_session(request, body)
+        action = body.get("action")
+        if not isinstance(action, dict):
+            raise wire.ProtocolError(wire.VALIDATION_ERROR, "A step needs 'action', e.g. {\"text\": \"...\"}.")
+        reply = await self.hub.handle(session, {"type": "step", "data": action})
+        assert reply is not None
+        return self._unwrap(reply)
 
     def _http_session(self, request: Any, body: dict[str, Any]) -> Session:
         session_id = _session_id(body.get("session_id")) or request.query_params.get("session_id")
@@ -296,21 +308,17 @@ class EnvServer:
         env_id = request.path_params.get("env_id")
         return self.hub.get(session_id, self.hub.resolve(env_id).id if env_id else None)
 
+    @_session_errors_replied
     async def _http_state(self, request: Any) -> Any:
-        try:
-            session = self._http_session(request, {})
-            return http.respond(session.state())
-        except (SessionError, wire.ProtocolError) as exc:
-            return self._fail(exc)
+        session = self._http_session(request, {})
+        return http.respond(session.state())
 
+    @_session_errors_replied
     async def _http_close(self, request: Any) -> Any:
-        try:
-            body = await self._json_body(request)
-            session = self._http_session(request, body)
-            await self.hub.close(session)
-            return http.respond({"session_id": session.id, "closed": True})
-        except (SessionError, wire.ProtocolError) as exc:
-            return self._fail(exc)
+        body = await self._json_body(request)
+        session = self._http_session(request, body)
+        await self.hub.close(session)
+        return http.respond({"session_id": session.id, "closed": True})
 
     async def _http_evaluate(self, request: Any) -> Any:
         try:

@@ -11,9 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -22,37 +20,21 @@ import pytest
 from rollgym.agents.backends.base import SamplingParams
 from rollgym.agents.chat import OMITTED_IMAGE, ChatAgent
 from rollgym.core.errors import ConfigError
-from tests.conftest import require_module
+from tests.conftest import PostServer, require_module
 
 
-class RecordingChatServer:
+class RecordingChatServer(PostServer):
     """``/v1/chat/completions`` on 127.0.0.1 that keeps every request body and answers ``click_at(10, 20)``."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
-        owner = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                owner.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": "click_at(10, 20)"},
-                                                   "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _answer(self, body: dict[str, Any]) -> tuple[str, bytes]:
+        self.bodies.append(body)
+        return "application/json", json.dumps({
+            "choices": [{"message": {"role": "assistant", "content": "click_at(10, 20)"}, "finish_reason": "stop"}],
+        }).encode()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,14 @@ def serve_thread(*env_ids: str, **config):
 
     nemo = config.pop("nemo_gym", False)
     return EnvServer(ServeConfig(env_ids=env_ids or ("*",), **config), nemo_gym=nemo).run_in_thread()
+
+
+def wait_for(condition: Callable[[], bool], what: str, *, timeout_s: float = 180.0, poll_s: float = 0.1) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout_s`` (a bound against hanging)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(poll_s)
 
 
 @pytest.fixture(scope="module")

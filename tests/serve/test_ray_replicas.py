@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import require_module
-from tests.serve.conftest import ServerProcess
+from tests.serve.conftest import ServerProcess, wait_for
 
 require_module("ray")
 require_module("starlette")
@@ -36,13 +35,6 @@ def _remote(url: str):  # type: ignore[no-untyped-def]
 
 def _health(url: str) -> dict:
     return httpx.get(url + "/health", timeout=30).json()
-
-
-def _wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 180  # a bound against hanging, not a speed claim
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +86,8 @@ def test_ray_replicas_land_by_resources_stick_fail_honestly_and_come_back(cluste
         assert again == first[0] and not victim.session_id.startswith("r0g0.")
         assert victim.step("<answer>1+2</answer>")[2] is True
 
-        _wait_for(lambda: _health(url)["replica_restarts"] == 1 and _health(url)["status"] == "healthy",
-                  "replica 0 to start again")
+        wait_for(lambda: _health(url)["replica_restarts"] == 1 and _health(url)["status"] == "healthy",
+                 "replica 0 to start again", poll_s=0.2)
         back = _health(url)["replicas"][0]
         assert back["generation"] == 1 and back["pid"] != row["pid"]
         assert back["node"] in (nodes["a"], nodes["b"])  # placed again by the resource

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import require_module
-from tests.serve.conftest import ServerProcess
+from tests.serve.conftest import ServerProcess, wait_for
 
 require_module("starlette")
 require_module("websockets")
@@ -32,13 +31,6 @@ def _metric(url: str, name: str, **headers: str) -> float:
 
     text = httpx.get(url + "/metrics", headers=headers, timeout=30).text
     return parse_samples(text).get(name, 0.0)
-
-
-def _wait_for(condition, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 180  # a bound against hanging, not a speed claim
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +155,7 @@ def test_a_killed_replica_fails_its_episodes_honestly_and_they_replay_on_a_live_
         assert again == first[0] and not victim.session_id.startswith("r0g0.")
         assert victim.step("<answer>1+2</answer>")[2] is True
 
-        _wait_for(lambda: httpx.get(url + "/health", timeout=30).json()["replica_restarts"] == 1, "the restart")
+        wait_for(lambda: httpx.get(url + "/health", timeout=30).json()["replica_restarts"] == 1, "the restart")
         health = httpx.get(url + "/health", timeout=30).json()
         assert health["status"] == "healthy" and health["replicas"][0]["generation"] == 1
         assert health["replicas"][0]["pid"] != pid
@@ -187,7 +179,7 @@ def _kill_both_and_wait_for_restarts(url: str) -> None:
         health = httpx.get(url + "/health", timeout=30).json()
         return health["replica_restarts"] == before + 2 and health["status"] == "healthy"
 
-    _wait_for(back, "both replicas to start again")
+    wait_for(back, "both replicas to start again")
 
 
 def _outcome(trajectory) -> tuple:  # type: ignore[no-untyped-def]
@@ -298,7 +290,7 @@ def test_a_new_session_sent_to_a_replica_that_just_died_goes_to_a_live_one():
         url = urls.get(timeout=180)
         victim = fleet.replicas[0]
         os.kill(victim.pid, signal.SIGKILL)
-        _wait_for(lambda: _refuses(victim.port), "the killed replica's port to close")
+        wait_for(lambda: _refuses(victim.port), "the killed replica's port to close")
         assert fleet.replicas[0].alive  # the router has not noticed yet
 
         envs = [_remote(url) for _ in range(2)]  # round robin offers the dead replica to one of them

@@ -11,7 +11,7 @@ import pytest
 import rollgym
 from rollgym.agents import OracleAgent
 from tests.conftest import require_module
-from tests.serve.conftest import serve_thread
+from tests.serve.conftest import serve_thread, wait_for
 
 ENVS = ("Countdown-v0", "ToolWorld-v0")
 
@@ -234,15 +234,6 @@ def _gauge(url: str, name: str) -> float:
     raise AssertionError(name)
 
 
-def wait_for(predicate, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def test_a_client_that_vanishes_mid_episode_is_reaped_and_others_are_unaffected():
     with serve_thread("Countdown-v0", reconnect_grace_s=0.5, idle_timeout_s=60.0) as url:
         steady = ws(url)
@@ -250,7 +241,7 @@ def test_a_client_that_vanishes_mid_episode_is_reaped_and_others_are_unaffected(
         ghost = ws(url)
         assert ask(ghost, {"type": "reset", "data": {"seed": 1}})["type"] == "observation"
         ghost.socket.close()  # no close frame, no goodbye: the client process died
-        assert wait_for(lambda: _gauge(url, "sessions_active") == 1)
+        wait_for(lambda: _gauge(url, "sessions_active") == 1, "one active session", timeout_s=15.0, poll_s=0.05)
         assert _gauge(url, "sessions_expired_total") == 1
         reply = ask(steady, {"type": "step", "data": {"text": "<answer>1</answer>"}})
         assert reply["type"] == "observation"
@@ -260,7 +251,7 @@ def test_a_client_that_vanishes_mid_episode_is_reaped_and_others_are_unaffected(
 def test_idle_sessions_expire_and_their_client_is_told(server_url):
     with serve_thread("Countdown-v0", idle_timeout_s=0.3) as url, ws(url) as conn:
         assert ask(conn, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
-        assert wait_for(lambda: _gauge(url, "sessions_active") == 0)
+        wait_for(lambda: _gauge(url, "sessions_active") == 0, "no active session", timeout_s=15.0, poll_s=0.05)
         reply = ask(conn, {"type": "step", "data": {"text": "<answer>1</answer>"}})
         assert reply["data"]["code"] == "SESSION_ERROR" and "--idle-timeout" in reply["data"]["message"]
 

@@ -14,16 +14,14 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 import rollgym
 from rollgym.agents import OracleAgent
-from tests.conftest import IN_CI, require_module
+from tests.conftest import IN_CI, PostServer, require_module
 from tests.serve.conftest import serve_thread
 
 pytestmark = pytest.mark.slow
@@ -42,7 +40,7 @@ def _require_harness_runtime() -> None:
     os.environ.setdefault("PRIME_API_KEY", "unused-for-a-local-endpoint")
 
 
-class OracleEndpoint:
+class OracleEndpoint(PostServer):
     """``POST /v1/chat/completions`` (streamed, as verifiers' chat program asks) answered by the oracle.
 
     The oracle solves from the task's public info; the endpoint finds it by the first user message,
@@ -52,34 +50,18 @@ class OracleEndpoint:
     def __init__(self, infos: dict[str, dict]) -> None:
         self.infos = infos
         self.agent = OracleAgent()
-        endpoint = self
+        super().__init__(self._stream, http11=True)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                return
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                text = endpoint.answer(body["messages"])
-                base = {"id": "chatcmpl-oracle", "object": "chat.completion.chunk", "created": int(time.time()),
-                        "model": body.get("model", "oracle")}
-                chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
-                                                "finish_reason": None}]},
-                          {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-                          {**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                                            "total_tokens": 2}}]
-                data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def _stream(self, body: dict) -> tuple[str, bytes]:
+        text = self.answer(body["messages"])
+        base = {"id": "chatcmpl-oracle", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": body.get("model", "oracle")}
+        chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                        "finish_reason": None}]},
+                  {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                  {**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}]
+        return "text/event-stream", b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + \
+            b"data: [DONE]\n\n"
 
     def answer(self, messages: list[dict]) -> str:
         def text(m: dict) -> str:
@@ -90,9 +72,6 @@ class OracleEndpoint:
         info = next(i for obs, i in self.infos.items() if users[0].endswith(obs))
         turn = sum(1 for m in messages if m["role"] == "assistant")
         return self.agent.act(users[-1], {**info, "turn": turn})
-
-    def close(self) -> None:
-        self.httpd.shutdown()
 
 
 def _run(env, url: str, model: str) -> list:

@@ -8,12 +8,12 @@ answers are checked is :class:`rollgym.verifiers.math.MathVerifyConfig`.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rollgym.core.config import check_bool, check_choice, check_int, check_number
 from rollgym.core.errors import ConfigError
-from rollgym.envs.math.datasets import BUILTIN
+from rollgym.envs.math.datasets import BUILTIN, DatasetSpec, MathDataset
 from rollgym.envs.math.prompts import TEMPLATES
 
 SANDBOX_BACKENDS = ("local", "docker")
@@ -69,9 +69,31 @@ class MathDataConfig:
         _check_text("id_field", self.id_field, allow_none=True)
         check_choice("prompt_template", self.prompt_template, tuple(TEMPLATES))
 
-    def source_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`rollgym.envs.math.problem_env.dataset_source`."""
-        return asdict(self)
+    def source(self, env_id: str) -> MathDataset:
+        """The task source of these problems, whose tasks carry ``env_id``.
+
+        A named set keeps its file and hub copy unless ``hf_dataset`` names another; a user's
+        set (``dataset=None``) is named after its file or hub dataset. With neither ``path`` nor
+        ``hf_dataset``, ``dataset=None`` serves the MATH500 rows, so that a bare
+        ``gym.make("MATH-v1")`` works.
+        """
+        dataset = self.dataset
+        if dataset is None and self.path is None and self.hf_dataset is None:
+            dataset = "math500"
+        hub: dict[str, Any] = {"hub_id": self.hf_dataset, "hub_split": self.hf_split, "hub_config": self.hf_config}
+        if dataset is not None:
+            spec = BUILTIN[dataset]
+            if self.hf_dataset is None:
+                hub = {}  # the named set's own hub copy
+        else:
+            name = "math" if self.path is None else os.path.splitext(os.path.basename(str(self.path)))[0] or "math"
+            if self.hf_dataset is not None and self.path is None:
+                name = self.hf_dataset.rsplit("/", 1)[-1]
+            id_fields = (self.id_field,) if self.id_field else ("unique_id", "id")
+            spec = DatasetSpec(name, problem_field=self.problem_field, answer_field=self.answer_field,
+                               id_fields=id_fields)
+        spec = replace(spec, env_id=env_id, **hub)
+        return MathDataset(spec, path=self.path, hub=self.hub, prompt_template=self.prompt_template)
 
 
 @dataclass(frozen=True)

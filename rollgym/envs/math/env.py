@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
+from typing import Any
 
 from rollgym.core.env import SingleTurnEnv
-from rollgym.envs.math.datasets import ONLY_SPLIT
 from rollgym.envs.math.problem_env import MathProblemEnv, dataset_source, math_env_id
 
 __all__ = ["MathEnv", "dataset_source", "math_env_id"]
@@ -83,33 +82,6 @@ class MathEnv(MathProblemEnv, SingleTurnEnv):
 
     default_env_id = "MATH500-v1"
 
-    def __init__(
-        self,
-        dataset: str | None = "math500",
-        *,
-        path: str | os.PathLike[str] | None = None,
-        hub: bool = True,
-        hf_dataset: str | None = None,
-        hf_split: str = "test",
-        hf_config: str | None = None,
-        problem_field: str = "problem",
-        answer_field: str = "answer",
-        id_field: str | None = None,
-        prompt_template: str = "default",
-        timeout_s: float = 5.0,
-        budget_s: float = 10.0,
-        box_policy: str = "all",
-        ignore_code_blocks: bool = True,
-        allow_final_answer_line: bool = False,
-        rules: str = "v1",
-        split: str = ONLY_SPLIT,
-        render_mode: str | None = None,
-    ) -> None:
-        self._configure(
-            dataset, tool=False, rules=rules, timeout_s=timeout_s, budget_s=budget_s, box_policy=box_policy,
-            ignore_code_blocks=ignore_code_blocks, allow_final_answer_line=allow_final_answer_line,
-            path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
-            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
-        )
-        super().__init__(split=split, render_mode=render_mode)
-        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
+    def __init__(self, dataset: str | None = "math500", *, ignore_code_blocks: bool = True, **options: Any) -> None:
+        self.ignore_code_blocks = ignore_code_blocks
+        super().__init__(dataset, **options)  # the options of MathProblemEnv, listed under Arguments

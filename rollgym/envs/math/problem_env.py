@@ -2,73 +2,38 @@
 
 :class:`MathProblemEnv` is the base of :class:`~rollgym.envs.math.env.MathEnv` (one
 boxed answer) and :class:`~rollgym.envs.math.tool_env.MathToolEnv` (a python tool
-first): both read their problems through :func:`dataset_source`, name their id with
-:func:`math_env_id`, show the same system prompt, and score the final answer with
+first): its constructor takes the options both share, so both read their problems through
+:meth:`MathDataConfig.source <rollgym.envs.math.config.MathDataConfig.source>`, name their id
+with :func:`math_env_id`, show the same system prompt, and score the final answer with
 :func:`rollgym.verifiers.math.verify_math` under a :class:`~rollgym.verifiers.math.MathVerifyConfig`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.envs.math.config import MathDataConfig
-from rollgym.envs.math.datasets import BUILTIN, DatasetSpec, MathDataset
+from rollgym.envs.math.datasets import BUILTIN, ONLY_SPLIT, MathDataset
 from rollgym.envs.math.levels import LevelSubset, math_difficulty
 from rollgym.envs.math.prompts import SYSTEM_PROMPT
 from rollgym.verifiers.math import MathVerifyConfig, verify_math
 from rollgym.verifiers.math_pool import require_symbolic_dependencies
 
 
-def dataset_source(
-    dataset: str | None,
-    *,
-    env_id: str,
-    path: str | os.PathLike[str] | None = None,
-    hf_dataset: str | None = None,
-    hf_split: str = "test",
-    hf_config: str | None = None,
-    problem_field: str = "problem",
-    answer_field: str = "answer",
-    id_field: str | None = None,
-    hub: bool = True,
-    prompt_template: str = "default",
-) -> MathDataset:
+def dataset_source(dataset: str | None, *, env_id: str, **fields: Any) -> MathDataset:
     """Build the task source for a named set (``"math500"``, ``"aime24"``, ``"amc23"``) or a user's data.
 
-    For ``dataset=None`` (``MATH-v1``) give ``path`` (a JSONL file) or ``hf_dataset``
-    (a Hugging Face dataset id); ``problem_field``/``answer_field``/``id_field`` name the fields.
-    With neither, ``MATH-v1`` serves the MATH500 rows, so that a bare ``gym.make("MATH-v1")`` works.
+    ``fields`` are the other fields of :class:`~rollgym.envs.math.config.MathDataConfig`: for
+    ``dataset=None`` (``MATH-v1``) give ``path`` (a JSONL file) or ``hf_dataset`` (a Hugging Face
+    dataset id); ``problem_field``/``answer_field``/``id_field`` name the fields. With neither,
+    ``MATH-v1`` serves the MATH500 rows, so that a bare ``gym.make("MATH-v1")`` works.
     """
-    if dataset is None and path is None and hf_dataset is None:
-        dataset = "math500"
-    if dataset is not None:
-        if dataset not in BUILTIN:
-            raise ConfigError(f"Unknown dataset {dataset!r}; use one of {', '.join(sorted(BUILTIN))}.")
-        spec = replace(BUILTIN[dataset], env_id=env_id)
-        if hf_dataset is not None:
-            spec = replace(spec, hub_id=hf_dataset, hub_split=hf_split, hub_config=hf_config)
-    else:
-        name = "math" if path is None else os.path.splitext(os.path.basename(str(path)))[0] or "math"
-        if hf_dataset is not None and path is None:
-            name = hf_dataset.rsplit("/", 1)[-1]
-        spec = DatasetSpec(
-            name=name,
-            filename=None,
-            hub_id=hf_dataset,
-            hub_split=hf_split,
-            hub_config=hf_config,
-            problem_field=problem_field,
-            answer_field=answer_field,
-            id_fields=(id_field,) if id_field else ("unique_id", "id"),
-            env_id=env_id,
-        )
-    return MathDataset(spec, path=path, hub=hub, prompt_template=prompt_template)
+    return MathDataConfig(dataset=dataset, **fields).source(env_id)
 
 
 def math_env_id(dataset: str | None, *, tool: bool, rules: str) -> str:
@@ -82,40 +47,54 @@ def math_env_id(dataset: str | None, *, tool: bool, rules: str) -> str:
 class MathProblemEnv(TextEnv):
     """A text env over a MATH problem set whose final answer is graded by ``verify_math``.
 
-    Subclasses call :meth:`_configure` in ``__init__`` before ``TextEnv.__init__``; it checks the
-    symbolic dependencies, the data options and the grading options, and names the registered id.
+    Its constructor takes the options both envs share (the problem set, the grading, the split);
+    a subclass takes its own options, sets what :meth:`_make_source` reads, and passes the rest on.
     """
 
     system_prompt = SYSTEM_PROMPT
+    tool: ClassVar[bool] = False  # whether the id is a ``*Tool`` one
+    ignore_code_blocks: bool = True  # boxes inside code blocks are not answers
     verify_config: MathVerifyConfig
     data_config: MathDataConfig
     _registered_id: str
 
-    def _configure(
+    def __init__(
         self,
-        dataset: str | None,
+        dataset: str | None = "math500",
         *,
-        tool: bool,
-        rules: str,
-        timeout_s: float,
-        budget_s: float,
-        box_policy: str,
-        ignore_code_blocks: bool,
-        allow_final_answer_line: bool,
-        **data: Any,
+        path: str | os.PathLike[str] | None = None,
+        hub: bool = True,
+        hf_dataset: str | None = None,
+        hf_split: str = "test",
+        hf_config: str | None = None,
+        problem_field: str = "problem",
+        answer_field: str = "answer",
+        id_field: str | None = None,
+        prompt_template: str = "default",
+        timeout_s: float = 5.0,
+        budget_s: float = 10.0,
+        box_policy: str = "all",
+        allow_final_answer_line: bool = False,
+        rules: str = "v1",
+        split: str = ONLY_SPLIT,
+        render_mode: str | None = None,
     ) -> None:
-        """Set ``verify_config``, ``data_config`` and the registered id; raise ``ConfigError`` on a bad option."""
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
-        self._registered_id = math_env_id(dataset, tool=tool, rules=rules)
+        self._registered_id = math_env_id(dataset, tool=self.tool, rules=rules)
         self.verify_config = MathVerifyConfig(
             timeout_s=timeout_s,
             budget_s=budget_s,
             box_policy=box_policy,  # type: ignore[arg-type]
-            ignore_code_blocks=bool(ignore_code_blocks),
+            ignore_code_blocks=bool(self.ignore_code_blocks),
             allow_final_answer_line=bool(allow_final_answer_line),
             rules=rules,  # type: ignore[arg-type]
         )
-        self.data_config = MathDataConfig(dataset=dataset, **data)
+        self.data_config = MathDataConfig(
+            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
+            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
+        )
+        super().__init__(split=split, render_mode=render_mode)
+        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
 
     @property
     def env_id(self) -> str:
@@ -123,8 +102,7 @@ class MathProblemEnv(TextEnv):
         return self.spec.id if self.spec is not None else self._registered_id
 
     def _make_source(self, env_id: str) -> MathDataset:
-        return dataset_source(env_id=env_id, **self.data_config.source_kwargs())
-
+        return self.data_config.source(env_id)
     @property
     def difficulty(self) -> Difficulty | None:
         """One level per ``level`` label of the set (MATH500: 1-5); ``None`` for unlabelled sets (AIME24, AMC23)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -10,7 +9,6 @@ from rollgym.core.env import StepResult
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
 from rollgym.envs.math.config import SANDBOX_BACKENDS, MathToolConfig
-from rollgym.envs.math.datasets import ONLY_SPLIT
 from rollgym.envs.math.evidence import printed_lines, rerun_evidence
 from rollgym.envs.math.problem_env import MathProblemEnv
 from rollgym.envs.math.prompts import tool_instruction
@@ -120,42 +118,23 @@ class MathToolEnv(MathProblemEnv):
 
     default_env_id = "MATH500Tool-v1"
 
+    tool = True
+
     def __init__(
         self,
         dataset: str | None = "math500",
         *,
-        path: str | os.PathLike[str] | None = None,
-        hub: bool = True,
-        hf_dataset: str | None = None,
-        hf_split: str = "test",
-        hf_config: str | None = None,
-        problem_field: str = "problem",
-        answer_field: str = "answer",
-        id_field: str | None = None,
-        prompt_template: str = "default",
-        timeout_s: float = 5.0,
-        budget_s: float = 10.0,
-        box_policy: str = "all",
-        allow_final_answer_line: bool = False,
-        rules: str = "v1",
         max_turns: int = 6,
         max_calls_per_turn: int = 4,
         sandbox: str = "local",
         sandbox_timeout_s: float = 10.0,
         sandbox_memory_mb: int = 1024,
         max_output_chars: int = 4000,
-        split: str = ONLY_SPLIT,
-        render_mode: str | None = None,
+        **options: Any,
     ) -> None:
         self.tool_config = MathToolConfig(
             max_turns=max_turns, max_calls_per_turn=max_calls_per_turn, sandbox=sandbox,
             sandbox_timeout_s=sandbox_timeout_s, sandbox_memory_mb=sandbox_memory_mb, max_output_chars=max_output_chars,
-        )
-        self._configure(
-            dataset, tool=True, rules=rules, timeout_s=timeout_s, budget_s=budget_s, box_policy=box_policy,
-            ignore_code_blocks=True, allow_final_answer_line=allow_final_answer_line,
-            path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
-            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
         )
         self.max_output_chars = max_output_chars
         self.limits = Limits(
@@ -169,14 +148,14 @@ class MathToolEnv(MathProblemEnv):
         self.max_turns = max_turns
         self.max_calls_per_turn = max_calls_per_turn
         self.sandbox_backend = sandbox
-        # built now, so that a machine without the required isolation fails here, not in step();
-        # local envs share one warm sandbox pool per configuration, with sympy imported ahead
+        super().__init__(dataset, **options)  # the options of MathProblemEnv, listed under Arguments
+        # built once the problems are known to load, so that a machine without the required isolation
+        # fails here, not in step(); local envs share one warm sandbox pool per configuration, with sympy
+        # imported ahead
         if sandbox == "local":
             self._sandbox: Any = shared_sandbox(self.limits, pool_size=1, preload=("sympy",))
         else:
             self._sandbox = make_sandbox(sandbox, self.limits)
-        super().__init__(split=split, render_mode=render_mode)
-        self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
         self._turns = 0
         self._runs: list[tuple[str, RunResult]] = []
 

@@ -77,9 +77,7 @@ EXPERIMENT = Experiment(
     configs={
         "full": {**countdown.BASE, "max_tokens": 32, "sft_steps": 150, "grpo_steps": 16, "tasks_per_step": 8,
                  "group_size": 8, "eval_tasks": 300, "eval_every": 4, "chunk_tokens": 8},
-        "quick": {**countdown.BASE, "vocab_size": 400, "hidden_size": 32, "sft_steps": 2, "sft_batch": 4,
-                  "grpo_steps": 2, "tasks_per_step": 2, "group_size": 2, "eval_tasks": 4, "eval_every": 1,
-                  "chunk_tokens": 4},
+        "quick": {**countdown.QUICK_GRPO, "grpo_steps": 2, "chunk_tokens": 4},
     },
     seeds=5,
     x_label="wall seconds (collection + training)",

@@ -118,8 +118,7 @@ EXPERIMENT = Experiment(
     configs={
         "full": {**countdown.BASE, "sft_steps": 150, "tasks": 160, "token_budget": 64, "roots": 2, "forks": 2,
                  "min_gap": 2, "eval_tasks": 300},
-        "quick": {**countdown.BASE, "vocab_size": 400, "hidden_size": 32, "sft_steps": 2, "sft_batch": 4,
-                  "tasks": 3, "token_budget": 40, "roots": 2, "forks": 2, "min_gap": 2, "eval_tasks": 4},
+        "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "forks": 2, "min_gap": 2},
     },
     seeds=8,
     plot_curves=False,

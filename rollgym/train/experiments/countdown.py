@@ -26,6 +26,10 @@ BASE: dict[str, Any] = {
     "vocab_size": 1024, "hidden_size": 64, "layers": 2, "sft_batch": 32, "sft_lr": 3e-3,
     "max_tokens": 16, "temperature": 0.7, "learning_rate": 5e-4,
 }
+# The quick (smoke-test) runs: a smaller model, two warm-up steps, four held-out tasks ...
+QUICK: dict[str, Any] = {**BASE, "vocab_size": 400, "hidden_size": 32, "sft_steps": 2, "sft_batch": 4, "eval_tasks": 4}
+# ... and, for the GRPO arms, steps of two tasks x two rollouts, evaluated after each step.
+QUICK_GRPO: dict[str, Any] = {**QUICK, "tasks_per_step": 2, "group_size": 2, "eval_every": 1}
 
 
 @dataclass

@@ -92,9 +92,7 @@ EXPERIMENT = Experiment(
     configs={
         "full": {**countdown.BASE, "sft_steps": 150, "grpo_steps": 30, "tasks_per_step": 8, "group_size": 8,
                  "eval_tasks": 300, "eval_every": 10, "max_sample_factor": 3.0},
-        "quick": {**countdown.BASE, "vocab_size": 400, "hidden_size": 32, "sft_steps": 2, "sft_batch": 4,
-                  "grpo_steps": 3, "tasks_per_step": 2, "group_size": 2, "eval_tasks": 4, "eval_every": 1,
-                  "max_sample_factor": 3.0},
+        "quick": {**countdown.QUICK_GRPO, "grpo_steps": 3, "max_sample_factor": 3.0},
     },
     seeds=6,
     x_label="policy rollouts sampled",

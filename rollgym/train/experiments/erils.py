@@ -122,8 +122,7 @@ EXPERIMENT = Experiment(
     configs={
         "full": {**countdown.BASE, "sft_steps": 120, "grpo_steps": 30, "tasks_per_step": 8, "group_size": 8,
                  "eval_tasks": 300, "eval_every": 10},
-        "quick": {**countdown.BASE, "vocab_size": 400, "hidden_size": 32, "sft_steps": 2, "sft_batch": 4,
-                  "grpo_steps": 2, "tasks_per_step": 2, "group_size": 2, "eval_tasks": 4, "eval_every": 1},
+        "quick": {**countdown.QUICK_GRPO, "grpo_steps": 2},
     },
     seeds=8,
     notes="Compute: every arm samples the same on-policy rollouts per step and makes the same number of GRPO "
