@@ -256,24 +256,35 @@ def merge(diffs: Iterable[StateDiff]) -> StateDiff:
     return StateDiff(tables, tuple(schema_changes))
 
 
+def diff_against(bases: Mapping[str, Snapshot], after: Mapping[str, Any],
+                 tables: Mapping[str, Iterable[str]] | None = None) -> StateDiff:
+    """Diff named snapshots of the *before* databases against named ``sqlite3`` connections of the *after* ones
+    (``{"email": conn, ...}``); tables are named ``"<db>.<table>"``.
+
+    The schema comes from the before snapshot, so an *after* connection may deny ``PRAGMA``. ``tables`` (by
+    database) limits which tables are read again (see :func:`snapshot`); ``None`` reads them all. A database
+    missing from ``after`` counts as a schema change.
+    """
+    parts = []
+    for name, base in bases.items():
+        conn = after.get(name)
+        if conn is None:
+            parts.append(StateDiff({}, (f"the database {name} is missing",)))
+            continue
+        wanted = None if tables is None else tables.get(name, ())
+        now = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall(), base.schema, wanted)
+        parts.append(diff_snapshots(base, now, prefix=f"{name}."))
+    return merge(parts)
+
+
 def diff_databases(before: Mapping[str, Any], after: Mapping[str, Any]) -> StateDiff:
     """Diff named ``sqlite3`` connections (``{"email": conn, ...}``); tables are named ``"<db>.<table>"``.
 
     A database missing from ``after`` counts as a schema change.
     """
-    parts = []
-    for name, conn in before.items():
-        other = after.get(name)
-        if other is None:
-            parts.append(StateDiff({}, (f"the database {name} is missing",)))
-            continue
-        base = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall())
-        now = snapshot(lambda sql, params=(), c=other: c.execute(sql, params).fetchall(), base.schema)
-        parts.append(diff_snapshots(base, now, prefix=f"{name}."))
-    return merge(parts)
-
-
-# -- what a task asks for and allows ------------------------------------------------
+    bases = {name: snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall())
+             for name, conn in before.items()}
+    return diff_against(bases, after)
 
 
 @dataclass(frozen=True)
@@ -430,6 +441,7 @@ __all__ = [
     "added",
     "changed",
     "deleted",
+    "diff_against",
     "diff_databases",
     "diff_snapshots",
     "explain",

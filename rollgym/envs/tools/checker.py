@@ -41,10 +41,8 @@ from rollgym.verifiers.statediff import (
     added,
     changed,
     deleted,
-    diff_snapshots,
-    merge,
+    diff_against,
     normalise,
-    snapshot,
 )
 
 Key = tuple[str, str, int]
@@ -188,17 +186,8 @@ def diff_bases(bases: Mapping[str, Snapshot], after: Mapping[str, sqlite3.Connec
     forbids triggers) skips reading tables that cannot have changed; ``None`` reads every table. Both give the
     same diff.
     """
-    parts = []
-    for app, base in bases.items():
-        conn = after.get(app)
-        if conn is None:
-            parts.append(StateDiff({}, (f"the database of {app} is missing",)))
-            continue
-        tables = None if touched is None else {t for a, t in touched if a == app}
-        # the episode's connection denies PRAGMA (its authorizer), so the schema comes from the base
-        now = snapshot(lambda sql, params=(), c=conn: c.execute(sql, params).fetchall(), base.schema, tables)
-        parts.append(diff_snapshots(base, now, prefix=f"{app}."))
-    return merge(parts)
+    wanted = None if touched is None else {app: {t for a, t in touched if a == app} for app in bases}
+    return diff_against(bases, after, wanted)
 
 
 def diff_world(world: World, after: dict[str, sqlite3.Connection],

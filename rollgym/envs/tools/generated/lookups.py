@@ -47,7 +47,7 @@ class Lookup(AppTemplate):
 
     @property
     def answer_kind(self) -> AnswerKind:  # type: ignore[override]
-        return answer_of(self.entity_field()[1], 0)[1]
+        return answer_of(self.field, 0)[1]
 
     def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
         e, f = self.entity_field()
@@ -166,8 +166,7 @@ class Total(AppTemplate):
         return f"{sum(r[f.name] or 0 for r in found):.2f}"
 
     def expect(self, apps: Apps, p: Params) -> Expectation:
-        _, f = self.entity_field()
-        total = sum(r[f.name] for r in self._rows(self.app(apps), p))
+        total = sum(r[self.field.name] for r in self._rows(self.app(apps), p))
         return Expectation(answer=round(total / 100, 2), answer_kind="number")
 
 
@@ -181,11 +180,11 @@ class TopParty(AppTemplate):
         return [f"{schema.record.name}.{f.name}" for f in schema.record.fields if f.role == "amount"]
 
     def _totals(self, app: GenApp, status: str) -> dict[int, int]:
-        _, f = self.entity_field()
+        amount = self.field.name
         totals: dict[int, int] = defaultdict(int)
         for r in app.table(self.schema.record):
-            if r["status"] == status and r[f.name] is not None:
-                totals[r[ref_of(self.schema, "party")]] += r[f.name]
+            if r["status"] == status and r[amount] is not None:
+                totals[r[ref_of(self.schema, "party")]] += r[amount]
         return totals
 
     def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
@@ -194,16 +193,14 @@ class TopParty(AppTemplate):
         return {"status": status} if len(ranked) >= 2 and ranked[0] > ranked[1] else None
 
     def prompt(self, p: Params) -> str:
-        _, f = self.entity_field()
-        return (f"In {self.schema.title}, which {self.schema.party.words} has the largest total {f.words} over their "
-                f"{p['status']} {self.schema.record.plural_words}? Answer with their name.")
+        return (f"In {self.schema.title}, which {self.schema.party.words} has the largest total {self.field.words} "
+                f"over their {p['status']} {self.schema.record.plural_words}? Answer with their name.")
 
     def solve(self, p: Params) -> Solution:
-        _, f = self.entity_field()
         found = yield from every(tool(self.schema, self.schema.record, "search"), status=p["status"])
         totals: dict[int, float] = defaultdict(float)
         for r in found:
-            totals[r[ref_of(self.schema, "party")]] += r[f.name] or 0
+            totals[r[ref_of(self.schema, "party")]] += r[self.field.name] or 0
         best = max(totals, key=lambda k: totals[k])
         party = yield from get(self.schema, self.schema.party, best)
         return str(party["name"])

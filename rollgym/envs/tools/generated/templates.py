@@ -215,6 +215,11 @@ class AppTemplate(GenTemplate):
         e = self.schema.entity(entity)
         return e, e.field(name)
 
+    @property
+    def field(self) -> Field:
+        """The field of an ``entity.field`` target."""
+        return self.entity_field()[1]
+
 
 # -- new records ------------------------------------------------------------------------------------
 

@@ -54,7 +54,12 @@ class Template(Generic[W]):
 
 
 class TaskTemplate(Template[World]):
-    """One kind of ToolWorld task; subclasses set the class attributes and the four methods.
+    """One kind of ToolWorld task; a subclass declares itself in its class line and writes the four methods.
+
+    A subclass that passes ``name`` is added to :data:`TEMPLATES`; one without (a shared base) is not::
+
+        class CalendarCancel(TaskTemplate, name="calendar_cancel", scenario="calendar", apps=("calendar",)):
+            ...
 
     ``versions`` lists the ToolWorld versions whose task sources draw from the template: the v0 counting
     questions (a small count is easy to guess) were replaced in v1 by questions that ask for the items.
@@ -65,11 +70,17 @@ class TaskTemplate(Template[World]):
     apps: ClassVar[tuple[str, ...]]
     versions: ClassVar[tuple[int, ...]] = (0, 1)
 
-
-def register(cls: type[TaskTemplate]) -> type[TaskTemplate]:
-    """Class decorator that adds a template to :data:`TEMPLATES`."""
-    TEMPLATES[cls.name] = cls()
-    return cls
+    def __init_subclass__(cls, *, name: str | None = None, scenario: str | None = None,
+                          apps: tuple[str, ...] | None = None, answer_kind: AnswerKind | None = None,
+                          versions: tuple[int, ...] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = {"scenario": scenario, "apps": apps, "answer_kind": answer_kind, "versions": versions}
+        for attribute, value in declared.items():
+            if value is not None:
+                setattr(cls, attribute, value)
+        if name is not None:
+            cls.name = name
+            TEMPLATES[name] = cls()
 
 
 def templates_of(version: int) -> list[str]:
@@ -125,6 +136,12 @@ def every(tool: str, **arguments: Any) -> Generator[Call, Any, list[dict[str, An
         if not result.get("has_more"):
             return found
         page += 1
+
+
+def named(tool: str, name: str) -> Step:
+    """Search with ``tool`` for ``name`` and return the first result called exactly that (a contact, a product)."""
+    found = yield from call(tool, query=name)
+    return next(r for r in found["results"] if r["name"] == name)
 
 
 def contact_email(name: str) -> Generator[Call, Any, str]:

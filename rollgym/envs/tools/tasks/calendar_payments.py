@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +22,6 @@ from rollgym.envs.tools.tasks.base import (
     day_text,
     email_of,
     every,
-    register,
     rows,
 )
 from rollgym.envs.tools.world import World
@@ -47,12 +47,7 @@ def find_event(title: str, day: str) -> Step:
     return next(e for e in found["results"] if e["title"] == title)
 
 
-@register
-class CalendarCreate(TaskTemplate):
-    name = "calendar_create"
-    scenario = "calendar"
-    apps = ("contacts", "calendar")
-
+class CalendarCreate(TaskTemplate, name="calendar_create", scenario="calendar", apps=("contacts", "calendar")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         day = (world.now + timedelta(days=int(rng.integers(1, 14)))).strftime("%Y-%m-%d")
         start = f"{day} {int(rng.integers(8, 17)):02d}:{int(rng.choice([0, 30])):02d}"
@@ -76,12 +71,7 @@ class CalendarCreate(TaskTemplate):
                                     ("calendar", "attendees", {"email": email_of(world, p["name"])})])
 
 
-@register
-class CalendarCancel(TaskTemplate):
-    name = "calendar_cancel"
-    scenario = "calendar"
-    apps = ("calendar",)
-
+class CalendarCancel(TaskTemplate, name="calendar_cancel", scenario="calendar", apps=("calendar",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         event = choose(rng, own_future_events(world))
         return {"title": event[1], "day": event[2][:10]} if event else None
@@ -100,12 +90,7 @@ class CalendarCancel(TaskTemplate):
         return Expectation(deletes={("calendar", "events", event[0])} | {("calendar", "attendees", g) for g, in guests})
 
 
-@register
-class CalendarMove(TaskTemplate):
-    name = "calendar_move"
-    scenario = "calendar"
-    apps = ("calendar",)
-
+class CalendarMove(TaskTemplate, name="calendar_move", scenario="calendar", apps=("calendar",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         event = choose(rng, own_future_events(world))
         if event is None:
@@ -142,13 +127,8 @@ def _visible_with(world: World, address: str) -> list[tuple[int, str]]:
         me, me, address, address)]
 
 
-@register
-class CalendarNextWith(TaskTemplate):
-    name = "calendar_next_with"
-    scenario = "calendar"
-    apps = ("contacts", "calendar")
-    answer_kind = "datetime"
-
+class CalendarNextWith(TaskTemplate, name="calendar_next_with", scenario="calendar", apps=("contacts", "calendar"),
+                       answer_kind="datetime"):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         now = f"{world.now:%Y-%m-%d %H:%M}"
         names = [n for n in contact_names(world) if any(s >= now for _, s in _visible_with(world, email_of(world, n)))]
@@ -171,17 +151,22 @@ class CalendarNextWith(TaskTemplate):
         return Expectation(answer=min(starts), answer_kind="datetime")
 
 
-@register
-class CalendarCountDay(TaskTemplate):
-    name = "calendar_count_day"
-    scenario = "calendar"
-    apps = ("calendar",)
-    answer_kind = "number"
-    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
+def _on_my_calendar(world: World, columns: str, day: str, order: str = "") -> list[tuple[Any, ...]]:
+    """``columns`` of the events on the user's calendar (their own or ones they are invited to) on ``day``."""
+    me = world.me.email
+    return rows(world, "calendar", f"SELECT {columns} FROM events WHERE (owner = ? OR id IN (SELECT event_id FROM "
+                f"attendees WHERE email = ?)) AND substr(start, 1, 10) = ?{order}", me, me, day)
+
+
+class _DayQuestion(TaskTemplate, scenario="calendar", apps=("calendar",)):
+    """A question about one day of the user's calendar, from ten days ago to two weeks ahead."""
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"day": (world.now + timedelta(days=int(rng.integers(-10, 14)))).strftime("%Y-%m-%d")}
 
+
+# versions=(0,): a small count is easy to guess; v1 asks for the items instead
+class CalendarCountDay(_DayQuestion, name="calendar_count_day", answer_kind="number", versions=(0,)):
     def prompt(self, p: Params) -> str:
         return (f"How many events are on my calendar (mine or ones I'm invited to) on {day_text(p['day'])}? "
                 "Answer with the number.")
@@ -192,23 +177,10 @@ class CalendarCountDay(TaskTemplate):
         return str(found["total"])
 
     def expect(self, world: World, p: Params) -> Expectation:
-        me = world.me.email
-        n = rows(world, "calendar", "SELECT COUNT(*) FROM events WHERE (owner = ? OR id IN (SELECT event_id FROM "
-                 "attendees WHERE email = ?)) AND substr(start, 1, 10) = ?", me, me, p["day"])[0][0]
-        return Expectation(answer=n, answer_kind="number")
+        return Expectation(answer=_on_my_calendar(world, "COUNT(*)", p["day"])[0][0], answer_kind="number")
 
 
-@register
-class CalendarDayEvents(TaskTemplate):
-    name = "calendar_day_events"
-    scenario = "calendar"
-    apps = ("calendar",)
-    answer_kind = "list"
-    versions = (1,)
-
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        return {"day": (world.now + timedelta(days=int(rng.integers(-10, 14)))).strftime("%Y-%m-%d")}
-
+class CalendarDayEvents(_DayQuestion, name="calendar_day_events", answer_kind="list", versions=(1,)):
     def prompt(self, p: Params) -> str:
         return (f"Which events are on my calendar (mine or ones I'm invited to) on {day_text(p['day'])}? "
                 "Answer with their titles, separated by commas.")
@@ -218,19 +190,11 @@ class CalendarDayEvents(TaskTemplate):
         return ", ".join(sorted({e["title"] for e in found}))
 
     def expect(self, world: World, p: Params) -> Expectation:
-        me = world.me.email
-        titles = rows(world, "calendar", "SELECT DISTINCT title FROM events WHERE (owner = ? OR id IN (SELECT "
-                      "event_id FROM attendees WHERE email = ?)) AND substr(start, 1, 10) = ? ORDER BY title",
-                      me, me, p["day"])
+        titles = _on_my_calendar(world, "DISTINCT title", p["day"], " ORDER BY title")
         return Expectation(answer=[r[0] for r in titles], answer_kind="list")
 
 
-@register
-class CalendarInvite(TaskTemplate):
-    name = "calendar_invite"
-    scenario = "calendar"
-    apps = ("contacts", "calendar")
-
+class CalendarInvite(TaskTemplate, name="calendar_invite", scenario="calendar", apps=("contacts", "calendar")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         event = choose(rng, own_future_events(world))
         if event is None:
@@ -291,18 +255,14 @@ class _ContactMoney(TaskTemplate):
         return Expectation(inserts=[("payments", self.table, row)])
 
 
-@register
-class PaymentsSend(_ContactMoney):
-    name = "payments_send"
+class PaymentsSend(_ContactMoney, name="payments_send"):
     tool, person, table, columns = "payments_send", "to", "transfers", ("sender", "receiver")
 
     def prompt(self, p: Params) -> str:
         return f"Send {p['name']} ${p['amount']:.2f} with the note '{p['note']}'."
 
 
-@register
-class PaymentsRequest(_ContactMoney):
-    name = "payments_request"
+class PaymentsRequest(_ContactMoney, name="payments_request"):
     tool, person, table, columns = "payments_request", "from_person", "requests", ("requester", "payer")
     extra = (("status", "pending"),)
 
@@ -310,13 +270,8 @@ class PaymentsRequest(_ContactMoney):
         return f"Ask {p['name']} to pay me ${p['amount']:.2f} for '{p['note']}'."
 
 
-@register
-class PaymentsBalance(TaskTemplate):
-    name = "payments_balance"
-    scenario = "payments"
-    apps = ("payments",)
-    answer_kind = "number"
-
+class PaymentsBalance(TaskTemplate, name="payments_balance", scenario="payments", apps=("payments",),
+                      answer_kind="number"):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"question": choose(rng, ["What is my wallet balance right now?", "How much money is in my wallet?",
                                          "What's the balance of my payments wallet?", "How much can I still send?"])}
@@ -333,61 +288,60 @@ class PaymentsBalance(TaskTemplate):
         return Expectation(answer=cents / 100, answer_kind="number")
 
 
-def _pending_to_me(world: World) -> list[tuple[int, str, int]]:
+def _pending(world: World, role: str = "to_me") -> list[tuple[int, str, int]]:
+    """The pending requests asked of the user (``role`` ``to_me``) or by the user (``from_me``), by id:
+    (id, the other person's address, cents)."""
+    mine, theirs = ("payer", "requester") if role == "to_me" else ("requester", "payer")
     return [(int(a), str(b), int(c)) for a, b, c in rows(
-        world, "payments", "SELECT id, requester, amount_cents FROM requests WHERE payer = ? AND status = 'pending' "
+        world, "payments", f"SELECT id, {theirs}, amount_cents FROM requests WHERE {mine} = ? AND status = 'pending' "
         "ORDER BY id", world.me.email)]
 
 
-def _someone_in(world: World, rng: np.random.Generator, emails: set[str]) -> Params | None:
-    """Parameters naming a contact drawn from those whose address is in ``emails``, or ``None`` when none is."""
-    name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in emails])
-    return {"name": name} if name else None
+class _PendingRequestsOf(TaskTemplate, scenario="payments", apps=("contacts", "payments")):
+    """Act on every pending request between the user and a named contact: ``tool`` on each sets it to ``status``."""
 
-
-def _on_pending_requests(name: str, role: str, party: str, tool: str) -> Solution:
-    """Reference steps: ``tool`` on each pending request (``role``: ``to_me`` or ``from_me``) whose ``party``
-    (``requester`` or ``payer``) is ``name``."""
-    address = yield from contact_email(name)
-    found = yield from every("payments_requests", role=role, status="pending")
-    for request in found:
-        if request[party] == address:
-            yield from call(tool, request_id=request["request_id"])
-    return None
-
-
-@register
-class PaymentsPayRequestsFrom(TaskTemplate):
-    name = "payments_pay_requests_from"
-    scenario = "payments"
-    apps = ("contacts", "payments")
+    role: ClassVar[str]
+    """``to_me`` (requests the contact sent the user) or ``from_me`` (requests the user sent the contact)."""
+    tool: ClassVar[str]
+    status: ClassVar[str]
 
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        return _someone_in(world, rng, {r for _, r, _ in _pending_to_me(world)})
+        emails = {who for _, who, _ in _pending(world, self.role)}
+        name = choose(rng, [n for n in contact_names(world) if email_of(world, n) in emails])
+        return {"name": name} if name else None
+
+    def solve(self, p: Params) -> Solution:
+        party = "requester" if self.role == "to_me" else "payer"
+        address = yield from contact_email(p["name"])
+        found = yield from every("payments_requests", role=self.role, status="pending")
+        for request in found:
+            if request[party] == address:
+                yield from call(self.tool, request_id=request["request_id"])
+        return None
+
+    def expect(self, world: World, p: Params) -> Expectation:
+        address = email_of(world, p["name"])
+        return Expectation(updates={("payments", "requests", rid): {"status": self.status}
+                                    for rid, who, _ in _pending(world, self.role) if who == address})
+
+
+class PaymentsPayRequestsFrom(_PendingRequestsOf, name="payments_pay_requests_from"):
+    role, tool, status = "to_me", "payments_pay_request", "paid"
 
     def prompt(self, p: Params) -> str:
         return f"Pay every pending payment request that {p['name']} sent me."
 
-    def solve(self, p: Params) -> Solution:
-        return _on_pending_requests(p["name"], "to_me", "requester", "payments_pay_request")
-
     def expect(self, world: World, p: Params) -> Expectation:
         address = email_of(world, p["name"])
-        mine = [r for r in _pending_to_me(world) if r[1] == address]
-        return Expectation(
-            updates={("payments", "requests", rid): {"status": "paid"} for rid, _, _ in mine},
-            inserts=[("payments", "transfers", {"sender": world.me.email, "receiver": address, "amount_cents": cents,
-                                                "request_id": rid}) for rid, _, cents in mine])
+        paid = [(rid, cents) for rid, who, cents in _pending(world) if who == address]
+        return replace(super().expect(world, p), inserts=[
+            ("payments", "transfers", {"sender": world.me.email, "receiver": address, "amount_cents": cents,
+                                       "request_id": rid}) for rid, cents in paid])
 
 
-@register
-class PaymentsDeclineAbove(TaskTemplate):
-    name = "payments_decline_above"
-    scenario = "payments"
-    apps = ("payments",)
-
+class PaymentsDeclineAbove(TaskTemplate, name="payments_decline_above", scenario="payments", apps=("payments",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        amounts = sorted({c for _, _, c in _pending_to_me(world)})
+        amounts = sorted({c for _, _, c in _pending(world)})
         if len(amounts) < 2:
             return None
         k = int(rng.integers(0, len(amounts) - 1))
@@ -406,16 +360,11 @@ class PaymentsDeclineAbove(TaskTemplate):
     def expect(self, world: World, p: Params) -> Expectation:
         limit = round(p["limit"] * 100)
         return Expectation(updates={("payments", "requests", rid): {"status": "declined"}
-                                    for rid, _, cents in _pending_to_me(world) if cents > limit})
+                                    for rid, _, cents in _pending(world) if cents > limit})
 
 
-@register
-class PaymentsReceivedTotal(TaskTemplate):
-    name = "payments_received_total"
-    scenario = "payments"
-    apps = ("contacts", "payments")
-    answer_kind = "number"
-
+class PaymentsReceivedTotal(TaskTemplate, name="payments_received_total", scenario="payments",
+                            apps=("contacts", "payments"), answer_kind="number"):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         since = (world.now - timedelta(days=int(rng.integers(7, 50)))).strftime("%Y-%m-%d")
         return {"name": choose(rng, contact_names(world)), "since": since}
@@ -435,27 +384,8 @@ class PaymentsReceivedTotal(TaskTemplate):
         return Expectation(answer=cents / 100, answer_kind="number")
 
 
-@register
-class PaymentsCancelMyRequests(TaskTemplate):
-    name = "payments_cancel_my_requests"
-    scenario = "payments"
-    apps = ("contacts", "payments")
-
-    @staticmethod
-    def _mine(world: World) -> list[tuple[int, str]]:
-        return [(int(a), str(b)) for a, b in rows(world, "payments", "SELECT id, payer FROM requests WHERE "
-                                                  "requester = ? AND status = 'pending'", world.me.email)]
-
-    def sample(self, world: World, rng: np.random.Generator) -> Params | None:
-        return _someone_in(world, rng, {p for _, p in self._mine(world)})
+class PaymentsCancelMyRequests(_PendingRequestsOf, name="payments_cancel_my_requests"):
+    role, tool, status = "from_me", "payments_cancel_request", "cancelled"
 
     def prompt(self, p: Params) -> str:
         return f"Cancel all the payment requests I sent to {p['name']} that are still pending."
-
-    def solve(self, p: Params) -> Solution:
-        return _on_pending_requests(p["name"], "from_me", "payer", "payments_cancel_request")
-
-    def expect(self, world: World, p: Params) -> Expectation:
-        address = email_of(world, p["name"])
-        return Expectation(updates={("payments", "requests", rid): {"status": "cancelled"}
-                                    for rid, payer in self._mine(world) if payer == address})

@@ -15,7 +15,7 @@ from rollgym.envs.tools.tasks.base import (
     contact_names,
     email_of,
     every,
-    register,
+    named,
     rows,
 )
 from rollgym.envs.tools.world import World
@@ -32,12 +32,7 @@ def _contact(world: World, name: str) -> tuple[int, str]:
                 world.me.email, name)[0]
 
 
-@register
-class ContactsAdd(TaskTemplate):
-    name = "contacts_add"
-    scenario = "contacts"
-    apps = ("contacts",)
-
+class ContactsAdd(TaskTemplate, name="contacts_add", scenario="contacts", apps=("contacts",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         known = set(contact_names(world))
         person = choose(rng, [p for p in world.people[1:] if p.name not in known])
@@ -61,12 +56,7 @@ class ContactsAdd(TaskTemplate):
         return Expectation(inserts=[("contacts", "contacts", row)])
 
 
-@register
-class ContactsUpdatePhone(TaskTemplate):
-    name = "contacts_update_phone"
-    scenario = "contacts"
-    apps = ("contacts",)
-
+class ContactsUpdatePhone(TaskTemplate, name="contacts_update_phone", scenario="contacts", apps=("contacts",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         phone = f"+1-555-{int(rng.integers(100, 1000))}-{int(rng.integers(1000, 10000))}"
         return {"name": choose(rng, contact_names(world)), "phone": phone}
@@ -75,8 +65,7 @@ class ContactsUpdatePhone(TaskTemplate):
         return f"{p['name']} has a new phone number, {p['phone']}. Update my contacts."
 
     def solve(self, p: Params) -> Solution:
-        found = yield from call("contacts_search", query=p["name"])
-        contact = next(c for c in found["results"] if c["name"] == p["name"])
+        contact = yield from named("contacts_search", p["name"])
         yield from call("contacts_update", contact_id=contact["contact_id"], phone=p["phone"])
         return None
 
@@ -85,12 +74,7 @@ class ContactsUpdatePhone(TaskTemplate):
         return Expectation(updates={("contacts", "contacts", cid): {"phone": p["phone"]}})
 
 
-@register
-class ContactsRemove(TaskTemplate):
-    name = "contacts_remove"
-    scenario = "contacts"
-    apps = ("contacts",)
-
+class ContactsRemove(TaskTemplate, name="contacts_remove", scenario="contacts", apps=("contacts",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"name": choose(rng, contact_names(world))}
 
@@ -98,8 +82,7 @@ class ContactsRemove(TaskTemplate):
         return f"Remove {p['name']} from my contacts."
 
     def solve(self, p: Params) -> Solution:
-        found = yield from call("contacts_search", query=p["name"])
-        contact = next(c for c in found["results"] if c["name"] == p["name"])
+        contact = yield from named("contacts_search", p["name"])
         yield from call("contacts_delete", contact_id=contact["contact_id"])
         return None
 
@@ -107,14 +90,9 @@ class ContactsRemove(TaskTemplate):
         return Expectation(deletes={("contacts", "contacts", _contact(world, p["name"])[0])})
 
 
-@register
-class ContactsCountRelationship(TaskTemplate):
-    name = "contacts_count_relationship"
-    scenario = "contacts"
-    apps = ("contacts",)
-    answer_kind = "number"
-    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
-
+# versions=(0,): a small count is easy to guess; v1 asks for the items instead
+class ContactsCountRelationship(TaskTemplate, name="contacts_count_relationship", scenario="contacts",
+                                apps=("contacts",), answer_kind="number", versions=(0,)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"relationship": choose(rng, RELATIONSHIPS)}
 
@@ -131,14 +109,8 @@ class ContactsCountRelationship(TaskTemplate):
         return Expectation(answer=n, answer_kind="number")
 
 
-@register
-class ContactsWithRelationship(TaskTemplate):
-    name = "contacts_with_relationship"
-    scenario = "contacts"
-    apps = ("contacts",)
-    answer_kind = "list"
-    versions = (1,)
-
+class ContactsWithRelationship(TaskTemplate, name="contacts_with_relationship", scenario="contacts",
+                               apps=("contacts",), answer_kind="list", versions=(1,)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"relationship": choose(rng, RELATIONSHIPS)}
 
@@ -156,12 +128,8 @@ class ContactsWithRelationship(TaskTemplate):
         return Expectation(answer=[r[0] for r in names], answer_kind="list")
 
 
-@register
-class ContactsBirthdayEmails(TaskTemplate):
-    name = "contacts_birthday_emails"
-    scenario = "contacts"
-    apps = ("contacts", "email")
-
+class ContactsBirthdayEmails(TaskTemplate, name="contacts_birthday_emails", scenario="contacts",
+                             apps=("contacts", "email")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         if not self._people(world):
             return None
@@ -191,12 +159,7 @@ class ContactsBirthdayEmails(TaskTemplate):
         return Expectation(inserts=inserts)
 
 
-@register
-class EmailSend(TaskTemplate):
-    name = "email_send"
-    scenario = "email"
-    apps = ("contacts", "email")
-
+class EmailSend(TaskTemplate, name="email_send", scenario="email", apps=("contacts", "email")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         k = int(rng.integers(len(SUBJECTS)))
         return {"name": choose(rng, contact_names(world)), "subject": SUBJECTS[k],
@@ -240,12 +203,8 @@ class _FromSenderTask(TaskTemplate):
         return {"name": name} if name else None
 
 
-@register
-class EmailUnreadCount(_FromSenderTask):
-    name = "email_unread_count"
-    answer_kind = "number"
-    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
-
+# versions=(0,): a small count is easy to guess; v1 asks for the items instead
+class EmailUnreadCount(_FromSenderTask, name="email_unread_count", answer_kind="number", versions=(0,)):
     def prompt(self, p: Params) -> str:
         return f"How many unread emails from {p['name']} are in my inbox? Answer with the number."
 
@@ -259,12 +218,7 @@ class EmailUnreadCount(_FromSenderTask):
                            answer_kind="number")
 
 
-@register
-class EmailUnreadSubjects(_FromSenderTask):
-    name = "email_unread_subjects"
-    answer_kind = "list"
-    versions = (1,)
-
+class EmailUnreadSubjects(_FromSenderTask, name="email_unread_subjects", answer_kind="list", versions=(1,)):
     def prompt(self, p: Params) -> str:
         return (f"What are the subjects of the unread emails from {p['name']} in my inbox? Answer with the "
                 "subjects, separated by commas.")
@@ -281,10 +235,7 @@ class EmailUnreadSubjects(_FromSenderTask):
         return Expectation(answer=[r[0] for r in subjects], answer_kind="list")
 
 
-@register
-class EmailArchiveFrom(_FromSenderTask):
-    name = "email_archive_from"
-
+class EmailArchiveFrom(_FromSenderTask, name="email_archive_from"):
     def prompt(self, p: Params) -> str:
         return f"Archive every email from {p['name']} that is in my inbox."
 
@@ -301,12 +252,7 @@ class EmailArchiveFrom(_FromSenderTask):
         return Expectation(updates={("email", "mailbox", i): {"folder": "archive"} for i in ids})
 
 
-@register
-class EmailReplyLatest(TaskTemplate):
-    name = "email_reply_latest"
-    scenario = "email"
-    apps = ("contacts", "email")
-
+class EmailReplyLatest(TaskTemplate, name="email_reply_latest", scenario="email", apps=("contacts", "email")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         name = choose(rng, _senders(world))
         return {"name": name, "text": choose(rng, BODIES)} if name else None
@@ -328,12 +274,7 @@ class EmailReplyLatest(TaskTemplate):
         return Expectation(inserts=[("email", "messages", row)])
 
 
-@register
-class EmailTrashNewsletter(TaskTemplate):
-    name = "email_trash_newsletter"
-    scenario = "email"
-    apps = ("email",)
-
+class EmailTrashNewsletter(TaskTemplate, name="email_trash_newsletter", scenario="email", apps=("email",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         senders = [r[0] for r in rows(world, "email", "SELECT DISTINCT m.sender FROM mailbox b JOIN messages m ON "
                                       "m.id = b.message_id WHERE b.owner = ? AND b.folder = 'inbox' AND m.sender "
@@ -355,12 +296,7 @@ class EmailTrashNewsletter(TaskTemplate):
                                     for b, _, _ in _inbox_from(world, p["sender"])})
 
 
-@register
-class EmailForward(TaskTemplate):
-    name = "email_forward"
-    scenario = "email"
-    apps = ("contacts", "email")
-
+class EmailForward(TaskTemplate, name="email_forward", scenario="email", apps=("contacts", "email")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         sender = choose(rng, _senders(world))
         if sender is None:
@@ -392,13 +328,8 @@ class EmailForward(TaskTemplate):
         return Expectation(inserts=[("email", "messages", row)])
 
 
-@register
-class ContactsBirthdaysToday(TaskTemplate):
-    name = "contacts_birthdays_today"
-    scenario = "contacts"
-    apps = ("contacts",)
-    answer_kind = "list"
-
+class ContactsBirthdaysToday(TaskTemplate, name="contacts_birthdays_today", scenario="contacts", apps=("contacts",),
+                             answer_kind="list"):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         if not ContactsBirthdayEmails._people(world):
             return None

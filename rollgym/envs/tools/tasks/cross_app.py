@@ -19,7 +19,6 @@ from rollgym.envs.tools.tasks.base import (
     day_text,
     email_of,
     every,
-    register,
     rows,
 )
 from rollgym.envs.tools.tasks.calendar_payments import find_event, own_future_events, shift
@@ -70,10 +69,7 @@ class _AfterDinner(TaskTemplate):
         raise NotImplementedError
 
 
-@register
-class PayBackDinner(_AfterDinner):
-    name = "pay_back_dinner"
-
+class PayBackDinner(_AfterDinner, name="pay_back_dinner"):
     def draw(self, rng: np.random.Generator) -> Params:
         return {"amount": float(rng.choice([12.5, 18.0, 22.75, 30.0, 35.5])),
                 "note": choose(rng, ["Dinner", "Thanks for dinner", "My share of dinner"])}
@@ -101,12 +97,8 @@ def _meetings_with(world: World, address: str, day: str) -> list[tuple[int, str,
         "(SELECT event_id FROM attendees WHERE email = ?) ORDER BY start", world.me.email, day, address)]
 
 
-@register
-class RescheduleAndEmail(TaskTemplate):
-    name = "reschedule_and_email"
-    scenario = "cross_app"
-    apps = ("contacts", "calendar", "email")
-
+class RescheduleAndEmail(TaskTemplate, name="reschedule_and_email", scenario="cross_app",
+                         apps=("contacts", "calendar", "email")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         now = f"{world.now:%Y-%m-%d %H:%M}"
         options = []
@@ -155,12 +147,8 @@ class RescheduleAndEmail(TaskTemplate):
             inserts=[("email", "messages", mail)])
 
 
-@register
-class ShareNoteWithAttendees(TaskTemplate):
-    name = "share_note_with_attendees"
-    scenario = "cross_app"
-    apps = ("calendar", "notes")
-
+class ShareNoteWithAttendees(TaskTemplate, name="share_note_with_attendees", scenario="cross_app",
+                             apps=("calendar", "notes")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         events = [e for e in own_future_events(world)
                   if rows(world, "calendar", "SELECT COUNT(*) FROM attendees WHERE event_id = ?", e[0])[0][0] >= 2]
@@ -189,12 +177,8 @@ class ShareNoteWithAttendees(TaskTemplate):
                                     for g in guests if g not in shared])
 
 
-@register
-class InviteByRelationship(TaskTemplate):
-    name = "invite_by_relationship"
-    scenario = "cross_app"
-    apps = ("contacts", "calendar")
-
+class InviteByRelationship(TaskTemplate, name="invite_by_relationship", scenario="cross_app",
+                           apps=("contacts", "calendar")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         event = choose(rng, own_future_events(world))
         if event is None:
@@ -223,12 +207,8 @@ class InviteByRelationship(TaskTemplate):
                                     for e in dict.fromkeys(people) if e not in invited])
 
 
-@register
-class RefundAndTellSupport(TaskTemplate):
-    name = "refund_and_tell_support"
-    scenario = "cross_app"
-    apps = ("shopping", "email")
-
+class RefundAndTellSupport(TaskTemplate, name="refund_and_tell_support", scenario="cross_app",
+                           apps=("shopping", "email")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         order = choose(rng, my_orders(world, "delivered"))
         return {"product": order[3], "day": order[1][:10]} if order else None
@@ -257,10 +237,7 @@ class RefundAndTellSupport(TaskTemplate):
             ("email", "messages", mail)])
 
 
-@register
-class RequestSplitFromAttendees(_AfterDinner):
-    name = "request_split_from_attendees"
-
+class RequestSplitFromAttendees(_AfterDinner, name="request_split_from_attendees"):
     def draw(self, rng: np.random.Generator) -> Params:
         return {"total": float(rng.choice([120.0, 150.0, 96.0, 210.0, 180.0]))}
 

@@ -19,7 +19,7 @@ from rollgym.envs.tools.tasks.base import (
     day_text,
     email_of,
     every,
-    register,
+    named,
     rows,
 )
 from rollgym.envs.tools.world import World
@@ -44,12 +44,7 @@ def find_note(title: str) -> Step:
     return next(n for n in found if n["title"] == title and n["owner"] == me["email"])
 
 
-@register
-class NotesCreate(TaskTemplate):
-    name = "notes_create"
-    scenario = "notes"
-    apps = ("notes",)
-
+class NotesCreate(TaskTemplate, name="notes_create", scenario="notes", apps=("notes",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         title, body = NEW_NOTES[int(rng.integers(len(NEW_NOTES)))]
         return {"title": title, "body": body, "folder": choose(rng, FOLDERS)}
@@ -66,12 +61,7 @@ class NotesCreate(TaskTemplate):
         return Expectation(inserts=[("notes", "notes", row)])
 
 
-@register
-class NotesAppend(TaskTemplate):
-    name = "notes_append"
-    scenario = "notes"
-    apps = ("notes",)
-
+class NotesAppend(TaskTemplate, name="notes_append", scenario="notes", apps=("notes",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         note = choose(rng, own_notes(world))
         return {"title": note[1], "line": choose(rng, LINES)}
@@ -95,12 +85,7 @@ class NotesAppend(TaskTemplate):
         return Expectation(updates={("notes", "notes", nid): {"body": appended}})
 
 
-@register
-class NotesShare(TaskTemplate):
-    name = "notes_share"
-    scenario = "notes"
-    apps = ("contacts", "notes")
-
+class NotesShare(TaskTemplate, name="notes_share", scenario="notes", apps=("contacts", "notes")):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         note = choose(rng, own_notes(world))
         shared = {r[0] for r in rows(world, "notes", "SELECT email FROM shares WHERE note_id = ?", note[0])}
@@ -123,12 +108,7 @@ class NotesShare(TaskTemplate):
         return Expectation(inserts=[("notes", "shares", row)])
 
 
-@register
-class NotesDeleteFolder(TaskTemplate):
-    name = "notes_delete_folder"
-    scenario = "notes"
-    apps = ("notes",)
-
+class NotesDeleteFolder(TaskTemplate, name="notes_delete_folder", scenario="notes", apps=("notes",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         folders = [r[0] for r in rows(world, "notes", "SELECT DISTINCT folder FROM notes WHERE owner = ? "
                                       "ORDER BY folder", world.me.email)]
@@ -152,14 +132,9 @@ class NotesDeleteFolder(TaskTemplate):
         return Expectation(deletes={("notes", "notes", i) for i in ids} | {("notes", "shares", s) for s in shares})
 
 
-@register
-class NotesCountFolder(TaskTemplate):
-    name = "notes_count_folder"
-    scenario = "notes"
-    apps = ("notes",)
-    answer_kind = "number"
-    versions = (0,)  # a small count is easy to guess; v1 asks for the items instead
-
+# versions=(0,): a small count is easy to guess; v1 asks for the items instead
+class NotesCountFolder(TaskTemplate, name="notes_count_folder", scenario="notes", apps=("notes",),
+                       answer_kind="number", versions=(0,)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"folder": choose(rng, ["Recipes", "Travel", "Work", "Personal", "Ideas"])}
 
@@ -176,14 +151,8 @@ class NotesCountFolder(TaskTemplate):
         return Expectation(answer=n, answer_kind="number")
 
 
-@register
-class NotesInFolder(TaskTemplate):
-    name = "notes_in_folder"
-    scenario = "notes"
-    apps = ("notes",)
-    answer_kind = "list"
-    versions = (1,)
-
+class NotesInFolder(TaskTemplate, name="notes_in_folder", scenario="notes", apps=("notes",), answer_kind="list",
+                    versions=(1,)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         return {"folder": choose(rng, ["Recipes", "Travel", "Work", "Personal", "Ideas"])}
 
@@ -213,12 +182,7 @@ def my_orders(world: World, status: str) -> list[tuple[int, str, int, str]]:
     return [o for o in found if sum(1 for q in found if q[3] == o[3] and q[1][:10] == o[1][:10]) == 1]
 
 
-@register
-class ShopBuy(TaskTemplate):
-    name = "shop_buy"
-    scenario = "shopping"
-    apps = ("shopping",)
-
+class ShopBuy(TaskTemplate, name="shop_buy", scenario="shopping", apps=("shopping",)):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         product = choose(rng, rows(world, "shopping", "SELECT name, stock FROM products WHERE stock >= 2"))
         return {"product": product[0], "quantity": int(rng.integers(1, 3))}
@@ -227,8 +191,7 @@ class ShopBuy(TaskTemplate):
         return f"Order {p['quantity']} × '{p['product']}' from the shop (nothing else) and check out."
 
     def solve(self, p: Params) -> Solution:
-        found = yield from call("shop_search", query=p["product"])
-        product = next(x for x in found["results"] if x["name"] == p["product"])
+        product = yield from named("shop_search", p["product"])
         yield from call("shop_cart_set", product_id=product["product_id"], quantity=p["quantity"])
         yield from call("shop_checkout")
         return None
@@ -261,9 +224,7 @@ class _MyOrderTask(TaskTemplate):
         return next(o for o in my_orders(world, self.status) if o[3] == p["product"] and o[1][:10] == p["day"])
 
 
-@register
-class ShopRefundDamaged(_MyOrderTask):
-    name = "shop_refund_damaged"
+class ShopRefundDamaged(_MyOrderTask, name="shop_refund_damaged"):
     status = "delivered"
 
     def prompt(self, p: Params) -> str:
@@ -281,9 +242,7 @@ class ShopRefundDamaged(_MyOrderTask):
         return Expectation(inserts=[("shopping", "refunds", row)])
 
 
-@register
-class ShopCancelPlaced(_MyOrderTask):
-    name = "shop_cancel_placed"
+class ShopCancelPlaced(_MyOrderTask, name="shop_cancel_placed"):
     status = "placed"
 
     def prompt(self, p: Params) -> str:
@@ -299,13 +258,7 @@ class ShopCancelPlaced(_MyOrderTask):
         return Expectation(updates={("shopping", "orders", oid): {"status": "cancelled"}})
 
 
-@register
-class ShopCheapest(TaskTemplate):
-    name = "shop_cheapest"
-    scenario = "shopping"
-    apps = ("shopping",)
-    answer_kind = "text"
-
+class ShopCheapest(TaskTemplate, name="shop_cheapest", scenario="shopping", apps=("shopping",), answer_kind="text"):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         category = choose(rng, ["kitchen", "electronics", "books", "outdoors", "home", "toys"])
         prices = [r[0] for r in rows(world, "shopping", "SELECT price_cents FROM products WHERE category = ? "
@@ -325,13 +278,8 @@ class ShopCheapest(TaskTemplate):
         return Expectation(answer=name, answer_kind="text")
 
 
-@register
-class ShopSpentSince(TaskTemplate):
-    name = "shop_spent_since"
-    scenario = "shopping"
-    apps = ("shopping",)
-    answer_kind = "number"
-
+class ShopSpentSince(TaskTemplate, name="shop_spent_since", scenario="shopping", apps=("shopping",),
+                     answer_kind="number"):
     def sample(self, world: World, rng: np.random.Generator) -> Params | None:
         days = sorted({r[0][:10] for r in rows(world, "shopping", "SELECT placed_at FROM orders WHERE owner = ?",
                                                world.me.email)})
