@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from rollgym.core.env import SingleTurnEnv, StepResult
 from rollgym.core.errors import ConfigError
@@ -14,7 +14,7 @@ from rollgym.envs.code.humaneval_data import ONLY_SPLIT, HumanEvalSource
 from rollgym.envs.code.humaneval_grader import HumanEvalGrader
 from rollgym.envs.code.program import build_program, extract_code
 from rollgym.envs.code.runner import code_runner, failure_info
-from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
+from rollgym.envs.code.tool_env import CodeToolEnv, ToolLoopOptions, tool_schema
 from rollgym.sandbox import Job, Limits
 
 SYSTEM_PROMPT = (
@@ -202,6 +202,7 @@ class HumanEvalToolEnv(CodeToolEnv):
 
     default_env_id = "HumanEvalTool-v0"
     system_prompt = TOOL_SYSTEM_PROMPT
+    loop_defaults = ToolLoopOptions(max_turns=8, split=ONLY_SPLIT)
 
     def __init__(
         self,
@@ -212,20 +213,15 @@ class HumanEvalToolEnv(CodeToolEnv):
         timeout_s: float = 10.0,
         memory_mb: int = 1024,
         require_code_block: bool = False,
-        max_turns: int = 8,
-        max_calls_per_turn: int = 4,
-        max_output_chars: int = 4000,
-        split: str = ONLY_SPLIT,
-        render_mode: str | None = None,
+        **loop: Unpack[ToolLoopOptions],
     ) -> None:
         self.grader = _grader(call_timeout_s, timeout_s, memory_mb, require_code_block)
-        self.tool_limits = Limits(wall_s=float(timeout_s), cpu_s=float(timeout_s), mem_mb=memory_mb,
-                                  max_output_bytes=4 * max_output_chars)
         self.runner = code_runner(Limits(disk_mb=64, max_files=4096))
         source = HumanEvalSource(self.default_env_id, path=path, hub=hub)
-        source.size(split)
-        super().__init__(source, max_turns=max_turns, max_calls_per_turn=max_calls_per_turn,
-                         max_output_chars=max_output_chars, split=split, render_mode=render_mode)
+        super().__init__(source, **self.with_defaults(loop))
+        source.size(self.split)
+        self.tool_limits = Limits(wall_s=float(timeout_s), cpu_s=float(timeout_s), mem_mb=memory_mb,
+                                  max_output_bytes=4 * self.max_output_chars)
 
     @property
     def tools(self) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ message that still calls tools ends the episode as truncated (reward 0,
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, ClassVar, TypedDict
 
 from rollgym.core.env import StepResult, TaskSource, TextEnv
 from rollgym.core.errors import ConfigError
@@ -40,18 +40,36 @@ def check_turns(max_turns: Any, max_calls_per_turn: Any) -> None:
         raise ConfigError(f"max_calls_per_turn must be an integer from 1 to 32, got {max_calls_per_turn!r}.")
 
 
+class ToolLoopOptions(TypedDict, total=False):
+    """The tool loop's keyword arguments, which every :class:`CodeToolEnv` takes (``**loop`` in a subclass)."""
+
+    max_turns: int
+    max_calls_per_turn: int
+    max_output_chars: int
+    split: str
+    render_mode: str | None
+
+
 class CodeToolEnv(TextEnv):
-    """A text env whose agent uses tools until it sends a message without tool calls."""
+    """A text env whose agent uses tools until it sends a message without tool calls.
+
+    A subclass takes its own arguments and ``**loop: Unpack[ToolLoopOptions]``, and passes
+    ``**self.with_defaults(loop)`` on to :meth:`__init__`: :attr:`loop_defaults` holds its defaults where they
+    differ from ``__init__``'s.
+    """
+
+    loop_defaults: ClassVar[ToolLoopOptions] = {}
 
     def __init__(
         self,
         source: TaskSource,
+        /,
         *,
-        max_turns: int,
-        max_calls_per_turn: int,
-        max_output_chars: int,
-        split: str,
-        render_mode: str | None,
+        max_turns: int = 12,
+        max_calls_per_turn: int = 4,
+        max_output_chars: int = 4000,
+        split: str = "train",
+        render_mode: str | None = None,
     ) -> None:
         check_turns(max_turns, max_calls_per_turn)
         if (isinstance(max_output_chars, bool) or not isinstance(max_output_chars, int)
@@ -62,6 +80,11 @@ class CodeToolEnv(TextEnv):
         self.max_output_chars = max_output_chars
         self._turns = 0
         super().__init__(source, split=split, render_mode=render_mode)
+
+    def with_defaults(self, loop: ToolLoopOptions) -> ToolLoopOptions:
+        """The tool loop's arguments given, and this env's :attr:`loop_defaults` for those not given."""
+        options: ToolLoopOptions = {**self.loop_defaults, **loop}
+        return options
 
     @abstractmethod
     def _begin(self, task: Task) -> str:

@@ -331,16 +331,12 @@ def seeded_rng(info: dict[str, Any]) -> np.random.Generator:
 class KuhnPokerEnv(SeatedTextEnv):
     """Kuhn poker against a bot (Nash by default); see the module docstring."""
 
+    default_opponent = "nash"
     levels: ClassVar[tuple[Level, ...]] = (
         Level("random", {"opponent": "random"}, "a uniformly random legal action"),
         Level("nash", {"opponent": "nash"}, "the Nash equilibrium (alpha 1/6): unexploitable"),
     )
     levels_grow: ClassVar[str] = "the opponent: random play, then the Nash equilibrium (the oracle wins fewer chips)"
-
-    def __init__(self, *, opponent: Any = "nash", agent_seat: int | None = None, max_retries: int = 1,
-                 illegal_move_policy: str = "forfeit", split: str = "train", render_mode: str | None = None) -> None:
-        super().__init__(opponent=opponent, agent_seat=agent_seat, max_retries=max_retries,
-                         illegal_move_policy=illegal_move_policy, split=split, render_mode=render_mode)
 
     def new_game(self, *, max_retries: int, illegal_move_policy: str) -> KuhnPoker:
         return KuhnPoker(max_retries=max_retries, illegal_move_policy=illegal_move_policy)

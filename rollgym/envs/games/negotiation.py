@@ -330,17 +330,13 @@ def make_negotiation_bot(name: str) -> SeatBot:
 class NegotiationEnv(SeatedTextEnv):
     """The negotiation game against a bot (the fair negotiator by default); see the module docstring."""
 
+    default_opponent = "fair"
     levels: ClassVar[tuple[Level, ...]] = (
         Level("fair", {"opponent": "fair"}, "demands 7 of 10, concedes to 5, accepts at its demand"),
         Level("tough", {"opponent": "tough"}, "demands 9 of 10, concedes to 7, accepts at its demand"),
     )
     levels_grow: ClassVar[str] = ("the opponent's demand: the fair negotiator, then the tough one (the oracle's "
                                   "payoff falls)")
-
-    def __init__(self, *, opponent: Any = "fair", agent_seat: int | None = None, max_retries: int = 1,
-                 illegal_move_policy: str = "forfeit", split: str = "train", render_mode: str | None = None) -> None:
-        super().__init__(opponent=opponent, agent_seat=agent_seat, max_retries=max_retries,
-                         illegal_move_policy=illegal_move_policy, split=split, render_mode=render_mode)
 
     def new_game(self, *, max_retries: int, illegal_move_policy: str) -> Negotiation:
         return Negotiation(max_retries=max_retries, illegal_move_policy=illegal_move_policy)

@@ -317,9 +317,13 @@ class SeatedTextEnv(TextEnv):
     levels: ClassVar[tuple[Level, ...]] = ()
     #: What grows from one level to the next.
     levels_grow: ClassVar[str] = "the opponent's strength"
+    #: The bot :meth:`make_bot` makes when ``opponent`` is not given (or ``None``).
+    default_opponent: ClassVar[str]
 
-    def __init__(self, *, opponent: Any, agent_seat: int | None = None, max_retries: int = 1,
+    def __init__(self, *, opponent: Any = None, agent_seat: int | None = None, max_retries: int = 1,
                  illegal_move_policy: str = "forfeit", split: str = "train", render_mode: str | None = None) -> None:
+        if opponent is None:
+            opponent = self.default_opponent
         self.game = self.new_game(max_retries=max_retries, illegal_move_policy=illegal_move_policy)
         seats = self.game.num_seats
         if agent_seat is not None and (not isinstance(agent_seat, int) or not 0 <= agent_seat < seats):

@@ -21,6 +21,7 @@ import json
 import re
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -78,6 +79,7 @@ class OpponentError(RollgymError, RuntimeError):
     """The opponent bot raised or returned an illegal move; the game cannot go on."""
 
 
+@dataclass(eq=False)
 class GameTaskSource:
     """Tasks of a game env: the agent's colour, the opponent's seed and an optional random opening.
 
@@ -98,16 +100,17 @@ class GameTaskSource:
 
     family = "games"
 
-    def __init__(self, env_id: str, *, new_state: Callable[[dict[str, Any]], GameState],
-                 draw_meta: Callable[[np.random.Generator, int], dict[str, Any]], random_opening_plies: int,
-                 prompt: str, level: tuple[str, Mapping[str, Any]] | None = None) -> None:
-        self.env_id = env_id
-        self.level = level
-        self.new_state = new_state
-        self.draw_meta = draw_meta
-        self.random_opening_plies = random_opening_plies
-        self.prompt = prompt
-        self.config_key = json.dumps(new_state({"agent_player": 0}).config(), sort_keys=True)
+    env_id: str
+    _: KW_ONLY
+    new_state: Callable[[dict[str, Any]], GameState]
+    draw_meta: Callable[[np.random.Generator, int], dict[str, Any]]
+    random_opening_plies: int
+    prompt: str
+    level: tuple[str, Mapping[str, Any]] | None = None
+    config_key: str = field(init=False)  # the game's settings, as JSON: part of every task's seed
+
+    def __post_init__(self) -> None:
+        self.config_key = json.dumps(self.new_state({"agent_player": 0}).config(), sort_keys=True)
 
     def size(self, split: str) -> int | None:
         return None

@@ -154,6 +154,14 @@ def build_world(size: int = DEFAULT_SIZE, seed: int = 0) -> World:
         weights = PLACEMENT_WEIGHTS if remote_ok else PLACEMENT_WEIGHTS[:2]
         ent.placement[fact] = rng.choices(range(len(weights)), weights)[0]
 
+    def link(ent: Entity, rel: str, obj: str | None) -> bool:
+        """Relate ``ent`` to ``obj`` by ``rel`` and place the fact; ``False`` (nothing done) without ``obj``."""
+        if obj is None:
+            return False
+        ent.rels[rel] = obj
+        place(ent, rel)
+        return True
+
     for _ in range(counts["region"]):
         new("region")
     for _ in range(counts["city"]):
@@ -173,31 +181,23 @@ def build_world(size: int = DEFAULT_SIZE, seed: int = 0) -> World:
     people = by_kind["person"]
     for pid in people:
         person = entities[pid]
-        mentor = _pick_near(rng, births, people, person.attrs["birth_year"] - 50, person.attrs["birth_year"] - 15)
-        if mentor is not None:
-            person.rels["mentor"] = mentor
-            place(person, "mentor")
+        link(person, "mentor",
+             _pick_near(rng, births, people, person.attrs["birth_year"] - 50, person.attrs["birth_year"] - 15))
     founded = sorted(rng.randrange(1740, 1990) for _ in range(counts["organisation"]))
     for year in founded:
         org = new("organisation")
         org.subtype = org.name.split()[-1].lower()
         org.attrs["founded"] = year
         org.rels["headquarters"] = rng.choice(by_kind["city"])
-        founder = _pick_near(rng, births, people, year - 70, year - 20)
-        if founder is not None:
-            org.rels["founder"] = founder
-            place(org, "founder")
+        link(org, "founder", _pick_near(rng, births, people, year - 70, year - 20))
         place(org, "headquarters")
         place(org, "founded", remote_ok=False)
     orgs = by_kind["organisation"]
     for pid in people:
         person = entities[pid]
         start = person.attrs["birth_year"] + rng.randrange(20, 40)
-        employer = _pick_near(rng, founded, orgs, 1700, start)
-        if employer is not None:
-            person.rels["employer"] = employer
+        if link(person, "employer", _pick_near(rng, founded, orgs, 1700, start)):
             person.attrs["joined"] = start
-            place(person, "employer")
             person.placement["joined"] = person.placement["employer"]
     for _ in range(counts["work"]):
         work = new("work")
@@ -205,10 +205,7 @@ def build_world(size: int = DEFAULT_SIZE, seed: int = 0) -> World:
         year = author.attrs["birth_year"] + rng.randrange(22, 70)
         work.attrs["published"] = year
         work.rels["author"] = author.id
-        publisher = _pick_near(rng, founded, orgs, 1700, year)
-        if publisher is not None:
-            work.rels["publisher"] = publisher
-            place(work, "publisher")
+        link(work, "publisher", _pick_near(rng, founded, orgs, 1700, year))
         place(work, "author")
         place(work, "published", remote_ok=False)
     for _ in range(counts["event"]):
@@ -217,10 +214,7 @@ def build_world(size: int = DEFAULT_SIZE, seed: int = 0) -> World:
         year = rng.randrange(1760, 2000)
         event.attrs["held"] = year
         event.rels["location"] = rng.choice(by_kind["city"])
-        organiser = _pick_near(rng, founded, orgs, 1700, year)
-        if organiser is not None:
-            event.rels["organiser"] = organiser
-            place(event, "organiser")
+        link(event, "organiser", _pick_near(rng, founded, orgs, 1700, year))
         place(event, "location")
         place(event, "held", remote_ok=False)
     for ent in entities.values():

@@ -18,15 +18,15 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.harbor.taskdir import HIDDEN, HarborTask, find_tasks, read_task
-from rollgym.envs.code.terminal.env import SESSION_LIMITS, TerminalEnv
-from rollgym.envs.code.tool_env import CodeToolEnv
-from rollgym.sandbox import File, Job, Session, shared_sandbox
+from rollgym.envs.code.terminal.env import SESSION_LIMITS, ShellToolEnv
+from rollgym.envs.code.tool_env import ToolLoopOptions
+from rollgym.sandbox import File, Job, Session
 
 REWARD_FILES = (f"{HIDDEN}/logs/verifier/reward.txt", f"{HIDDEN}/logs/verifier/reward.json")
 
@@ -89,7 +89,7 @@ def run_tests(session: Session, task: Task) -> Score:
     return Score(reward=reward, correct=False, error="tests_failed", details={"output": result.stdout[-300:]})
 
 
-class HarborEnv(TerminalEnv):
+class HarborEnv(ShellToolEnv):
     """Harbor tasks played in rollgym's sandbox (see the module's docstring).
 
     Arguments: ``path`` (a task directory or a folder of them), ``max_turns`` (16),
@@ -97,15 +97,11 @@ class HarborEnv(TerminalEnv):
     """
 
     default_env_id = "Harbor"
+    loop_defaults = ToolLoopOptions(max_turns=16, split="test")
 
-    def __init__(self, *, path: str | Path, max_turns: int = 16, max_calls_per_turn: int = 4,
-                 max_output_chars: int = 4000, split: str = "test", render_mode: str | None = None) -> None:
+    def __init__(self, *, path: str | Path, **loop: Unpack[ToolLoopOptions]) -> None:
         source = HarborSource(path, self.default_env_id)  # a malformed task is refused before a sandbox starts
-        self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
-        self.session = None
-        CodeToolEnv.__init__(self, source, max_turns=max_turns,
-                             max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
-                             render_mode=render_mode)
+        self._open(source, loop)
 
     def _begin(self, task: Task) -> str:
         self.session = self.sandbox.session(SESSION_LIMITS)

@@ -7,14 +7,14 @@ import json
 import re
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
 from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, LATEST_ENV_ID, MAX_BUGS, RepoRepairRealSource
-from rollgym.envs.code.repo_repair.env import RepoRepairEnv, changed_tests
-from rollgym.envs.code.runner import code_runner
+from rollgym.envs.code.repo_repair.env import RepoToolEnv, changed_tests
+from rollgym.envs.code.tool_env import ToolLoopOptions
 from rollgym.sandbox import Job, Limits, RunResult
 
 SYSTEM_PROMPT = (
@@ -89,7 +89,7 @@ def outcomes(output: str) -> dict[str, str]:
     return found
 
 
-class RepoRepairRealEnv(RepoRepairEnv):
+class RepoRepairRealEnv(RepoToolEnv):
     """RepoRepairReal: fix the bugs an issue describes in a real Python project, graded by its own tests.
 
     ## Description
@@ -142,23 +142,11 @@ class RepoRepairRealEnv(RepoRepairEnv):
     default_env_id = DEFAULT_ENV_ID
     system_prompt = SYSTEM_PROMPT
     guarded = False  # v1 grades with the guard plugin (RepoRepairRealGuardedEnv)
+    loop_defaults = ToolLoopOptions(max_turns=30, max_output_chars=6000)
 
-    def __init__(
-        self,
-        *,
-        bugs: int = 1,
-        max_turns: int = 30,
-        max_calls_per_turn: int = 4,
-        max_output_chars: int = 6000,
-        split: str = "train",
-        render_mode: str | None = None,
-    ) -> None:
+    def __init__(self, *, bugs: int = 1, **loop: Unpack[ToolLoopOptions]) -> None:
         self.bugs = bugs
-        self.runner = code_runner(Limits(disk_mb=256, max_files=8192))
-        self.files: dict[str, str] = {}
-        source = RepoRepairRealSource(bugs, self.default_env_id)
-        super(RepoRepairEnv, self).__init__(source, max_turns=max_turns, max_calls_per_turn=max_calls_per_turn,
-                                            max_output_chars=max_output_chars, split=split, render_mode=render_mode)
+        self._open(RepoRepairRealSource(bugs, self.default_env_id), 256, 8192, loop)
 
     @property
     def difficulty(self) -> Difficulty:
@@ -167,13 +155,8 @@ class RepoRepairRealEnv(RepoRepairEnv):
                        for n in range(1, MAX_BUGS + 1))
         return Difficulty(levels, default=self.bugs - 1, grows="the number of bugs injected into one project")
 
-    def _level_source(self, env_id: str, level: Level) -> RepoRepairRealSource:  # type: ignore[override]
+    def _level_source(self, env_id: str, level: Level) -> RepoRepairRealSource:
         return RepoRepairRealSource(int(level.knobs["bugs"]), env_id)
-
-    def _begin(self, task: Task) -> str:
-        self.files = dict(task.answer["files"])
-        listing = "\n".join(sorted(self.files))
-        return f"{task.prompt}\n\nFiles:\n{listing}\n\nYou have {self.max_turns} messages."
 
     def _tree(self, task: Task, agent_files: dict[str, str], *, with_hidden: bool) -> dict[str, bytes]:
         """The project as the sandbox gets it: its original files, the agent's version of each file it may edit."""

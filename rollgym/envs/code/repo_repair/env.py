@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 
 from rollgym.core.difficulty import Difficulty, Level
+from rollgym.core.env import TaskSource
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.code.config import REPO_BUGS, REPO_LEVELS, RepoRepairConfig, choices, ladder
 from rollgym.envs.code.repo_repair.source import DEFAULT_ENV_ID, RepoRepairSource
 from rollgym.envs.code.runner import code_runner, judge_expected, run_calls
-from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
+from rollgym.envs.code.tool_env import CodeToolEnv, ToolLoopOptions, tool_schema
 from rollgym.sandbox import Job, Limits
 
 SYSTEM_PROMPT = (
@@ -47,82 +49,21 @@ def changed_tests(original: dict[str, str], now: dict[str, str]) -> list[str]:
     return sorted(p for p in paths if original.get(p) != now.get(p))
 
 
-class RepoRepairEnv(CodeToolEnv):
-    """RepoRepair: fix the bug an issue describes in a small generated Python repository.
+class RepoToolEnv(CodeToolEnv):
+    """A repository played with file tools (:data:`TOOLS`): the agent's copy of the files is ``self.files``.
 
-    ## Description
-    Each task is a package ``app/`` of ``modules`` modules (statistics, text helpers,
-    inventory, dates, grades, sequences) with visible pytest files under ``tests/``, one
-    injected bug (``off_by_one``, ``wrong_operator``, ``wrong_comparison``, ``wrong_constant``
-    or ``missing_case``) and an issue text with a failing call. The agent lists, reads,
-    searches, edits and deletes files and runs the visible tests in a sandbox. The same
-    seed gives the same repository.
-
-    ## Action Space
-    ``TextSpace(1_000_000)``: Hermes tool calls (``list_files``, ``read_file``, ``search``,
-    ``replace_in_file``, ``write_file``, ``delete_file``, ``run_tests``), or a message without
-    a tool call to finish.
-
-    ## Observation Space
-    ``TextSpace(100_000)``: the issue and the file list; then tool responses; ``""`` at the end.
-
-    ## Starting State
-    ``reset(seed=s)`` draws a repository of the split; ``options={"task_index": i, "split": ...}``;
-    ``options={"difficulty": k}`` draws one of level ``k`` (0-4: 2 to 6 modules; 1 is the default).
-
-    ## Rewards
-    0.0 on tool turns. At the end, 1.0 when no test file was added, removed or changed
-    (else 0.0, ``error="tests_modified"``) and every hidden test passes: each function of
-    the package is called in a sandbox on hidden inputs (the hidden tests are never in
-    the repository) and its answers are compared here, type-strictly, with the correct
-    package's.
-
-    ## Episode End
-    ``terminated=True`` at a message without a tool call; ``truncated=True`` (reward 0,
-    ``error="turn_limit"``) at the ``max_turns``-th message with tool calls.
-
-    ## Information
-    ``task_meta``: ``modules``, ``difficulty`` (``modules``, ``bug``), ``config``, ``n_files``.
-    Tool turns add ``tool_results``; the end adds the score fields, with ``details`` naming
-    ``changed_tests`` or the failed hidden tests.
-
-    ## Arguments
-    ``modules`` (3, 2-6), ``bugs`` (all five), ``n_hidden`` (8 per function), ``max_turns`` (20),
-    ``max_calls_per_turn`` (4), ``max_output_chars`` (6000), ``split``, ``render_mode``.
-
-    ## Version History
-    * v0: initial release.
+    A subclass builds its task source and calls :meth:`_open` with it; its tasks hold the starting files in
+    ``task.answer["files"]``; it runs the tests in :meth:`_tool_run_tests` and grades in ``_grade``.
     """
 
-    default_env_id = DEFAULT_ENV_ID
-    system_prompt = SYSTEM_PROMPT
+    loop_defaults = ToolLoopOptions(max_turns=20, max_output_chars=6000)
 
-    def __init__(
-        self,
-        *,
-        modules: int = 3,
-        bugs: Sequence[str] | str = REPO_BUGS,
-        n_hidden: int = 8,
-        max_turns: int = 20,
-        max_calls_per_turn: int = 4,
-        max_output_chars: int = 6000,
-        split: str = "train",
-        render_mode: str | None = None,
-    ) -> None:
-        self.config = RepoRepairConfig(modules, choices(bugs), n_hidden)
-        self.runner = code_runner(Limits(disk_mb=64, max_files=4096))
+    def _open(self, source: TaskSource, disk_mb: int, max_files: int, loop: ToolLoopOptions) -> None:
+        """A sandbox runner for the tests (``disk_mb`` and ``max_files`` per run), then the tool loop over
+        ``source`` (this env's loop defaults under ``loop``)."""
+        self.runner = code_runner(Limits(disk_mb=disk_mb, max_files=max_files))
         self.files: dict[str, str] = {}
-        super().__init__(RepoRepairSource(self.config, self.default_env_id), max_turns=max_turns,
-                         max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
-                         render_mode=render_mode)
-
-    @property
-    def difficulty(self) -> Difficulty:
-        """Five levels of repository size, 2 to 6 modules (level 1, 3 modules, is the default)."""
-        return ladder(REPO_LEVELS, self.config, "the repository's files and lines to search for the bug")
-
-    def _level_source(self, env_id: str, level: Level) -> RepoRepairSource:
-        return RepoRepairSource(replace(self.config, **level.knobs), env_id)
+        super().__init__(source, **self.with_defaults(loop))
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -184,6 +125,80 @@ class RepoRepairEnv(CodeToolEnv):
         if self.files.pop(path, None) is None:
             return f"error: no file {path!r}", {"error": "no_such_file"}
         return f"deleted {path}", {"ok": True}
+
+    @abstractmethod
+    def _tool_run_tests(self) -> tuple[str, dict[str, Any]]:
+        """Run the tests the agent may see on its files."""
+
+
+class RepoRepairEnv(RepoToolEnv):
+    """RepoRepair: fix the bug an issue describes in a small generated Python repository.
+
+    ## Description
+    Each task is a package ``app/`` of ``modules`` modules (statistics, text helpers,
+    inventory, dates, grades, sequences) with visible pytest files under ``tests/``, one
+    injected bug (``off_by_one``, ``wrong_operator``, ``wrong_comparison``, ``wrong_constant``
+    or ``missing_case``) and an issue text with a failing call. The agent lists, reads,
+    searches, edits and deletes files and runs the visible tests in a sandbox. The same
+    seed gives the same repository.
+
+    ## Action Space
+    ``TextSpace(1_000_000)``: Hermes tool calls (``list_files``, ``read_file``, ``search``,
+    ``replace_in_file``, ``write_file``, ``delete_file``, ``run_tests``), or a message without
+    a tool call to finish.
+
+    ## Observation Space
+    ``TextSpace(100_000)``: the issue and the file list; then tool responses; ``""`` at the end.
+
+    ## Starting State
+    ``reset(seed=s)`` draws a repository of the split; ``options={"task_index": i, "split": ...}``;
+    ``options={"difficulty": k}`` draws one of level ``k`` (0-4: 2 to 6 modules; 1 is the default).
+
+    ## Rewards
+    0.0 on tool turns. At the end, 1.0 when no test file was added, removed or changed
+    (else 0.0, ``error="tests_modified"``) and every hidden test passes: each function of
+    the package is called in a sandbox on hidden inputs (the hidden tests are never in
+    the repository) and its answers are compared here, type-strictly, with the correct
+    package's.
+
+    ## Episode End
+    ``terminated=True`` at a message without a tool call; ``truncated=True`` (reward 0,
+    ``error="turn_limit"``) at the ``max_turns``-th message with tool calls.
+
+    ## Information
+    ``task_meta``: ``modules``, ``difficulty`` (``modules``, ``bug``), ``config``, ``n_files``.
+    Tool turns add ``tool_results``; the end adds the score fields, with ``details`` naming
+    ``changed_tests`` or the failed hidden tests.
+
+    ## Arguments
+    ``modules`` (3, 2-6), ``bugs`` (all five), ``n_hidden`` (8 per function), ``max_turns`` (20),
+    ``max_calls_per_turn`` (4), ``max_output_chars`` (6000), ``split``, ``render_mode``.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    default_env_id = DEFAULT_ENV_ID
+    system_prompt = SYSTEM_PROMPT
+
+    def __init__(
+        self,
+        *,
+        modules: int = 3,
+        bugs: Sequence[str] | str = REPO_BUGS,
+        n_hidden: int = 8,
+        **loop: Unpack[ToolLoopOptions],
+    ) -> None:
+        self.config = RepoRepairConfig(modules, choices(bugs), n_hidden)
+        self._open(RepoRepairSource(self.config, self.default_env_id), 64, 4096, loop)
+
+    @property
+    def difficulty(self) -> Difficulty:
+        """Five levels of repository size, 2 to 6 modules (level 1, 3 modules, is the default)."""
+        return ladder(REPO_LEVELS, self.config, "the repository's files and lines to search for the bug")
+
+    def _level_source(self, env_id: str, level: Level) -> RepoRepairSource:
+        return RepoRepairSource(replace(self.config, **level.knobs), env_id)
 
     def _tool_run_tests(self) -> tuple[str, dict[str, Any]]:
         job = Job.command(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "-x"],

@@ -5,14 +5,15 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
+from rollgym.core.env import TaskSource
 from rollgym.core.tarstream import ArchiveError, ArchiveTooLarge, CountedGzip, iter_members
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.code.config import TERMINAL_KINDS, TerminalConfig, choices
 from rollgym.envs.code.terminal.source import DEFAULT_ENV_ID, TerminalSource
-from rollgym.envs.code.tool_env import CodeToolEnv, tool_schema
+from rollgym.envs.code.tool_env import CodeToolEnv, ToolLoopOptions, tool_schema
 from rollgym.sandbox import Job, Limits, Session, shared_sandbox
 
 SYSTEM_PROMPT = "You are an expert at the Linux command line. Do the task with the bash tool, then say you are done."
@@ -34,7 +35,45 @@ MAX_ARCHIVE_MEMBERS = 4096  # headers of every kind; a session holds at most 204
 ARCHIVE_OVER_CAP = "archive_over_cap"
 
 
-class TerminalEnv(CodeToolEnv):
+class ShellToolEnv(CodeToolEnv):
+    """A task played with a ``bash`` tool in one sandbox session per episode (Terminal, TerminalGen, Harbor).
+
+    A subclass builds its task source, calls :meth:`_open` with it, and writes the starting files in
+    :meth:`_begin` (``self.session = self.sandbox.session(SESSION_LIMITS)``, then ``write_files``).
+    """
+
+    system_prompt = SYSTEM_PROMPT
+
+    def _open(self, source: TaskSource, loop: ToolLoopOptions) -> None:
+        """Hold a sandbox for the sessions, then start the tool loop over ``source`` (this env's loop defaults
+        under ``loop``)."""
+        self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
+        self.session: Session | None = None
+        super().__init__(source, **self.with_defaults(loop))
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The ``bash`` tool."""
+        return [BASH_TOOL]
+
+    def _end(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    def _call(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
+        command = call.arguments.get("command")
+        if call.name != "bash":
+            return f"error: unknown tool {call.name!r}; the only tool is bash", {"error": "unknown_tool"}
+        if not isinstance(command, str) or set(call.arguments) != {"command"}:
+            return "error: bash takes one argument, 'command', a string", {"error": "bad_arguments"}
+        assert self.session is not None
+        result = self.session.run_command(["bash", "-c", command],
+                                          limits=SESSION_LIMITS.replace(max_output_bytes=4 * self.max_output_chars))
+        return result.as_text(self.max_output_chars), {"ok": result.ok, "label": result.label}
+
+
+class TerminalEnv(ShellToolEnv):
     """Terminal: shell tasks (files, text processing, scripts, permissions, archives), Terminal-Bench style.
 
     ## Description
@@ -84,51 +123,18 @@ class TerminalEnv(CodeToolEnv):
     """
 
     default_env_id = DEFAULT_ENV_ID
-    system_prompt = SYSTEM_PROMPT
+    loop_defaults = ToolLoopOptions(max_turns=12)
 
     def __init__(
-        self,
-        *,
-        kinds: Sequence[str] | str = TERMINAL_KINDS,
-        n_files: int = 6,
-        max_turns: int = 12,
-        max_calls_per_turn: int = 4,
-        max_output_chars: int = 4000,
-        split: str = "train",
-        render_mode: str | None = None,
+        self, *, kinds: Sequence[str] | str = TERMINAL_KINDS, n_files: int = 6, **loop: Unpack[ToolLoopOptions]
     ) -> None:
         self.config = TerminalConfig(choices(kinds), n_files)
-        self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
-        self.session: Session | None = None
-        super().__init__(TerminalSource(self.config, self.default_env_id), max_turns=max_turns,
-                         max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
-                         render_mode=render_mode)
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        """The ``bash`` tool."""
-        return [BASH_TOOL]
+        self._open(TerminalSource(self.config, self.default_env_id), loop)
 
     def _begin(self, task: Task) -> str:
         self.session = self.sandbox.session(SESSION_LIMITS)
         self.session.write_files(dict(task.answer["files"]))
         return task.prompt
-
-    def _end(self) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.session = None
-
-    def _call(self, call: ToolCall) -> tuple[str, dict[str, Any]]:
-        command = call.arguments.get("command")
-        if call.name != "bash":
-            return f"error: unknown tool {call.name!r}; the only tool is bash", {"error": "unknown_tool"}
-        if not isinstance(command, str) or set(call.arguments) != {"command"}:
-            return "error: bash takes one argument, 'command', a string", {"error": "bad_arguments"}
-        assert self.session is not None
-        result = self.session.run_command(["bash", "-c", command],
-                                          limits=SESSION_LIMITS.replace(max_output_bytes=4 * self.max_output_chars))
-        return result.as_text(self.max_output_chars), {"ok": result.ok, "label": result.label}
 
     def _grade(self, action: str) -> Score:
         assert self.task is not None and self.session is not None

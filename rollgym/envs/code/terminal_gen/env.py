@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Unpack
 
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
 from rollgym.envs.code.config import choices
-from rollgym.envs.code.terminal.env import SESSION_LIMITS, TerminalEnv
+from rollgym.envs.code.terminal.env import SESSION_LIMITS, ShellToolEnv
 from rollgym.envs.code.terminal_gen.checks import check_spec, starting_files
 from rollgym.envs.code.terminal_gen.source import (
     ALL_KINDS,
@@ -18,14 +19,13 @@ from rollgym.envs.code.terminal_gen.source import (
     TerminalGenSource,
     spec_of,
 )
-from rollgym.envs.code.tool_env import CodeToolEnv
-from rollgym.sandbox import shared_sandbox
+from rollgym.envs.code.tool_env import ToolLoopOptions
 
 _LEVEL_TEXT = ("3 files or cases per task, flat folders", "5 per task, look-alike names",
                "8 per task, subfolders and extra columns", "12 per task, names with spaces")
 
 
-class TerminalGenEnv(TerminalEnv):
+class TerminalGenEnv(ShellToolEnv):
     """TerminalGen: generated shell tasks over 21 kinds in 7 categories, checked on the final state.
 
     ## Description
@@ -70,25 +70,14 @@ class TerminalGenEnv(TerminalEnv):
     """
 
     default_env_id = DEFAULT_ENV_ID
+    loop_defaults = ToolLoopOptions(max_turns=16)
 
     def __init__(
-        self,
-        *,
-        kinds: Sequence[str] | str = ALL_KINDS,
-        level: int | None = None,
-        max_turns: int = 16,
-        max_calls_per_turn: int = 4,
-        max_output_chars: int = 4000,
-        split: str = "train",
-        render_mode: str | None = None,
+        self, *, kinds: Sequence[str] | str = ALL_KINDS, level: int | None = None, **loop: Unpack[ToolLoopOptions]
     ) -> None:
         self.gen_config = TerminalGenConfig(choices(kinds), level)
-        self.config = self.gen_config  # type: ignore[assignment]  # TerminalEnv keeps its own config there
-        self.sandbox = shared_sandbox(SESSION_LIMITS, pool_size=1)
-        self.session = None
-        CodeToolEnv.__init__(self, TerminalGenSource(self.gen_config, self.default_env_id), max_turns=max_turns,
-                             max_calls_per_turn=max_calls_per_turn, max_output_chars=max_output_chars, split=split,
-                             render_mode=render_mode)
+        self.config = self.gen_config
+        self._open(TerminalGenSource(self.gen_config, self.default_env_id), loop)
 
     @property
     def difficulty(self) -> Difficulty:
