@@ -191,17 +191,3 @@ def tiny_server(tiny_backend):
 #: Games where one episode can be lost by the best policy (chance, or a counterpart that decides): their oracle
 #: must beat the random agent on average instead of winning every episode.
 CHANCE_IDS = {"KuhnPoker-v0", "Negotiation-v0"}
-
-
-@pytest.fixture(autouse=True)
-def _sigint_left_as_found(request: pytest.FixtureRequest):
-    """A test (or a library it drives) that leaves SIGINT ignored in this process passes that on to every
-    process started after it, which then never sees a Ctrl-C: restore it, and warn naming the test."""
-    import signal
-
-    before = signal.getsignal(signal.SIGINT)
-    yield
-    after = signal.getsignal(signal.SIGINT)
-    if after is not before and after != before:
-        signal.signal(signal.SIGINT, before if before is not None else signal.default_int_handler)
-        warnings.warn(f"{request.node.nodeid} left SIGINT set to {after!r} (restored)", stacklevel=1)
