@@ -103,6 +103,7 @@ class MathProblemEnv(TextEnv):
 
     def _make_source(self, env_id: str) -> MathDataset:
         return self.data_config.source(env_id)
+
     @property
     def difficulty(self) -> Difficulty | None:
         """One level per ``level`` label of the set (MATH500: 1-5); ``None`` for unlabelled sets (AIME24, AMC23)."""
