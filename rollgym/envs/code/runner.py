@@ -28,7 +28,6 @@ import json
 import os
 import secrets
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -38,7 +37,7 @@ from typing import Any, NamedTuple
 from rollgym.core.task import Score
 from rollgym.envs.code.harness import conforms, kind, same
 from rollgym.sandbox import Job, Limits, RunResult, Sandbox, Session, shared_sandbox
-from rollgym.sandbox.sandbox import run_batch_replacing
+from rollgym.sandbox.sandbox import run_batch_replacing, run_in_chunks
 
 SANDBOX_ERROR = "sandbox_error"  # the Score label of a sample the sandbox failed to run (retried, never a 0)
 BROKE_SANDBOX = "broke_sandbox"  # the Score label of a sample whose run left its sandbox unusable
@@ -142,33 +141,9 @@ class CodeRunner:
         hidden tests) and go to sandboxes that never run an untrusted job, before or after."""
         if len(jobs) <= 1 and not trusted:
             return [self.run_one(job) for job in jobs]
-        fresh = [replace(job, fresh=True) for job in jobs]
-        size = max(1, min(batch or self.batch, -(-len(fresh) // self.workers)))
-        chunks = deque(range(0, len(fresh), size))
-        results: list[RunResult] = [RunResult(error="lost: the job was not run")] * len(fresh)
-        lock = threading.Lock()
-
-        def work() -> None:
-            session = self._take(trusted)
-            try:
-                while True:
-                    with lock:
-                        if not chunks:
-                            return
-                        first = chunks.popleft()
-                    results[first : first + size], session = run_batch_replacing(
-                        session, fresh[first : first + size], lambda: self._take(trusted))
-            finally:
-                self._give(session, trusted)
-
-        workers = min(self.workers, len(chunks))
-        if workers == 1:
-            work()
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rollgym-code") as pool:
-                for future in [pool.submit(work) for _ in range(workers)]:
-                    future.result()
-        return results
+        size = min(batch or self.batch, -(-len(jobs) // self.workers))
+        return run_in_chunks(jobs, size, self.workers, lambda: self._take(trusted),
+                             functools.partial(self._give, trusted=trusted), "rollgym-code")
 
     def run_stages(self, stages: Iterable[Stage]) -> None:
         """Run stages (a few jobs, and a function of their results that may return more stages) on

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rollgym.core.errors import DataNotFoundError, RollgymError
+from rollgym.core.io import file_sha256
 
 PROJECTS_FILE = Path(__file__).with_name("projects.json")
 
@@ -73,15 +73,6 @@ def project_dir(project: Project, root: Path | None = None) -> Path:
     return folder
 
 
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _unpack(archive: Path, into: Path) -> None:
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
@@ -109,7 +100,7 @@ def build(root: Path | None = None, projects: list[Project] | None = None) -> li
             if done.returncode != 0 or not archive.is_file():
                 last = (done.stderr.strip().splitlines() or ["no sdist came back"])[-1]
                 raise RollgymError(f"pip could not download {spec} from the package registry ({last}).")
-            if sha256_of(archive) != project.sha256:
+            if file_sha256(archive) != project.sha256:
                 raise RollgymError(f"The sdist of {spec} does not match the manifest's sha256; refusing to use it.")
             shutil.rmtree(folder, ignore_errors=True)
             _unpack(archive, Path(tmp) / "unpacked")
