@@ -15,6 +15,29 @@ HOST_RLIMITS = (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_AS,
                 resource.RLIMIT_FSIZE, resource.RLIMIT_CORE, resource.RLIMIT_STACK)
 
 
+# The source of a function for snooping programs run inside a sandbox: every text or bytes value
+# reachable from the variables of ``frame`` and of the frames that called it (through dicts, lists,
+# tuples and sets), up to ``limit`` objects. The audit hook allows all of it.
+REACHABLE_BYTES = r"""
+def reachable_bytes(frame, limit):
+    todo, seen = [], set()
+    while frame is not None:
+        todo += [frame.f_locals, frame.f_globals]
+        frame = frame.f_back
+    while todo and len(seen) < limit:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            todo += list(value.values())
+        elif isinstance(value, (list, tuple, set)):
+            todo += list(value)
+        elif isinstance(value, (bytes, bytearray, memoryview, str)):
+            yield value.encode(errors="replace") if isinstance(value, str) else bytes(value)
+"""
+
+
 @pytest.fixture(scope="module")
 def box() -> Iterator[Sandbox]:
     """A strict bubblewrap sandbox: it refuses to start if any required wall is missing."""

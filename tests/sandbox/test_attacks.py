@@ -21,7 +21,7 @@ import gymnasium as gym
 import pytest
 
 from rollgym.sandbox import Job, Limits, RunResult, Sandbox
-from tests.sandbox.conftest import HostState, assert_sandbox_gone
+from tests.sandbox.conftest import REACHABLE_BYTES, HostState, assert_sandbox_gone
 
 pytestmark = pytest.mark.timeout(300)
 HOOK = pytest.mark.parametrize("hook", [True, False], ids=["hook", "kernel-only"])
@@ -440,27 +440,13 @@ def test_math500tool_survives_the_attacks_end_to_end(host: HostState, shared_dat
 # what their variables hold, which the audit hook allows, and (with the hook off) in every readable
 # byte of its memory through /proc/self/mem, where freed buffers would still be. Its own secret, in
 # its own program, must be found: the search works.
-HUNT = r"""
+HUNT = REACHABLE_BYTES + r"""
 import json, os, re, sys
 pattern = re.compile(rb"ROLLGYM-LEAK-([0-9a-f]{16})")
 own = "ROLLGYM-LEAK-OWN"
 found = set()
-todo, seen, frame = [], set(), sys._getframe()
-while frame is not None:
-    todo += [frame.f_locals, frame.f_globals]
-    frame = frame.f_back
-while todo and len(seen) < 500000:
-    value = todo.pop()
-    if id(value) in seen:
-        continue
-    seen.add(id(value))
-    if isinstance(value, dict):
-        todo += list(value.values())
-    elif isinstance(value, (list, tuple, set)):
-        todo += list(value)
-    elif isinstance(value, (bytes, bytearray, memoryview, str)):
-        data = value.encode(errors="replace") if isinstance(value, str) else bytes(value)
-        found.update(m.decode() for m in pattern.findall(data))
+for data in reachable_bytes(sys._getframe(), 500000):
+    found.update(m.decode() for m in pattern.findall(data))
 if MEMORY:
     fd = os.open("/proc/self/mem", os.O_RDONLY)
     for line in open("/proc/self/maps").read().splitlines():

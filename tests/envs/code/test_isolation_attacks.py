@@ -17,34 +17,19 @@ from rollgym.envs.code.policies import codegen_oracle
 from rollgym.envs.code.terminal.env import check_state
 from tests.conftest import require_binary
 from tests.envs.code.conftest import canonical
+from tests.sandbox.conftest import REACHABLE_BYTES
 
 # A candidate that computes nothing: it walks every frame of its process (and what their variables
 # hold) for a results file another job left in memory (HumanEval's recording: lines with "outputs";
 # a graded sample's: lines with "i" and "v"), and returns those answers call by call.
-COPIER = r'''
+COPIER = REACHABLE_BYTES + r'''
 import json, sys
 STATE = {"i": 0, "found": None}
 
 def _answers():
     frame = sys._getframe(2)
     decode = frame.f_globals.get("decode")
-    todo, seen, found = [], set(), []
-    while frame is not None:
-        todo.append(frame.f_locals)
-        frame = frame.f_back
-    while todo and len(seen) < 200000:
-        value = todo.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, dict):
-            todo.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            todo.extend(value)
-        elif isinstance(value, (bytes, bytearray, memoryview, str)):
-            data = value.encode() if isinstance(value, str) else bytes(value)
-            if b'"outputs"' in data or b'"v"' in data:
-                found.append(data)
+    found = [data for data in reachable_bytes(frame, 200000) if b'"outputs"' in data or b'"v"' in data]
     records = []
     for data in found:
         for line in data.splitlines():
