@@ -9,12 +9,33 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import require_module
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+async def play_oracle_over_mcp(session: Any, info: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Play the oracle's episode for the task in ``info`` through an MCP client session, one tool call
+    per oracle turn until ``complete_task``; the number of calls, and the episode resource read after.
+    Every call must succeed."""
+    from rollgym.agents import OracleAgent
+    from rollgym.core.toolcalls import parse_tool_calls
+
+    agent, text, state, calls = OracleAgent(), "", dict(info), 0
+    while True:
+        call = parse_tool_calls(agent.act(text, state)).calls[0]
+        result = await session.call_tool(call.name, call.arguments)
+        calls += 1
+        assert not result.is_error, result
+        text = result.content[0].text
+        state = {**state, "turn": state["turn"] + 1}
+        if call.name == "complete_task":
+            break
+    return calls, json.loads((await session.read_resource("rollgym://episode")).contents[0].text)
 
 
 def serve_thread(*env_ids: str, **config):

@@ -11,9 +11,8 @@ import anyio
 import pytest
 
 import rollgym
-from rollgym.agents import OracleAgent
-from rollgym.core.toolcalls import parse_tool_calls
 from tests.conftest import require_module
+from tests.serve.conftest import play_oracle_over_mcp
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,17 +37,7 @@ def test_official_mcp_client_plays_a_toolworld_episode_over_stdio_and_reads_the_
             await session.initialize()
             tools = (await session.list_tools()).tools
             before = json.loads((await session.read_resource("rollgym://episode")).contents[0].text)
-            agent, text, state, calls = OracleAgent(), "", dict(info), 0
-            while True:
-                call = parse_tool_calls(agent.act(text, state)).calls[0]
-                result = await session.call_tool(call.name, call.arguments)
-                calls += 1
-                assert not result.is_error, result
-                text = result.content[0].text
-                state = {**state, "turn": state["turn"] + 1}
-                if call.name == "complete_task":
-                    break
-            after = json.loads((await session.read_resource("rollgym://episode")).contents[0].text)
+            calls, after = await play_oracle_over_mcp(session, info)
             return [t.name for t in tools], before, after, calls
 
     names, before, after, calls = anyio.run(play)

@@ -16,7 +16,6 @@ import pytest
 
 import rollgym
 from rollgym.agents.base import OracleAgent
-from rollgym.core.toolcalls import parse_tool_calls
 from rollgym.envs.tools.api import Session
 from rollgym.envs.tools.checker import CONSTANT_ANSWERS
 from rollgym.envs.tools.generated import catalog, census
@@ -26,6 +25,7 @@ from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_o
 from rollgym.envs.tools.generated.store import NOW
 from rollgym.envs.tools.generated.tools import call
 from tests.conftest import require_module
+from tests.serve.conftest import play_oracle_over_mcp
 
 from .helpers import play
 
@@ -154,16 +154,7 @@ def test_one_new_app_s_episode_over_mcp_stdio_is_solved_by_the_oracle(tmp_path):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             tools = (await session.list_tools()).tools
-            agent, text, state = OracleAgent(), "", dict(info)
-            while True:
-                tool_call = parse_tool_calls(agent.act(text, state)).calls[0]
-                result = await session.call_tool(tool_call.name, tool_call.arguments)
-                assert not result.is_error, result
-                text = result.content[0].text
-                state = {**state, "turn": state["turn"] + 1}
-                if tool_call.name == "complete_task":
-                    break
-            after = json.loads((await session.read_resource("rollgym://episode")).contents[0].text)
+            _, after = await play_oracle_over_mcp(session, info)
             return [t.name for t in tools], after
 
     names, after = anyio.run(run)
