@@ -11,7 +11,7 @@ serves the whole module (the session's runtime).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -301,68 +301,80 @@ def downvote(v: Client, task: Task, voters: list[str], total: int) -> None:
     assert cast == total
 
 
-def assert_v1_paid_and_v2_does_not(server: Any, task: Task, token: str, answer: str, tables: set[str]) -> Score:
-    old = grade(server, as_v1(task), token, answer)
+class Tampered(NamedTuple):
+    """A copy of the state a template's reference solution left, and a visitor signed in to nothing yet."""
+
+    server: Any
+    task: Task
+    token: str
+    answer: str
+    visitor: Client
+
+
+@pytest.fixture
+def tampered(
+    web_runtime: Any, solved: Callable[[str], State], clone: Callable[[str], str]
+) -> Callable[[str], Tampered]:
+    """``tampered(name)``: a fresh copy of ``solved(name)``'s state, for a test to add its side writes to."""
+
+    def make(name: str) -> Tampered:
+        task, token, answer = solved(name)
+        copy = clone(token)
+        return Tampered(web_runtime.server, task, copy, answer, Client(web_runtime.server, copy))
+
+    return make
+
+
+def assert_v1_paid_and_v2_does_not(case: Tampered, tables: set[str]) -> Score:
+    old = grade(case.server, as_v1(case.task), case.token, case.answer)
     assert old.reward == 1.0 and old.correct, old.details  # the hole as reported
-    new = grade(server, task, token, answer)
+    new = grade(case.server, case.task, case.token, case.answer)
     assert new.reward == 0.0 and not new.correct and new.error == "side_effects", new.details
     assert new.details["failed_gates"] == [SITE_GATE]
     assert tables <= set(new.details["diff"]), new.details["diff"]
     return new
 
 
-def test_forum_upvote_plus_113_downvotes_as_three_other_members(web_runtime, solved, clone):
-    server = web_runtime.server
-    task, token, answer = solved("forum_upvote")
-    copy = clone(token)
-    me = task.meta["params"]["username"]
+def test_forum_upvote_plus_113_downvotes_as_three_other_members(tampered):
+    case = tampered("forum_upvote")
+    me = case.task.meta["params"]["username"]
     voters = [r["username"] for r in rows("forum", "SELECT username FROM users WHERE role = 'member' ORDER BY id")
               if r["username"] != me][:3]
-    downvote(Client(server, copy), task, voters, 113)
-    score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"votes", "posts", "sessions"})
+    downvote(case.visitor, case.task, voters, 113)
+    score = assert_v1_paid_and_v2_does_not(case, {"votes", "posts", "sessions"})
     assert score.details["diff"]["votes"]["added"] == 114  # the task's up-vote and the 113
 
 
-def test_forum_reply_plus_29_downvotes(web_runtime, solved, clone):
-    server = web_runtime.server
-    task, token, answer = solved("forum_reply")
-    copy = clone(token)
-    downvote(Client(server, copy), task, [task.meta["params"]["username"]], 29)
-    score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"votes", "posts"})
+def test_forum_reply_plus_29_downvotes(tampered):
+    case = tampered("forum_reply")
+    downvote(case.visitor, case.task, [case.task.meta["params"]["username"]], 29)
+    score = assert_v1_paid_and_v2_does_not(case, {"votes", "posts"})
     assert score.details["diff"]["votes"]["added"] == 29
 
 
-def test_forum_moderate_plus_a_new_thread_and_30_downvotes(web_runtime, solved, clone):
-    server = web_runtime.server
-    task, token, answer = solved("forum_moderate")
-    copy = clone(token)
-    visitor = Client(server, copy)
-    forum_thread(visitor, task)
-    downvote(visitor, task, [task.meta["params"]["username"]], 30)
-    score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"threads", "posts", "votes"})
+def test_forum_moderate_plus_a_new_thread_and_30_downvotes(tampered):
+    case = tampered("forum_moderate")
+    forum_thread(case.visitor, case.task)
+    downvote(case.visitor, case.task, [case.task.meta["params"]["username"]], 30)
+    score = assert_v1_paid_and_v2_does_not(case, {"threads", "posts", "votes"})
     assert score.details["diff"]["threads"]["added"] == 1 and score.details["diff"]["votes"]["added"] == 30
 
 
-def test_shop_cancel_order_plus_the_account_rewritten(web_runtime, solved, clone):
-    server = web_runtime.server
-    task, token, answer = solved("shop_cancel_order")
-    copy = clone(token)
-    shop_account(Client(server, copy), task)
-    score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"users", "orders"})
+def test_shop_cancel_order_plus_the_account_rewritten(tampered):
+    case = tampered("shop_cancel_order")
+    shop_account(case.visitor, case.task)
+    score = assert_v1_paid_and_v2_does_not(case, {"users", "orders"})
     assert any("users row" in r and "full_name" in r for r in score.details["reasons"][SITE_GATE])
 
 
-def test_shop_purchase_plus_a_rewritten_account_and_five_items_left_in_the_cart(web_runtime, solved, clone):
-    server = web_runtime.server
-    task, token, answer = solved("shop_purchase")
-    copy = clone(token)
-    visitor = Client(server, copy)
-    shop_account(visitor, task)
+def test_shop_purchase_plus_a_rewritten_account_and_five_items_left_in_the_cart(tampered):
+    case = tampered("shop_purchase")
+    shop_account(case.visitor, case.task)
     products = [r["id"] for r in rows("shop", "SELECT id FROM products WHERE stock >= 10 ORDER BY id")
-                if r["id"] != task.answer["product_id"]][:5]
+                if r["id"] != case.task.answer["product_id"]][:5]
     for product in products:
-        visitor.post("/cart/add", {"product_id": product, "qty": "1"})
-    score = assert_v1_paid_and_v2_does_not(server, task, copy, answer, {"users", "cart_items", "orders"})
+        case.visitor.post("/cart/add", {"product_id": product, "qty": "1"})
+    score = assert_v1_paid_and_v2_does_not(case, {"users", "cart_items", "orders"})
     assert score.details["diff"]["cart_items"]["added"] == 5
 
 
