@@ -48,6 +48,7 @@ import numpy as np
 from gymnasium.vector.utils import shared_memory as _shared
 
 from rollgym.core.agent import Agent
+from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError
 from rollgym.core.spaces import TextSpace
 
@@ -133,7 +134,7 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-class VectorAgent:
+class VectorAgent(Closeable):
     """Act on a batch of observations with one copy of an agent per sub-env.
 
     Args:
@@ -216,12 +217,6 @@ class VectorAgent:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.close()
         self._loop = None
-
-    def __enter__(self) -> VectorAgent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _make(agent: Agent | Callable[[], Agent], *, first: bool) -> Agent:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.core.closing import Closeable
 from rollgym.core.deprecation import moved_to
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games import bots as _bots
@@ -19,7 +20,7 @@ from rollgym.envs.games.base import GameState
 from rollgym.envs.games.replay import replay
 
 
-class BotAgent:
+class BotAgent(Closeable):
     """A bot as a text agent: it rebuilds the position from ``info`` and answers ``Final Answer: <move>``.
 
     Example:
@@ -41,12 +42,6 @@ class BotAgent:
         closer = getattr(self.bot, "close", None)
         if self._owns_bot and callable(closer):
             closer()
-
-    def __enter__(self) -> BotAgent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:

@@ -45,6 +45,7 @@ from rollgym.benchmarks.archive import (
     BundleLimits,
     extract_archive,
 )
+from rollgym.core.closing import Closeable
 from rollgym.core.io import write_bytes_atomic
 
 __all__ = [
@@ -221,7 +222,7 @@ def check_manifest(manifest: Any) -> dict[str, Any]:
 
 
 @dataclass
-class Bundle:
+class Bundle(Closeable):
     """A bundle on disk: its folder, manifest and claimed summary."""
 
     root: Path
@@ -238,12 +239,6 @@ class Bundle:
         if self._cleanup is not None:
             self._cleanup.cleanup()
             self._cleanup = None
-
-    def __enter__(self) -> Bundle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _layout_files(root: Path) -> list[Path]:

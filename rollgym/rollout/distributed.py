@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollgym.core.agent import Agent
+from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.optional import import_optional
 from rollgym.rollout.collector import RunPlan, _validate
@@ -346,7 +347,7 @@ async def _stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: 
             run.plan.writer.close()
 
 
-class RayWorkers:
+class RayWorkers(Closeable):
     """Env-worker actors kept from one run to the next: a trainer's rollout step on Ray.
 
     :func:`collect_ray` starts its workers for each call and stops them at its end; on a small
@@ -419,12 +420,6 @@ class RayWorkers:
                 self.fleet.ray.kill(worker.handle, no_restart=True)
             self.fleet = None
         self.closed = True
-
-    def __enter__(self) -> RayWorkers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _take_group(plan: RunPlan, i: int) -> RolloutGroup:

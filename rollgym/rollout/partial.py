@@ -56,6 +56,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from rollgym.core.agent import Agent
+from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.collector import RunPlan
 from rollgym.rollout.episode import EpisodeLimits, arun_episode
@@ -139,7 +140,7 @@ class _GroupState:
     records: dict[int, EpisodeRecord] = dataclasses.field(default_factory=dict)
 
 
-class PartialRollouts:
+class PartialRollouts(Closeable):
     """APRIL-style collection across training steps; see the module docstring.
 
     Args:
@@ -282,12 +283,6 @@ class PartialRollouts:
         for env in self._envs:
             env.close()
         self._loop.close()
-
-    def __enter__(self) -> PartialRollouts:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- the loop ---------------------------------------------------------------
     def _submit(self, coro: Coroutine[Any, Any, T]) -> T:

@@ -22,10 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from rollgym.core.closing import Closeable
 from rollgym.rollout.types import to_jsonable
 
 
-class EnvPool:
+class EnvPool(Closeable):
     """Idle envs by (env id, split, ``make`` arguments); see the module docstring."""
 
     def __init__(self) -> None:
@@ -71,9 +72,3 @@ class EnvPool:
     def __len__(self) -> int:
         with self._lock:
             return sum(len(idle) for idle in self._idle.values())
-
-    def __enter__(self) -> EnvPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import write_bytes_atomic
 from rollgym.core.task import Task
@@ -300,7 +301,7 @@ def _lock(fd: int, path: Path) -> None:
         raise ConfigError(f"Another run is writing to {path}; wait for it to finish or choose another file.") from None
 
 
-class ResultsWriter:
+class ResultsWriter(Closeable):
     """Appends episode records to a results file, creating or resuming it.
 
     Example:
@@ -387,9 +388,3 @@ class ResultsWriter:
             finally:
                 os.close(self._fd)
                 self._fd = None
-
-    def __enter__(self) -> ResultsWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

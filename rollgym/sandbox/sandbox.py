@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.sandbox import isolation as _isolation
 from rollgym.sandbox.box import NOT_RUN, Box, BoxError
@@ -50,7 +51,7 @@ _probe_cache: dict[tuple[Any, ...], Isolation] = {}
 _probe_lock = threading.Lock()
 
 
-class Sandbox:
+class Sandbox(Closeable):
     """Runs Python code or commands in an isolated sandbox on this machine.
 
     Each :meth:`run` gets a fresh sandbox (new namespaces, an empty tmpfs, a new
@@ -309,12 +310,6 @@ class Sandbox:
         self._refill_wanted.set()
         self._drain_pool()
 
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __del__(self) -> None:
         try:
             if not self._closed:
@@ -323,7 +318,7 @@ class Sandbox:
             pass
 
 
-class Session:
+class Session(Closeable):
     """One sandbox kept across runs: files written by one run are there for the next.
 
     Every run gets fresh processes (all of the previous run's processes are killed
@@ -425,12 +420,6 @@ class Session:
             log.error("sandbox clean-up failed (%s): %s", self.box.backend, self.box.plan.host_dir)
             warnings.warn(f"sandbox clean-up failed: {self.box.plan.host_dir} is still there", RuntimeWarning,
                           stacklevel=2)
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def run_batch_replacing(

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games.base import GameState
 from rollgym.envs.games.mcts import MCTS, Evaluator
@@ -117,7 +118,7 @@ def find_stockfish(path: str | os.PathLike[str] | None = None) -> str:
     )
 
 
-class StockfishBot:
+class StockfishBot(Closeable):
     """Stockfish over UCI for chess and Chess960, at a given Skill Level or UCI_Elo.
 
     Args:
@@ -210,12 +211,6 @@ class StockfishBot:
                 except Exception:  # the process may already be gone at interpreter exit
                     pass
             self._engine = None
-
-    def __enter__(self) -> StockfishBot:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 _BOT_RE = re.compile(r"^(random|greedy|mcts|stockfish)(?:-(skill|elo|nodes))?(?:-(\d+))?$")
