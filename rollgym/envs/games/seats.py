@@ -34,6 +34,7 @@ from rollgym.core.agent import SeededAgent
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
+from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Score, Task
 from rollgym.envs.games.base import MoveError
 from rollgym.envs.games.config import ILLEGAL_MOVE_POLICIES
@@ -279,7 +280,7 @@ class RandomSeatBot(SeededAgent):
         return f"Final Answer: {legal[int(self.rng.integers(len(legal)))]}"
 
 
-class _GameTasks:
+class _GameTasks(UnboundedSource):
     """The task source of a :class:`SeatedTextEnv`: the game's tasks plus the agent's seat."""
 
     family = "games"
@@ -288,9 +289,6 @@ class _GameTasks:
         self.game = game
         self.seat_of = seat_of
         self.level = level
-
-    def size(self, split: str) -> int | None:
-        return None
 
     def task(self, index: int, split: str = "train") -> Task:
         task = self.game.draw_task(split, index)

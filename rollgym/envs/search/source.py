@@ -9,6 +9,7 @@ from typing import Any
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
+from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Task
 from rollgym.envs.search.corpus import get_corpus
 from rollgym.envs.search.questions import Question, QuestionSpec, generate_question, plan_key
@@ -53,7 +54,7 @@ def reference_rounds(question: Question) -> int:
     return 2 * question.documents
 
 
-class SearchTaskSource:
+class SearchTaskSource(UnboundedSource):
     """Questions over the world ``(world_size, world_seed)``, each drawn from a weighted mix of specs.
 
     Splits are disjoint by question plan (see :func:`rollgym.core.seeding.draw_in_split`); the world and its
@@ -72,10 +73,6 @@ class SearchTaskSource:
         self.corpus = get_corpus(world_size, world_seed)
         self.stream = f"search/{world_size}/{world_seed}/" + "|".join(
             f"{w}:{sorted(asdict(s).items())}" for s, w in specs)
-
-    def size(self, split: str) -> int | None:
-        """Unbounded: questions are generated."""
-        return None
 
     def task(self, index: int, split: str = "train") -> Task:
         """Question ``index`` of ``split``, the same every time."""

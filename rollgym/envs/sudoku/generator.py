@@ -28,6 +28,7 @@ from rollgym.core.config import check_bool
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
+from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Task
 from rollgym.envs.sudoku.solver import carve, geometry, random_grid, transform_grid
 from rollgym.verifiers.sudoku import rows_from_grid
@@ -168,7 +169,7 @@ def build_prompt(rows: list[str], box_rows: int, box_cols: int) -> str:
     )
 
 
-class SudokuGenerator:
+class SudokuGenerator(UnboundedSource):
     """The task source of the Sudoku envs: ``task(index, split)`` is deterministic.
 
     Example:
@@ -186,10 +187,6 @@ class SudokuGenerator:
         self.box = (config.box_rows, config.box_cols)
         self.family = f"sudoku-{config.box_rows}x{config.box_cols}"
         geometry(self.box)  # build the shared tables once, up front
-
-    def size(self, split: str) -> int | None:
-        """Generated tasks are unbounded: ``None`` for every split."""
-        return None
 
     def solution_grid(self, index: int, split: str) -> tuple[list[int], np.random.Generator]:
         """The solution grid of task ``index`` and the generator to carve it with.

@@ -27,6 +27,7 @@ import numpy as np
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split, task_rng
+from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Task
 from rollgym.envs.tools.tasks import TEMPLATES
 from rollgym.envs.tools.tasks.source import N_WORLDS, world_seed
@@ -135,7 +136,7 @@ def scenarios_of(split: str, names: Sequence[str]) -> list[str]:
     return [n for n in names if (SCENARIOS[n].domain in HELD_OUT_DOMAINS) == unseen]
 
 
-class UserSimTaskSource:
+class UserSimTaskSource(UnboundedSource):
     """Tasks of some scenarios and variants; ``task(index, split)`` is deterministic, splits disjoint by content.
 
     A task's ``meta`` is public (scenario, template, world, variant, the kinds of fact to elicit); the facts
@@ -157,10 +158,6 @@ class UserSimTaskSource:
         self.variants = list(variants)
         self.family = FAMILY
         self.env_id = env_id
-
-    def size(self, split: str) -> int | None:
-        """Generated tasks are unbounded."""
-        return None
 
     def _candidate(self, split: str, rng: np.random.Generator) -> tuple[str, str, int, dict[str, Any]]:
         names = scenarios_of(split, self.scenarios)

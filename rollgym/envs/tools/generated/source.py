@@ -28,6 +28,7 @@ import numpy as np
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split, task_rng
+from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Task
 from rollgym.envs.tools.checker import Expectation, is_degenerate
 from rollgym.envs.tools.generated import catalog
@@ -75,7 +76,7 @@ def opening(world: Sequence[str], prompt: str) -> str:
             "do it, then call complete_task (with an answer if the task asks a question).")
 
 
-class ToolGenTaskSource:
+class ToolGenTaskSource(UnboundedSource):
     """Tasks over the generated apps; ``task(index, split)`` is deterministic.
 
     Args:
@@ -120,10 +121,6 @@ class ToolGenTaskSource:
         self.distractors = distractors
         self.kinds = list(kinds) if kinds is not None else None
         self.generation = generation
-
-    def size(self, split: str) -> int | None:
-        """Generated tasks are unbounded."""
-        return None
 
     def pool(self, split: str) -> list[str]:
         """The apps a split's tasks may use (after the ``apps`` restriction)."""

@@ -17,6 +17,7 @@ from typing import Any
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
+from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Score, Task
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks import forum, shop, travel
@@ -95,7 +96,7 @@ def grade_answer(task: Task, answer: str | None, db: Query) -> Score:
                                          base=lambda sql, params=(): query_base(site, sql, params)))
 
 
-class WebTaskSource:
+class WebTaskSource(UnboundedSource):
     """Tasks for one or more sites, indexed and deterministic.
 
     ``collateral_gates`` and ``site_gate`` pick the scoring: both on (the default) is ``-v2`` (per-table gates
@@ -128,10 +129,6 @@ class WebTaskSource:
         self.collateral_gates = collateral_gates
         self.site_gate = site_gate
         self.templates = chosen
-
-    def size(self, split: str) -> int | None:
-        """Generated tasks are unbounded; ``None``."""
-        return None
 
     def task(self, index: int, split: str = "train") -> Task:
         """Task ``index`` of ``split``."""
