@@ -23,46 +23,41 @@ def link(href: str, label: str, cls: str = "") -> str:
     return f'<a href="{esc(href)}"{klass}>{esc(label)}</a>'
 
 
+_PLAIN_HEAD = '<header class="topbar"><div class="wrap bar">{brand}<div class="userbox">{user}</div></div></header>'
+_PLAIN_BODY = '<main class="wrap">{flash}{content}</main>'
+# Each theme shell's header and body, around {brand}, {nav}, {search}, {user}, {flash}, {content} and {menu}
+# (the link to the page that holds the navigation, for the "menu" shell).
+SHELLS: dict[str, tuple[str, str]] = {
+    "topnav": ('<header class="topbar"><div class="wrap bar">{brand}<nav class="nav">{nav}</nav>{search}'
+               '<div class="userbox">{user}</div></div></header>', _PLAIN_BODY),
+    "sidebar": (_PLAIN_HEAD, '<main class="wrap"><div class="side"><nav class="sidebar-nav">{nav}</nav>'
+                             "<div>{search}{flash}{content}</div></div></main>"),
+    "tabs": ('<header class="topbar"><div class="wrap bar">{brand}{search}<div class="userbox">{user}</div></div>'
+             '<div class="wrap"><nav class="nav tabs">{nav}</nav></div></header>', _PLAIN_BODY),
+    "minimal": ('<header class="wrap bar">{brand}<div class="userbox">{user}</div></header>',
+                '<main class="wrap">{flash}{search}{content}</main><nav class="footer-nav nav">{nav}</nav>'),
+    "banner": ('<header class="banner"><div class="wrap"><div class="bar">{brand}<div class="userbox">{user}</div>'
+               '</div><h2>{site}</h2>{search}<nav class="nav">{nav}</nav></div></header>', _PLAIN_BODY),
+    "split": (_PLAIN_HEAD, '<main class="wrap"><div class="side right"><div>{flash}{search}{content}</div><aside>'
+                           '<div class="card"><nav class="nav" style="flex-direction:column">{nav}</nav></div>'
+                           "</aside></div></main>"),
+    "rail": ("", '<div class="rail-layout"><nav class="rail">{brand}{nav}<div class="userbox">{user}</div></nav>'
+                 '<main class="wrap">{search}{flash}{content}</main></div>'),
+    # navigation lives on a page of its own
+    "menu": ('<header class="topbar"><div class="wrap bar">{brand}{menu}<div class="userbox">{user}</div></div>'
+             "</header>", '<main class="wrap">{flash}{search}{content}</main>'),
+}
+
+
 def layout(theme: Theme, *, title: str, site_name: str, accent: str, nav: Sequence[Link], current: str,
            user_html: str, flash_html: str, content: str, search_html: str, menu_href: str) -> str:
     """A whole page in the theme's skeleton (where navigation, search and the user box go)."""
     nav_html = "".join(link(h, label, "on" if h == current else "") for h, label in nav)
     brand = link("/", site_name, "brand")
-    plain_head = (f'<header class="topbar"><div class="wrap bar">{brand}<div class="userbox">{user_html}</div>'
-                  "</div></header>")
-    if theme.shell == "topnav":
-        head = (f'<header class="topbar"><div class="wrap bar">{brand}<nav class="nav">{nav_html}</nav>'
-                f'{search_html}<div class="userbox">{user_html}</div></div></header>')
-        body = f'<main class="wrap">{flash_html}{content}</main>'
-    elif theme.shell == "sidebar":
-        head = plain_head
-        body = (f'<main class="wrap"><div class="side"><nav class="sidebar-nav">{nav_html}</nav>'
-                f"<div>{search_html}{flash_html}{content}</div></div></main>")
-    elif theme.shell == "tabs":
-        head = (f'<header class="topbar"><div class="wrap bar">{brand}{search_html}<div class="userbox">{user_html}'
-                f'</div></div><div class="wrap"><nav class="nav tabs">{nav_html}</nav></div></header>')
-        body = f'<main class="wrap">{flash_html}{content}</main>'
-    elif theme.shell == "minimal":
-        head = f'<header class="wrap bar">{brand}<div class="userbox">{user_html}</div></header>'
-        body = (f'<main class="wrap">{flash_html}{search_html}{content}</main>'
-                f'<nav class="footer-nav nav">{nav_html}</nav>')
-    elif theme.shell == "banner":
-        head = (f'<header class="banner"><div class="wrap"><div class="bar">{brand}<div class="userbox">{user_html}'
-                f'</div></div><h2>{esc(site_name)}</h2>{search_html}<nav class="nav">{nav_html}</nav></div></header>')
-        body = f'<main class="wrap">{flash_html}{content}</main>'
-    elif theme.shell == "split":
-        head = plain_head
-        body = (f'<main class="wrap"><div class="side right"><div>{flash_html}{search_html}{content}</div>'
-                f'<aside><div class="card"><nav class="nav" style="flex-direction:column">{nav_html}</nav></div>'
-                "</aside></div></main>")
-    elif theme.shell == "rail":
-        head = ""
-        body = (f'<div class="rail-layout"><nav class="rail">{brand}{nav_html}<div class="userbox">{user_html}'
-                f'</div></nav><main class="wrap">{search_html}{flash_html}{content}</main></div>')
-    else:  # menu: navigation lives on a page of its own
-        head = (f'<header class="topbar"><div class="wrap bar">{brand}{link(menu_href, theme.labels["menu"])}'
-                f'<div class="userbox">{user_html}</div></div></header>')
-        body = f'<main class="wrap">{flash_html}{search_html}{content}</main>'
+    parts = {"brand": brand, "nav": nav_html, "search": search_html, "user": user_html, "flash": flash_html,
+             "content": content, "menu": link(menu_href, theme.labels["menu"]), "site": esc(site_name)}
+    head, body = SHELLS.get(theme.shell, SHELLS["menu"])
+    head, body = head.format_map(parts), body.format_map(parts)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · {esc(site_name)}'
             f"</title><style>{stylesheet(theme, accent)}</style></head><body>{head}{body}"
             f'<footer class="footer"><div class="wrap">{esc(site_name)} · a rollgym practice site · all data is '
