@@ -237,6 +237,17 @@ def test_memory_bombs_end_with_memory_error(box: Sandbox, host: HostState, hook:
     assert grow.oom and not grow.timed_out
 
 
+# The source of a function for probing programs: ``attempt(mark, what, action)`` prints ``mark what
+# <result>`` when ``action()`` succeeds, and ``refused what <error class>`` when it raises OSError.
+ATTEMPT = """
+def attempt(mark, what, action):
+    try:
+        print(mark, what, action())
+    except OSError as exc:
+        print("refused", what, type(exc).__name__)
+"""
+
+
 @pytest.fixture
 def tcp_server() -> Iterator[int]:
     server = socket.socket()
@@ -261,17 +272,13 @@ def tcp_server() -> Iterator[int]:
 
 @HOOK
 def test_the_host_network_is_out_of_reach(box: Sandbox, host: HostState, tcp_server: int, hook: bool) -> None:
-    code = f"""
+    code = ATTEMPT + f"""
 import socket
 for family, addr in ((socket.AF_INET, ("127.0.0.1", {tcp_server})), (socket.AF_INET6, ("::1", {tcp_server})),
                      (socket.AF_INET, ("10.0.2.2", 80)), (socket.AF_INET, ("1.1.1.1", 53))):
     s = socket.socket(family)
     s.settimeout(3)
-    try:
-        s.connect(addr)
-        print("CONNECTED", addr, s.recv(10))
-    except OSError as exc:
-        print("refused", addr, type(exc).__name__)
+    attempt("CONNECTED", addr, lambda: (s.connect(addr), s.recv(10)))
 raise ConnectionError("no network")
 """
     result = attack(box, host, code, hook=hook)
@@ -319,18 +326,14 @@ raise PermissionError("nothing to read")
 
 @HOOK
 def test_proc_of_the_parent_gives_nothing(box: Sandbox, host: HostState, hook: bool) -> None:
-    code = f"""
+    code = ATTEMPT + f"""
 import os
 ppid = os.getppid()
 for path, mode in ((f"/proc/{{ppid}}/mem", "r+b"), (f"/proc/{{ppid}}/environ", "rb"), (f"/proc/{{ppid}}/maps", "rb"),
                    (f"/proc/{{ppid}}/root/etc/shadow", "rb"), (f"/proc/{{ppid}}/cwd/../../../root/.ssh/id_rsa", "rb"),
                    ("/proc/{os.getpid()}/mem", "r+b"), ("/proc/{os.getpid()}/root/etc/shadow", "rb"),
                    ("/proc/sysrq-trigger", "wb"), ("/proc/sys/kernel/core_pattern", "wb")):
-    try:
-        with open(path, mode) as f:
-            print("OPENED", path, f.read(64))
-    except OSError as exc:
-        print("refused", path, type(exc).__name__)
+    attempt("OPENED", path, lambda: open(path, mode).read(64))
 raise PermissionError("nothing")
 """
     result = attack(box, host, code, hook=hook)
