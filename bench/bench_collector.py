@@ -337,38 +337,6 @@ def _served_runner(url: str, agent_factory: Callable[[], Any], env_id: str, n_ta
                          progress=lambda done, total: stamps.append(time.perf_counter()))
 
 
-class _EnvServer:
-    """``rollgym serve-env`` for the bench's envs, in a process of its own on 127.0.0.1 (as a user runs it)."""
-
-    def __init__(self, env_ids: list[str]) -> None:
-        root = Path(__file__).resolve().parent.parent
-        env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        self.log = tempfile.TemporaryFile(mode="w+")  # an unread stderr pipe could fill up and stall the server
-        self.proc = subprocess.Popen([sys.executable, "-m", "rollgym.cli", "serve-env", *env_ids, "--port", "0"],
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, cwd=root)
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith("{"):
-                self.url: str = json.loads(line)["url"]
-                return
-            if self.proc.poll() is not None:
-                break
-        self.log.seek(0)
-        self.stop()
-        raise RuntimeError(f"rollgym serve-env did not start: {self.log.read()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-
-
 def _missing(*modules: str) -> str | None:
     """The first of ``modules`` that does not import, as a sentence; ``None`` when all do."""
     import importlib.util
@@ -394,8 +362,10 @@ def section_remote(quick: bool) -> dict[str, Any]:
         skipped["collect_ray (2 workers)"] = ray_missing
     serve_missing = _missing("starlette", "uvicorn", "websockets")
     if serve_missing is None:
-        server = _EnvServer([env_id for env_id, _, _ in INSTANT_ENVS])
-        cleanups.append(server.stop)
+        from rollgym.serve.spawn import ServeEnvProcess
+
+        server = ServeEnvProcess(*[env_id for env_id, _, _ in INSTANT_ENVS])
+        cleanups.append(server.close)
         runners["collect_async over serve-env"] = functools.partial(_served_runner, server.url)
     else:
         skipped["collect_async over serve-env"] = serve_missing

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,39 +60,3 @@ def server_url() -> Iterator[str]:
     """One server for a test module, hosting Countdown-v0 and ToolWorld-v0."""
     with serve_thread("Countdown-v0", "ToolWorld-v0", idle_timeout_s=60.0) as url:
         yield url
-
-
-class ServerProcess:
-    """``rollgym serve-env`` in a subprocess (for tests that kill it)."""
-
-    def __init__(self, *args: str, port: int = 0) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        import tempfile
-
-        self.log = tempfile.TemporaryFile(mode="w+")  # an unread stderr pipe could fill up and stall the server
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rollgym.cli", "serve-env", *args, "--port", str(port)],
-            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, cwd=REPO,
-        )
-        deadline = time.monotonic() + 60
-        line = ""
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline() if self.proc.stdout else ""
-            if line.startswith("{"):
-                break
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"serve-env exited: {self.log.read()[-2000:]}")
-        self.url = json.loads(line)["url"]
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()

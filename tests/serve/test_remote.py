@@ -14,8 +14,8 @@ import rollgym.remote
 from rollgym.agents import OracleAgent
 from rollgym.rollout import collect
 from rollgym.rollout.stream import collect_async
+from rollgym.serve.spawn import ServeEnvProcess
 from tests.conftest import require_module
-from tests.serve.conftest import ServerProcess
 
 
 def _signature(groups):
@@ -98,7 +98,7 @@ def test_killing_the_server_mid_run_loses_no_finished_episode_and_the_rerun_comp
     from rollgym.rollout import load_results
 
     out = tmp_path / "run.jsonl"
-    first = ServerProcess("Countdown-v0")
+    first = ServeEnvProcess("Countdown-v0")
     port = first.url.rsplit(":", 1)[1]
     env_id = f"{first.url}/Countdown-v0"
 
@@ -122,7 +122,7 @@ def test_killing_the_server_mid_run_loses_no_finished_episode_and_the_rerun_comp
         groups = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))
     finally:
         thread.join()
-        first.stop()
+        first.close()
     statuses = [t.status for g in groups for t in g.trajectories]
     finished_before = {(r["task_index"], r["trajectory"]["sample_idx"]): r["trajectory"]["reward"]
                        for r in lines() if r["trajectory"]["status"] == "completed"}
@@ -132,11 +132,11 @@ def test_killing_the_server_mid_run_loses_no_finished_episode_and_the_rerun_comp
     assert "unreachable" in failure["message"] and "rerun with the same results file" in failure["message"]
     assert all(t.reward is None for g in groups for t in g.trajectories if t.status == "failed")  # never a silent 0
 
-    second = ServerProcess("Countdown-v0", port=int(port))  # the same address, so the run's identity holds
+    second = ServeEnvProcess("Countdown-v0", port=int(port))  # the same address, so the run's identity holds
     try:
         resumed = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))
     finally:
-        second.stop()
+        second.close()
     by_key = {(i, t.sample_idx): t for i, g in enumerate(resumed) for t in g.trajectories}
     assert all(t.status == "completed" and t.reward == 1.0 for t in by_key.values())
     for key, reward in finished_before.items():  # nothing finished was lost, or played again

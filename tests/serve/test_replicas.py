@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from rollgym.serve.spawn import ServeEnvProcess
 from tests.conftest import require_module
-from tests.serve.conftest import ServerProcess, wait_for
+from tests.serve.conftest import wait_for
 
 require_module("starlette")
 require_module("websockets")
@@ -37,13 +38,13 @@ def _metric(url: str, name: str, **headers: str) -> float:
 def fleet(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
     os.environ["ROLLGYM_SERVE_TOKEN"] = TOKEN  # read by serve-env and by RemoteEnv, never on a command line
     try:
-        server = ServerProcess("Countdown-v0", "--replicas", "2")
+        server = ServeEnvProcess("Countdown-v0", "--replicas", "2")
     finally:
         del os.environ["ROLLGYM_SERVE_TOKEN"]
     try:
         yield server.url
     finally:
-        server.stop()
+        server.close()
 
 
 def test_sessions_stick_to_their_replica_and_health_and_metrics_add_up(fleet: str):
@@ -131,7 +132,7 @@ def test_the_replicas_private_ports_ask_for_the_token_too(fleet: str):
 def test_a_killed_replica_fails_its_episodes_honestly_and_they_replay_on_a_live_one():
     from rollgym.serve.client import EnvServerGone
 
-    server = ServerProcess("Countdown-v0", "--replicas", "2")
+    server = ServeEnvProcess("Countdown-v0", "--replicas", "2")
     url = server.url
     try:
         envs = [_remote(url) for _ in range(2)]
@@ -162,7 +163,7 @@ def test_a_killed_replica_fails_its_episodes_honestly_and_they_replay_on_a_live_
         assert _metric(url, "rollgym_router_replica_lost_answers_total") >= 2
         assert _metric(url, "rollgym_replica_restarts_total") == 1
     finally:
-        server.stop()
+        server.close()
 
 
 def _fleet_pids(url: str) -> list[int]:
@@ -198,7 +199,7 @@ def test_a_collect_run_through_replica_kills_loses_no_episode_and_matches_a_faul
     from rollgym.rollout import collect
     from rollgym.rollout.store import read_results
 
-    server = ServerProcess("Countdown-v0", "--replicas", "2")
+    server = ServeEnvProcess("Countdown-v0", "--replicas", "2")
     url = server.url
     env_id = f"{url}/Countdown-v0"
     out = tmp_path / "run.jsonl"
@@ -257,7 +258,7 @@ def test_a_collect_run_through_replica_kills_loses_no_episode_and_matches_a_faul
                 if r.trajectory.status == "completed"}
         assert len(kept) == 40  # the 39 finished before the resume stayed, and the failed one was played again
     finally:
-        server.stop()
+        server.close()
 
 
 def test_a_new_session_sent_to_a_replica_that_just_died_goes_to_a_live_one():

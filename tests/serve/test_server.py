@@ -307,21 +307,30 @@ def test_blocking_env_work_and_idle_clients_do_not_starve_other_sessions():
 def test_sigterm_shuts_down_gracefully_closing_sockets_and_sessions():
     from websockets.exceptions import ConnectionClosed
 
-    from tests.serve.conftest import ServerProcess
+    from rollgym.serve.spawn import ServeEnvProcess
 
-    server = ServerProcess("Countdown-v0")
+    server = ServeEnvProcess("Countdown-v0")
     try:
         conn = ws(server.url)
         assert ask(conn, {"type": "reset", "data": {"seed": 0}})["type"] == "observation"
-        server.proc.terminate()
+        server.process.terminate()
         with pytest.raises(ConnectionClosed) as closed:
             while True:  # a SHUTTING_DOWN notice may come first
                 json.loads(conn.recv(timeout=30))
         assert closed.value.rcvd is not None and closed.value.rcvd.code in (1001, 1012)
         # uvicorn re-raises the signal after its graceful shutdown, so the exit status names it
-        assert server.proc.wait(timeout=30) in (0, -15)
+        assert server.process.wait(timeout=30) in (0, -15)
     finally:
-        server.stop()
+        server.close()
+
+
+def test_a_served_child_that_cannot_start_says_why_with_its_exit_status_and_stderr():
+    from rollgym.core.errors import RollgymError
+    from rollgym.serve.spawn import ServeEnvProcess
+
+    with pytest.raises(RollgymError, match=r"exited with status [1-9].*NoSuch-v0") as failed:
+        ServeEnvProcess("NoSuch-v0", start_timeout_s=120)
+    assert "rollgym serve-env" in str(failed.value)
 
 
 def test_serve_env_refuses_unknown_ids_before_starting():
