@@ -48,97 +48,94 @@ _HUMANEVAL = [*_GRADING, "rollgym.envs.code.humaneval_data", "rollgym.envs.code.
               "rollgym.envs.code.humaneval_grader", "rollgym.envs.code.humaneval_env"]
 _POLICIES = "rollgym.envs.code.policies"
 
-register_env(
+
+def _register(env_id: str, entry_point: str, description: str, components: list[str], oracle: str,
+              random_policy: str = "code_random_policy") -> None:
+    """Register a code id; ``oracle`` and ``random_policy`` name functions of :mod:`rollgym.envs.code.policies`."""
+    register_env(env_id, entry_point, description=description, family="code", components=components,
+                 oracle=f"{_POLICIES}:{oracle}", random_policy=f"{_POLICIES}:{random_policy}")
+
+
+_register(
     "HumanEval-v0",
     "rollgym.envs.code.humaneval_env:HumanEvalEnv",
     description="HumanEval: complete a Python function; hidden tests run in the sandbox, typed answers; binary reward.",
-    family="code",
     components=_HUMANEVAL,
-    oracle=f"{_POLICIES}:humaneval_oracle",
-    random_policy=f"{_POLICIES}:code_random_policy",
+    oracle="humaneval_oracle",
 )
-register_env(
+_register(
     "HumanEvalTool-v0",
     "rollgym.envs.code.humaneval_env:HumanEvalToolEnv",
     description="HumanEval, multi-turn: run code and the docstring examples in the sandbox before answering.",
-    family="code",
     components=[*_HUMANEVAL, "rollgym.envs.code.tool_env"],
-    oracle=f"{_POLICIES}:humaneval_oracle",
-    random_policy=f"{_POLICIES}:code_random_policy",
+    oracle="humaneval_oracle",
 )
 
 _CODEGEN = [*_GRADING, "rollgym.envs.code.config", "rollgym.envs.code.codegen.families",
             "rollgym.envs.code.codegen.source", "rollgym.envs.code.codegen.env"]
-register_env(
+_register(
     "CodeGen-v0",
     "rollgym.envs.code.codegen.env:CodeGenEnv",
     description="Generated Python functions (string, list, arithmetic, dict, recursion, simulation); hidden tests.",
-    family="code",
     components=_CODEGEN,
-    oracle=f"{_POLICIES}:codegen_oracle",
-    random_policy=f"{_POLICIES}:code_random_policy",
+    oracle="codegen_oracle",
 )
 
-register_env(
+_register(
     "RepoRepair-v0",
     "rollgym.envs.code.repo_repair.env:RepoRepairEnv",
     description="Fix the bug an issue describes in a small generated Python repo; hidden tests, test files untouched.",
-    family="code",
     components=[*_GRADING, "rollgym.envs.code.config", "rollgym.envs.code.tool_env",
                 "rollgym.envs.code.repo_repair.modules", "rollgym.envs.code.repo_repair.source",
                 "rollgym.envs.code.repo_repair.env"],
-    oracle=f"{_POLICIES}:repo_repair_oracle",
-    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+    oracle="repo_repair_oracle",
+    random_policy="repo_repair_random_policy",
 )
 
 _REPO_REAL = ["rollgym.envs.code.runner", "rollgym.envs.code.tool_env", "rollgym.envs.code.repo_repair.env",
               "rollgym.envs.code.repo_real.projects", "rollgym.envs.code.repo_real.mutate",
               "rollgym.envs.code.repo_real.validate", "rollgym.envs.code.repo_real.source",
               "rollgym.envs.code.repo_real.env", "rollgym.sandbox.inside.supervisor"]
-register_env(
+_register(
     "RepoRepairReal-v0",
     "rollgym.envs.code.repo_real.env:RepoRepairRealEnv",
     description="Fix AST-injected bugs in real Python projects (sdists fetched by `rollgym data build repo-real`); "
                 "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
-    family="code",
     components=_REPO_REAL,
-    oracle=f"{_POLICIES}:repo_real_oracle",
-    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+    oracle="repo_real_oracle",
+    random_policy="repo_repair_random_policy",
 )
-register_env(
+_register(
     "RepoRepairReal-v1",
     "rollgym.envs.code.repo_real.env:RepoRepairRealGuardedEnv",
     description="RepoRepairReal over the grown task set (2,054 validated mutants of 8 projects: v0's 901 and the "
                 "cheaper validator's), graded by each project's own hidden tests with a guard plugin loaded before "
                 "the project's code (patching pytest's reporting scores 0); split test_unseen holds held-out projects.",
-    family="code",
     components=[*_REPO_REAL, "rollgym.envs.code.repo_real.guard"],
-    oracle=f"{_POLICIES}:repo_real_oracle",
-    random_policy=f"{_POLICIES}:repo_repair_random_policy",
+    oracle="repo_real_oracle",
+    random_policy="repo_repair_random_policy",
 )
 
-register_env(
+_register(
     "Terminal-v0",
     "rollgym.envs.code.terminal.env:TerminalEnv",
     description="Shell tasks (files, text, scripts, permissions, archives) with a bash tool; final state checked.",
-    family="code",
     components=["rollgym.envs.code.config", "rollgym.envs.code.tool_env", "rollgym.envs.code.terminal.source",
                 "rollgym.envs.code.terminal.env", "rollgym.sandbox.inside.supervisor"],
-    oracle=f"{_POLICIES}:terminal_oracle",
-    random_policy=f"{_POLICIES}:terminal_random_policy",
+    oracle="terminal_oracle",
+    random_policy="terminal_random_policy",
 )
 
-register_env(
+_register(
     "TerminalGen-v0",
     "rollgym.envs.code.terminal_gen.env:TerminalGenEnv",
     description="4,260 generated shell tasks, 21 kinds in 7 categories (files, text, permissions, archives, scripts, "
                 "processes, localhost services); split test_unseen holds 7 held-out kinds.",
-    family="code",
     components=["rollgym.envs.code.config", "rollgym.envs.code.tool_env", "rollgym.envs.code.terminal.source",
                 "rollgym.envs.code.terminal.env", "rollgym.envs.code.terminal_gen.spec",
                 "rollgym.envs.code.terminal_gen.state_kinds", "rollgym.envs.code.terminal_gen.program_kinds",
                 "rollgym.envs.code.terminal_gen.source", "rollgym.envs.code.terminal_gen.checks",
                 "rollgym.envs.code.terminal_gen.env", "rollgym.sandbox.inside.supervisor"],
-    oracle=f"{_POLICIES}:terminal_gen_oracle",
-    random_policy=f"{_POLICIES}:terminal_random_policy",
+    oracle="terminal_gen_oracle",
+    random_policy="terminal_random_policy",
 )
