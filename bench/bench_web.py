@@ -189,6 +189,7 @@ def main() -> None:
     from rich.table import Table
 
     figures: dict[str, float] = {}
+    load_before = psutil.getloadavg()[0]
     get_runtime()
     figures.update(bench_steps(args.steps))
     figures.update(bench_memory())
@@ -254,7 +255,7 @@ def main() -> None:
         save_results("web", figures, [
             {"what": "Web step: click + observation (median)", "rollgym": f"{figures['step_median_ms']:.0f} ms",
              "peer": f"BrowserGym {peer_s:.1f} s", "ratio": f"{peer_s * 1000 / figures['step_median_ms']:.1f}x"},
-        ], command="python bench/bench_web.py --browsergym-python PATH")
+        ], command="python bench/bench_web.py --browsergym-python PATH", load_before=load_before)
 
 
 if __name__ == "__main__":

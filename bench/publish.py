@@ -52,7 +52,7 @@ def machine() -> dict[str, Any]:
 
 
 def save_results(name: str, figures: dict[str, Any], rows: list[dict[str, str]], *, command: str,
-                 directory: Path = RESULTS_DIR) -> Path:
+                 directory: Path = RESULTS_DIR, load_before: float | None = None) -> Path:
     """Write ``bench/results/<name>.json``: the raw figures and the README rows they back.
 
     Args:
@@ -60,17 +60,21 @@ def save_results(name: str, figures: dict[str, Any], rows: list[dict[str, str]],
         figures: Every measured number, as the bench printed it.
         rows: README rows, each a dict with ``what``, ``rollgym``, ``peer`` and ``ratio`` (strings).
         command: The command that produced the figures.
+        load_before: The 1-minute load average when the bench started (``machine`` gives it when saved).
     """
     for row in rows:
         if set(row) != set(COLUMNS) or not all(isinstance(row[c], str) for c in COLUMNS):
             raise ValueError(f"A README row needs exactly the string fields {COLUMNS}, got {row!r}.")
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
+    where = machine()
+    if load_before is not None:
+        where["load_1min_before"] = round(load_before, 2)
     data = {
         "bench": name,
         "command": command,
         "measured_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(),
+        "machine": where,
         "figures": figures,
         "readme_rows": rows,
     }

@@ -108,3 +108,13 @@ def test_the_shortcut_rows_name_their_path_and_give_the_env_paths_ratio_beside()
             assert shortcut in row["what"] and env_path in row["what"], row
             assert len(row["rollgym"].split(" / ")) == 2 and len(row["ratio"].split(" / ")) == 2, row
             assert all(part.strip().endswith("x") for part in row["ratio"].split(" / ")), row
+
+
+def test_a_result_keeps_the_load_before_the_bench_beside_the_load_after(tmp_path: Path):
+    pub = publish()
+    row = {"what": "a", "rollgym": "1", "peer": "2", "ratio": "2x"}
+    path = pub.save_results("x", {}, [row], command="python bench/x.py", directory=tmp_path, load_before=3.456)
+    where = json.loads(path.read_text())["machine"]
+    assert where["load_1min_before"] == 3.46 and "load_1min" in where
+    path = pub.save_results("y", {}, [row], command="python bench/y.py", directory=tmp_path)
+    assert "load_1min_before" not in json.loads(path.read_text())["machine"]
