@@ -192,9 +192,12 @@ def main() -> None:
     load_before = psutil.getloadavg()[0]
     get_runtime()
     figures.update(bench_steps(args.steps))
+    # the two sides run minutes apart, so the load around each is kept beside the figures
+    figures["load_1min_after_steps"] = psutil.getloadavg()[0]
     figures.update(bench_memory())
     figures.update(bench_throughput(args.episodes, args.think_ms))
     if args.browsergym_python:
+        figures["load_1min_before_peer"] = psutil.getloadavg()[0]
         figures.update(bench_peer(args.browsergym_python, args.peer_steps))
         args.browsergym_step_s = figures["browsergym_defaults_step_s"]
         args.browsergym_reset_s = figures["browsergym_defaults_reset_s"]
