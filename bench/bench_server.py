@@ -298,6 +298,7 @@ def main() -> None:
     parser.add_argument("--ray", action="store_true",
                         help="with --replicas: also each count above 1 with the replicas in Ray actors (--ray)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     if args.replicas:
         replica_rows(args.replicas, args.sessions, args.steps, args.repeat, ray=args.ray)
         return
@@ -347,13 +348,13 @@ def main() -> None:
         ok = min(100 * ours.ok / ours.sessions for ours, _ in pairs if ours)
         save_results("server", {"steps": args.steps, "repeat": args.repeat, "rows": [
             {"workload": r.name, "server": r.server, "sessions": r.sessions, "ok": r.ok, "steps": r.steps,
-             "seconds": r.seconds, "note": r.note} for r in results]}, [
+             "seconds": r.seconds, "p50_ms": r.row()[5], "p99_ms": r.row()[6], "note": r.note} for r in results]}, [
             {"what": f"Env server, {' / '.join(f'{s:,}' for s in shown)} concurrent sessions, trivial env "
-                     f"(steps/s, {ok:.0f}% success or more)",
+                     f"(steps/s, {'100%' if ok == 100 else f'at least {ok:.0f}%'} success)",
              "rollgym": " / ".join(f"{rate(o):,.0f}" for o, _ in pairs if o),
              "peer": "OpenEnv's server " + " / ".join(f"{rate(t):,.0f}" for _, t in pairs if t),
              "ratio": " / ".join(f"{rate(o) / rate(t):.1f}x" for o, t in pairs if o and t)},
-        ], command="python bench/bench_server.py")
+        ], command=" ".join(["python bench/bench_server.py", *sys.argv[1:]]), load_before=load_before)
 
 
 def replica_rows(counts: list[int], session_counts: list[int], steps: int, repeat: int, *, ray: bool = False) -> None:

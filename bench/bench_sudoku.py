@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import time
 import tracemalloc
@@ -269,6 +270,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few items per level, for a smoke run")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     q = args.quick
     # (blanks, rollgym puzzles, reasoning-gym puzzles); reasoning-gym takes seconds per puzzle near 60
     nine = [(30, 300, 100), (50, 300, 60), (58, 100, 15), (60, 0, 8)]
@@ -319,7 +321,7 @@ def main() -> None:
             {"what": "9x9 Sudoku generation with uniqueness proof, 50 blanks",
              "rollgym": f"p50 {float(ours[5]):.1f} ms, p99 {float(ours[6]):.1f} ms", "peer": "reasoning-gym",
              "ratio": ours[-1].replace(" faster", "")},
-        ], command="python bench/bench_sudoku.py")
+        ], command="python bench/bench_sudoku.py", load_before=load_before)
 
 
 if __name__ == "__main__":

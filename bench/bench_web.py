@@ -189,11 +189,15 @@ def main() -> None:
     from rich.table import Table
 
     figures: dict[str, float] = {}
+    load_before = psutil.getloadavg()[0]
     get_runtime()
     figures.update(bench_steps(args.steps))
+    # the two sides run minutes apart, so the load around each is kept beside the figures
+    figures["load_1min_after_steps"] = psutil.getloadavg()[0]
     figures.update(bench_memory())
     figures.update(bench_throughput(args.episodes, args.think_ms))
     if args.browsergym_python:
+        figures["load_1min_before_peer"] = psutil.getloadavg()[0]
         figures.update(bench_peer(args.browsergym_python, args.peer_steps))
         args.browsergym_step_s = figures["browsergym_defaults_step_s"]
         args.browsergym_reset_s = figures["browsergym_defaults_reset_s"]
@@ -254,7 +258,7 @@ def main() -> None:
         save_results("web", figures, [
             {"what": "Web step: click + observation (median)", "rollgym": f"{figures['step_median_ms']:.0f} ms",
              "peer": f"BrowserGym {peer_s:.1f} s", "ratio": f"{peer_s * 1000 / figures['step_median_ms']:.1f}x"},
-        ], command="python bench/bench_web.py --browsergym-python PATH")
+        ], command="python bench/bench_web.py --browsergym-python PATH", load_before=load_before)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--size", type=int, default=64)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     sps, sps_cpu = bench_simulator(args.steps, args.size)
     ours, peer = bench_reward(args.size)
     env_step = bench_env(args.size)
@@ -116,7 +117,7 @@ def main() -> None:
                          "ratio": f"{peer / ours:.1f}x"})
         save_results("worldmodel", {"steps_per_s": sps, "steps_per_cpu_s": sps_cpu, "reward_s": ours,
                                     "peer_reward_s": peer, "env_step_s": env_step}, rows,
-                     command="python bench/bench_worldmodel.py")
+                     command="python bench/bench_worldmodel.py", load_before=load_before)
 
 
 if __name__ == "__main__":

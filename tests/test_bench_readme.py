@@ -33,36 +33,6 @@ def _saves(script: Path, name: str) -> bool:
     return f'save_results("{name}"' in text or f'report_figures(args, "{name}"' in text
 
 
-def test_every_earlier_row_belongs_to_a_bench_that_will_replace_it():
-    # A hand-typed row may stand in the table only until its bench's next run writes bench/results/<name>.json.
-    pub = publish()
-    earlier = json.loads(pub.EARLIER.read_text(encoding="utf-8"))["benches"]
-    for name, rows in earlier.items():
-        script = ROOT / "bench" / f"bench_{name}.py"
-        assert script.exists(), f"bench/earlier.json names {name!r}, which has no bench/bench_{name}.py"
-        assert _saves(script, name), f"{script.name} never saves results"
-        assert rows and all(set(row) == set(pub.COLUMNS) for row in rows), name
-
-
-def test_a_result_file_replaces_the_earlier_rows_of_its_bench(tmp_path: Path):
-    pub = publish()
-    earlier = tmp_path / "earlier.json"
-    earlier.write_text(json.dumps({"benches": {
-        "x": [{"what": "old x", "rollgym": "1", "peer": "2", "ratio": "2x"}],
-        "y": [{"what": "old y", "rollgym": "3", "peer": "4", "ratio": "1.3x"}],
-    }}))
-    results = tmp_path / "results"
-    pub.save_results("x", {}, [{"what": "new x", "rollgym": "5", "peer": "6", "ratio": "1.2x"}],
-                     command="python bench/bench_x.py", directory=results)
-    table = pub.render_table(pub.load_all(results, earlier))
-    assert "old x" not in table and "| new x | 5 | 6 | 1.2x |" in table
-    assert f"| old y{pub.EARLIER_MARK} | 3 | 4 | 1.3x |" in table and pub.EARLIER_NOTE in table
-    pub.save_results("y", {}, [{"what": "new y", "rollgym": "7", "peer": "8", "ratio": "1.1x"}],
-                     command="python bench/bench_y.py", directory=results)
-    table = pub.render_table(pub.load_all(results, earlier))
-    assert pub.EARLIER_MARK not in table and pub.EARLIER_NOTE not in table
-
-
 def test_every_result_names_the_script_that_wrote_it():
     pub = publish()
     for path in sorted(pub.RESULTS_DIR.glob("*.json")):
@@ -90,7 +60,7 @@ def test_save_results_refuses_rows_without_the_four_columns(tmp_path: Path):
         pub.save_results("x", {}, [{"what": "a", "rollgym": "1"}], command="python bench/x.py", directory=tmp_path)
     path = pub.save_results("x", {"n": 1}, [{"what": "a", "rollgym": "1", "peer": "2", "ratio": "2x"}],
                             command="python bench/x.py", directory=tmp_path)
-    table = pub.render_table(pub.load_all(tmp_path, None)).splitlines()
+    table = pub.render_table(pub.load_all(tmp_path)).splitlines()
     assert table[2] == "| a | 1 | 2 | 2x |"
     assert table[-1].startswith("Measured: x 2") and "1-minute load" in table[-1]  # when, and under what load
     assert json.loads(path.read_text())["figures"] == {"n": 1}
@@ -108,3 +78,13 @@ def test_the_shortcut_rows_name_their_path_and_give_the_env_paths_ratio_beside()
             assert shortcut in row["what"] and env_path in row["what"], row
             assert len(row["rollgym"].split(" / ")) == 2 and len(row["ratio"].split(" / ")) == 2, row
             assert all(part.strip().endswith("x") for part in row["ratio"].split(" / ")), row
+
+
+def test_a_result_keeps_the_load_before_the_bench_beside_the_load_after(tmp_path: Path):
+    pub = publish()
+    row = {"what": "a", "rollgym": "1", "peer": "2", "ratio": "2x"}
+    path = pub.save_results("x", {}, [row], command="python bench/x.py", directory=tmp_path, load_before=3.456)
+    where = json.loads(path.read_text())["machine"]
+    assert where["load_1min_before"] == 3.46 and "load_1min" in where
+    path = pub.save_results("y", {}, [row], command="python bench/y.py", directory=tmp_path)
+    assert "load_1min_before" not in json.loads(path.read_text())["machine"]
