@@ -348,6 +348,11 @@ def _task_set_twin(env_id: str) -> str | None:
     return None
 
 
+#: A MATHTool-vN id grades its answer with the verifier call of MATH-vN (``MathProblemEnv.verify``), which takes
+#: the text that waits on the verifier's hard timeout
+SAME_VERIFY = {f"MATHTool-{version}": f"MATH-{version}" for version in ("v0", "v1")}
+
+
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("env_id", ATTACKED_IDS)
 def test_step_survives_the_known_attacks(env_id: str) -> None:
@@ -358,17 +363,17 @@ def test_step_survives_the_known_attacks(env_id: str) -> None:
     # A web step drives a real browser: those take the short list. A ToolWorld-v0 id serves the same apps and tools
     # as its -v1 id, and an id that only chooses a task set (a dataset, an app, a group of templates) runs the
     # code of its twin without one, which takes every attack: those take the short list, and leave out the text
-    # that waits on the math verifier's hard timeout (the twin takes it). A RepoRepairReal submission runs a real
-    # project's suite (seconds); its parser and tools are RepoRepair-v0's, which takes every attack, and its
-    # grader never reads the final message: a message without a tool call ends the episode with the same grading
-    # run whatever it says, so one such message stands for them all.
+    # that waits on the math verifier's hard timeout (the twin takes it; MATH-vN takes it for MATHTool-vN).
+    # A RepoRepairReal submission runs a real project's suite (seconds); its parser and tools are RepoRepair-v0's,
+    # which takes every attack, and its grader never reads the final message: a message without a tool call
+    # ends the episode with the same grading run whatever it says, so one such message stands for them all.
     v1_twin = env_id.startswith("ToolWorld") and env_id.endswith("-v0") and env_id[:-1] + "1" in ATTACKED_IDS
     twin = _task_set_twin(env_id)
     few = rollgym.env_info(env_id).family == "web" or env_id in EXAMPLES_BY_ID or v1_twin or twin is not None
     texts = PLAIN_TEXTS
     if env_id in EXAMPLES_BY_ID:
         texts = PLAIN_TEXTS[:1]
-    elif twin is not None:
+    elif twin is not None or env_id in SAME_VERIFY:
         texts = [text for text in PLAIN_TEXTS if text != SLOW_TEXT]
     for i, action in enumerate(_nasty_actions(names, params, few=few, texts=texts)):
         if done:  # multi-turn envs take the next attack in the same episode
