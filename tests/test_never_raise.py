@@ -296,15 +296,20 @@ def test_array_env_step_rejects_bad_arrays_with_a_labelled_error(env_id: str) ->
     run()
 
 
-def _nasty_actions(names: list[str], params: list[str], few: bool = False) -> list[str]:
+#: Text sent as a whole message. The slow one runs into the math verifier's hard timeout (seconds).
+SLOW_TEXT = r"\boxed{(10!)!}"
+PLAIN_TEXTS = ["", "\ud800", "\x00" * 10, "\u202e<answer>1</answer>", "<answer>" + "9" * 5000 + "</answer>",
+               "<move>" + "9" * 5000 + "</move>", r"\boxed{" + "9" * 5000 + "}", SLOW_TEXT,
+               r"\boxed{\ud800}", "<answer>\ud800</answer>", "[" * 50_000 + "]" * 50_000, "x" * 1_000_000]
+
+
+def _nasty_actions(names: list[str], params: list[str], few: bool = False, texts: list[str] = PLAIN_TEXTS) -> list[str]:
     """Fixed attacks every text env must survive, aimed at each of its tools' parameters.
 
     Values the parser refuses are sent to one tool (the refusal does not depend on
     the tool); values that reach the tool's code are sent to every tool.
     """
-    texts = ["", "\ud800", "\x00" * 10, "\u202e<answer>1</answer>", "<answer>" + "9" * 5000 + "</answer>",
-             "<move>" + "9" * 5000 + "</move>", r"\boxed{" + "9" * 5000 + "}", r"\boxed{(10!)!}",
-             r"\boxed{\ud800}", "<answer>\ud800</answer>", "[" * 50_000 + "]" * 50_000, "x" * 1_000_000]
+    texts = list(texts)
     refused = ["9" * 4301, "-" + "9" * 5000, "NaN", "Infinity", "1e999", '"\\ud800"', '"\ud800"',
                "[" * 5000 + "]" * 5000]
     reaching = ["99999999999999999999", "-1e308", '"\\u0000"', '"' + "z" * 99_000 + '"', "null", "[]", "{}"]
@@ -324,20 +329,53 @@ def _nasty_actions(names: list[str], params: list[str], few: bool = False) -> li
 
 # the web ids share four sites; their -v1 ids stand for them (each step drives a real browser)
 ATTACKED_IDS = [i for i in TEXT_IDS if rollgym.env_info(i).family != "web" or i.endswith("-v1")]
+#: arguments that only choose the task set: a dataset, an app's scenario, a group of task templates
+TASK_SET_KWARGS = ("dataset", "scenario", "groups")
+
+
+def _task_set_twin(env_id: str) -> str | None:
+    """The attacked id with ``env_id``'s entry point and arguments but no task set of its own, where ``env_id``
+    chooses one (ToolWorld-v1 for ToolWorld-Shopping-v1, ToolGen-v0 for ToolGen-Chain-v0, MATH-v1 for AIME24-v1)."""
+    spec = gym.spec(env_id)
+    if not any(spec.kwargs.get(key) is not None for key in TASK_SET_KWARGS):
+        return None
+    rest = {k: v for k, v in spec.kwargs.items() if k not in TASK_SET_KWARGS}
+    for other in ATTACKED_IDS:
+        twin = gym.spec(other)
+        if twin.entry_point == spec.entry_point and twin.kwargs == {**rest, **{
+                k: None for k in TASK_SET_KWARGS if k in twin.kwargs}}:
+            return other
+    return None
+
+
+#: A MATHTool-vN id grades its answer with the verifier call of MATH-vN (``MathProblemEnv.verify``), which takes
+#: the text that waits on the verifier's hard timeout
+SAME_VERIFY = {f"MATHTool-{version}": f"MATH-{version}" for version in ("v0", "v1")}
 
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("env_id", ATTACKED_IDS)
 def test_step_survives_the_known_attacks(env_id: str) -> None:
     env = _env(env_id)
+    env.reset(seed=0)  # a ToolGen env offers the tools of the episode's app: the attacks aim at those
     names, params = _tool_schema(env)
-    done = True
-    # a web step drives a real browser, and a RepoRepairReal submission runs a real project's suite (its parser is
-    # RepoRepair-v0's, which takes every attack); a ToolWorld-v0 id serves the same apps and tools as its -v1
-    # id, which takes every attack: those take the short list
+    done = False
+    # A web step drives a real browser: those take the short list. A ToolWorld-v0 id serves the same apps and tools
+    # as its -v1 id, and an id that only chooses a task set (a dataset, an app, a group of templates) runs the
+    # code of its twin without one, which takes every attack: those take the short list, and leave out the text
+    # that waits on the math verifier's hard timeout (the twin takes it; MATH-vN takes it for MATHTool-vN).
+    # A RepoRepairReal submission runs a real project's suite (seconds); its parser and tools are RepoRepair-v0's,
+    # which takes every attack, and its grader never reads the final message: a message without a tool call
+    # ends the episode with the same grading run whatever it says, so one such message stands for them all.
     v1_twin = env_id.startswith("ToolWorld") and env_id.endswith("-v0") and env_id[:-1] + "1" in ATTACKED_IDS
-    few = rollgym.env_info(env_id).family == "web" or env_id in EXAMPLES_BY_ID or v1_twin
-    for i, action in enumerate(_nasty_actions(names, params, few=few)):
+    twin = _task_set_twin(env_id)
+    few = rollgym.env_info(env_id).family == "web" or env_id in EXAMPLES_BY_ID or v1_twin or twin is not None
+    texts = PLAIN_TEXTS
+    if env_id in EXAMPLES_BY_ID:
+        texts = PLAIN_TEXTS[:1]
+    elif twin is not None or env_id in SAME_VERIFY:
+        texts = [text for text in PLAIN_TEXTS if text != SLOW_TEXT]
+    for i, action in enumerate(_nasty_actions(names, params, few=few, texts=texts)):
         if done:  # multi-turn envs take the next attack in the same episode
             env.reset(seed=i)
         done = _check_step(env.step(action))

@@ -116,10 +116,14 @@ def test_killing_the_server_mid_run_loses_no_finished_episode_and_the_rerun_comp
             time.sleep(0.05)  # so that the run is still going when the server dies
             return super().act(observation, info)
 
+    # Each episode left when the server dies tries its 3 reconnections before it is marked failed; with the
+    # default backoff (0.25 s, doubling) that waited 1.75 s per episode, most of this test's time. The attempts
+    # are the same with a shorter backoff, which is not what this test checks.
+    fast_retries = {"backoff_s": 0.01}
     thread = threading.Thread(target=killer)
     thread.start()
     try:
-        groups = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))
+        groups = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out), env_kwargs=fast_retries)
     finally:
         thread.join()
         first.close()
@@ -134,7 +138,8 @@ def test_killing_the_server_mid_run_loses_no_finished_episode_and_the_rerun_comp
 
     second = ServeEnvProcess("Countdown-v0", port=int(port))  # the same address, so the run's identity holds
     try:
-        resumed = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out))
+        resumed = collect(SlowOracle(), env_id, n_tasks=20, group_size=2, seed=3, out=str(out),
+                          env_kwargs=fast_retries)
     finally:
         second.close()
     by_key = {(i, t.sample_idx): t for i, g in enumerate(resumed) for t in g.trajectories}

@@ -8,6 +8,8 @@ from collections import defaultdict
 import gymnasium as gym
 import pytest
 
+from rollgym.envs.code.humaneval_grader import HumanEvalGrader
+from rollgym.envs.code.runner import CodeRunner
 from tests.envs.code.conftest import HACKS, canonical
 
 pytestmark = pytest.mark.timeout(900)
@@ -34,9 +36,30 @@ def test_no_canonical_solution_passes_another_problem_with_the_same_signature(hu
                     code = f"{a.meta['code_prompt']}{a.answer['canonical_solution']}\n\n{alias}"
                     pairs.append((b, f"```python\n{code}\n```", a.id))
     assert len(pairs) > 50  # signatures such as (string: str) -> ... are shared by many problems
-    scores = grader.grade([(b, text) for b, text, _ in pairs], details=False)
-    passed = [(a_id, b.id) for (b, _, a_id), s in zip(pairs, scores) if s.correct]
-    assert passed == []
+    # The default grader waits 3 s on each call that never ends (prime_fib(50), ...): that was most of this
+    # test's time. So every pair is graded first with calls limited to 0.25 s. A call that returns within 0.25 s
+    # returns the same value under 3 s (the solutions are deterministic), so a pair with no timeout gets the
+    # default grader's verdict, and a pair with a call that returned the wrong type or raised fails the default
+    # grader too (each call's type and exception are judged alone). The other pairs that timed out are graded
+    # with the default 3 s per call but only 4 s per run, one pair per round trip so that both sandboxes share
+    # them: a call that ran out of its 3 s fails the default grader too. Any pair still undecided (the run was
+    # cut before a call timed out) is graded with the default limits.
+    pending = pairs
+    spread = CodeRunner(grader.runner.limits, batch=1)
+    try:
+        for judge, proof in (
+            (HumanEvalGrader(grader.runner, call_timeout_s=0.25), {"wrong_type", "exception"}),
+            (HumanEvalGrader(spread, timeout_s=4.0), {"wrong_type", "exception", "timeout"}),
+            (HumanEvalGrader(spread), None),
+        ):
+            scores = judge.grade([(b, text) for b, text, _ in pending], details=False)
+            passed = [(a_id, b.id) for (b, _, a_id), s in zip(pending, scores) if s.correct]
+            assert passed == []
+            if proof is not None:
+                pending = [pair for pair, s in zip(pending, scores) if s.error == "timeout"
+                           and not proof & {f["reason"] for f in s.details.get("failures", [])}]
+    finally:
+        spread.close()
 
 
 WRONG = {
