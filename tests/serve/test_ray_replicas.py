@@ -13,8 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from rollgym.core.errors import RollgymError
+from rollgym.serve.spawn import ServeEnvProcess
 from tests.conftest import require_module
-from tests.serve.conftest import ServerProcess, wait_for
+from tests.serve.conftest import wait_for
 
 require_module("ray")
 require_module("starlette")
@@ -54,7 +56,7 @@ def test_ray_replicas_land_by_resources_stick_fail_honestly_and_come_back(cluste
     from rollgym.serve.client import EnvServerGone
 
     handle, nodes = cluster
-    server = ServerProcess("Countdown-v0", "--replicas", "2", "--ray", handle.address, "--ray-resource", "envs=1",
+    server = ServeEnvProcess("Countdown-v0", "--replicas", "2", "--ray", handle.address, "--ray-resource", "envs=1",
                            "--ray-cpus", "0")
     url = server.url
     try:
@@ -97,10 +99,10 @@ def test_ray_replicas_land_by_resources_stick_fail_honestly_and_come_back(cluste
         for env in (*envs, fresh):
             env.close()
     finally:
-        server.stop()
+        server.close()
 
 
 def test_ray_replicas_refuse_a_cluster_without_the_resource_in_one_sentence(cluster):
     handle, _ = cluster
-    with pytest.raises(RuntimeError, match="No node of the Ray cluster offers what a serve-env replica needs"):
-        ServerProcess("Countdown-v0", "--replicas", "2", "--ray", handle.address, "--ray-resource", "gpu-browser=1")
+    with pytest.raises(RollgymError, match="No node of the Ray cluster offers what a serve-env replica needs"):
+        ServeEnvProcess("Countdown-v0", "--replicas", "2", "--ray", handle.address, "--ray-resource", "gpu-browser=1")
