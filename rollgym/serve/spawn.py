@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -72,8 +73,9 @@ class ServeEnvProcess(Closeable):
                 for line in seen.splitlines(keepends=True):
                     if line.startswith(b"{") and line.endswith(b"\n"):
                         return str(json.loads(line)["url"])
-                if chunk:
-                    continue
+                if not chunk:  # stdout closed without a ready line: wait for the exit instead of spinning on EOF
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self.process.wait(timeout=left)
             if self.process.poll() is not None:
                 raise RollgymError(f"rollgym serve-env exited with status {self.process.returncode}: {self.stderr()}")
         raise RollgymError(f"rollgym serve-env was not ready after {timeout_s:g} s: {self.stderr()}")
