@@ -24,7 +24,7 @@ from rollgym.sandbox.isolation import Isolation
 from rollgym.sandbox.job import Job, encode
 from rollgym.sandbox.limits import Limits
 from rollgym.sandbox.result import RunResult
-from rollgym.sandbox.spawn import BwrapLauncher, DirectLauncher, bwrap_binary
+from rollgym.sandbox.spawn import BwrapLauncher, DirectLauncher, InterpreterError, bwrap_binary
 
 log = logging.getLogger(__name__)
 BACKENDS = ("auto", "bwrap", "process")
@@ -135,7 +135,10 @@ class Sandbox(Closeable):
                         "code in a plain limited process."
                     )
             else:
-                launcher = BwrapLauncher(python)
+                try:
+                    launcher = BwrapLauncher(python)
+                except InterpreterError as exc:
+                    raise SandboxUnavailableError(str(exc)) from None
                 failure = _start_failure(launcher)
                 if failure is None:
                     return launcher

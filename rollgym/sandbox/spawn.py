@@ -42,6 +42,8 @@ from typing import Any
 INSIDE_DIR = Path(__file__).resolve().with_name("inside")
 BOX_ROOT = "/sandbox"
 INSIDE_MOUNT = "/.rollgym/inside"
+STASH_MOUNT = "/.rollgym/python"  # Python folders under /tmp or /dev/shm, until bound back over the private ones
+PRIVATE_MOUNTS = ("/tmp", "/dev/shm")  # the supervisor mounts folders of its own tmpfs on these
 UID_BASE = 1_900_000_000  # host uids of sandboxes (root only): UID_BASE .. UID_BASE + UID_RANGE
 UID_RANGE = 1 << 24
 INSIDE_UID = 65534
@@ -107,6 +109,29 @@ def python_roots(executable: str | None = None) -> list[str]:
     return kept
 
 
+def _under(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == f or path.startswith(f + "/") for f in folders)
+
+
+class InterpreterError(Exception):
+    """The interpreter lives where no sandbox can show it; the message says where and what to do."""
+
+
+def check_placement(roots: list[str]) -> None:
+    """Refuse, in one sentence, an interpreter whose folders the sandbox cannot show at their own path: one
+    that is (or holds) ``/tmp``, ``/dev/shm``, ``/proc``, ``/dev`` or the sandbox's own folders. Folders
+    *below* ``/tmp`` or ``/dev/shm`` are fine: they are bound back over the sandbox's private ones."""
+    for root in roots:
+        holds = [p for p in (*PRIVATE_MOUNTS, BOX_ROOT, "/.rollgym", "/proc", "/dev") if _under(p, (root.rstrip("/"),))]
+        inside = _under(root, (BOX_ROOT, "/.rollgym", "/proc")) or (_under(root, ("/dev",))
+                                                                    and not _under(root, ("/dev/shm",)))
+        if holds or inside:
+            raise InterpreterError(
+                f"The Python installation folder {root} cannot be shown inside the sandbox (it is or holds a "
+                "folder the sandbox replaces); install Python or the virtual environment elsewhere, e.g. under "
+                "/opt or /home, or below /tmp in a folder of its own.")
+
+
 @functools.lru_cache(maxsize=1)
 def site_paths() -> list[str]:
     """This Python's site-packages folders. The supervisor starts with ``-S`` (no ``site``: its ``.pth``
@@ -167,6 +192,7 @@ class BwrapLauncher:
             raise FileNotFoundError("bubblewrap is not installed (apt-get install bubblewrap)")
         self.binary = binary
         self.python = interpreter(python)
+        check_placement(python_roots(self.python))
         compile_inside()
         self.root_mode = os.geteuid() == 0
         self.workdir = f"{BOX_ROOT}/work"
@@ -191,6 +217,7 @@ class BwrapLauncher:
             if os.path.exists(path):
                 args += ["--ro-bind", path, path]
         made: set[str] = set()
+        self.rebind: list[list[str]] = []
         for root in python_roots(self.python):
             if root.startswith("/usr/") or root == "/usr":
                 continue
@@ -199,6 +226,10 @@ class BwrapLauncher:
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", root, root]
+            if _under(root, PRIVATE_MOUNTS):  # hidden by the supervisor's own /tmp: kept aside, bound back over it
+                stash = f"{STASH_MOUNT}/{len(self.rebind)}"
+                args += ["--ro-bind", root, stash]
+                self.rebind.append([stash, root])
         args += ["--ro-bind", str(INSIDE_DIR), INSIDE_MOUNT]
         args += ["--proc", "/proc", "--dev", "/dev", "--dir", BOX_ROOT, "--dir", "/tmp",
                  "--chdir", "/", "--cap-drop", "ALL"]
@@ -212,7 +243,7 @@ class BwrapLauncher:
         """A supervisor to start, writing replies to ``result_fd``."""
         host_uid = next_host_uid() if self.root_mode else None
         config = {"mode": "bwrap", "root": BOX_ROOT, "result_fd": result_fd, "preload": list(preload),
-                  "site_paths": site_paths(),
+                  "site_paths": site_paths(), "rebind": self.rebind,
                   "host_uid": host_uid, "inside_uid": INSIDE_UID, "kill_all": True}
         argv = [*self._static, "--", self.python, "-I", "-S", "-c", LOADER, INSIDE_MOUNT]
         return Plan(argv, config, host_uid=host_uid)

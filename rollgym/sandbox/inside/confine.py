@@ -13,7 +13,7 @@ _libc.syscall.restype = ctypes.c_long
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 PR_SET_CHILD_SUBREAPER, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 47, 4
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
 CLONE_NEWUSER, CLONE_NEWIPC = 0x10000000, 0x08000000
 
 
@@ -58,8 +58,12 @@ def _proc_write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def mount_box(root: str, disk_bytes: int, max_files: int) -> None:
-    """The sandbox's only writable place: a tmpfs with a byte and an inode quota, and its binds."""
+def mount_box(root: str, disk_bytes: int, max_files: int, rebind: list[list[str]] | None = None) -> None:
+    """The sandbox's only writable place: a tmpfs with a byte and an inode quota, and its binds.
+
+    ``rebind``: ``[stash, target]`` pairs, read-only folders of the Python installation that live
+    under ``/tmp`` or ``/dev/shm`` (bubblewrap put them aside at ``stash``); each is bound back at
+    ``target`` over the private folder, read-only, so that jobs run the same interpreter."""
     flags = MS_NOSUID | MS_NODEV
     _mount("tmpfs", root, "tmpfs", flags, f"size={disk_bytes},nr_inodes={max_files},mode=0755")
     for name, mode in (("work", 0o755), ("tmp", 0o1777), ("shm", 0o1777)):
@@ -68,6 +72,33 @@ def mount_box(root: str, disk_bytes: int, max_files: int) -> None:
     _mount(os.path.join(root, "tmp"), "/tmp", None, MS_BIND, None)
     if os.path.isdir("/dev/shm"):
         _mount(os.path.join(root, "shm"), "/dev/shm", None, MS_BIND, None)
+    for stash, target in rebind or ():
+        for folder in [*reversed(_parents(target)), target]:
+            if not os.path.isdir(folder):
+                os.mkdir(folder, 0o755)
+                os.chmod(folder, 0o755)
+        _mount(stash, target, None, MS_BIND | MS_REC, None)
+        _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+def _parents(path: str) -> list[str]:
+    """The folders above ``path`` below its top folder, nearest first: ``/tmp/a/b/c`` -> ``/tmp/a/b``, ``/tmp/a``."""
+    parts = path.split("/")
+    return ["/".join(parts[:n]) for n in range(len(parts) - 1, 2, -1)]
+
+
+def kept_folders(rebind: list[list[str]], root: str) -> tuple[set[str], set[str]]:
+    """For emptying the writable folders between jobs: the bound-back targets (as paths under ``root``,
+    where the supervisor empties them) and the folders that lead to them."""
+    targets: set[str] = set()
+    leading: set[str] = set()
+    for _, target in rebind:
+        for mount, name in (("/tmp", "tmp"), ("/dev/shm", "shm")):
+            if target.startswith(mount + "/"):
+                inner = os.path.join(root, name, target[len(mount) + 1:])
+                targets.add(inner)
+                leading.update(p for p in _parents(inner) if len(p) > len(os.path.join(root, name)))
+    return targets, leading
 
 
 def write_etc(home: str) -> None:

@@ -70,6 +70,7 @@ from .confine import (
     SetupError,
     drop_capabilities,
     drop_privileges,
+    kept_folders,
     make_read_only,
     mount_box,
     prctl,
@@ -202,9 +203,11 @@ class Supervisor:
             except (OSError, ValueError):
                 pass  # not allowed here: the scheduler places them
         if self.mode == "bwrap":
-            mount_box(self.root, disk_bytes, max_files)
+            mount_box(self.root, disk_bytes, max_files, config.get("rebind"))
             write_etc(self.workdir)
             make_read_only("/", "/dev")
+            if not os.access(sys.executable, os.X_OK):  # jobs would run another Python, or none
+                raise SetupError(f"the interpreter {sys.executable} is not visible inside the sandbox")
             chown = [self.workdir, os.path.join(self.root, "tmp"), os.path.join(self.root, "shm")]
             drop_privileges(config.get("host_uid"), config.get("inside_uid"), chown)
         else:
@@ -326,11 +329,15 @@ class Supervisor:
     def empty(self) -> None:
         """Empty every writable folder (the working folder, ``/tmp``, ``/dev/shm``), as a new sandbox has them."""
         modes = {"work": 0o755, "tmp": 0o1777, "shm": 0o1777}
+        targets, leading = kept_folders(self.config.get("rebind") or [], self.root)
         for name in os.listdir(self.root):
             path = os.path.join(self.root, name)
             if name in modes and os.path.isdir(path) and not os.path.islink(path):
                 os.chmod(path, modes[name])  # the code may have made it unreadable
-                empty_folder(path)
+                if leading or targets:
+                    empty_keeping(path, targets, leading)
+                else:
+                    empty_folder(path)
             elif os.path.isdir(path) and not os.path.islink(path):
                 empty_folder(path)
                 os.rmdir(path)
@@ -594,6 +601,25 @@ class Supervisor:
                 os.kill(-1, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def empty_keeping(path: str, targets: set[str], leading: set[str]) -> None:
+    """Empty ``path`` but keep the folders that the Python installation is bound back on (``targets``) and
+    the folders that lead to them (``leading``, emptied of everything else and made 0755 again). A target
+    moved away by the code is a mount point found elsewhere: removing it fails, and the sandbox retires."""
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if full in targets:
+            continue
+        if full in leading and os.path.isdir(full) and not os.path.islink(full):
+            if os.stat(full).st_mode & 0o7777 != 0o755:  # the code made it its own (it cannot when root made it)
+                os.chmod(full, 0o755)
+            empty_keeping(full, targets, leading)
+        elif os.path.isdir(full) and not os.path.islink(full):
+            empty_folder(full)
+            os.rmdir(full)
+        else:
+            os.unlink(full)
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
