@@ -24,7 +24,7 @@ from rollgym.sandbox.isolation import Isolation
 from rollgym.sandbox.job import Job, encode
 from rollgym.sandbox.limits import Limits
 from rollgym.sandbox.result import RunResult
-from rollgym.sandbox.spawn import BwrapLauncher, DirectLauncher, InterpreterError, bwrap_binary
+from rollgym.sandbox.spawn import PACKAGES_MOUNT, BwrapLauncher, DirectLauncher, InterpreterError, bwrap_binary
 
 log = logging.getLogger(__name__)
 BACKENDS = ("auto", "bwrap", "process")
@@ -74,6 +74,12 @@ class Sandbox(Closeable):
         strict: Refuse to start when a required wall (:data:`~rollgym.sandbox.isolation.REQUIRED`)
             is missing here; ``None`` reads :func:`strict_default` (on in CI). Not strict,
             a missing wall is a warning naming it.
+        packages: A folder of Python packages that jobs import instead of the installed ones (a
+            grader's own: pytest and its dependencies, not the project under test). Under
+            bubblewrap every ``site-packages``/``dist-packages`` folder of the installation is
+            hidden (an empty read-only folder) and this one is mounted read-only at
+            :data:`~rollgym.sandbox.spawn.PACKAGES_MOUNT` and put on ``PYTHONPATH``
+            (:attr:`packages_path`); the ``process`` backend only puts it on ``PYTHONPATH``.
 
     Example:
         >>> with Sandbox() as box:
@@ -91,6 +97,7 @@ class Sandbox(Closeable):
         preload: Sequence[str] = (),
         audit_hook: bool = True,
         strict: bool | None = None,
+        packages: str | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ConfigError(f"Unknown sandbox backend {backend!r}; use one of {', '.join(BACKENDS)} (or 'docker').")
@@ -101,6 +108,9 @@ class Sandbox(Closeable):
         self.preload = tuple(preload)
         self.pool_size = pool_size
         self.strict = strict_default() if strict is None else strict
+        if packages is not None and not os.path.isdir(packages):
+            raise ConfigError(f"packages must name a folder of Python packages; {packages!r} is not a folder.")
+        self.packages = os.path.realpath(packages) if packages is not None else None
         self.launcher = self._launcher(backend, python)
         self.backend = self.launcher.backend
         self._idle: deque[Box] = deque()
@@ -136,7 +146,7 @@ class Sandbox(Closeable):
                     )
             else:
                 try:
-                    launcher = BwrapLauncher(python)
+                    launcher = BwrapLauncher(python, packages=self.packages)
                 except InterpreterError as exc:
                     raise SandboxUnavailableError(str(exc)) from None
                 failure = _start_failure(launcher)
@@ -150,12 +160,19 @@ class Sandbox(Closeable):
                     )
                 warnings.warn(f"bubblewrap cannot start a sandbox here ({failure}); using a plain process.",
                               RuntimeWarning, stacklevel=3)
-        return DirectLauncher(python)
+        return DirectLauncher(python, packages=self.packages)
+
+    @property
+    def packages_path(self) -> str | None:
+        """Where jobs find the ``packages`` folder (``None`` without one)."""
+        if self.packages is None:
+            return None
+        return PACKAGES_MOUNT if self.backend == "bwrap" else self.packages
 
     @property
     def isolation(self) -> Isolation:
         """The walls this sandbox has here, measured once per process by a probe run."""
-        key = (self.backend, self.launcher.python, self.audit_hook)
+        key = (self.backend, self.launcher.python, self.audit_hook, self.packages)
         with _probe_lock:
             if key not in _probe_cache:
                 _probe_cache[key] = self._probe()
@@ -504,17 +521,18 @@ def shared_sandbox(
     backend: str = "auto",
     pool_size: int = 1,
     preload: Sequence[str] = (),
+    packages: str | None = None,
 ) -> Sandbox:
     """One :class:`Sandbox` per configuration for the whole process, with a warm pool.
 
     Envs use it so that a thousand env instances share one or two waiting sandboxes
     instead of starting their own. Do not ``close()`` it; it is closed at exit.
     """
-    key = (backend, limits or Limits(), pool_size, tuple(preload))
+    key = (backend, limits or Limits(), pool_size, tuple(preload), packages)
     with _shared_lock:
         box = _shared.get(key)
         if box is None or box._closed:
-            box = Sandbox(limits, backend=backend, pool_size=pool_size, preload=preload)
+            box = Sandbox(limits, backend=backend, pool_size=pool_size, preload=preload, packages=packages)
             if not _shared:
                 atexit.register(_close_shared)
             _shared[key] = box
@@ -529,12 +547,12 @@ def _close_shared() -> None:
         box.close()
 
 
-_start_cache: dict[tuple[str, str], str | None] = {}
+_start_cache: dict[tuple[str, str, str], str | None] = {}
 
 
 def _start_failure(launcher: BwrapLauncher) -> str | None:
     """Why bubblewrap cannot start a sandbox here (cached per process), or ``None`` if it can."""
-    key = (launcher.binary, launcher.python)
+    key = (launcher.binary, launcher.python, launcher.packages or "")
     with _probe_lock:
         if key not in _start_cache:
             box = Box(launcher)

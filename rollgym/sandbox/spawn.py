@@ -42,6 +42,7 @@ from typing import Any
 INSIDE_DIR = Path(__file__).resolve().with_name("inside")
 BOX_ROOT = "/sandbox"
 INSIDE_MOUNT = "/.rollgym/inside"
+PACKAGES_MOUNT = "/.rollgym/site"  # a sandbox's own package folder, in place of the installed packages
 STASH_MOUNT = "/.rollgym/python"  # Python folders under /tmp or /dev/shm, until bound back over the private ones
 PRIVATE_MOUNTS = ("/tmp", "/dev/shm")  # the supervisor mounts folders of its own tmpfs on these
 UID_BASE = 1_900_000_000  # host uids of sandboxes (root only): UID_BASE .. UID_BASE + UID_RANGE
@@ -140,6 +141,44 @@ def site_paths() -> list[str]:
     return list(dict.fromkeys(paths))
 
 
+def usr_parts() -> list[str]:
+    """The parts of ``/usr`` a sandbox with its own ``packages`` shows: commands, shared libraries, locales and
+    time zones; not ``/usr/lib``'s other folders or ``/usr/share``, where other software keeps copies of Python
+    packages (a cloud SDK's vendored ``six`` and ``idna``)."""
+    keep = ["/usr/bin", "/usr/sbin", "/usr/lib64", "/usr/lib32", "/usr/libx32", "/usr/lib/locale",
+            "/usr/share/zoneinfo", "/usr/lib/os-release"]
+    keep += [str(p) for p in Path("/usr/lib").glob("*-linux-gnu*")]
+    return [p for p in keep if os.path.exists(p) and not os.path.islink(p)]
+
+
+def python_folders() -> list[str]:
+    """This Python's standard library folders (the ones to show when ``/usr`` is shown only in part)."""
+    found = {sysconfig.get_path(key) for key in ("stdlib", "platstdlib")}
+    found |= {p for p in sys.path if p and os.path.isdir(p) and not p.endswith(("site-packages", "dist-packages"))}
+    return sorted({os.path.realpath(p) for p in found if p and os.path.isdir(p)})
+
+
+def installed_package_folders() -> list[str]:
+    """Every folder of installed packages this Python could read: its own and its base installation's
+    ``site-packages`` and ``dist-packages``, the user's, those on ``sys.path``, and the wheels ``ensurepip``
+    bundles (real paths, existing)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    found = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, "/usr", "/usr/local"}:
+        for lib in ("lib", "lib64"):
+            found += [f"{prefix}/{lib}/{version}/site-packages", f"{prefix}/{lib}/{version}/dist-packages",
+                      f"{prefix}/{lib}/python3/dist-packages", f"{prefix}/{lib}/python3/site-packages"]
+    try:
+        import site
+
+        found += [*site.getsitepackages(), site.getusersitepackages()]
+    except (AttributeError, ImportError):
+        pass
+    found.append(os.path.join(sysconfig.get_path("stdlib"), "ensurepip", "_bundled"))  # pip's and setuptools'
+    real = {os.path.realpath(p) for p in found if p and os.path.isdir(p)}  # wheels, with vendored six and idna
+    return sorted(real)
+
+
 def interpreter(executable: str | None = None) -> str:
     """The Python the sandbox runs (this one by default), as an absolute path."""
     path = executable or sys.executable
@@ -186,7 +225,7 @@ class BwrapLauncher:
 
     backend = "bwrap"
 
-    def __init__(self, python: str | None = None) -> None:
+    def __init__(self, python: str | None = None, packages: str | None = None) -> None:
         binary = bwrap_binary()
         if binary is None:
             raise FileNotFoundError("bubblewrap is not installed (apt-get install bubblewrap)")
@@ -196,7 +235,10 @@ class BwrapLauncher:
         compile_inside()
         self.root_mode = os.geteuid() == 0
         self.workdir = f"{BOX_ROOT}/work"
+        self.packages = packages
         self.env_defaults = default_env(self.python, self.workdir, "/tmp")
+        if packages is not None:
+            self.env_defaults["PYTHONPATH"] = PACKAGES_MOUNT
         self._static = self._static_args()
 
     def _static_args(self) -> list[str]:
@@ -205,7 +247,12 @@ class BwrapLauncher:
         if not self.root_mode:
             args += ["--unshare-user", "--uid", "0", "--gid", "0"]
         args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/.rollgym"]
-        args += ["--ro-bind", "/usr", "/usr"]
+        usr = usr_parts() if self.packages is not None else ["/usr"]
+        for part in usr:
+            for parent in reversed(Path(part).parents):
+                if str(parent) != "/":
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", part, part]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / name
             if host.is_symlink():
@@ -218,18 +265,33 @@ class BwrapLauncher:
                 args += ["--ro-bind", path, path]
         made: set[str] = set()
         self.rebind: list[list[str]] = []
+        bound = list(usr)
         for root in python_roots(self.python):
-            if root.startswith("/usr/") or root == "/usr":
+            if _under(root, tuple(usr)):
+                continue
+            if _under(root, ("/usr",)):  # a Python of /usr, with /usr bound in part: its own folders only
+                for folder in python_folders():
+                    if _under(folder, (root,)) and not _under(folder, tuple(bound)):
+                        args += ["--ro-bind", folder, folder]
+                        bound.append(folder)
                 continue
             for parent in reversed(Path(root).parents):  # bubblewrap would make them 0700
                 if str(parent) != "/" and str(parent) not in made:
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", root, root]
+            bound.append(root)
             if _under(root, PRIVATE_MOUNTS):  # hidden by the supervisor's own /tmp: kept aside, bound back over it
                 stash = f"{STASH_MOUNT}/{len(self.rebind)}"
                 args += ["--ro-bind", root, stash]
                 self.rebind.append([stash, root])
+        if self.packages is not None:  # only the given packages: every installed one is hidden (an empty folder)
+            for folder in installed_package_folders():
+                places = [folder] if _under(folder, tuple(bound)) else []
+                places += [stash + folder[len(target):] for stash, target in self.rebind if _under(folder, (target,))]
+                for place in places:
+                    args += ["--tmpfs", place, "--remount-ro", place]
+            args += ["--ro-bind", self.packages, PACKAGES_MOUNT]
         args += ["--ro-bind", str(INSIDE_DIR), INSIDE_MOUNT]
         args += ["--proc", "/proc", "--dev", "/dev", "--dir", BOX_ROOT, "--dir", "/tmp",
                  "--chdir", "/", "--cap-drop", "ALL"]
@@ -243,7 +305,7 @@ class BwrapLauncher:
         """A supervisor to start, writing replies to ``result_fd``."""
         host_uid = next_host_uid() if self.root_mode else None
         config = {"mode": "bwrap", "root": BOX_ROOT, "result_fd": result_fd, "preload": list(preload),
-                  "site_paths": site_paths(), "rebind": self.rebind,
+                  "site_paths": [] if self.packages else site_paths(), "rebind": self.rebind,
                   "host_uid": host_uid, "inside_uid": INSIDE_UID, "kill_all": True}
         argv = [*self._static, "--", self.python, "-I", "-S", "-c", LOADER, INSIDE_MOUNT]
         return Plan(argv, config, host_uid=host_uid)
@@ -298,8 +360,9 @@ class DirectLauncher:
 
     backend = "process"
 
-    def __init__(self, python: str | None = None, *, landlock: bool = True) -> None:
+    def __init__(self, python: str | None = None, *, landlock: bool = True, packages: str | None = None) -> None:
         self.python = interpreter(python)
+        self.packages = packages  # on PYTHONPATH only: without a mount namespace, installed packages stay readable
         compile_inside()
         self.prefix = network_namespace_prefix()
         self.drop = os.geteuid() == 0 and python_is_world_readable()
@@ -317,6 +380,7 @@ class DirectLauncher:
                 os.chown(root / name, host_uid, host_uid)
         read_paths = ["/usr", "/bin", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/alternatives", "/proc/self",
                       "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
+        read_paths += [self.packages] if self.packages else []
         config = {"mode": "direct", "root": str(root), "result_fd": result_fd, "preload": list(preload),
                   "site_paths": site_paths(),
                   "host_uid": host_uid, "inside_uid": None, "kill_all": host_uid is not None,
@@ -328,7 +392,10 @@ class DirectLauncher:
 
     def env_for(self, plan: Plan) -> dict[str, str]:
         """The job environment defaults of one plan (its folders are on the host)."""
-        return default_env(self.python, str(Path(plan.config["root"]) / "work"), str(Path(plan.config["root"]) / "tmp"))
+        env = default_env(self.python, str(Path(plan.config["root"]) / "work"), str(Path(plan.config["root"]) / "tmp"))
+        if self.packages is not None:
+            env["PYTHONPATH"] = self.packages
+        return env
 
     def cleanup(self, plan: Plan) -> bool:
         """Remove the plan's host folder; ``False`` if anything is left (the caller counts and warns)."""

@@ -76,12 +76,12 @@ class CodeRunner:
 
     def __init__(
         self, limits: Limits | None = None, *, workers: int = 2, backend: str = "auto", batch: int = 16,
-        pin: bool | None = None,
+        pin: bool | None = None, packages: str | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.workers = max(1, workers)
         self.batch = max(1, batch)
-        self.sandbox: Sandbox = shared_sandbox(self.limits, backend=backend, pool_size=0)
+        self.sandbox: Sandbox = shared_sandbox(self.limits, backend=backend, pool_size=0, packages=packages)
         self.cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         self.pin = (len(self.cpus) == self.workers if pin is None else pin) and len(self.cpus) > 1
         self._pinned: dict[int, Session | None] = {}  # CPU -> the session on it (None: starting)
@@ -219,12 +219,15 @@ _runners: dict[tuple[Any, ...], CodeRunner] = {}
 _runners_lock = threading.Lock()
 
 
-def code_runner(limits: Limits | None = None, *, workers: int = 2, backend: str = "auto") -> CodeRunner:
-    """The process-wide :class:`CodeRunner` of a configuration (envs share it; do not close it)."""
-    key = (limits or Limits(), workers, backend)
+def code_runner(
+    limits: Limits | None = None, *, workers: int = 2, backend: str = "auto", packages: str | None = None
+) -> CodeRunner:
+    """The process-wide :class:`CodeRunner` of a configuration (envs share it; do not close it);
+    ``packages``: see :class:`~rollgym.sandbox.Sandbox`."""
+    key = (limits or Limits(), workers, backend, packages)
     with _runners_lock:
         if key not in _runners:
-            _runners[key] = CodeRunner(limits, workers=workers, backend=backend)
+            _runners[key] = CodeRunner(limits, workers=workers, backend=backend, packages=packages)
         return _runners[key]
 
 

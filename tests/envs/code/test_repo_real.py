@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import textwrap
 from collections import Counter
 
 import pytest
@@ -328,3 +329,98 @@ def test_v1_honest_fixes_pass_where_the_guard_could_misfire(env_v1, index, why):
     assert why in answer["run"] or why in answer["files"]
     reward, info = _oracle_episode(env_v1, observation, info)
     assert reward == 1.0, info
+
+
+# -- the grader's packages and the project's configuration (issue #41) -----------------------------------------
+# Prepended to a package's __init__ (appended to a one-module project): find an unmutated copy of the project
+# anywhere the tests could read it (on sys.path, in any installation folder) and run it in place of the agent's.
+_FIND_PRISTINE = '''
+import os as _o, sys as _s
+def _pristine(name, here):
+    places = [_o.path.join(d, name) for d in _s.path if d]
+    for top in ("/usr", "/opt", "/root", "/home", "/work", "/.rollgym", _s.prefix, _s.base_prefix):
+        for d, subs, files in _o.walk(top):
+            places += [_o.path.join(d, n) for n in subs + files if n == name]
+    for p in places:
+        if _o.path.exists(p) and _o.path.realpath(p) != _o.path.realpath(here) and "/.rollgym/site/" not in p:
+            return p
+'''
+EXEC_INSTALLED_COPY = {
+    "package": _FIND_PRISTINE + '''
+_p = _pristine(__name__, _o.path.dirname(__file__))
+if _p:
+    __path__[:] = [_p]
+    exec(compile(open(_o.path.join(_p, "__init__.py")).read(), _p, "exec"))
+''',
+    "module": _FIND_PRISTINE + '''
+_p = _pristine(__name__ + ".py", __file__)
+if _p:
+    import importlib.util as _u
+    _spec = _u.spec_from_file_location(__name__, _p)
+    _m = _u.module_from_spec(_spec)
+    getattr(_s, "mod" + "ules")[__name__] = _m
+    _spec.loader.exec_module(_m)
+''',
+}
+
+
+@pytest.mark.parametrize(("split", "index", "kind"), [("train", 1246, "package"), ("test_unseen", 0, "module")])
+def test_v1_executing_an_installed_copy_of_the_project_scores_zero(env_v1, split, index, kind):
+    """idna and six are installed in rollgym's own environment: the grader once let the package's code find that
+    unmutated copy and run it, and the tests passed with the bug in place (issue #41). The grader's sandbox now
+    shows no installed package but pytest's own (``grader_site``)."""
+    env_v1.reset(seed=0, options={"split": split, "task_index": index})
+    answer = env_v1.unwrapped.task.answer
+    assert answer["project"] == {"package": "idna", "module": "six"}[kind]
+    init = "idna/__init__.py" if kind == "package" else "six.py"
+    text = env_v1.unwrapped.files[init]
+    if kind == "package":
+        attacked = EXEC_INSTALLED_COPY[kind] + text
+    else:  # six's __future__ import must come first; its (buggy) body runs only when no other copy was found
+        head, future, rest = text.partition("from __future__ import absolute_import\n")
+        attacked = head + future + EXEC_INSTALLED_COPY[kind] + "if not _p:\n" + textwrap.indent(rest, "    ")
+    info = _finish_with(env_v1, init, attacked)
+    assert info["reward"] == 0.0 and info["error"] == "tests_failed", info
+
+
+def test_v1_the_agents_pytest_configuration_never_reaches_grading(env_v1):
+    """``pythonpath`` added to the project's own pytest section (six's ``setup.cfg``) once pointed the graded run at
+    an installed copy of the project (score 1 with the bug in place); the shipped configuration files are always
+    the ones graded."""
+    import site
+
+    env_v1.reset(seed=0, options={"split": "test_unseen", "task_index": 0})
+    assert env_v1.unwrapped.task.answer["project"] == "six"
+    shipped = env_v1.unwrapped.files["setup.cfg"]
+    edited = shipped.replace("minversion = 2.2.0\n", "minversion = 2.2.0\npythonpath = "
+                             + " ".join(site.getsitepackages()) + "\n")
+    assert edited != shipped
+    info = _finish_with(env_v1, "setup.cfg", edited)
+    assert info["reward"] == 0.0 and info["error"] == "tests_failed", info
+    tree = env_v1.unwrapped._tree(env_v1.unwrapped.task, {**env_v1.unwrapped.files, "setup.cfg": edited,
+                                                           "pyproject.toml": "[tool.pytest.ini_options]\n"},
+                                  with_hidden=True)
+    assert tree["setup.cfg"] == shipped.encode() and "pyproject.toml" not in tree
+
+
+def test_v1_the_oracle_passes_on_the_installed_projects_tasks(env_v1):
+    for split, index in (("train", 1246), ("test_unseen", 0)):
+        observation, info = env_v1.reset(seed=0, options={"split": split, "task_index": index})
+        reward, info = _oracle_episode(env_v1, observation, info)
+        assert reward == 1.0, info
+
+
+def test_a_grading_run_the_sandbox_could_not_make_is_a_sandbox_error_not_a_failed_test(env_v1):
+    """A missing interpreter (exit 127), a sandbox that failed, or no pytest in it: labelled ``sandbox_error``
+    (the collector retries it), never ``tests_failed``."""
+    from rollgym.sandbox import RunResult
+
+    _first(env_v1)
+    judge = env_v1.unwrapped._judge
+    missing = RunResult(stderr="sandbox: could not start: FileNotFoundError: b'/bin/python'", exit_code=127)
+    no_pytest = RunResult(stderr="/usr/bin/python: No module named pytest\n", exit_code=1)
+    failed = RunResult(error="supervisor_died: the sandbox exited (status 1)")
+    for result in (missing, no_pytest, failed):
+        score = judge(result, None)
+        assert score.reward == 0.0 and score.error == "sandbox_error", result
+    assert judge(RunResult(error="sandbox_broken: the job's files could not be removed"), None).error == "tests_failed"

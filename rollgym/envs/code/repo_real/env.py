@@ -11,9 +11,11 @@ from typing import Any, Unpack
 
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.task import Score, Task
+from rollgym.envs.code.repo_real.grader_site import grader_packages
 from rollgym.envs.code.repo_real.projects import load_projects, project_dir
 from rollgym.envs.code.repo_real.source import DEFAULT_ENV_ID, LATEST_ENV_ID, MAX_BUGS, RepoRepairRealSource
 from rollgym.envs.code.repo_repair.env import RepoToolEnv, changed_tests
+from rollgym.envs.code.runner import SANDBOX_ERROR, code_runner
 from rollgym.envs.code.tool_env import ToolLoopOptions
 from rollgym.sandbox import Job, Limits, RunResult
 
@@ -24,6 +26,10 @@ SYSTEM_PROMPT = (
 GRADE_LIMITS = Limits(wall_s=120, cpu_s=120, mem_mb=2048, nproc=16, max_output_bytes=262_144)
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR) (.+?)(?: - .*)?$")
 _SKIP_DIRS = ("docs/", "doc/", ".git/")
+# The project's own configuration: always graded as shipped, whatever the agent wrote (pytest reads these;
+# `pythonpath`, `python_files` or a `[tool:pytest]` section could point the run elsewhere).
+PRISTINE = frozenset({"pyproject.toml", "setup.cfg", "tox.ini", "pytest.ini", ".pytest.ini", "conftest.py",
+                      "setup.py"})
 GUARD_SOURCE = Path(__file__).with_name("guard.py").read_text(encoding="utf-8")
 GUARD_MARK = "@@rollgym-guard "
 TAMPERED = "report_tampered"
@@ -77,6 +83,19 @@ def guard_verdict(output: str, token: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return verdict if isinstance(verdict, dict) else None
+
+
+def infrastructure_failure(result: RunResult) -> str | None:
+    """Why a grading run failed through no fault of the agent's code (``None`` when it did not): the
+    sandbox failed (a job that broke its sandbox is the agent's doing), the interpreter or a command was
+    missing (exit 126 or 127), or pytest itself could not be imported."""
+    if result.error is not None and not result.error.startswith("sandbox_broken"):
+        return result.error[:300]
+    if result.exit_code in (126, 127):
+        return f"the sandbox could not run the test command (exit {result.exit_code}): {result.stderr[-200:]}"
+    if "No module named pytest" in result.stderr and not outcomes(result.stdout):
+        return "pytest could not be imported in the sandbox"
+    return None
 
 
 def outcomes(output: str) -> dict[str, str]:
@@ -147,6 +166,12 @@ class RepoRepairRealEnv(RepoToolEnv):
     def __init__(self, *, bugs: int = 1, **loop: Unpack[ToolLoopOptions]) -> None:
         self.bugs = bugs
         self._open(RepoRepairRealSource(bugs, self.default_env_id), 256, 8192, loop)
+        # the tests import pytest from the grader's own folder; no installed package is visible to them
+        self.runner = code_runner(self.runner.limits, packages=str(grader_packages()))
+
+    def _pythonpath(self, project_root: str, *more: str) -> str:
+        """The project's root, then ``more``, then the grader's packages."""
+        return ":".join([project_root, *more, self.runner.sandbox.packages_path or ""]).rstrip(":")
 
     @property
     def difficulty(self) -> Difficulty:
@@ -170,9 +195,9 @@ class RepoRepairRealEnv(RepoToolEnv):
                 continue
             if rel in task.answer["hidden"] and not with_hidden:
                 continue
-            if rel in original and rel not in agent_files:
+            if rel in original and rel not in agent_files and rel not in PRISTINE:
                 continue  # the agent deleted it
-            text = agent_files.get(rel) if rel in original else None
+            text = agent_files.get(rel) if rel in original and rel not in PRISTINE else None
             tree[rel] = text.encode() if text is not None else path.read_bytes()
         return tree
 
@@ -183,7 +208,7 @@ class RepoRepairRealEnv(RepoToolEnv):
             return "no visible test file covers the mutated modules; the hidden tests decide", {"ok": True}
         project = next(p for p in load_projects() if p.name == self.task.answer["project"])
         job = Job.command(pytest_argv(visible, [], report_all=False), files=self._tree(self.task, self.files,
-                          with_hidden=False), env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
+                          with_hidden=False), env={"PYTHONPATH": self._pythonpath(project.root)}, limits=GRADE_LIMITS)
         result = self.runner.run_one(job)
         return result.as_text(self.max_output_chars), {"ok": result.ok, "label": result.label}
 
@@ -199,7 +224,7 @@ class RepoRepairRealEnv(RepoToolEnv):
         if not self.guarded:
             job = Job.command(pytest_argv(answer["run"], answer["deselect"], report_all=True),
                               files=self._tree(self.task, self.files, with_hidden=True),
-                              env={"PYTHONPATH": project.root}, limits=GRADE_LIMITS)
+                              env={"PYTHONPATH": self._pythonpath(project.root)}, limits=GRADE_LIMITS)
             return self._judge(self.runner.run_one(job), None)
         root = project_dir(project)
         clean = {path: (root / path).read_text(encoding="utf-8", errors="replace") for path in self.files
@@ -213,7 +238,8 @@ class RepoRepairRealEnv(RepoToolEnv):
         tree[".rollgym/token"] = json.dumps({"token": token, "watch": answer["failing"]}).encode()
         argv = pytest_argv(answer["run"], answer["deselect"], report_all=True)
         job = Job.command([*argv[:3], "-p", "_rollgym_guard", *argv[3:]], files=tree,
-                          env={"PYTHONPATH": f"{project.root}:.rollgym", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                          env={"PYTHONPATH": self._pythonpath(project.root, ".rollgym"),
+                               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
                           limits=GRADE_LIMITS)
         result = self.runner.run_one(job)
         return self._judge(result, guard_verdict(result.stdout, token))
@@ -223,6 +249,9 @@ class RepoRepairRealEnv(RepoToolEnv):
         guard, the guard saw them pass and nothing tampered with pytest's reporting)."""
         assert self.task is not None
         answer = self.task.answer
+        infrastructure = infrastructure_failure(result)
+        if infrastructure is not None:  # the sandbox, not the agent's code, failed: retried, never a 0
+            return Score.fail(SANDBOX_ERROR, sandbox=infrastructure, exit_code=result.exit_code, label=result.label)
         seen = outcomes(result.stdout)
         bad = sorted(t for t, outcome in seen.items() if outcome != "PASSED")
         # A failing id without "::" is a file that did not import; fixed, some test of it must pass.
