@@ -100,6 +100,7 @@ def python_roots(executable: str | None = None) -> list[str]:
             roots.add(path)
     if executable:
         roots.add(str(Path(executable).parent))
+    roots.update(site_paths())  # those a .pth file adds from elsewhere too: the supervisor puts them on sys.path
     real = {os.path.realpath(p) for p in roots if p and os.path.isdir(p)}
     # keep the outermost folders only
     ordered = sorted(real, key=len)
