@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-.venv/bin/python}"
 WORK="$(mktemp -d /tmp/rollgym-ci-XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
+chmod 755 "$WORK"  # the unprivileged-user test runs the clone's code as uid 65534
 git clone --quiet . "$WORK/rollgym"
 "$PYTHON" -m venv --without-pip "$WORK/venv"
-site_dirs="$("$PYTHON" -c 'import site; print("\n".join(site.getsitepackages()))')"
+site_dirs="$("$PYTHON" -c 'import sys; print("\n".join(p for p in sys.path if p.endswith("site-packages")))')"
 purelib="$("$WORK/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
 echo "$site_dirs" > "$purelib/rollgym-ci-host-packages.pth"
 cd "$WORK/rollgym"

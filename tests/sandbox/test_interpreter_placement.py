@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import site
 import subprocess
 import sys
 import tempfile
@@ -49,7 +48,7 @@ def tmp_venv() -> Iterator[Path]:
         python = venv / "bin" / "python"
         purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                  capture_output=True, text=True, check=True, timeout=60).stdout.strip()
-        ours = [p for p in site.getsitepackages() if os.path.isdir(p)]
+        ours = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]  # .pth-added ones too
         (Path(purelib) / "host-packages.pth").write_text("\n".join(ours) + "\n")
         (Path(purelib) / "only_in_tmp_venv").mkdir()
         (Path(purelib) / "only_in_tmp_venv" / "__init__.py").write_text("VALUE = 'from-the-tmp-venv'\n")

@@ -217,7 +217,7 @@ def test_without_root_bubblewrap_makes_the_user_namespace(tmp_path: Path) -> Non
                              capture_output=True, text=True).stdout.strip()
     if version != str(sys.version_info[:2]):
         pytest.skip(f"/usr/bin/python3 is {version}, not this Python's version")
-    site = next(p for p in sys.path if p.endswith("site-packages"))
+    site = ":".join(p for p in sys.path if p.endswith("site-packages"))  # a venv's, and those its .pth files add
     repo = Path(__file__).resolve().parents[2]
     code = ("from rollgym.sandbox import Sandbox, Limits\nbox = Sandbox(Limits(wall_s=20), backend='bwrap', "
             "strict=True)\nr = box.run_command(['bash', '-c', 'id -u; touch /x'], limits=Limits(nproc=8))\n"
