@@ -42,7 +42,9 @@ from typing import Any
 INSIDE_DIR = Path(__file__).resolve().with_name("inside")
 BOX_ROOT = "/sandbox"
 INSIDE_MOUNT = "/.rollgym/inside"
-PACKAGES_MOUNT = "/.rollgym/site"  # a sandbox's own package folder, in place of the installed packages
+# a sandbox's own package folder, in place of the installed packages (named so that tools which skip installed
+# code by its path, such as hypothesis when it collects constants from "local" modules, skip it)
+PACKAGES_MOUNT = "/.rollgym/site-packages"
 STASH_MOUNT = "/.rollgym/python"  # Python folders under /tmp or /dev/shm, until bound back over the private ones
 PRIVATE_MOUNTS = ("/tmp", "/dev/shm")  # the supervisor mounts folders of its own tmpfs on these
 UID_BASE = 1_900_000_000  # host uids of sandboxes (root only): UID_BASE .. UID_BASE + UID_RANGE

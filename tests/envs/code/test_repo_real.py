@@ -342,7 +342,7 @@ def _pristine(name, here):
         for d, subs, files in _o.walk(top):
             places += [_o.path.join(d, n) for n in subs + files if n == name]
     for p in places:
-        if _o.path.exists(p) and _o.path.realpath(p) != _o.path.realpath(here) and "/.rollgym/site/" not in p:
+        if _o.path.exists(p) and _o.path.realpath(p) != _o.path.realpath(here) and "/.rollgym/site-packages/" not in p:
             return p
 '''
 EXEC_INSTALLED_COPY = {

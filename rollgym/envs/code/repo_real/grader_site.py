@@ -9,7 +9,8 @@ that execute that copy passed every test with the bug in place.
 The folder holds the files of :data:`ROOTS` and of everything they require (markers evaluated for
 this Python, no extras), copied from this environment's installation, under
 ``<cache>/grader-site-<key>`` (the key hashes the Python version and each distribution's name and
-version). It refuses, in one sentence, a requirement that is one of the projects under test.
+version; the packages are in its ``site-packages`` folder). It refuses, in one sentence, a requirement
+that is one of the projects under test.
 
 Example:
     >>> sorted(p.name for p in grader_packages().iterdir())[:2]  # doctest: +SKIP
@@ -83,26 +84,32 @@ def grader_distributions() -> list[metadata.Distribution]:
 def grader_packages(root: Path | None = None) -> Path:
     """The folder of the grader's packages, built on first use (a copy of their installed files)."""
     dists = grader_distributions()
-    key_text = f"{sys.version_info[:2]}|" + "|".join(f"{_normal(d.metadata['Name'])}=={d.version}" for d in dists)
+    names = "|".join(f"{_normal(d.metadata['Name'])}=={d.version}" for d in dists)
+    key_text = f"site-packages|{sys.version_info[:2]}|{names}"
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     base = root or cache_root()
     folder = base / f"grader-site-{key}"
     with _lock:
         if str(folder) in _built or (folder / ".complete").is_file():
             _built[str(folder)] = folder
-            return folder
+            return folder / "site-packages"
         base.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".grader-site-", dir=base))
         try:
-            for dist in dists:
+            packages = work / "site-packages"  # by that name: hypothesis skips "site-packages" paths when it
+            for dist in dists:                  # reads local modules for constants (3 s a run otherwise)
                 for file in dist.files or ():
                     source = Path(str(dist.locate_file(file)))
                     rel = Path(str(file))
                     if rel.is_absolute() or ".." in rel.parts or rel.suffix == ".pyc" or not source.is_file():
                         continue  # scripts in bin/, caches
-                    target = work / rel
+                    target = packages / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, target)
+            import compileall
+
+            # compiled once here: the sandbox sees the folder read-only and would compile on every run
+            compileall.compile_dir(str(packages), quiet=2)
             for path in [work, *work.rglob("*")]:  # readable by the sandbox's unprivileged user
                 os.chmod(path, 0o755 if path.is_dir() else 0o644)
             (work / ".complete").write_text(key_text + "\n")
@@ -114,4 +121,4 @@ def grader_packages(root: Path | None = None) -> Path:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         _built[str(folder)] = folder
-        return folder
+        return folder / "site-packages"
