@@ -83,3 +83,27 @@ def test_an_interpreter_the_sandbox_cannot_show_is_refused_in_one_sentence(root:
 @pytest.mark.parametrize("root", ["/tmp/x/venv", "/dev/shm/py", "/opt/python", "/home/u/.venv"])
 def test_interpreter_folders_below_tmp_are_fine(root: str) -> None:
     check_placement(["/usr", root])
+
+
+def test_a_sandbox_with_its_own_packages_shows_no_installed_package(tmp_path: Path) -> None:
+    """``Sandbox(packages=...)`` (RepoRepairReal's grader): jobs import from that folder only; the installed
+    packages (``six``, ``idna``, ``numpy`` here), ensurepip's wheels and ``/usr/share`` are not there to read."""
+    require_binary("bwrap")
+    from rollgym.sandbox import Limits, Sandbox
+    from rollgym.sandbox.spawn import PACKAGES_MOUNT, installed_package_folders
+
+    mine = tmp_path / "site-packages"
+    mine.mkdir()
+    (mine / "only_mine.py").write_text("X = 'mine'\n")
+    folders = installed_package_folders()
+    code = ("import importlib.util as u, json, os, sys, only_mine\n"
+            "print(json.dumps([only_mine.X, [n for n in ('six', 'idna', 'numpy', 'pytest') if u.find_spec(n)],"
+            " {f: os.listdir(f) for f in json.loads(sys.argv[1]) if os.path.isdir(f)},"
+            " os.path.exists('/usr/share/doc'), os.path.exists('/usr/bin/env')]))")
+    box = Sandbox(Limits(wall_s=30, cpu_s=20, nproc=8), backend="bwrap", strict=True, packages=str(mine))
+    assert box.packages_path == PACKAGES_MOUNT
+    result = box.run_command(["python", "-c", code, json.dumps(folders)])
+    assert result.exit_code == 0, result.stderr[-1000:]
+    name, importable, listed, share, env_binary = json.loads(result.stdout)
+    assert (name, importable, share, env_binary) == ("mine", [], False, True)
+    assert listed and all(entries == [] for entries in listed.values()), listed
