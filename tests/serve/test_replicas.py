@@ -119,6 +119,22 @@ def test_malformed_and_oversized_requests_get_one_answer_and_the_router_serves_o
     assert httpx.get(fleet + "/health", timeout=30).json()["status"] == "healthy"
 
 
+def test_a_head_health_probe_is_answered_at_once_and_is_never_a_lost_episode(fleet: str):
+    lost = "rollgym_router_replica_lost_answers_total"
+    before = _metric(fleet, lost, **AUTH)
+    got = httpx.get(fleet + "/health", timeout=30)
+    with httpx.Client(timeout=8) as client:  # one keep-alive connection: a HEAD must not leave it waiting for a body
+        for _ in range(3):
+            probe = client.head(fleet + "/health")
+            assert probe.status_code == 200 and probe.content == b""
+            assert int(probe.headers["content-length"]) > 0 and probe.headers["content-type"] == "application/json"
+        assert client.head(fleet + "/metrics", headers=AUTH).status_code == 200
+        passed = client.head(fleet + "/envs", headers=AUTH)  # a HEAD the router passes to a replica
+        assert passed.status_code != 503 and passed.content == b""
+        assert client.get(fleet + "/health").json()["status"] == "healthy"  # the connection still works
+    assert got.status_code == 200 and _metric(fleet, lost, **AUTH) == before
+
+
 def test_the_replicas_private_ports_ask_for_the_token_too(fleet: str):
     psutil = pytest.importorskip("psutil")
     pids = [r["pid"] for r in httpx.get(fleet + "/health", timeout=30).json()["replicas"]]
