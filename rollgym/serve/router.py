@@ -18,7 +18,7 @@ its next ``reset`` opens a new session on a live replica: the same seed plays th
 
 Tokens are checked here as on a single server (every route but ``/health``), and again by the
 replicas, which listen on 127.0.0.1 only (replicas in Ray actors, :mod:`rollgym.serve.ray_replicas`, on
-their node's address).
+their node's address when the server has a token, else on 127.0.0.1 of the router's node).
 """
 
 from __future__ import annotations

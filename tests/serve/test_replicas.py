@@ -371,3 +371,14 @@ def test_ray_placement_arguments_are_checked_with_one_sentence():
             ray_resources([bad])
     with pytest.raises(ConfigError, match="non-negative numbers"):
         RayReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 2, cpus=-1)
+
+
+def test_ray_replicas_without_a_token_bind_loopback_and_stay_on_the_routers_node():
+    from rollgym.serve.ray_replicas import loopback_refusal, replica_host
+
+    assert replica_host("s3cret", "10.0.0.7") == "10.0.0.7"  # the router on another node reaches it; it asks
+    assert replica_host(None, "10.0.0.7") == replica_host("", "10.0.0.7") == "127.0.0.1"  # no token: loopback only
+    assert loopback_refusal({"CPU": 2.0, "envs": 1.0}, {"CPU": 1.0, "envs": 1.0}) is None
+    refusal = loopback_refusal({"CPU": 2.0}, {"CPU": 1.0, "envs": 1.0, "gpu": 0.0})
+    assert refusal is not None and "envs" in refusal and "gpu" not in refusal and "token" in refusal
+    assert refusal.count(". ") == 0 and refusal.endswith(".")  # one sentence
