@@ -534,6 +534,23 @@ def test_a_program_computing_the_answer_from_the_problem_is_verified_on_fresh_in
         env.close()
 
 
+def test_the_t3rl_experiments_rows_are_templated_and_its_tool_behaviour_is_verified(
+        tmp_path: os.PathLike[str]) -> None:
+    from rollgym.train.experiments.t3rl import problems, template, tool_text
+
+    rows = problems(4, 0)[0]
+    env = _templated_env(tmp_path, *({"id": r["id"], "problem": r["problem"], "answer": r["answer"],
+                                      "template": template(r)} for r in rows))
+    try:
+        for index, row in enumerate(rows):
+            env.reset(options={"task_index": index})
+            env.step(tool_text(row))
+            *_, info = env.step(f"\\boxed{{{row['answer']}}}")
+            assert info["verified"] is True and info["details"]["verification"]["method"] == "fresh_instance"
+    finally:
+        env.close()
+
+
 def test_a_template_that_cannot_check_code_is_refused_with_one_sentence(tmp_path: os.PathLike[str]) -> None:
     from rollgym.core.errors import ConfigError
 
