@@ -299,11 +299,12 @@ class Router:
                                          "code": wire.ACTION_TOO_LARGE}, keep_alive=False))
             return False
         body = await reader.readexactly(length) if length else b""
+        head_only = head.method == "HEAD"  # its answers carry no body, or the next one on this connection breaks
         allowed, path = self._authorized(head)
         if not allowed:
-            writer.write(_response(401, {"detail": UNAUTHORIZED_DETAIL, "code": wire.UNAUTHORIZED}, keep_alive=keep))
+            writer.write(_response(401, {"detail": UNAUTHORIZED_DETAIL, "code": wire.UNAUTHORIZED}, keep_alive=keep,
+                                   head_only=head_only))
             return keep
-        head_only = head.method == "HEAD"
         if path == "/health" and head.method in ("GET", "HEAD"):  # answered here: a probe is not an episode
             payload, status = await self.replicas.health()
             writer.write(_response(status, payload, keep_alive=keep, head_only=head_only))
@@ -317,7 +318,7 @@ class Router:
         for attempt in range(2):
             replica, why = await self._route(session_id)
             if replica is None:
-                writer.write(self._refusal(why, keep))
+                writer.write(self._refusal(why, keep, head_only))
                 return keep
             key = (replica.index, replica.generation)
             fresh = key not in upstreams
@@ -333,7 +334,7 @@ class Router:
                 if attempt == 0 and (session_id is None or replica.alive):  # nothing was bound to that process
                     continue
                 why = self.replicas.holder(replica.tag)[1] if session_id and not replica.alive else None
-                writer.write(self._refusal(why, keep))
+                writer.write(self._refusal(why, keep, head_only))
                 return keep
             if not reusable:
                 stale = upstreams.pop(key, None)
@@ -350,9 +351,10 @@ class Router:
                 return replica, why
         return await self.replicas.wait_for_one(ROUTE_WAIT_S), None
 
-    def _refusal(self, why: str | None, keep: bool) -> bytes:
+    def _refusal(self, why: str | None, keep: bool, head_only: bool = False) -> bytes:
         self.lost_answers += 1
-        return _response(503, {"detail": why or NO_REPLICA, "code": wire.REPLICA_LOST}, keep_alive=keep)
+        return _response(503, {"detail": why or NO_REPLICA, "code": wire.REPLICA_LOST}, keep_alive=keep,
+                         head_only=head_only)
 
     async def _exchange(self, replica: Replica,
                         upstreams: dict[tuple[int, int], tuple[asyncio.StreamReader, asyncio.StreamWriter]],

@@ -129,6 +129,7 @@ def test_a_head_health_probe_is_answered_at_once_and_is_never_a_lost_episode(fle
             assert probe.status_code == 200 and probe.content == b""
             assert int(probe.headers["content-length"]) > 0 and probe.headers["content-type"] == "application/json"
         assert client.head(fleet + "/metrics", headers=AUTH).status_code == 200
+        assert client.head(fleet + "/metrics").status_code == 401  # no token: refused, still without a body
         passed = client.head(fleet + "/envs", headers=AUTH)  # a HEAD the router passes to a replica
         assert passed.status_code != 503 and passed.content == b""
         assert client.get(fleet + "/health").json()["status"] == "healthy"  # the connection still works
