@@ -135,7 +135,7 @@ class RayReplicaSet(ReplicaSet):
                               f"; the cluster offers {', '.join(sorted(offered))}).")
         if not self.config.token:
             here = ray.get_runtime_context().get_node_id()
-            node = next((n for n in ray.nodes() if n.get("NodeID") == here), {})
+            node: dict[str, Any] = next((n for n in ray.nodes() if n.get("NodeID") == here), {})
             refusal = loopback_refusal(dict(node.get("Resources") or {}), {"CPU": self.cpus, **self.resources})
             if refusal is not None:
                 raise ConfigError(refusal)
