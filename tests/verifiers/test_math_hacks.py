@@ -530,6 +530,8 @@ def test_a_program_computing_the_answer_from_the_problem_is_verified_on_fresh_in
             assert info["verified"] is True and info["reward"] == 1.0, code
             reruns = info["details"]["verification"]["reruns"]
             assert [r["instance"] for r in reruns] == [0, 1] and all(r["printed_fresh_answer"] for r in reruns)
+        # the documented limit (docs/math.md): code that computes the answer, then special-cases its value
+        assert _play(env, "r = 7*4+3\nprint(999 if r == 31 else r)", "999")["verified"] is True
     finally:
         env.close()
 

@@ -14,7 +14,8 @@ that instance's number), and each re-run must print that instance's answer on th
 from the end, that printed the boxed answer. The instances are never shown to the agent, so this
 holds only for code that computes the answer from the problem's numbers as the template does (or
 guesses the hidden instances' answers). It does not say the boxed answer is right: a program
-with a bug that the template shares would pass.
+with a bug that the template shares passes, and so does one that computes the answer and then
+special-cases its value (``r = 7*4+3; print(999 if r == 31 else r)``).
 
 **Other rows** (MATH500, AIME, a user's file without templates): :func:`rerun_evidence`. A
 successful call printed the boxed answer as above, and
