@@ -107,6 +107,17 @@ def test_a_hand_written_harbor_task_plays_with_its_paths_mapped(tmp_path):
     env.close()
 
 
+def _replace_with_link(path, target: str) -> None:
+    """``path`` (a file or folder of the task) replaced by a symbolic link to a host file."""
+    if path.is_dir():
+        import shutil
+
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    path.symlink_to(target)
+
+
 @pytest.mark.parametrize("breakage, message", [
     (lambda d: (d / "instruction.md").unlink(), "instruction.md is missing"),
     (lambda d: (d / "tests" / "test.sh").unlink(), "tests/test.sh is missing"),
@@ -118,6 +129,12 @@ def test_a_hand_written_harbor_task_plays_with_its_paths_mapped(tmp_path):
     (lambda d: (d / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nCOPY nothing.txt .\n"),
      "copies nothing.txt, which is not in environment/"),
     (lambda d: (d / "tests" / "leak").symlink_to("/etc/passwd"), "is a symbolic link"),
+    (lambda d: _replace_with_link(d / "instruction.md", "/proc/self/environ"), "instruction.md is a symbolic link"),
+    (lambda d: _replace_with_link(d / "solution" / "solve.sh", "/etc/passwd"), "solve.sh is a symbolic link"),
+    (lambda d: _replace_with_link(d / "task.toml", "/etc/hostname"), "task.toml is a symbolic link"),
+    (lambda d: _replace_with_link(d / "environment" / "Dockerfile", "/etc/hosts"), "Dockerfile is a symbolic link"),
+    (lambda d: _replace_with_link(d / "tests", "/etc"), "tests is a symbolic link"),
+    (lambda d: os.mkfifo(d / "solution" / "pipe"), "pipe is not a regular file or folder"),
 ])
 def test_a_malformed_task_dir_is_one_sentence(tmp_path, breakage, message):
     folder = _hand_written(tmp_path / "task")
