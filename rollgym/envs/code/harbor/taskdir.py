@@ -30,6 +30,10 @@ SANDBOX_WORKDIR = "/sandbox/work"
 HIDDEN = ".harbor"  # below the working folder: solution and logs, made only when they are needed
 GRADING_ROOT = "/tmp/harbor"  # the grader's tests and HOME, made after /tmp is emptied (the env's run_tests)
 MAX_TASK_BYTES = 16 << 20
+# What the Dockerfile may put in the working folder, copies counted each time: 200 ``COPY`` lines of a 1 MiB
+# context made 200 MiB of starting files (and over 1 GiB in the importing process once encoded).
+MAX_START_BYTES = 16 << 20
+MAX_START_FILES = 2048  # the sandbox session's file limit
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,9 @@ def _environment(folder: Path) -> tuple[str, dict[str, bytes], dict[str, int]]:
         elif op in ("COPY", "ADD") and len(args) >= 2:
             for source in args[:-1]:
                 files.update(_copied(context, source.strip("/").removeprefix("./"), args[-1], workdir, folder, number))
+            if len(files) > MAX_START_FILES or sum(map(len, files.values())) > MAX_START_BYTES:
+                raise _fail(folder, f"its Dockerfile copies more than {MAX_START_BYTES >> 20} MiB or "
+                                    f"{MAX_START_FILES} files into the working folder (line {number})")
         elif op == "RUN" and len(args) >= 3 and args[0] == "chmod" and re.fullmatch(r"[0-7]{3,4}", args[1]):
             for path in args[2:]:
                 modes[_inside(workdir, path, folder)] = int(args[1], 8)
