@@ -71,6 +71,9 @@ READ_ONLY_REWARD = ("mkdir -p .harbor/logs/verifier && echo 1 > .harbor/logs/ver
 SHADOW_MODULE = "mkdir -p .harbor/tests && printf 'import os\\nos._exit(0)\\n' > .harbor/tests/json.py"
 USER_SITE = ("d=$(/usr/bin/python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p $d && "
              "printf 'import os\\nos._exit(0)\\n' > $d/usercustomize.py")
+USER_SITE_OTHERS = ("d=$(/usr/bin/python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p $d && "
+                    "printf 'import os\\nos._exit(0)\\n' > $d/sitecustomize.py && "
+                    "printf 'import os; os._exit(0)\\n' > $d/zz.pth")
 READ_ONLY_TESTS = ("mkdir -p .harbor/tests && printf '#!/bin/bash\\nmkdir -p /sandbox/work/.harbor/logs/verifier\\n"
                    "echo 1 > /sandbox/work/.harbor/logs/verifier/reward.txt\\n' > .harbor/tests/test.sh && "
                    "chmod 555 .harbor/tests .harbor")
@@ -87,6 +90,7 @@ CONFTEST = ("printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef py
     ("read_only_reward", "python3", READ_ONLY_REWARD),
     ("shadow_module_in_tests", "python3", SHADOW_MODULE),
     ("usercustomize_in_home", "/usr/bin/python3", USER_SITE),
+    ("sitecustomize_and_pth_in_home", "/usr/bin/python3", USER_SITE_OTHERS),
     ("read_only_tests_folder", "python3", READ_ONLY_TESTS),
     ("tests_folder_is_a_link", "python3", LINKED_TESTS),
 ])

@@ -24,7 +24,7 @@ import base64
 import io
 import json
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Unpack
 
 from rollgym.core.errors import ConfigError
@@ -45,16 +45,19 @@ from rollgym.sandbox import File, Job, Session
 REWARD_FILES = (f"{HIDDEN}/logs/verifier/reward.txt", f"{HIDDEN}/logs/verifier/reward.json")
 # The grading area, made by trusted commands after the agent's last process is gone. Folders are made
 # writable first (a link is never followed: chmod gets no link on its command line and does not follow
-# them below), so nothing the agent left, read-only or not, survives; any failure stops the grading.
+# them below), so nothing the agent left, read-only or not, survives; any failure stops the grading. Bash
+# builtins list what is there, so a clean sandbox costs one process (tar, which makes the folders too).
 _PREPARE = f"""set -eu
-for top in /tmp /dev/shm; do
-  [ -d "$top" ] || continue
-  find "$top" -mindepth 1 -maxdepth 1 ! -type l -exec chmod -R u+rwX {{}} +
-  find "$top" -mindepth 1 -maxdepth 1 -exec rm -rf {{}} +
-done
-if [ -L {HIDDEN} ]; then rm -f {HIDDEN}; elif [ -e {HIDDEN} ]; then chmod -R u+rwX {HIDDEN}; rm -rf {HIDDEN}; fi
-mkdir -p {HIDDEN}/logs/verifier {GRADING_ROOT}/tests {GRADING_ROOT}/home
-tar -x --no-same-owner -C {GRADING_ROOT}/tests -f -
+shopt -s nullglob dotglob
+entries=(/tmp/* /dev/shm/*)
+if [ -e {HIDDEN} ] || [ -L {HIDDEN} ]; then entries+=({HIDDEN}); fi
+if [ ${{#entries[@]}} -gt 0 ]; then
+  folders=()
+  for entry in "${{entries[@]}}"; do [ -L "$entry" ] || folders+=("$entry"); done
+  if [ ${{#folders[@]}} -gt 0 ]; then chmod -R u+rwX -- "${{folders[@]}}"; fi
+  rm -rf -- "${{entries[@]}}"
+fi
+tar -x -P --no-same-owner -f -
 echo prepared
 """
 GRADING_ENV = {"HOME": f"{GRADING_ROOT}/home", "PYTHONNOUSERSITE": "1"}
@@ -95,12 +98,22 @@ def start_files(task: Task) -> dict[str, Any]:
 
 
 def tests_archive(task: Task) -> bytes:
-    """The task's pristine ``tests/`` as an uncompressed tar (scripts executable), for the grading area."""
+    """The grading area as an uncompressed tar of absolute paths: the task's pristine ``tests/`` (scripts
+    executable) in ``/tmp/harbor/tests``, an empty HOME, and an empty reward folder in the working folder."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for folder in (GRADING_ROOT, f"{GRADING_ROOT}/home", f"{GRADING_ROOT}/tests", f"{SANDBOX_WORKDIR}/{HIDDEN}",
+                       f"{SANDBOX_WORKDIR}/{HIDDEN}/logs", f"{SANDBOX_WORKDIR}/{HIDDEN}/logs/verifier"):
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
         for path, data in sorted(task.answer["tests"].items()):
             content = base64.b64decode(data)
-            info = tarfile.TarInfo(path)
+            for parent in list(PurePosixPath(path).parents)[-2::-1]:  # tests/ sub-folders, outermost first
+                info = tarfile.TarInfo(f"{GRADING_ROOT}/tests/{parent}")
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            info = tarfile.TarInfo(f"{GRADING_ROOT}/tests/{path}")
             info.size, info.mode = len(content), 0o755 if path.endswith(".sh") else 0o644
             tar.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
