@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from itertools import permutations
 from typing import Any, ClassVar
@@ -346,6 +346,11 @@ class KuhnPokerEnv(SeatedTextEnv):
         Level("nash", {"opponent": "nash"}, "the Nash equilibrium (alpha 1/6): unexploitable"),
     )
     levels_grow: ClassVar[str] = "the opponent: random play, then the Nash equilibrium (the oracle wins fewer chips)"
+
+    @classmethod
+    def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
+        """Losing a called bet: -2 chips."""
+        return -2.0
 
     def new_game(self, *, max_retries: int, illegal_move_policy: str) -> KuhnPoker:
         return KuhnPoker(max_retries=max_retries, illegal_move_policy=illegal_move_policy)

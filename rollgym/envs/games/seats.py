@@ -25,7 +25,7 @@ takes one seat and bots take the others.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -358,6 +358,11 @@ class SeatedTextEnv(TextEnv):
         self.game.serve(self.env_id)
         self.agent_seat = 0
         self.system_prompt = self.game.system_prompt(0)
+
+    @classmethod
+    def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
+        """The worst payoff an episode can end with (benchmarks count an abandoned episode as this)."""
+        return 0.0
 
     @abstractmethod
     def new_game(self, *, max_retries: int, illegal_move_policy: str) -> SeatedGame:

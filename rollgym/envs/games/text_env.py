@@ -235,6 +235,11 @@ class TwoPlayerTextEnv(TextEnv):
         self._move_texts: list[str] = []
         self._last_agent_move: str | None = None
 
+    @classmethod
+    def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
+        """A loss: -1 under ``reward_scheme="signed"``, else 0 (benchmarks count an abandoned game as this)."""
+        return -1.0 if kwargs.get("reward_scheme") == "signed" else 0.0
+
     # -- game hooks ---------------------------------------------------------
     @abstractmethod
     def new_state(self, task_meta: dict[str, Any]) -> GameState:
