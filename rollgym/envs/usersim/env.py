@@ -198,13 +198,14 @@ class UserSimEnv(TextEnv):
         self.goal_device = default_device(APP_NAMES)
         confirm = tuple(answer["facts"][kind] for key, kind in scenario.asks if key in scenario.confirm)
         seed = stable_int(task.id) % 2**63
-        binding = {"irreversible": scenario.irreversible, "bind_actions": self.rules == "v1"}
+        bind = self.rules == "v1"
         if self.user_model is not None:
             self.user = LLMUser(self.user_model, task.prompt, answer["facts"], device, confirm_values=confirm,
-                                patience=self.patience, seed=seed, **binding)
+                                patience=self.patience, seed=seed, irreversible=scenario.irreversible,
+                                bind_actions=bind)
         else:
             self.user = SimulatedUser(answer["facts"], device, confirm_values=confirm, patience=self.patience,
-                                      seed=seed, **binding)
+                                      seed=seed, irreversible=scenario.irreversible, bind_actions=bind)
         self.conversation = Conversation()
         self.turn = self.attempts = 0
         self.episode_id = new_episode_id(self, task)
