@@ -31,13 +31,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rollgym.agents.backends.base import Generation, SamplingParams
 from rollgym.core.errors import ConfigError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rollgym.agents.backends.hf import TransformersBackend
 
 
 @dataclass
@@ -149,12 +146,13 @@ class SpeculativeDecoder:
     """Decode for a :class:`TransformersBackend` with a draft model; the backend calls :meth:`decode`.
 
     Args:
-        backend: The target's backend (its model, tokenizer, EOS ids, stop handling).
+        backend: The target's :class:`~rollgym.agents.backends.hf.TransformersBackend` (its model, tokenizer,
+            EOS ids, stop handling).
         draft_model: A causal LM over the same tokenizer (a smaller sibling of the target).
         draft_tokens: ``k``, the tokens the draft proposes per target pass.
     """
 
-    def __init__(self, backend: TransformersBackend, draft_model: Any, draft_tokens: int = 4) -> None:
+    def __init__(self, backend: Any, draft_model: Any, draft_tokens: int = 4) -> None:
         if draft_tokens < 1:
             raise ConfigError(f"draft_tokens must be at least 1, got {draft_tokens}.")
         self.backend = backend
