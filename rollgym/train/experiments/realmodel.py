@@ -268,6 +268,14 @@ def run_grpo(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
                      {"reward_curve": state["rewards"], "strict_train_curve": state["strict"], "labels": labels})
 
 
+def trl_messages(observation: str, info: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The TRL arm's prompt of one task: the env's system prompt and first observation, and the reply prefix as a
+    final assistant message that the reply continues (:func:`~rollgym.train.adapters.trl.run_trl_grpo` hands
+    TRL the text a ChatAgent with ``reply_prefix`` samples from)."""
+    return [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation},
+            {"role": "assistant", "content": config["reply_prefix"]}]
+
+
 def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
     """TRL's GRPOTrainer on the same tasks, rewards and budget (the prompts rendered by the same agent)."""
     from rollgym.core.registration import make
@@ -281,10 +289,7 @@ def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
         rows = []
         for task in countdown.train_tasks(config, step, seed):
             observation, info = env.reset(options={"task": task})
-            # a final assistant message is continued (TRL renders it with continue_final_message): the prefill
-            rows.append(([{"role": "system", "content": info["system_prompt"]},
-                          {"role": "user", "content": observation},
-                          {"role": "assistant", "content": config["reply_prefix"]}], task))
+            rows.append((trl_messages(observation, info, config), task))
         return rows
 
     def reward(text: str, task: Any) -> float:
@@ -305,7 +310,8 @@ def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
     accuracy, labels = evaluate(backend, config)
     return ArmResult(accuracy, {"grpo_steps": float(out["steps"]), "train_seconds": float(out["seconds"])},
                      [(float(x), float(y)) for x, y in out["curve"]],
-                     {"reward_curve": list(out.get("reward_mean", [])), "labels": labels})
+                     {"reward_curve": list(out.get("reward_mean", [])), "labels": labels,
+                      "trl_version": out.get("trl_version")})
 
 
 def label_measures(labels: dict[str, float] | None) -> dict[str, float]:
