@@ -185,7 +185,7 @@ def template_renders_tools(tokenizer: Any) -> bool:
     name = PROBE_TOOL["function"]["name"]
     try:
         shown = name in render_chat_text(tokenizer, [{"role": "user", "content": "Hi."}], [PROBE_TOOL])
-    except Exception:  # noqa: BLE001  (a template that cannot take tools drops them)
+    except Exception:  # a template that cannot take tools drops them
         shown = False
     try:
         _RENDERS_TOOLS[tokenizer] = shown

@@ -213,8 +213,9 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         ...         times: How often.
         ...     '''
         ...     return name
-        >>> compact_schema(function_schema(greet))["function"]
-        {'name': 'greet', 'description': 'Say hello.', 'parameters': {'type': 'object', 'properties': {'name': {'type': 'string'}, 'times': {'type': 'integer'}}, 'required': ['name']}}
+        >>> compact = compact_schema(function_schema(greet))["function"]
+        >>> compact["description"], compact["parameters"]["properties"], compact["parameters"]["required"]
+        ('Say hello.', {'name': {'type': 'string'}, 'times': {'type': 'integer'}}, ['name'])
     """
     function = schema.get("function") or {}
     parameters = function.get("parameters") or {}
