@@ -168,7 +168,7 @@ def template_preserves_prefix(tokenizer: Any) -> bool:
 
 
 #: A tool no template knows: rendered with it, a template that shows ``tools`` writes its name.
-PROBE_TOOL = {"type": "function", "function": {
+PROBE_TOOL: dict[str, Any] = {"type": "function", "function": {
     "name": "rollgym_probe_tool_q7x", "description": "A probe.",
     "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": []}}}
 _RENDERS_TOOLS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()

@@ -168,3 +168,22 @@ def test_a_tool_left_out_of_the_listing_still_runs() -> None:
         # and a name that is no tool at all is still refused
         observation, *_ = env.step('<tool_call>{"name": "no_such_tool", "arguments": {}}</tool_call>')
         assert "unknown_tool" in observation
+
+
+def test_without_a_tokenizer_the_tools_go_into_the_system_prompt() -> None:
+    class MessagesBackend:  # a chat API: it receives messages and sends no tools
+        def __init__(self) -> None:
+            self.prompts: list[Any] = []
+
+        async def generate(self, prompts, sampling):
+            self.prompts.extend(prompts)
+            return [Generation(text="ok", token_ids=[], logprobs=[], finish_reason="stop", policy_version=0)]
+
+    backend = MessagesBackend()
+    with make("ToolWorld-v1") as env:
+        observation, info = env.reset(seed=0, options={"difficulty": 0})
+        ChatAgent(backend, SamplingParams(max_tokens=8)).act(observation, info)
+    system = backend.prompts[0][0]
+    assert system["role"] == "system" and system["content"].startswith(info["system_prompt"])
+    for tool in info["tools"]:
+        assert f"\n- {tool['function']['name']}(" in system["content"]
