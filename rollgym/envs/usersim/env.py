@@ -15,6 +15,8 @@ from rollgym.core.toolcalls import parse_tool_calls
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
 from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, call_tool, error, run_turn
 from rollgym.envs.tools.episode import new_episode_id
+from rollgym.envs.tools.scope import check_tool_scope, scope_is_task, scoped_schemas, solution_tools
+from rollgym.envs.tools.tasks import TEMPLATES
 from rollgym.envs.tools.tasks.source import world_seed
 from rollgym.envs.tools.world import APP_NAMES, base_world
 from rollgym.envs.usersim.grading import Conversation, grade_episode
@@ -115,7 +117,10 @@ class UserSimEnv(TextEnv):
     (``train``, ``validation``, ``test``, or ``test_unseen``: the held-out calendar domain), ``max_turns`` (40),
     ``max_calls`` (150), ``max_calls_per_turn`` (16), ``patience`` (4), ``user_model`` (``None``: the
     rule-driven user; a callable ``model(messages) -> str`` puts a model in the user's seat with the same graders,
-    see :mod:`rollgym.envs.usersim.llm_user` and :func:`rollgym.agents.llm_user.backend_user`), ``render_mode``.
+    see :mod:`rollgym.envs.usersim.llm_user` and :func:`rollgym.agents.llm_user.backend_user`), ``render_mode``,
+    ``tool_scope`` (``auto``: at the easiest level ``info["tools"]`` lists only the tools the task's reference
+    solution calls and ``complete_task``, as compact schemas, every tool otherwise; ``all``; ``task``; see
+    :mod:`rollgym.envs.tools.scope`).
 
     ## Version History
     * v1: a confirmation is bound to the action: the request must name exactly one irreversible call (the tool
@@ -131,7 +136,8 @@ class UserSimEnv(TextEnv):
     def __init__(self, scenarios: list[str] | tuple[str, ...] | None = None,
                  variants: list[str] | tuple[str, ...] = VARIANTS, split: str = "train", max_turns: int = 40,
                  max_calls: int = 150, max_calls_per_turn: int = 16, patience: int = 4,
-                 user_model: UserModel | None = None, render_mode: str | None = None, rules: str = "v1") -> None:
+                 user_model: UserModel | None = None, render_mode: str | None = None, rules: str = "v1",
+                 tool_scope: str = "auto") -> None:
         if rules not in RULES:
             raise ConfigError(f"rules must be 'v1' or 'v0', got {rules!r}.")
         self.rules = rules
@@ -140,6 +146,7 @@ class UserSimEnv(TextEnv):
                             ("max_calls_per_turn", max_calls_per_turn), ("patience", patience)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        self.tool_scope = check_tool_scope(tool_scope)
         self._scenarios = list(scenarios) if scenarios is not None else None
         self._variants = list(variants)
         self._max_observation = 400_000
@@ -151,7 +158,8 @@ class UserSimEnv(TextEnv):
         self.patience = patience
         self.user_model = user_model
         self._tool_specs = agent_tools()
-        self._tools_json = json.dumps([spec.schema for spec in self._tool_specs.values()])
+        self._all_tools = [spec.schema for spec in self._tool_specs.values()]
+        self._tools_json = json.dumps(self._all_tools)
         self._tools = json.loads(self._tools_json)
         self.session: Session | None = None
         self.user: SimulatedUser | None = None
@@ -163,8 +171,26 @@ class UserSimEnv(TextEnv):
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of every app operation and ``complete_task`` (no ``whoami``)."""
+        """OpenAI function schemas of the tools shown: every app operation and ``complete_task`` (no ``whoami``),
+        or with ``tool_scope`` only the episode's task's (:mod:`rollgym.envs.tools.scope`)."""
         return self._tools
+
+    def _reference_tools(self, task: Task) -> list[str] | None:
+        """The tools the task's reference solution calls, in order (run on a scratch copy of its world)."""
+        params = task.answer.get("params")
+        if task.meta.get("template") not in TEMPLATES or not isinstance(params, dict):
+            return None  # a hand-made task without a reference: show every tool
+        world = base_world(world_seed(task.meta["world"]))
+        solution = TEMPLATES[task.meta["template"]].solve(dict(params))
+        specs = self._tool_specs
+        return solution_tools(solution, Session(world.me.email, world.now, world.copy()),
+                              lambda s, name, args: call_tool(s, name, args, specs))
+
+    def _apply_scope(self, task: Task) -> None:
+        narrow = scope_is_task(self.tool_scope, self._episode_difficulty)
+        shown = scoped_schemas(self._all_tools, self._reference_tools(task)) if narrow else self._all_tools
+        self._tools_json = json.dumps(shown)
+        self._tools = json.loads(self._tools_json)
 
     def _make_source(self, env_id: str) -> UserSimTaskSource:
         return UserSimTaskSource(self._scenarios, self._variants, env_id=env_id)
@@ -209,6 +235,7 @@ class UserSimEnv(TextEnv):
         self.conversation = Conversation()
         self.turn = self.attempts = 0
         self.episode_id = new_episode_id(self, task)
+        self._apply_scope(task)
         return task.prompt
 
     def _run_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
