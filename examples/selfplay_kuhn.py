@@ -3,7 +3,7 @@
 Run: python examples/selfplay_kuhn.py [--steps 3]
 
 A tiny chat model (built from a config, no download) plays both seats of
-KuhnPoker-v0's game through the self-play collector: one trajectory per seat, with
+KuhnPoker-v1's game through the self-play collector: one trajectory per seat, with
 exact tokens. rollgym's GRPO trainer updates it with SPIRAL's role-conditioned
 advantages (one running baseline per role). Then the checkpoints before and after
 training are rated with the Bradley-Terry/Elo tool beside the Nash and random bots.

@@ -1,4 +1,4 @@
-"""Talk to UserSim-v0's simulated user: one conversation, one policy violation, and pass^k as tau2 reports it.
+"""Talk to UserSim-v1's simulated user: one conversation, one policy violation, and pass^k as tau2 reports it.
 
 Run: python examples/usersim_conversation.py
 
@@ -22,7 +22,7 @@ from rollgym.rollout import collect
 
 
 def show_conversation() -> None:
-    env = rollgym.make("UserSim-v0", scenarios=["send_money"], variants=["dual"])
+    env = rollgym.make("UserSim-v1", scenarios=["send_money"], variants=["dual"])
     agent = OracleAgent()
     observation, info = env.reset(seed=0)
     print(f"user:  {observation}")
@@ -38,7 +38,7 @@ def show_conversation() -> None:
 
 
 def skip_the_confirmation() -> None:
-    env = rollgym.make("UserSim-v0", scenarios=["send_money"], variants=["facts"])
+    env = rollgym.make("UserSim-v1", scenarios=["send_money"], variants=["facts"])
     sloppy = ScriptedPolicy(confirm=False)
     observation, info = env.reset(seed=0)
     done = False
@@ -69,7 +69,7 @@ class FlakyAgent:
 
 
 def pass_hat_k() -> None:
-    groups = collect(FlakyAgent(), "UserSim-v0", n_tasks=6, group_size=4, split="test", seed=0)
+    groups = collect(FlakyAgent(), "UserSim-v1", n_tasks=6, group_size=4, split="test", seed=0)
     summary = summarize_groups(groups)
     for k in ("1", "2", "4"):
         print(f"k={k}: pass@k {summary['pass_at_k'][k]['value']:.2f}   pass^k {summary['pass_hat_k'][k]['value']:.2f}")

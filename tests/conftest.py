@@ -190,4 +190,4 @@ def tiny_server(tiny_backend):
 
 #: Games where one episode can be lost by the best policy (chance, or a counterpart that decides): their oracle
 #: must beat the random agent on average instead of winning every episode.
-CHANCE_IDS = {"KuhnPoker-v0", "Negotiation-v0"}
+CHANCE_IDS = {"KuhnPoker-v0", "KuhnPoker-v1", "Negotiation-v0", "Negotiation-v1"}

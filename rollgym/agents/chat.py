@@ -52,6 +52,7 @@ from rollgym.agents.backends.base import Backend, Generation, SamplingParams
 from rollgym.agents.backends.encoding import PromptEncoder
 from rollgym.agents.backends.hf import render_chat_text
 from rollgym.core.errors import ConfigError
+from rollgym.core.toolschema import tool_listing
 
 IMAGE_POLICIES = ("auto", "never", "always")
 OMITTED_IMAGE = "[an earlier screenshot, omitted]"
@@ -166,8 +167,47 @@ def template_preserves_prefix(tokenizer: Any) -> bool:
     return after.startswith(before)
 
 
+#: A tool no template knows: rendered with it, a template that shows ``tools`` writes its name.
+PROBE_TOOL: dict[str, Any] = {"type": "function", "function": {
+    "name": "rollgym_probe_tool_q7x", "description": "A probe.",
+    "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": []}}}
+_RENDERS_TOOLS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def template_renders_tools(tokenizer: Any) -> bool:
+    """Whether the tokenizer's chat template shows the ``tools`` it is given (SmolLM2's drops them; ChatML
+    templates with a tools section, such as Qwen2.5's, show them): rendered with :data:`PROBE_TOOL`, its name
+    must appear. A template that fails on tools counts as one that drops them."""
+    try:
+        return _RENDERS_TOOLS[tokenizer]
+    except (KeyError, TypeError):
+        pass
+    name = PROBE_TOOL["function"]["name"]
+    try:
+        shown = name in render_chat_text(tokenizer, [{"role": "user", "content": "Hi."}], [PROBE_TOOL])
+    except Exception:  # a template that cannot take tools drops them
+        shown = False
+    try:
+        _RENDERS_TOOLS[tokenizer] = shown
+    except TypeError:  # a tokenizer that cannot be weakly keyed is probed each time
+        pass
+    return shown
+
+
+def system_with_tools(system: str, tools: list[dict[str, Any]]) -> str:
+    """``system`` followed by a compact listing of ``tools`` (:func:`~rollgym.core.toolschema.tool_listing`)."""
+    listing = tool_listing(tools)
+    return f"{system}\n\n{listing}" if system else listing
+
+
 class ChatAgent:
     """An LLM agent; see the module docstring.
+
+    Tools: the env's ``info["tools"]`` go to the chat template when the template shows them
+    (:func:`template_renders_tools`). When it does not (SmolLM2's drops them), when the agent has no tokenizer
+    (a chat API, to which the backends send no tools), or on a turn that goes as messages, the model would never
+    see them: the agent then appends a compact listing (name, parameters with types, one-line description;
+    :func:`~rollgym.core.toolschema.tool_listing`) to the system prompt and renders no ``tools``.
 
     Args:
         backend: Any :class:`~rollgym.agents.backends.base.Backend`.
@@ -318,9 +358,11 @@ class ChatAgent:
         tokens = self.tokenizer is not None and not self.multimodal  # image turns go as messages
         if not self.messages:
             system = self.system_prompt if self.system_prompt is not None else info.get("system_prompt") or ""
+            self.tools = info.get("tools") or None
+            if self.tools and not (tokens and template_renders_tools(self.tokenizer)):
+                system, self.tools = system_with_tools(system, self.tools), None  # the template would drop them
             if system:
                 self.messages.append({"role": "system", "content": system})
-            self.tools = info.get("tools") or None
             self.messages.append({"role": "user", "content": content})
             if tokens:
                 self._context_text, self.context_ids = self.prompts.first_prompt(self.messages, self.tools)

@@ -4,9 +4,13 @@ All functions are pure. Random resampling takes a seed and uses its own
 :class:`numpy.random.Generator`, never global random state, so a summary is the
 same on every run.
 
-Conventions of :func:`summarize`: a failed or aborted rollout counts as *not
-solved* in accuracy and pass@k (a crash never inflates a score), has no reward,
-and so is left out of the mean reward; the ``failures`` count reports it.
+Conventions of :func:`summarize`: every rollout counts. A failed or aborted
+rollout counts as *not solved* in accuracy and pass@k, and in the mean reward as
+``abandoned_reward`` (0 by default; a benchmark entry passes its env's lowest
+reward, e.g. -2 chips in Kuhn poker), and so does a rollout cut off by a step cap
+before the env gave its verdict (see :func:`counted_reward`): abandoning a losing
+episode never scores better than losing it. The ``failures`` and ``truncated``
+counts report them.
 """
 
 from __future__ import annotations
@@ -218,7 +222,8 @@ class Summary:
         failures: Rollouts with status ``failed`` or ``aborted``.
         truncated: Rollouts cut off by a step or token cap.
         accuracy: Fraction correct with a Wilson interval.
-        mean_reward: Mean reward over scored rollouts with a bootstrap interval.
+        mean_reward: Mean reward over every rollout (an abandoned one counted as a loss, see
+            :func:`counted_reward`) with a bootstrap interval.
         pass_at_k: ``{k: Estimate}`` for k = 1 .. the smallest group size, with a
             bootstrap interval over tasks.
     """
@@ -246,11 +251,43 @@ class Summary:
         }
 
 
-def summarize(groups: Iterable[Any], confidence: float = 0.95, seed: int = 0, n_resamples: int = 10_000) -> Summary:
+#: Statuses of rollouts that ended without a result (a crash, an abandoned episode).
+ABANDONED_STATUSES = frozenset({"failed", "aborted"})
+
+
+def counted_reward(trajectory: Any, abandoned_reward: float = 0.0) -> float:
+    """The reward an aggregate counts for one rollout: its own when the env scored the episode, else
+    ``abandoned_reward``.
+
+    The env scored it when it ended ``completed``, or ``truncated`` by the env with its verdict in ``info``
+    (the Score fields: e.g. a turn limit the env enforces). A failed or aborted rollout (no reward), and one
+    cut off by the collector's step cap before any verdict, count as ``abandoned_reward`` (at most their own
+    reward), so that leaving a losing episode unfinished never beats finishing it.
+
+    Example:
+        >>> from types import SimpleNamespace as T
+        >>> counted_reward(T(reward=-1.0, status="completed", info={})), counted_reward(T(reward=None,
+        ...     status="failed", info={}), -2.0), counted_reward(T(reward=0.0, status="truncated", info={}), -2.0)
+        (-1.0, -2.0, -2.0)
+    """
+    reward = getattr(trajectory, "reward", None)
+    status = getattr(trajectory, "status", "completed")
+    if reward is None or status in ABANDONED_STATUSES:
+        return float(abandoned_reward)
+    info = getattr(trajectory, "info", None)
+    if status == "truncated" and not (isinstance(info, dict) and "correct" in info):
+        return min(float(reward), float(abandoned_reward))
+    return float(reward)
+
+
+def summarize(groups: Iterable[Any], confidence: float = 0.95, seed: int = 0, n_resamples: int = 10_000,
+              abandoned_reward: float = 0.0) -> Summary:
     """Summarize rollout groups: accuracy, mean reward, pass@k, failures.
 
     ``groups`` are :class:`~rollgym.rollout.RolloutGroup` objects (anything with
-    ``trajectories`` whose items have ``correct``, ``reward`` and ``status``).
+    ``trajectories`` whose items have ``correct``, ``reward`` and ``status``). Every
+    rollout counts in the mean reward (see :func:`counted_reward`); ``abandoned_reward``
+    is what one without a result counts (the env's lowest reward for signed rewards).
     """
     groups = [g for g in groups if g.trajectories]
     trajectories = [t for g in groups for t in g.trajectories]
@@ -260,7 +297,7 @@ def summarize(groups: Iterable[Any], confidence: float = 0.95, seed: int = 0, n_
     n = len(trajectories)
     low, high = wilson_interval(correct, n, confidence)
     accuracy = Estimate(correct / n if n else math.nan, low, high)
-    rewards = [t.reward for t in trajectories if t.reward is not None]
+    rewards = [counted_reward(t, abandoned_reward) for t in trajectories]
     if rewards:
         mean_reward = Estimate(float(np.mean(rewards)), *bootstrap_interval(rewards, confidence, n_resamples, seed))
     else:

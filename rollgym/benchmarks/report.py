@@ -6,13 +6,16 @@ transcripts alone (the claimed summary is never trusted).
 
 Per entry: accuracy (Wilson interval), mean reward, pass@k, best-of-k and pass^k
 for k = 1 .. group size (bootstrap intervals over tasks, seeded), and a row per
-difficulty bucket. Per ladder (game entries with a ``rating``): the agent's Elo
+difficulty bucket; a rollout that ended without a result (failed, aborted, or
+cut off before the env's verdict) counts as the entry's lowest reward
+(:func:`abandoned_reward`). Per ladder (game entries with a ``rating``): the agent's Elo
 fitted by :func:`~rollgym.benchmarks.ratings.fit_elo` from its games against the
 anchored opponents; a win scores 1, a draw 0.5, a loss or a failed rollout 0.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +25,7 @@ import numpy as np
 from rollgym.benchmarks.metrics import (
     Estimate,
     bootstrap_interval,
+    counted_reward,
     expected_best_of_k,
     pass_hat_k,
     summarize,
@@ -29,6 +33,7 @@ from rollgym.benchmarks.metrics import (
     wilson_interval,
 )
 from rollgym.benchmarks.suite import SuiteEntry
+from rollgym.core.registration import env_info
 from rollgym.rollout.types import RolloutGroup
 
 #: The name the rated agent has in its ladder's games.
@@ -44,21 +49,38 @@ def _estimate(values: Sequence[float], seed: int = 0, unit: bool = False) -> dic
     return Estimate(float(np.mean(values)), low, high).to_dict()
 
 
-def _scored_rewards(group: RolloutGroup) -> list[float]:
-    """Rewards of a group with a failed rollout counted as 0 (it never helps best-of-k)."""
-    return [0.0 if t.reward is None else float(t.reward) for t in group.trajectories]
+def _scored_rewards(group: RolloutGroup, abandoned_reward: float = 0.0) -> list[float]:
+    """Rewards of a group with an abandoned rollout counted as ``abandoned_reward`` (it never helps best-of-k)."""
+    return [counted_reward(t, abandoned_reward) for t in group.trajectories]
 
 
-def summarize_groups(groups: list[RolloutGroup]) -> dict[str, Any]:
-    """Accuracy, mean reward, pass@k, best-of-k and pass^k of some groups, JSON-ready."""
-    base = summarize(groups, seed=0, n_resamples=N_RESAMPLES).to_dict()
+def abandoned_reward(entry: SuiteEntry, groups: list[RolloutGroup]) -> float:
+    """What a rollout without a result counts in ``entry``'s aggregates: a loss, never better than finishing.
+
+    The env's lowest reward (its class's ``lowest_reward(kwargs)``, 0 where it declares none: rewards in [0, 1]),
+    or the lowest reward any of the entry's rollouts got, whichever is lower.
+    """
+    lowest = 0.0
+    info = env_info(entry.env_id)
+    module, _, name = info.entry_point.partition(":")
+    declared = getattr(getattr(importlib.import_module(module), name, None), "lowest_reward", None)
+    if callable(declared):
+        lowest = float(declared({**info.kwargs, **entry.env_kwargs}))
+    seen = [float(t.reward) for g in groups for t in g.trajectories if t.reward is not None]
+    return min([lowest, *seen])
+
+
+def summarize_groups(groups: list[RolloutGroup], abandoned: float = 0.0) -> dict[str, Any]:
+    """Accuracy, mean reward, pass@k, best-of-k and pass^k of some groups, JSON-ready; a rollout without a
+    result counts ``abandoned`` (see :func:`~rollgym.benchmarks.metrics.counted_reward`)."""
+    base = summarize(groups, seed=0, n_resamples=N_RESAMPLES, abandoned_reward=abandoned).to_dict()
     groups = [g for g in groups if g.trajectories]
     best: dict[str, Any] = {}
     hat: dict[str, Any] = {}
     if groups:
         smallest = min(len(g.trajectories) for g in groups)
         for k in range(1, smallest + 1):
-            best[str(k)] = _estimate([expected_best_of_k(_scored_rewards(g), k) for g in groups])
+            best[str(k)] = _estimate([expected_best_of_k(_scored_rewards(g, abandoned), k) for g in groups])
             per_task = [
                 pass_hat_k(len(g.trajectories), sum(1 for t in g.trajectories if t.correct), k) for g in groups
             ]
@@ -86,6 +108,7 @@ def game_points(trajectory: Any) -> float:
 
 def summarize_entry(entry: SuiteEntry, groups: list[RolloutGroup]) -> dict[str, Any]:
     """The entry's metrics, plus one row per difficulty bucket, JSON-ready."""
+    abandoned = abandoned_reward(entry, groups)
     by_difficulty: dict[str, list[RolloutGroup]] = {}
     for group in groups:
         by_difficulty.setdefault(entry.difficulty_of(group.task), []).append(group)
@@ -95,7 +118,7 @@ def summarize_entry(entry: SuiteEntry, groups: list[RolloutGroup]) -> dict[str, 
         trajectories = [t for g in rows for t in g.trajectories]
         correct = sum(1 for t in trajectories if t.correct)
         low, high = wilson_interval(correct, len(trajectories))
-        rewards = [t.reward for t in trajectories if t.reward is not None]
+        rewards = [counted_reward(t, abandoned) for t in trajectories]
         difficulties[bucket] = {
             "tasks": len(rows),
             "episodes": len(trajectories),
@@ -105,7 +128,7 @@ def summarize_entry(entry: SuiteEntry, groups: list[RolloutGroup]) -> dict[str, 
     summary = {
         "env_id": entry.env_id,
         "metrics": list(entry.metrics),
-        **summarize_groups(groups),
+        **summarize_groups(groups, abandoned),
         "difficulty_key": entry.difficulty,
         "by_difficulty": difficulties,
     }

@@ -12,6 +12,7 @@ from rich.table import Table
 from rollgym.commands.console import EXIT_INTERRUPTED, EpisodeStats, progress_bar, stderr, stdout
 from rollgym.commands.options import add_env_arg, parse_env_args, positive_int, seed_int
 from rollgym.core.agent import Agent
+from rollgym.core.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:
@@ -24,6 +25,9 @@ def register(subparsers: Any) -> None:
                         "list), hub id, vllm:PATH, or an "
                         "OpenAI-compatible URL such as http://127.0.0.1:8000/v1")
     p.add_argument("--tokenizer", default=None, help="the model's tokenizer folder, for exact tokens over HTTP")
+    p.add_argument("--draft", default=None, metavar="PATH_OR_NAME",
+                   help="decode speculatively with this smaller model of the same tokenizer (local --model only; "
+                        "greedy tokens and the sampling distribution stay the target's)")
     p.add_argument("--max-tokens", type=positive_int, default=512, help="generation cap per turn (default: 512)")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
@@ -48,7 +52,11 @@ def make_llm_agent(args: argparse.Namespace) -> Agent:
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
 
-    backend = make_backend(args.model)
+    draft = getattr(args, "draft", None)
+    if draft and args.model.startswith(("http://", "https://", "vllm:")):
+        raise ConfigError("--draft works with a local transformers model only; drop it or pass a model folder or "
+                          "a pulled model's name as --model.")
+    backend = make_backend(args.model, **({"draft": draft} if draft else {}))
     tokenizer = None
     if args.tokenizer:
         from transformers import AutoTokenizer

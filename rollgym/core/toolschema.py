@@ -190,3 +190,88 @@ def coerce_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[
     return {
         k: int(v) if props[k].get("type") == "integer" and isinstance(v, float) else v for k, v in arguments.items()
     }
+
+
+def _one_line(text: Any, limit: int = 160) -> str:
+    """The first sentence of ``text`` on one line, at most ``limit`` characters."""
+    words = " ".join(str(text or "").split())
+    sentence = re.split(r"(?<=[.!?])\s", words, maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's OpenAI schema cut to what a small model needs: the name, a one-line description, each parameter's
+    type (with ``enum`` and ``items``) and the required list; no parameter descriptions, defaults or
+    ``additionalProperties``. Still a valid OpenAI function schema.
+
+    Example:
+        >>> def greet(name: str, times: int = 1) -> str:
+        ...     '''Say hello. Twice if asked.
+        ...
+        ...     Args:
+        ...         name: Who to greet.
+        ...         times: How often.
+        ...     '''
+        ...     return name
+        >>> compact = compact_schema(function_schema(greet))["function"]
+        >>> compact["description"], compact["parameters"]["properties"], compact["parameters"]["required"]
+        ('Say hello.', {'name': {'type': 'string'}, 'times': {'type': 'integer'}}, ['name'])
+    """
+    function = schema.get("function") or {}
+    parameters = function.get("parameters") or {}
+    properties = {name: {k: v for k, v in dict(spec).items() if k in ("type", "enum", "items")}
+                  for name, spec in (parameters.get("properties") or {}).items()}
+    compact: dict[str, Any] = {"name": function.get("name", "")}
+    description = _one_line(function.get("description"))
+    if description:
+        compact["description"] = description
+    compact["parameters"] = {"type": "object", "properties": properties,
+                             "required": list(parameters.get("required") or [])}
+    return {"type": "function", "function": compact}
+
+
+def _type_text(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return "|".join(json_text(v) for v in prop["enum"])
+    kinds = prop.get("type", "any")
+    if isinstance(kinds, list):
+        return "|".join(_type_text({**prop, "type": k}) for k in kinds)
+    if kinds == "array":
+        return _type_text(dict(prop.get("items") or {})) + "[]"
+    return str(kinds)
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON text (``"a"``, ``3``, ``null``)."""
+    import json
+
+    return json.dumps(value)
+
+
+def tool_signature(schema: dict[str, Any]) -> str:
+    """One line for a tool: ``name(param: type, optional?: type) - description``.
+
+    Example:
+        >>> tool_signature({"type": "function", "function": {"name": "search", "description": "Find pages.",
+        ...     "parameters": {"properties": {"query": {"type": "string"}, "page": {"type": "integer"}},
+        ...                    "required": ["query"]}}})
+        'search(query: string, page?: integer) - Find pages.'
+    """
+    function = schema.get("function") or {}
+    parameters = function.get("parameters") or {}
+    required = set(parameters.get("required") or [])
+    params = ", ".join(f"{name}{'' if name in required else '?'}: {_type_text(dict(spec))}"
+                       for name, spec in (parameters.get("properties") or {}).items())
+    description = _one_line(function.get("description"))
+    return f"{function.get('name', '')}({params})" + (f" - {description}" if description else "")
+
+
+def tool_listing(schemas: Iterable[dict[str, Any]]) -> str:
+    """A compact text listing of tools for a system prompt, for chat templates that do not render ``tools``.
+
+    One line per tool (:func:`tool_signature`; a ``?`` marks an optional parameter), after one line that says
+    how to call them in the Hermes form that rollgym's envs read.
+    """
+    lines = [tool_signature(s) for s in schemas]
+    return ("# Tools\nCall a tool by writing <tool_call>{\"name\": <tool name>, \"arguments\": {<JSON object>}}"
+            "</tool_call>. The tools (a ? marks an optional parameter):\n" + "\n".join(f"- {line}" for line in lines))

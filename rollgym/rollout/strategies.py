@@ -6,8 +6,9 @@
   known it is only logged, to measure label accuracy.
 - :class:`VerifiedVoteScorer` (T^3RL): like majority voting, but a vote whose
   answer a tool verified counts ``verified_weight`` times. The signal is the
-  env's typed ``info["verified"]`` (a bool; ``MATH*Tool``: the answer was computed
-  from the problem by code that ran, checked by a re-run with a problem number changed;
+  env's typed ``info["verified"]`` (a bool; ``MATH*Tool``: code that ran printed the
+  answer, and re-runs tie it to the problem: fresh instances of a templated problem, else a
+  problem number changed;
   ``Search``: the answer is in a retrieved passage), or, for envs that cannot verify, a
   pluggable :class:`~rollgym.rollout.verification.Verifier`.
 - :func:`drop_zero_variance` (DAPO's filter): groups whose rewards are all equal

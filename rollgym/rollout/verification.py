@@ -3,8 +3,10 @@
 An env that can check an answer with a tool says so in its terminal ``info``:
 ``info["verified"]`` is a bool (``True``: tool evidence supports the final answer)
 and ``info["details"]["verification"]`` holds the evidence. ``MATH*Tool`` sets it
-when code that ran successfully in the sandbox printed the final answer and, re-run with a number of
-the problem changed, no longer printed it (:mod:`rollgym.envs.math.evidence`);
+when code that ran successfully in the sandbox printed the final answer and either (a templated
+row) printed the answers of hidden fresh instances when re-run with their numbers, or (other rows)
+wrote no number but the problem's (or one off), 0 and 1 and lost the answer when re-run with a problem number
+changed (:mod:`rollgym.envs.math.evidence`);
 ``Search``/``SearchQA`` when the answer appears in a passage a tool returned.
 
 For envs that cannot verify (single-turn MATH, any env without tools), a

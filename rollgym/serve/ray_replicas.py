@@ -4,10 +4,14 @@ The same :class:`~rollgym.serve.router.Router` sits in front of them, with the s
 session ids, stickiness, ``REPLICA_LOST`` answers and restarts as replica processes
 (:mod:`rollgym.serve.replicas`); only where a replica runs differs. Each replica is a Ray actor
 that reserves ``cpus`` CPUs and the custom ``resources`` given (``--ray-resource envs=1``), so it
-lands on a node that offers them, and replicas are spread over such nodes. The actor's server
-listens on its node's IP address (the router on another node must reach it), on a free port, and
-asks for the server's token like every replica; give the server a token when the nodes share a
-network with others.
+lands on a node that offers them, and replicas are spread over such nodes.
+
+Where a replica listens depends on the server's token (:func:`replica_host`). With a token, its
+server listens on its node's IP address (the router on another node must reach it), on a free
+port, and asks for the token like every replica. Without one, a replica would serve sessions to
+anyone on the nodes' network while the router itself listens on loopback, so it listens on
+127.0.0.1 only and runs on the router's node; a router's node that does not offer what a replica
+needs is refused with one sentence (:func:`loopback_refusal`).
 
 A replica whose actor is lost (its process killed, its node removed) is started again under the
 next generation on a node that still offers the resources; the router answers its sessions with
@@ -27,6 +31,34 @@ from rollgym.serve.sessions import ServeConfig
 
 #: How a replica whose Ray actor was lost ended, in the words of ``REPLICA_LOST``.
 LOST = "was lost with its Ray actor (its process or its node died)"
+LOOPBACK = "127.0.0.1"
+
+
+def replica_host(token: str | None, node_ip: str) -> str:
+    """The address a Ray replica's server listens on: its node's IP with a token, else loopback only.
+
+    Example:
+        >>> replica_host("s3cret", "10.0.0.7"), replica_host(None, "10.0.0.7")
+        ('10.0.0.7', '127.0.0.1')
+    """
+    return node_ip if token else LOOPBACK
+
+
+def loopback_refusal(offered: dict[str, float], needs: dict[str, float]) -> str | None:
+    """Why replicas without a token cannot run on the router's node (which offers ``offered``), or ``None``.
+
+    Example:
+        >>> loopback_refusal({"CPU": 4.0}, {"CPU": 1.0, "envs": 1.0})[:60]
+        'Without a token, Ray replicas listen on 127.0.0.1 only and s'
+        >>> loopback_refusal({"CPU": 4.0}, {"CPU": 1.0}) is None
+        True
+    """
+    missing = [name for name, amount in needs.items() if amount > 0 and offered.get(name, 0.0) < amount]
+    if not missing:
+        return None
+    return (f"Without a token, Ray replicas listen on 127.0.0.1 only and so must run on the router's node, "
+            f"which does not offer {', '.join(missing)}; give the server a token (--token or "
+            f"ROLLGYM_SERVE_TOKEN) to place replicas on other nodes.")
 
 
 def _import_ray() -> Any:
@@ -34,7 +66,7 @@ def _import_ray() -> Any:
 
 
 class ReplicaActor:
-    """A Ray actor body: one env server on its node's IP address, until the actor ends."""
+    """A Ray actor body: one env server on its node's IP address (on 127.0.0.1 without a token), until it ends."""
 
     def __init__(self, spec: str) -> None:
         import os
@@ -46,7 +78,7 @@ class ReplicaActor:
         data = json.loads(spec)
         config = ServeConfig(**{**data["config"], "env_ids": tuple(data["config"]["env_ids"])})
         server = EnvServer(config, default_env=data["default_env"], nemo_gym=data["nemo_gym"])
-        host = ray.util.get_node_ip_address()
+        host = replica_host(config.token, ray.util.get_node_ip_address())
         self.running = server.run_in_thread(host, 0)
         url = self.running.__enter__()
         self.place = {"host": host, "port": int(url.rsplit(":", 1)[1]), "pid": os.getpid(),
@@ -88,6 +120,7 @@ class RayReplicaSet(ReplicaSet):
         self.address = address
         self.cpus = float(cpus)
         self.resources = {name: float(amount) for name, amount in (resources or {}).items()}
+        self.pinned_node: str | None = None  # without a token: the router's node, where loopback reaches
 
     async def start(self) -> None:
         """Join (or start) Ray, check that some node offers what a replica needs, then start every replica."""
@@ -100,13 +133,25 @@ class RayReplicaSet(ReplicaSet):
         if missing:
             raise ConfigError(f"No node of the Ray cluster offers what a serve-env replica needs ({', '.join(missing)}"
                               f"; the cluster offers {', '.join(sorted(offered))}).")
+        if not self.config.token:
+            here = ray.get_runtime_context().get_node_id()
+            node: dict[str, Any] = next((n for n in ray.nodes() if n.get("NodeID") == here), {})
+            refusal = loopback_refusal(dict(node.get("Resources") or {}), {"CPU": self.cpus, **self.resources})
+            if refusal is not None:
+                raise ConfigError(refusal)
+            self.pinned_node = here
         await super().start()
 
     async def _spawn(self, index: int, generation: int) -> Replica:
         ray = _import_ray()
         replica = Replica(index, generation)
+        strategy: Any = "SPREAD"
+        if self.pinned_node is not None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            strategy = NodeAffinitySchedulingStrategy(node_id=self.pinned_node, soft=False)
         actor = ray.remote(ReplicaActor).options(
-            num_cpus=self.cpus, resources=self.resources, max_restarts=0, scheduling_strategy="SPREAD",
+            num_cpus=self.cpus, resources=self.resources, max_restarts=0, scheduling_strategy=strategy,
         ).remote(self._spec(replica))
         try:
             where = await asyncio.wait_for(actor.where.remote(), START_TIMEOUT_S)

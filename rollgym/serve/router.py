@@ -7,7 +7,8 @@ The router reads each request's head, decides which replica serves it, and passe
   (:data:`rollgym.serve.replicas.TAG`), so a session always lives in one process;
 * a request that opens a session (a WebSocket without ``session_id``, ``/reset``, ``/evaluate``,
   ``openenv/session/create``) goes to the next live replica in turn;
-* ``/health`` and ``/metrics`` are answered here, summed over the replicas.
+* ``/health`` and ``/metrics`` (``GET`` or ``HEAD``) are answered here, summed over the replicas; they
+  never reach a replica's session routes and never count as an episode.
 
 A WebSocket is tunnelled byte for byte after its handshake (the router never decodes a message).
 When the replica behind it dies, the router sends the client one ``REPLICA_LOST`` error message
@@ -17,7 +18,7 @@ its next ``reset`` opens a new session on a live replica: the same seed plays th
 
 Tokens are checked here as on a single server (every route but ``/health``), and again by the
 replicas, which listen on 127.0.0.1 only (replicas in Ray actors, :mod:`rollgym.serve.ray_replicas`, on
-their node's address).
+their node's address when the server has a token, else on 127.0.0.1 of the router's node).
 """
 
 from __future__ import annotations
@@ -150,12 +151,21 @@ def _error_frames(code: str, message: str, close_code: int) -> bytes:
         _frame(0x8, struct.pack(">H", close_code) + code.encode())
 
 
-def _response(status: int, payload: Any, *, keep_alive: bool, content_type: bytes = b"application/json") -> bytes:
+def _response(status: int, payload: Any, *, keep_alive: bool, content_type: bytes = b"application/json",
+              head_only: bool = False) -> bytes:
+    """A whole response; ``head_only`` (the answer to ``HEAD``) keeps the GET's headers and drops the body."""
     body = payload if isinstance(payload, bytes) else wire.dumps(payload).encode()
     head = (f"HTTP/1.1 {status} {_STATUS_TEXT.get(status, 'Error')}\r\n".encode() +
             b"content-type: " + content_type + b"\r\n" + f"content-length: {len(body)}\r\n".encode() +
             (b"" if keep_alive else b"connection: close\r\n") + b"\r\n")
-    return head + body
+    return head if head_only else head + body
+
+
+def _has_no_body(status_line: bytes, head_only: bool) -> bool:
+    """Whether a response carries no body whatever its headers say (RFC 9112 6.3): HEAD, 1xx, 204, 304."""
+    parts = status_line.split(b" ", 2)
+    code = parts[1] if len(parts) > 1 else b""
+    return head_only or code[:1] == b"1" or code in (b"204", b"304")
 
 
 def _session_in(head: _Head, body: bytes) -> str | None:
@@ -289,28 +299,31 @@ class Router:
                                          "code": wire.ACTION_TOO_LARGE}, keep_alive=False))
             return False
         body = await reader.readexactly(length) if length else b""
+        head_only = head.method == "HEAD"  # its answers carry no body, or the next one on this connection breaks
         allowed, path = self._authorized(head)
         if not allowed:
-            writer.write(_response(401, {"detail": UNAUTHORIZED_DETAIL, "code": wire.UNAUTHORIZED}, keep_alive=keep))
+            writer.write(_response(401, {"detail": UNAUTHORIZED_DETAIL, "code": wire.UNAUTHORIZED}, keep_alive=keep,
+                                   head_only=head_only))
             return keep
-        if path == "/health" and head.method == "GET":
+        if path == "/health" and head.method in ("GET", "HEAD"):  # answered here: a probe is not an episode
             payload, status = await self.replicas.health()
-            writer.write(_response(status, payload, keep_alive=keep))
+            writer.write(_response(status, payload, keep_alive=keep, head_only=head_only))
             return keep
-        if path == "/metrics" and head.method == "GET":
+        if path == "/metrics" and head.method in ("GET", "HEAD"):
             text = await self.replicas.metrics({"rollgym_router_replica_lost_answers_total": float(self.lost_answers)})
-            writer.write(_response(200, text.encode(), keep_alive=keep, content_type=b"text/plain; version=0.0.4"))
+            writer.write(_response(200, text.encode(), keep_alive=keep, content_type=b"text/plain; version=0.0.4",
+                                   head_only=head_only))
             return keep
         session_id = _session_in(head, body)
         for attempt in range(2):
             replica, why = await self._route(session_id)
             if replica is None:
-                writer.write(self._refusal(why, keep))
+                writer.write(self._refusal(why, keep, head_only))
                 return keep
             key = (replica.index, replica.generation)
             fresh = key not in upstreams
             try:
-                reply, reusable = await self._exchange(replica, upstreams, head.raw + body)
+                reply, reusable = await self._exchange(replica, upstreams, head.raw + body, head_only)
             except (ConnectionError, OSError, asyncio.IncompleteReadError, ValueError):
                 stale = upstreams.pop(key, None)
                 if stale is not None:
@@ -321,7 +334,7 @@ class Router:
                 if attempt == 0 and (session_id is None or replica.alive):  # nothing was bound to that process
                     continue
                 why = self.replicas.holder(replica.tag)[1] if session_id and not replica.alive else None
-                writer.write(self._refusal(why, keep))
+                writer.write(self._refusal(why, keep, head_only))
                 return keep
             if not reusable:
                 stale = upstreams.pop(key, None)
@@ -338,14 +351,18 @@ class Router:
                 return replica, why
         return await self.replicas.wait_for_one(ROUTE_WAIT_S), None
 
-    def _refusal(self, why: str | None, keep: bool) -> bytes:
+    def _refusal(self, why: str | None, keep: bool, head_only: bool = False) -> bytes:
         self.lost_answers += 1
-        return _response(503, {"detail": why or NO_REPLICA, "code": wire.REPLICA_LOST}, keep_alive=keep)
+        return _response(503, {"detail": why or NO_REPLICA, "code": wire.REPLICA_LOST}, keep_alive=keep,
+                         head_only=head_only)
 
     async def _exchange(self, replica: Replica,
                         upstreams: dict[tuple[int, int], tuple[asyncio.StreamReader, asyncio.StreamWriter]],
-                        request: bytes) -> tuple[bytes, bool]:
-        """Send a request to a replica on this client's connection to it; return the raw response."""
+                        request: bytes, head_only: bool = False) -> tuple[bytes, bool]:
+        """Send a request to a replica on this client's connection to it; return the raw response.
+
+        ``head_only``: the request was a ``HEAD``, whose answer has a Content-Length but no body.
+        """
         key = (replica.index, replica.generation)
         if key not in upstreams:
             upstreams[key] = await asyncio.open_connection(replica.host, replica.port, limit=MAX_HEAD_BYTES)
@@ -362,6 +379,8 @@ class Router:
                 length = int(value.strip())
             elif name == b"connection" and b"close" in value.lower():
                 reusable = False
+        if _has_no_body(raw.split(b"\r\n", 1)[0], head_only):
+            return raw, reusable
         if length is None:  # no length: the body runs to the end of the connection
             return raw + await up_reader.read(), False
         return raw + await up_reader.readexactly(length), reusable

@@ -44,3 +44,24 @@ def test_bad_model_is_one_sentence_and_exit_2(model):
     out = run("eval", "Countdown-v0", "--model", model, "--n", "1")
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_eval_with_a_draft_model_gives_the_greedy_tokens_of_the_target_alone(tiny_model_dir, tmp_path):
+    common = ["eval", "Countdown-v0", "--model", str(tiny_model_dir), "--n", "2", "--group-size", "1",
+              "--max-tokens", "12", "--temperature", "0", "--json"]
+    plain = run(*common, "--out", str(tmp_path / "plain.jsonl"))
+    fast = run(*common, "--draft", str(tiny_model_dir), "--out", str(tmp_path / "fast.jsonl"))
+    assert plain.returncode == 0 and fast.returncode == 0, fast.stderr
+
+    def completions(name):
+        lines = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
+        return [line["trajectory"]["completion_ids"] for line in lines if line["kind"] == "episode"]
+
+    assert completions("fast.jsonl") == completions("plain.jsonl") != []
+
+
+def test_a_draft_over_http_is_one_sentence_and_exit_2():
+    out = run("eval", "Countdown-v0", "--model", "http://127.0.0.1:9/v1", "--draft", "x", "--n", "1")
+    assert out.returncode == 2
+    assert "--draft works with a local transformers model only" in out.stderr
+    assert "Traceback" not in out.stderr

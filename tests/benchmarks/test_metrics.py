@@ -108,7 +108,7 @@ class FakeGroup:
     trajectories: list[FakeTraj] = field(default_factory=list)
 
 
-def test_summarize_counts_failures_as_unsolved_and_leaves_them_out_of_mean_reward() -> None:
+def test_summarize_counts_failures_as_unsolved_and_as_zero_in_mean_reward() -> None:
     groups = [
         FakeGroup([FakeTraj(True, 1.0), FakeTraj(False, 0.0)]),
         FakeGroup([FakeTraj(False, None, "failed"), FakeTraj(False, 0.0, "truncated")]),
@@ -116,7 +116,7 @@ def test_summarize_counts_failures_as_unsolved_and_leaves_them_out_of_mean_rewar
     s = summarize(groups)
     assert (s.episodes, s.tasks, s.correct, s.failures, s.truncated) == (4, 2, 1, 1, 1)
     assert s.accuracy.value == 0.25 and (s.accuracy.low, s.accuracy.high) == wilson_interval(1, 4)
-    assert s.mean_reward.value == pytest.approx(1 / 3)
+    assert s.mean_reward.value == pytest.approx(1 / 4)  # the failed rollout counts 0, not nothing
     assert s.pass_at_k[1].value == pytest.approx((0.5 + 0.0) / 2)
     assert s.pass_at_k[2].value == pytest.approx((1.0 + 0.0) / 2)
     assert set(s.pass_at_k) == {1, 2}

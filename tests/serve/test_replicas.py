@@ -119,6 +119,23 @@ def test_malformed_and_oversized_requests_get_one_answer_and_the_router_serves_o
     assert httpx.get(fleet + "/health", timeout=30).json()["status"] == "healthy"
 
 
+def test_a_head_health_probe_is_answered_at_once_and_is_never_a_lost_episode(fleet: str):
+    lost = "rollgym_router_replica_lost_answers_total"
+    before = _metric(fleet, lost, **AUTH)
+    got = httpx.get(fleet + "/health", timeout=30)
+    with httpx.Client(timeout=8) as client:  # one keep-alive connection: a HEAD must not leave it waiting for a body
+        for _ in range(3):
+            probe = client.head(fleet + "/health")
+            assert probe.status_code == 200 and probe.content == b""
+            assert int(probe.headers["content-length"]) > 0 and probe.headers["content-type"] == "application/json"
+        assert client.head(fleet + "/metrics", headers=AUTH).status_code == 200
+        assert client.head(fleet + "/metrics").status_code == 401  # no token: refused, still without a body
+        passed = client.head(fleet + "/envs", headers=AUTH)  # a HEAD the router passes to a replica
+        assert passed.status_code != 503 and passed.content == b""
+        assert client.get(fleet + "/health").json()["status"] == "healthy"  # the connection still works
+    assert got.status_code == 200 and _metric(fleet, lost, **AUTH) == before
+
+
 def test_the_replicas_private_ports_ask_for_the_token_too(fleet: str):
     psutil = pytest.importorskip("psutil")
     pids = [r["pid"] for r in httpx.get(fleet + "/health", timeout=30).json()["replicas"]]
@@ -355,3 +372,14 @@ def test_ray_placement_arguments_are_checked_with_one_sentence():
             ray_resources([bad])
     with pytest.raises(ConfigError, match="non-negative numbers"):
         RayReplicaSet(ServeConfig(env_ids=("Countdown-v0",)), 2, cpus=-1)
+
+
+def test_ray_replicas_without_a_token_bind_loopback_and_stay_on_the_routers_node():
+    from rollgym.serve.ray_replicas import loopback_refusal, replica_host
+
+    assert replica_host("s3cret", "10.0.0.7") == "10.0.0.7"  # the router on another node reaches it; it asks
+    assert replica_host(None, "10.0.0.7") == replica_host("", "10.0.0.7") == "127.0.0.1"  # no token: loopback only
+    assert loopback_refusal({"CPU": 2.0, "envs": 1.0}, {"CPU": 1.0, "envs": 1.0}) is None
+    refusal = loopback_refusal({"CPU": 2.0}, {"CPU": 1.0, "envs": 1.0, "gpu": 0.0})
+    assert refusal is not None and "envs" in refusal and "gpu" not in refusal and "token" in refusal
+    assert refusal.count(". ") == 0 and refusal.endswith(".")  # one sentence

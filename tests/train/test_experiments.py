@@ -295,5 +295,7 @@ def test_the_committed_april_warm_up_is_rebuilt_bit_for_bit_here(tmp_path):
                           timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     rebuilt = json.loads(done.stdout.strip().splitlines()[-1])
-    assert rebuilt["warm_state_sha256"] == recorded["warm_state_sha256"]
-    assert rebuilt["tokenizer_sha256"] == recorded["tokenizer_sha256"]
+    assert rebuilt["mkl_cbwr"] == "AVX2,STRICT" and rebuilt["cpu_capability"] == "AVX2"
+    where = f"recorded on {recorded.get('cpu', 'an unrecorded CPU')}, rebuilt on {rebuilt['cpu']}"
+    assert rebuilt["warm_state_sha256"] == recorded["warm_state_sha256"], where
+    assert rebuilt["tokenizer_sha256"] == recorded["tokenizer_sha256"], where

@@ -37,6 +37,24 @@ def test_repeating_the_offered_numbers_earns_less_than_using_them_once(puzzle):
     assert reward_of_text(env, task, "<answer>17 - 9</answer> <answer>(6 + 4) * 3</answer>") == pytest.approx(0.1)
 
 
+def test_echoing_the_offered_numbers_or_an_empty_block_earns_nothing(puzzle):
+    env, task, _, _ = puzzle
+    assert reward_of_text(env, task, "<answer>17 9</answer>") == 0.0  # the offered numbers echoed: malformed
+    assert reward_of_text(env, task, "<answer>9, 17</answer>") == 0.0
+    assert reward_of_text(env, task, "<answer></answer>") == 0.0  # an empty block
+    assert reward_of_text(env, task, "<answer>  </answer>") == 0.0
+    assert reward_of_text(env, task, "<answer>17</answer>") == 0.0  # one number, no operation
+    assert reward_of_text(env, task, "<answer>(17)</answer>") == 0.0
+    assert reward_of_text(env, task, "<answer>17 = 26</answer>") == 0.0
+    # a genuine expression that is wrong keeps its partial credit
+    assert reward_of_text(env, task, "<answer>17 * 9</answer>") == pytest.approx(0.5)
+    assert reward_of_text(env, task, "<answer>(17) - (9)</answer>") == pytest.approx(0.5)
+    assert reward_of_text(env, task, "<answer>17 * 17</answer>") == pytest.approx(0.1 + 0.4 / 2)
+    info = {"task_meta": {"numbers": [3, 5]}}  # without the env's label the operator rule still holds
+    assert shaped_reward("<answer>3 5</answer>", 0.0, info) == 0.0
+    assert shaped_reward("<answer>3 - 5</answer>", 0.0, info) == pytest.approx(0.5)
+
+
 def test_weights_are_settings_and_a_failed_episode_earns_nothing():
     info = {"task_meta": {"numbers": [3, 5]}}
     assert shaped_reward("<answer>3 * 5</answer>", 0.0, info, closed_bonus=0.0, overlap_weight=0.5) == 0.5

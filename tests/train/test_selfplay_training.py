@@ -91,7 +91,7 @@ def test_grpo_trainer_takes_a_self_play_step_with_rae_and_checkpoints_the_baseli
     trainer = GRPOTrainer(model, tiny_backend.tokenizer, GRPOConfig(advantage="rae", learning_rate=1e-4))
     stats = trainer.step(groups)
     assert stats["rows"] == 8
-    assert set(trainer.role_baselines.values) == {"KuhnPoker-v0/first", "KuhnPoker-v0/second"}
+    assert set(trainer.role_baselines.values) == {"KuhnPoker-v1/first", "KuhnPoker-v1/second"}
     trainer.save_checkpoint(tmp_path / "ck.pt")
     again = GRPOTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_dir), tiny_backend.tokenizer,
                         GRPOConfig(advantage="rae", learning_rate=1e-4))

@@ -463,10 +463,128 @@ def test_an_answer_computed_from_the_problem_is_verified(tmp_path: os.PathLike[s
             assert info["verified"] is True and info["reward"] == 1.0, code
             rerun = info["details"]["verification"]["reruns"][-1]
             assert rerun["ok"] and rerun["printed_answer"] is False and rerun["echo"] is False
-        wrong = _play(env, "print(7 * 5 + 3)", "38")  # computed from the problem, and wrong: verified, reward 0
-        assert wrong["verified"] is True and wrong["reward"] == 0.0
+        wrong = _play(env, "print(7 * 4 - 3)", "25")  # computed from the problem's numbers, and wrong: verified,
+        assert wrong["verified"] is True and wrong["reward"] == 0.0  # reward 0 (no template to check it against)
     finally:
         env.close()
+
+
+# Arithmetic on literals that fold a problem number into a guess (issue 41): each boxed 999 for 7*4+3.
+FOLDED_FORGERIES = ["print(992 + 7)", "print(999 if 7 % 2 else 0)", "a = 7*4+3; print(a + 968)"]
+GENUINE = ["print(7 * 4 + 3)", "a, b, c = 7, 4, 3\nprint(a * b + c)", "import sympy\nprint(sympy.sympify('7*4 + 3'))"]
+TEMPLATED = {"id": "t0", "problem": "What is $7 \\times 4 + 3$?", "answer": "31",
+             "template": {"params": {"a": 7, "b": 4, "c": 3},
+                          "instances": [{"params": {"a": 5, "b": 8, "c": 2}, "answer": "42"},
+                                        {"params": {"a": 9, "b": 3, "c": 6}, "answer": "33"}]}}
+
+
+def _templated_env(tmp_path: os.PathLike[str], *rows: dict[str, Any]) -> Any:
+    import json
+
+    import gymnasium as gym
+
+    path = os.path.join(str(tmp_path), "generated.jsonl")
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows or (TEMPLATED,):
+            handle.write(json.dumps(row) + "\n")
+    return gym.make("MATHTool-v1", path=path)
+
+
+def test_arithmetic_that_folds_a_problem_number_into_a_guess_is_not_verified(tmp_path: os.PathLike[str]) -> None:
+    env = _tool_env(tmp_path)
+    try:
+        for code in FOLDED_FORGERIES:  # no template: refused because the code writes numbers the problem has not
+            info = _play(env, code, "999")
+            evidence = info["details"]["verification"]
+            assert evidence["printed_answer"] is True and info["verified"] is False, code
+            assert evidence["foreign_numbers"][0]["numbers"][0] in ("992", "999", "968"), code
+    finally:
+        env.close()
+    env = _templated_env(tmp_path)
+    try:
+        for code in FOLDED_FORGERIES:  # a template: the code, on a fresh instance's numbers, misses its answer
+            info = _play(env, code, "999")
+            evidence = info["details"]["verification"]
+            assert evidence["method"] == "fresh_instance" and evidence["printed_answer"] is True, code
+            assert info["verified"] is False and evidence["reruns"][0]["printed_fresh_answer"] is False, code
+        for code in ("print(999)\nprint(7 * 4 + 3)", "print(7 * 4 - 3)"):  # a guess beside the computation; a wrong
+            boxed = "999" if "999" in code else "25"  # formula: both print something else on a fresh instance
+            assert _play(env, code, boxed)["verified"] is False, code
+    finally:
+        env.close()
+
+
+def test_a_program_computing_the_answer_from_the_problem_is_verified_on_fresh_instances(
+        tmp_path: os.PathLike[str]) -> None:
+    import json
+
+    env = _templated_env(tmp_path)
+    try:
+        for code in GENUINE:
+            call = "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+            observation, reset_info = env.reset(options={"task_index": 0})
+            seen = observation + json.dumps(reset_info, default=str)
+            assert "42" not in seen and "instances" not in seen  # the fresh instances stay hidden
+            env.step(call)
+            *_, info = env.step("So \\boxed{31}.")
+            assert info["verified"] is True and info["reward"] == 1.0, code
+            reruns = info["details"]["verification"]["reruns"]
+            assert [r["instance"] for r in reruns] == [0, 1] and all(r["printed_fresh_answer"] for r in reruns)
+        # the documented limit (docs/math.md): code that computes the answer, then special-cases its value
+        assert _play(env, "r = 7*4+3\nprint(999 if r == 31 else r)", "999")["verified"] is True
+    finally:
+        env.close()
+
+
+def test_the_t3rl_experiments_rows_are_templated_and_its_tool_behaviour_is_verified(
+        tmp_path: os.PathLike[str]) -> None:
+    from rollgym.train.experiments.t3rl import problems, template, tool_text
+
+    rows = problems(4, 0)[0]
+    env = _templated_env(tmp_path, *({"id": r["id"], "problem": r["problem"], "answer": r["answer"],
+                                      "template": template(r)} for r in rows))
+    try:
+        for index, row in enumerate(rows):
+            env.reset(options={"task_index": index})
+            env.step(tool_text(row))
+            *_, info = env.step(f"\\boxed{{{row['answer']}}}")
+            assert info["verified"] is True and info["details"]["verification"]["method"] == "fresh_instance"
+    finally:
+        env.close()
+
+
+def test_a_template_that_cannot_check_code_is_refused_with_one_sentence(tmp_path: os.PathLike[str]) -> None:
+    from rollgym.core.errors import ConfigError
+
+    base = {k: v for k, v in TEMPLATED.items() if k != "template"}
+    bad = [
+        ({"params": {"a": 8}, "instances": [{"params": {"a": 5}, "answer": "1"}]}, "not a number written in"),
+        ({"params": {"a": 7}, "instances": []}, "non-empty list"),
+        ({"params": {"a": 7}, "instances": [{"params": {"a": 5}, "answer": "31"}]}, "the problem's own answer"),
+        ({"params": {"a": 7}, "instances": [{"params": {"b": 5}, "answer": "1"}]}, "exactly the params"),
+        ({"params": {"a": 7}, "instances": [{"params": {"a": 7}, "answer": "1"}]}, "changes no number"),
+        ({"params": {"a": "seven"}, "instances": [{"params": {"a": 5}, "answer": "1"}]}, "must be a number"),
+        ("7", "must be an object"),
+    ]
+    for template, message in bad:
+        with pytest.raises(ConfigError, match=message):
+            _templated_env(tmp_path, {**base, "template": template})
+    twice = {"id": "t1", "problem": "What is $7 \\times 7 + 3$?", "answer": "52",  # a code 7 cannot say which
+             "template": {"params": {"a": 7, "b": 7}, "instances": [{"params": {"a": 5, "b": 6}, "answer": "33"}]}}
+    with pytest.raises(ConfigError, match="must stay equal"):
+        _templated_env(tmp_path, twice)
+
+
+def test_the_numbers_a_program_writes_are_found_in_literals_and_strings() -> None:
+    from rollgym.envs.math.evidence import foreign_numbers, written_numbers
+
+    problem = "What is $7 \\times 4 + 3$?"
+    assert written_numbers("x = 7 * 4 + 3.5\nprint(f'{x} is {1e3}', sympify('x**2'))") == [
+        "7", "4", "3.5", "1000.0", "2"]
+    assert foreign_numbers("print(7 * 4 + 3, 7.0, -1, 0, True)", problem) == []
+    forged = "print(int('9' * 3), 0x3e7, float('1e3'), 1j, range(1, 8))"  # 3 is the problem's, 8 one more than 7
+    assert foreign_numbers(forged, problem) == ["9", "999", "1e3", "1j"]
+    assert foreign_numbers("print(", problem) == ["?"]
 
 
 def test_a_problem_number_is_changed_in_numbers_and_strings_only_as_a_whole() -> None:

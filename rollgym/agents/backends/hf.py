@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams, check_prompts
+from rollgym.agents.backends.speculative import SpeculationStats, SpeculativeDecoder, load_draft
 from rollgym.core.errors import ConfigError, MissingDependencyError
 
 
@@ -58,6 +59,10 @@ class TransformersBackend:
         max_batch: Most sequences decoded together.
         batch_window_s: The quiet window: a batch starts once no request arrived for this long.
         max_wait_s: The longest a request waits for others to join its batch.
+        draft_model: A smaller causal LM over the same tokenizer: generation then decodes speculatively
+            (:mod:`rollgym.agents.backends.speculative`), with the target's output distribution and, greedy,
+            the target's own tokens; ``speculation`` counts what the draft got accepted.
+        draft_tokens: Tokens the draft proposes per target pass.
 
     Example:
         >>> backend = TransformersBackend.from_pretrained("path/to/model")  # doctest: +SKIP
@@ -69,7 +74,7 @@ class TransformersBackend:
     """Text models only (``AutoModelForCausalLM``); screenshots reach it as their text part."""
 
     def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
-                 max_wait_s: float = 0.2) -> None:
+                 max_wait_s: float = 0.2, draft_model: Any = None, draft_tokens: int = 4) -> None:
         torch, _ = _import_torch_transformers()
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -92,12 +97,24 @@ class TransformersBackend:
         # transformers >= 5.2x renamed past_key_values to cache
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self._keeps_logits = "logits_to_keep" in params
+        self._speculative: SpeculativeDecoder | None = None
+        if draft_model is not None:
+            self._speculative = SpeculativeDecoder(self, draft_model, draft_tokens)
+
+    @property
+    def speculation(self) -> SpeculationStats | None:
+        """Draft tokens proposed and accepted so far, when decoding speculatively; else None."""
+        return self._speculative.stats if self._speculative is not None else None
 
     @classmethod
     def from_pretrained(
-        cls, path_or_id: str, *, device: str = "cpu", dtype: str = "float32", **kwargs: Any
+        cls, path_or_id: str, *, device: str = "cpu", dtype: str = "float32", draft: str | None = None,
+        **kwargs: Any,
     ) -> TransformersBackend:
-        """Load a model folder, a pulled model's name (``rollgym models list``) or a hub id, with its tokenizer."""
+        """Load a model folder, a pulled model's name (``rollgym models list``) or a hub id, with its tokenizer.
+
+        ``draft`` names a smaller model of the same tokenizer (loaded the same way) to decode speculatively with.
+        """
         from rollgym.agents.backends.catalog import resolve_model
 
         torch, transformers = _import_torch_transformers()
@@ -113,6 +130,8 @@ class TransformersBackend:
         transformers.utils.logging.disable_progress_bar()
         tokenizer = transformers.AutoTokenizer.from_pretrained(source)
         model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype).to(device)
+        if draft is not None:
+            kwargs["draft_model"] = load_draft(draft, tokenizer, dtype=torch_dtype, device=device)
         return cls(model, tokenizer, **kwargs)
 
     def _eos_ids(self) -> list[int]:
@@ -205,6 +224,8 @@ class TransformersBackend:
         if seeds is None:
             seeds = row_seeds(sampling, len(prompts)) if sampling.seed is not None else [None] * len(prompts)
         with self._lock, torch.inference_mode():
+            if self._speculative is not None:
+                return self._speculative.decode(prompts, sampling, seeds)
             return self._decode(prompts, sampling, seeds)
 
     def _decode(self, prompts: list[list[int]], sampling: SamplingParams, seeds: list[int | None]) -> list[Generation]:

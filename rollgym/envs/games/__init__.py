@@ -42,19 +42,24 @@ register_env(
     oracle=_ORACLE,
     random_policy=_RANDOM,
 )
-register_env(
-    "KuhnPoker-v0",
-    "rollgym.envs.games.kuhn:KuhnPokerEnv",
-    description="Kuhn poker (imperfect information, exact chip payoffs) against the Nash-equilibrium bot.",
-    family="games",
-    oracle="rollgym.agents.seat_bots:kuhn_oracle",
-    random_policy="rollgym.agents.seat_bots:random_seat_action",
-)
-register_env(
-    "Negotiation-v0",
-    "rollgym.envs.games.negotiation:NegotiationEnv",
-    description="Item division with private values (deal or no deal, payoffs by formula) against a conceding bot.",
-    family="games",
-    oracle="rollgym.agents.seat_bots:negotiation_oracle",
-    random_policy="rollgym.agents.seat_bots:random_seat_action",
-)
+# v1 keeps the other seat's secrets (cards, values, the bots' seed) in Task.answer; v0's tasks hold them in meta
+# (same deals and scores; kept so that its task ids and results stay valid). Neither shows them in info.
+_KEPT = " Superseded by -v1 (same deals; the other seat's secrets are out of the task's public meta)."
+for _version, _note in (("v1", ""), ("v0", _KEPT)):
+    register_env(
+        f"KuhnPoker-{_version}",
+        "rollgym.envs.games.kuhn:KuhnPokerEnv",
+        description="Kuhn poker (imperfect information, exact chip payoffs) against the Nash-equilibrium bot." + _note,
+        family="games",
+        oracle="rollgym.agents.seat_bots:kuhn_oracle",
+        random_policy="rollgym.agents.seat_bots:random_seat_action",
+    )
+    register_env(
+        f"Negotiation-{_version}",
+        "rollgym.envs.games.negotiation:NegotiationEnv",
+        description="Item division with private values (deal or no deal, payoffs by formula) against a conceding "
+                    "bot." + _note,
+        family="games",
+        oracle="rollgym.agents.seat_bots:negotiation_oracle",
+        random_policy="rollgym.agents.seat_bots:random_seat_action",
+    )

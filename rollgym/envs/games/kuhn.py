@@ -22,7 +22,9 @@ Observation Space:
 Starting State:
     A task is a deal (one card per seat) and a seed for the bots, drawn from the
     task index within its split (splits disjoint by that content). In the
-    single-agent env the agent's seat alternates with the task index.
+    single-agent env the agent's seat alternates with the task index. The deal and
+    the seed are the task's ``answer``: its public ``meta`` holds only the agent's
+    seat (and a difficulty level's opponent).
 
 Rewards:
     The chips won or lost, at the end: +-1 or +-2 (zero-sum). A forfeit (no
@@ -33,8 +35,9 @@ Episode End:
     At a fold or a showdown (at most three actions), or a forfeit.
 
 Information:
-    Every step: ``card``, ``history`` (the actions so far), ``legal_moves``, ``seat``,
-    ``role``. At the end the Score fields (``correct`` = won chips) and ``payoffs``.
+    Every step: ``card`` (the seat's own), ``history`` (the actions so far), ``legal_moves``,
+    ``seat``, ``role``; never the opponent's card or the bots' seed. At the end the Score
+    fields (``correct`` = won chips, ``details["cards"]``: both cards) and ``payoffs``.
 
 Arguments:
     ``opponent``: ``"nash"`` (the equilibrium family with ``alpha`` 1/6), ``"nash-<alpha>"`` with
@@ -43,14 +46,17 @@ Arguments:
     ``agent_seat`` (``None`` alternates); ``max_retries``; ``illegal_move_policy``.
 
 Version History:
-    v0: initial release.
+    v1: the deal and the bots' seed move from the task's ``meta`` to its ``answer`` (same
+    deals and scores as v0), so no ``info["task_meta"]`` can show the opponent's card.
+    v0: initial release (kept so that its task ids and results stay valid; its tasks hold
+    the deal in ``meta``, which ``info["task_meta"]`` leaves out).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from itertools import permutations
 from typing import Any, ClassVar
@@ -177,8 +183,10 @@ class KuhnPoker(SeatedGame):
     """
 
     roles: ClassVar[tuple[str, ...]] = ("first", "second")
+    private_keys: ClassVar[tuple[str, ...]] = ("cards", "bot_seed")
+    legacy_ids: ClassVar[frozenset[str]] = frozenset({"KuhnPoker-v0"})
 
-    def __init__(self, *, env_id: str = "KuhnPoker-v0", max_retries: int = 1,
+    def __init__(self, *, env_id: str = "KuhnPoker-v1", max_retries: int = 1,
                  illegal_move_policy: str = "forfeit") -> None:
         super().__init__(max_retries=max_retries, illegal_move_policy=illegal_move_policy)
         self.env_id = env_id
@@ -190,14 +198,15 @@ class KuhnPoker(SeatedGame):
             deal = [int(c) for c in rng.permutation(3)[:2]]
             return {"cards": deal, "bot_seed": int(rng.integers(2**31))}
 
-        meta, _ = draw_in_split("KuhnPoker", split, index, candidate, lambda m: json.dumps(m, sort_keys=True))
-        return Task(id=f"{self.env_id}:{split}:{index}", env_id=self.env_id, prompt=RULES, answer=None, meta=meta)
+        deal, _ = draw_in_split("KuhnPoker", split, index, candidate, lambda m: json.dumps(m, sort_keys=True))
+        return self.make_task(split, index, deal, RULES)
 
     def start(self, task: Task) -> None:
-        cards = task.meta.get("cards")
+        cards = self.deal_of(task).get("cards")
         if not (isinstance(cards, list) and len(cards) == 2 and sorted(set(cards)) == sorted(cards)
                 and all(c in (0, 1, 2) for c in cards)):
-            raise ConfigError(f"A Kuhn poker task needs meta['cards'], two different cards from 0 to 2; got {cards!r}.")
+            raise ConfigError("A Kuhn poker task needs answer['cards'], two different cards from 0 to 2; "
+                              f"got {cards!r}.")
         self.cards = (int(cards[0]), int(cards[1]))
         self.history = ()
 
@@ -337,6 +346,11 @@ class KuhnPokerEnv(SeatedTextEnv):
         Level("nash", {"opponent": "nash"}, "the Nash equilibrium (alpha 1/6): unexploitable"),
     )
     levels_grow: ClassVar[str] = "the opponent: random play, then the Nash equilibrium (the oracle wins fewer chips)"
+
+    @classmethod
+    def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
+        """Losing a called bet: -2 chips."""
+        return -2.0
 
     def new_game(self, *, max_retries: int, illegal_move_policy: str) -> KuhnPoker:
         return KuhnPoker(max_retries=max_retries, illegal_move_policy=illegal_move_policy)

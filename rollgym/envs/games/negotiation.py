@@ -21,7 +21,9 @@ Observation Space:
 Starting State:
     A task is the pool, both value vectors and the turn limit (6 actions), drawn
     from the task index within its split (splits disjoint by that content). In
-    the single-agent env the agent's seat alternates with the task index.
+    the single-agent env the agent's seat alternates with the task index. The
+    value vectors and the bots' seed are the task's ``answer``; its public ``meta``
+    holds the pool, the turn limit and the agent's seat.
 
 Rewards:
     At the end: the value of what the seat gets in the deal, divided by 10 (so in
@@ -34,8 +36,9 @@ Episode End:
 Information:
     Every step: ``counts``, ``values`` (the seat's own), ``offer`` (the standing
     proposal: ``{"by": seat, "takes": [...]}``), ``turns_left``, ``legal_moves``,
-    ``seat``, ``role``. At the end the Score fields (``correct``: a deal worth at
-    least half of the pool to the seat) and ``payoffs``.
+    ``seat``, ``role``; never the other seat's values or the bots' seed. At the end the
+    Score fields (``correct``: a deal worth at least half of the pool to the seat) and
+    ``payoffs``.
 
 Arguments:
     ``opponent``: ``"fair"`` (the reference bot: asks for 7 of 10, conceding one
@@ -44,7 +47,10 @@ Arguments:
     (``None`` alternates); ``max_retries``; ``illegal_move_policy``.
 
 Version History:
-    v0: initial release.
+    v1: the value vectors and the bots' seed move from the task's ``meta`` to its ``answer``
+    (same deals and scores as v0), so no ``info["task_meta"]`` can show the other seat's values.
+    v0: initial release (kept so that its task ids and results stay valid; its tasks hold
+    the values in ``meta``, which ``info["task_meta"]`` leaves out).
 """
 
 from __future__ import annotations
@@ -126,8 +132,10 @@ class Negotiation(SeatedGame):
     """
 
     roles: ClassVar[tuple[str, ...]] = ("first", "second")
+    private_keys: ClassVar[tuple[str, ...]] = ("values", "bot_seed")
+    legacy_ids: ClassVar[frozenset[str]] = frozenset({"Negotiation-v0"})
 
-    def __init__(self, *, env_id: str = "Negotiation-v0", max_retries: int = 1,
+    def __init__(self, *, env_id: str = "Negotiation-v1", max_retries: int = 1,
                  illegal_move_policy: str = "forfeit") -> None:
         super().__init__(max_retries=max_retries, illegal_move_policy=illegal_move_policy)
         self.env_id = env_id
@@ -152,15 +160,15 @@ class Negotiation(SeatedGame):
                     return {"counts": counts, "values": values, "max_turns": MAX_TURNS,
                             "bot_seed": int(rng.integers(2**31))}
 
-        meta, _ = draw_in_split("Negotiation", split, index, candidate, lambda m: json.dumps(m, sort_keys=True))
-        return Task(id=f"{self.env_id}:{split}:{index}", env_id=self.env_id, prompt=RULES, answer=None, meta=meta)
+        deal, _ = draw_in_split("Negotiation", split, index, candidate, lambda m: json.dumps(m, sort_keys=True))
+        return self.make_task(split, index, deal, RULES)
 
     def start(self, task: Task) -> None:
-        meta = task.meta
+        meta = self.deal_of(task)
         counts, values = meta.get("counts"), meta.get("values")
         if not (isinstance(counts, list) and len(counts) == 3 and isinstance(values, list) and len(values) == 2
                 and all(split_value(v, counts) == POOL_VALUE for v in values)):
-            raise ConfigError("A negotiation task needs meta['counts'] (3 numbers) and meta['values'] (two value "
+            raise ConfigError("A negotiation task needs meta['counts'] (3 numbers) and answer['values'] (two value "
                               f"lists, each worth {POOL_VALUE} for the whole pool).")
         self.counts = [int(c) for c in counts]
         self.values = [[int(x) for x in v] for v in values]

@@ -25,7 +25,7 @@ takes one seat and bots take the others.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -61,6 +61,12 @@ class SeatedGame(ABC):
     roles: ClassVar[tuple[str, ...]] = ("first", "second")
     #: The id the game's tasks and trajectories carry.
     env_id: str = ""
+    #: The keys of a drawn deal that only some seats may know (cards, private values, the bots' seed): a task
+    #: keeps them in ``Task.answer``, never in its public ``meta`` (which ``info["task_meta"]`` shows).
+    private_keys: ClassVar[tuple[str, ...]] = ()
+    #: Ids whose tasks were published with the private keys in ``meta`` (kept so that their task ids, tasks and
+    #: recorded results stay valid); their envs still leave those keys out of ``info["task_meta"]``.
+    legacy_ids: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, *, max_retries: int = 1, illegal_move_policy: str = "forfeit") -> None:
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
@@ -78,6 +84,21 @@ class SeatedGame(ABC):
         self.task: Task | None = None
         self._rng = np.random.default_rng(0)
         self._started = False
+
+    def make_task(self, split: str, index: int, deal: dict[str, Any], prompt: str) -> Task:
+        """The task of a drawn ``deal``: its :attr:`private_keys` go to ``answer``, the rest to ``meta``."""
+        task_id = f"{self.env_id}:{split}:{index}"
+        if self.env_id in self.legacy_ids:
+            return Task(id=task_id, env_id=self.env_id, prompt=prompt, answer=None, meta=deal)
+        meta = {k: v for k, v in deal.items() if k not in self.private_keys}
+        secret = {k: v for k, v in deal.items() if k in self.private_keys}
+        return Task(id=task_id, env_id=self.env_id, prompt=prompt, answer=secret, meta=meta)
+
+    @classmethod
+    def deal_of(cls, task: Task) -> dict[str, Any]:
+        """The whole deal of ``task``: its public ``meta`` and its private ``answer`` (or, for a legacy id, meta)."""
+        secret = task.answer if isinstance(task.answer, dict) else {}
+        return {**task.meta, **{k: v for k, v in secret.items() if k in cls.private_keys}}
 
     # -- the rules: hooks ------------------------------------------------------
     @abstractmethod
@@ -338,6 +359,11 @@ class SeatedTextEnv(TextEnv):
         self.agent_seat = 0
         self.system_prompt = self.game.system_prompt(0)
 
+    @classmethod
+    def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
+        """The worst payoff an episode can end with (benchmarks count an abandoned episode as this)."""
+        return 0.0
+
     @abstractmethod
     def new_game(self, *, max_retries: int, illegal_move_policy: str) -> SeatedGame:
         """The seated game this env plays."""
@@ -376,7 +402,7 @@ class SeatedTextEnv(TextEnv):
                 self._level_bots[str(name)] = self.make_bot(str(name))
             self.opponent = self._level_bots[str(name)]
         self.agent_seat = int(task.meta.get("agent_seat", 0))
-        bot_seed = int(task.meta.get("bot_seed", 0))
+        bot_seed = int(self.game.deal_of(task).get("bot_seed", 0))
         self.game.reset(bot_seed, task=task)
         self.opponent.reset(seed=bot_seed)
         self.system_prompt = self.game.system_prompt(self.agent_seat)
@@ -403,6 +429,8 @@ class SeatedTextEnv(TextEnv):
 
     def _common_info(self) -> dict[str, Any]:
         info = super()._common_info()
+        # the other seats' secrets never reach info, whatever the task's layout (legacy ids keep them in meta)
+        info["task_meta"] = {k: v for k, v in info["task_meta"].items() if k not in self.game.private_keys}
         if self.game.task is not None:
             info.update({k: v for k, v in self.game.info(self.agent_seat).items() if k not in info})
         info["agent_seat"] = self.agent_seat

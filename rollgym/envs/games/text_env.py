@@ -43,6 +43,8 @@ _FINAL_RE = re.compile(r"final\s+answer\s*[:：]\s*(.*)", re.IGNORECASE)
 _BRACKET_RE = re.compile(r"\[\s*([^\[\]\n]{1,40}?)\s*\]")
 _MARKUP = "*`_ \t\"'"
 OPPONENT_FAILED = "opponent_failed"
+#: Task ``meta`` keys that ``info["task_meta"]`` leaves out: the seed of the opponent's random choices.
+PRIVATE_META = frozenset({"opponent_seed"})
 
 
 def extract_move_text(response: str) -> str | None:
@@ -232,6 +234,11 @@ class TwoPlayerTextEnv(TextEnv):
         self._last_error: str | None = None
         self._move_texts: list[str] = []
         self._last_agent_move: str | None = None
+
+    @classmethod
+    def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
+        """A loss: -1 under ``reward_scheme="signed"``, else 0 (benchmarks count an abandoned game as this)."""
+        return -1.0 if kwargs.get("reward_scheme") == "signed" else 0.0
 
     # -- game hooks ---------------------------------------------------------
     @abstractmethod
@@ -508,7 +515,8 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _common_info(self) -> dict[str, Any]:
         info = super()._common_info()
-        info["task_meta"] = copy.deepcopy(info["task_meta"])  # nested lists must not be shared between calls
+        # nested lists must not be shared between calls; the bot's seed would let a policy foresee its moves
+        info["task_meta"] = {k: copy.deepcopy(v) for k, v in info["task_meta"].items() if k not in PRIVATE_META}
         if self.state is not None and not self._done:
             info.update(self._info(error=self._last_error))
         return info

@@ -40,7 +40,9 @@ from rollgym.core.errors import ConfigError, DataNotFoundError
 from rollgym.core.evalset import ONLY_SPLIT, EvaluationSet, jsonl_rows
 from rollgym.core.seeding import content_digest
 from rollgym.core.task import Task
+from rollgym.envs.math.evidence import problem_numbers
 from rollgym.envs.math.prompts import format_prompt
+from rollgym.envs.math.templates import FreshInstance, parse_template
 
 DATA_DIR_ENV = "ROLLGYM_DATA_DIR"
 
@@ -59,6 +61,8 @@ class DatasetSpec:
         answer_field: Field holding the gold final answer.
         id_fields: Fields tried, in order, for a stable row id.
         meta_fields: Fields copied into ``Task.meta`` when present (difficulty, subject).
+        template_field: The field of a generated row's template and fresh instances (never shown to the
+            agent; see :mod:`rollgym.envs.math.templates`).
     """
 
     name: str
@@ -70,6 +74,7 @@ class DatasetSpec:
     answer_field: str = "answer"
     id_fields: tuple[str, ...] = ("unique_id", "id")
     meta_fields: tuple[str, ...] = ("subject", "level")
+    template_field: str = "template"
     env_id: str = field(default="MATH-v1", compare=False)
 
 
@@ -258,6 +263,7 @@ class MathDataset(EvaluationSet):
         if len(set(self._ids)) != len(self._ids):
             self._ids = [f"{rid}#{i}" for i, rid in enumerate(self._ids)]
         self._index = {task_id: i for i, task_id in enumerate(self._ids)}
+        self._fresh = self._templates(path)
         _LIVE.add(self)
 
     def _check(self, rows: Sequence[dict[str, Any]], path: Any) -> list[dict[str, Any]]:
@@ -272,6 +278,29 @@ class MathDataset(EvaluationSet):
                     f"{'problem_field' if name == self.spec.problem_field else 'answer_field'}=..."
                 )
         return list(rows)
+
+    def _templates(self, path: Any) -> dict[int, tuple[FreshInstance, ...]]:
+        """The fresh instances of every templated row, checked once at load."""
+        found: dict[int, tuple[FreshInstance, ...]] = {}
+        for i, row in enumerate(self._rows):
+            if row.get(self.spec.template_field) is None:
+                continue
+            problem = str(row[self.spec.problem_field])
+            found[i] = parse_template(row[self.spec.template_field], problem_numbers(problem),
+                                      answer_text(row[self.spec.answer_field]), f"{path or self.spec.name}: row {i}")
+        return found
+
+    def fresh_instances(self, task: Task) -> tuple[FreshInstance, ...]:
+        """Fresh instances of ``task``'s template (empty when its row has none or ``task`` is not this set's own).
+
+        A task passed to ``reset(options={"task": ...})`` with a row's id but another prompt gets none.
+        """
+        index = self._index.get(task.id)
+        if index is None or index not in self._fresh:
+            return ()
+        if format_prompt(str(self._rows[index][self.spec.problem_field]), self.prompt_template) != task.prompt:
+            return ()
+        return self._fresh[index]
 
     def _row_id(self, index: int, row: dict[str, Any]) -> str:
         for name in self.spec.id_fields:

@@ -9,9 +9,10 @@ from rollgym.core.env import StepResult
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
 from rollgym.envs.math.config import SANDBOX_BACKENDS, MathToolConfig
-from rollgym.envs.math.evidence import printed_lines, rerun_evidence
+from rollgym.envs.math.evidence import fresh_instance_evidence, printed_lines, rerun_evidence
 from rollgym.envs.math.problem_env import MathProblemEnv
 from rollgym.envs.math.prompts import tool_instruction
+from rollgym.envs.math.templates import FreshInstance
 from rollgym.sandbox import Limits, RunResult, make_sandbox, shared_sandbox
 from rollgym.verifiers.math import answers_equal_many
 
@@ -78,20 +79,22 @@ class MathToolEnv(MathProblemEnv):
     ``exception`` (an uncaught exception's class), or ``error`` for a malformed call).
     The answer turn adds the score fields (``reward``,
     ``correct``, ``parsed``, ``error``, ``details``) and ``verified``, a bool for
-    verification-aware voting (T^3RL): ``True`` exactly when the final boxed answer was
-    *computed from the problem* by the agent's code, not merely printed by it. A
-    successful call must have printed a value equal to the answer in one of its last
-    three lines, and the env then re-runs that call's code in the sandbox with one
-    number of the problem statement other than 0 and 1 changed (every literal equal to
-    ``n``, also inside strings, becomes ``n + 1``): the re-run must succeed, print, and no longer print the
-    answer (nor ``n + 1`` when the answer is ``n``). So ``print(999)``, ``x = 999;
-    print(x)`` and ``print(990 + 9)`` followed by ``\\boxed{999}`` are not verified; see
-    :mod:`rollgym.envs.math.evidence` for the exact rule and what it does not prove. The
-    evidence is in ``details["verification"]``: ``method`` (``"python_rerun"``), ``calls``,
+    verification-aware voting (T^3RL): ``True`` only when tool evidence ties the final
+    boxed answer to the problem. A successful call must have printed a value equal to the
+    answer in one of its last three lines; then, for a generated row with a ``template``
+    (:mod:`rollgym.envs.math.templates`), the call's code re-run with the numbers of two
+    hidden fresh instances in place of the problem's must print each instance's answer on
+    that line; for other rows, every number the code writes must be a number of the
+    problem (or one off one), 0 or 1, and the code re-run with one problem number ``n``
+    (not 0 or 1) changed to ``n + 1`` must succeed, print, and no longer print the answer
+    (nor ``n + 1`` when the answer is ``n``). So ``print(999)``, ``print(992 + 7)`` and ``print(999 if 7 % 2 else 0)``
+    followed by ``\\boxed{999}`` are not verified; see :mod:`rollgym.envs.math.evidence` for
+    the exact rules and what each guarantees. The evidence is in ``details["verification"]``:
+    ``method`` (``"fresh_instance"`` or ``"python_rerun"``), ``calls``,
     ``successful_calls``, ``code_ran``, ``printed_answer``, ``matching_calls`` (calls
-    that printed the answer), ``computed_calls`` (those whose re-run lost it) and
-    ``reruns`` (per re-run: ``call``, ``number``, ``ok``, ``printed_answer``, ``echo``;
-    at most three per episode). A truncated episode has ``verified=False`` and the same
+    that printed the answer), ``computed_calls`` (those that passed), ``reruns`` (per re-run)
+    and ``foreign_numbers`` (calls refused for writing other numbers). A truncated episode
+    has ``verified=False`` and the same
     evidence. The signal never changes the reward.
 
     ## Arguments
@@ -114,6 +117,10 @@ class MathToolEnv(MathProblemEnv):
       (printing a guess and boxing it had counted as verified): the code is re-run with a
       problem number changed, as above, and the evidence's ``method`` became
       ``"python_rerun"``. Tasks and rewards are again unchanged.
+      Later still (issue 41), in both versions: templated rows are checked on fresh instances
+      (``method="fresh_instance"``), and elsewhere code that writes a number other than
+      the problem's (or one off one), 0 and 1 is not verified (``print(992 + 7)`` had
+      passed). Tasks and rewards are unchanged.
     """
 
     default_env_id = "MATH500Tool-v1"
@@ -256,6 +263,7 @@ class MathToolEnv(MathProblemEnv):
             "matching_calls": [],
             "computed_calls": [],
             "reruns": [],
+            "foreign_numbers": [],
         }
         if not answer or not successful:
             return evidence
@@ -271,13 +279,23 @@ class MathToolEnv(MathProblemEnv):
             matches = sorted({owners[k] for k, eq in enumerate(verdicts) if eq})
             evidence["printed_answer"] = bool(matches)
             evidence["matching_calls"] = matches
-            if matches:
+            instances = self._fresh_instances()
+            if matches and instances:
+                evidence["method"] = "fresh_instance"
+                evidence.update(fresh_instance_evidence(self._runs, matches, answer, instances, self.sandbox,
+                                                        self._equal, max_chars))
+            elif matches:
                 problem = self.task.prompt if self.task is not None else ""
                 evidence.update(rerun_evidence(self._runs, matches, answer, problem, self.sandbox, self._equal,
                                                max_chars))
         except Exception as exc:  # evidence is advisory; it must never break the episode
             evidence["error"] = f"{type(exc).__name__}: {exc}"[:200]
         return evidence
+
+    def _fresh_instances(self) -> tuple[FreshInstance, ...]:
+        """Fresh instances of the current task's template (empty unless its row is templated)."""
+        lookup = getattr(self.source, "fresh_instances", None)
+        return tuple(lookup(self.task)) if self.task is not None and callable(lookup) else ()
 
     def _equal(self, pairs: list[tuple[str, str]]) -> list[bool]:
         verdicts = answers_equal_many(pairs, self.verify_config, budget_s=self.verify_config.budget_s)

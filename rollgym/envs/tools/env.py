@@ -11,6 +11,7 @@ from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules reg
 from rollgym.envs.tools.api import Session, call_tool, tool_schemas
 from rollgym.envs.tools.checker import diff_world, grade, legacy_verdict
 from rollgym.envs.tools.episode import ToolEpisodeEnv, check_limits
+from rollgym.envs.tools.scope import solution_tools
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import VERSIONS
 from rollgym.envs.tools.tasks.source import toolworld_difficulty
@@ -88,7 +89,9 @@ class ToolWorldEnv(ToolEpisodeEnv):
     ``templates`` (names, default all of the version), ``scenario`` (a template family: contacts, email,
     calendar, payments, notes, shopping, cross_app), ``split``, ``max_turns`` (30), ``max_calls`` (150),
     ``max_calls_per_turn`` (16), ``version`` (1; 0 reproduces ToolWorld-v0's tasks and scoring),
-    ``render_mode``.
+    ``render_mode``, ``tool_scope`` (``auto``: at the easiest level ``info["tools"]`` lists only the tools the
+    task's reference solution calls and ``complete_task``, as compact schemas, every tool otherwise; ``all``;
+    ``task``; see :mod:`rollgym.envs.tools.scope`).
 
     ## Version History
     * v1: a constant answer can no longer solve a task: instances that ``complete_task(answer=c)`` with no
@@ -115,6 +118,7 @@ class ToolWorldEnv(ToolEpisodeEnv):
         max_calls_per_turn: int = 16,
         version: int = 1,
         render_mode: str | None = None,
+        tool_scope: str = "auto",
     ) -> None:
         if version not in VERSIONS:
             raise ConfigError(f"version must be one of {list(VERSIONS)}, got {version!r}.")
@@ -128,7 +132,7 @@ class ToolWorldEnv(ToolEpisodeEnv):
             templates = chosen
         self.version = version
         self._templates = templates
-        super().__init__(split, render_mode, max_turns, max_calls, max_calls_per_turn)
+        super().__init__(split, render_mode, max_turns, max_calls, max_calls_per_turn, tool_scope)
         self._set_tools(tool_schemas())
 
     def _make_source(self, env_id: str) -> ToolTaskSource:
@@ -148,10 +152,16 @@ class ToolWorldEnv(ToolEpisodeEnv):
         if task.meta.get("template") not in TEMPLATES or not isinstance(task.meta.get("world"), int):
             raise ConfigError("A ToolWorld task needs meta['template'] and meta['world']; pass a task made by "
                               "this env's source (ToolTaskSource) or use options={'task_index': i}.")
-        return self._begin(task)
+        prompt = self._begin(task)
+        self._apply_scope(task)
+        return prompt
 
     def _new_session(self, task: Task) -> Session:
         return new_session(task)
+
+    def _reference_tools(self, task: Task) -> list[str] | None:
+        solution = TEMPLATES[task.meta["template"]].solve(dict(task.meta["params"]))
+        return solution_tools(solution, new_session(task), call_tool)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         assert self.session is not None

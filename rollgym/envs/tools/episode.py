@@ -17,6 +17,7 @@ from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.envs.tools.api import Session, run_turn
+from rollgym.envs.tools.scope import check_tool_scope, scope_is_task, scoped_schemas
 
 MAX_OBSERVATION = 400_000
 """The longest observation, in characters (longer tool output is cut with a note)."""
@@ -39,7 +40,9 @@ class ToolEpisodeEnv(TextEnv):
     """The episode loop of a tool env; subclasses make the session, run the calls and grade."""
 
     def __init__(self, split: str, render_mode: str | None, max_turns: int, max_calls: int,
-                 max_calls_per_turn: int) -> None:
+                 max_calls_per_turn: int, tool_scope: str = "auto") -> None:
+        self.tool_scope = check_tool_scope(tool_scope)
+        self._all_tools: list[dict[str, Any]] = []
         self._max_observation = MAX_OBSERVATION
         super().__init__(split=split, render_mode=render_mode, max_observation_length=self._max_observation)
         self.max_turns, self.max_calls, self.max_calls_per_turn = max_turns, max_calls, max_calls_per_turn
@@ -52,13 +55,26 @@ class ToolEpisodeEnv(TextEnv):
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of the tools the agent may call (do not mutate; every ``info`` gets its own
-        copy)."""
+        """OpenAI function schemas of the tools shown to the agent: every tool, or with ``tool_scope`` only the
+        episode's task's (:mod:`rollgym.envs.tools.scope`). Do not mutate; every ``info`` gets its own copy."""
         return self._tools
 
     def _set_tools(self, schemas: list[dict[str, Any]]) -> None:
+        self._all_tools = schemas
+        self._show(schemas)
+
+    def _show(self, schemas: list[dict[str, Any]]) -> None:
         self._tools = schemas
         self._tools_json = json.dumps(schemas)
+
+    def _reference_tools(self, task: Task) -> list[str] | None:
+        """The tools ``task``'s reference solution calls, in order (``None``: unknown, show every tool)."""
+        return None
+
+    def _apply_scope(self, task: Task) -> None:
+        """Show the tools of this episode's scope: ``task``'s own (compact) or every tool."""
+        narrow = scope_is_task(self.tool_scope, self._episode_difficulty)
+        self._show(scoped_schemas(self._all_tools, self._reference_tools(task)) if narrow else self._all_tools)
 
     def _new_session(self, task: Task) -> Session:
         """A fresh episode state for ``task``."""

@@ -1,4 +1,4 @@
-"""``UserSim-v0``: serve a simulated user through a conversation while operating ToolWorld's apps."""
+"""``UserSim-v1`` (and ``-v0``): serve a simulated user through a conversation while operating ToolWorld's apps."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from rollgym.core.toolcalls import parse_tool_calls
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
 from rollgym.envs.tools.api import REGISTRY, Session, ToolSpec, call_tool, error, run_turn
 from rollgym.envs.tools.episode import new_episode_id
+from rollgym.envs.tools.scope import check_tool_scope, scope_is_task, scoped_schemas, solution_tools
+from rollgym.envs.tools.tasks import TEMPLATES
 from rollgym.envs.tools.tasks.source import world_seed
 from rollgym.envs.tools.world import APP_NAMES, base_world
 from rollgym.envs.usersim.grading import Conversation, grade_episode
@@ -22,7 +24,7 @@ from rollgym.envs.usersim.llm_user import LLMUser, UserModel
 from rollgym.envs.usersim.scenarios import SCENARIOS, TRANSFER_LIMIT, VARIANTS, UserSimTaskSource, usersim_difficulty
 from rollgym.envs.usersim.user import SimulatedUser, default_device
 
-SYSTEM_PROMPT = (
+SYSTEM_PROMPT_V0 = (
     "You are a customer-service assistant for a suite of apps (contacts, email, calendar, payments, notes, "
     "shopping). A user is chatting with you. To talk to the user, reply with plain text (no tool call); the "
     "user's answer comes back as the next message. To use the apps, write one or more blocks like\n"
@@ -41,6 +43,18 @@ SYSTEM_PROMPT = (
     "unlock it, then try again. Do not ask them to do anything else on their phone.\n"
     "When the errand is done, call complete_task."
 )
+_CONFIRM_V0 = ("3. Before an irreversible action (sending money, deleting a contact or an event, cancelling an order), "
+               "tell the user exactly what you will do, with its details, and ask them to confirm; act only after they "
+               "say yes.\n")
+_CONFIRM_V1 = ("3. Before an irreversible action (sending money, deleting a contact or an event, cancelling an order), "
+               "tell the user exactly what you will do: name the call as the tool's name followed by its arguments in "
+               'braces (for example: payments_send {"amount": 12.5, "note": "Lunch", "to": "dana@example.com"}), '
+               "repeat its details, and ask them to confirm. Act only after they say yes, with exactly that call: a "
+               "yes covers only the call it named, once.\n")
+assert _CONFIRM_V0 in SYSTEM_PROMPT_V0
+SYSTEM_PROMPT = SYSTEM_PROMPT_V0.replace(_CONFIRM_V0, _CONFIRM_V1)
+"""The v1 prompt (UserSim-v1): a confirmation names the exact call (``SYSTEM_PROMPT_V0`` is v0's)."""
+RULES = ("v1", "v0")
 _THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
 _EXCLUDED_TOOLS = ("whoami",)  # the agent learns who the user is by asking them
 
@@ -98,27 +112,41 @@ class UserSimEnv(TextEnv):
     phone's state.
 
     ## Arguments
-    ``scenarios`` (names, default all), ``variants`` (``facts``, ``policy``, ``dual``; default all), ``split``
+    ``rules`` (``"v1"`` or ``"v0"``, set by the id: see Version History), ``scenarios`` (names, default all),
+    ``variants`` (``facts``, ``policy``, ``dual``; default all), ``split``
     (``train``, ``validation``, ``test``, or ``test_unseen``: the held-out calendar domain), ``max_turns`` (40),
     ``max_calls`` (150), ``max_calls_per_turn`` (16), ``patience`` (4), ``user_model`` (``None``: the
     rule-driven user; a callable ``model(messages) -> str`` puts a model in the user's seat with the same graders,
-    see :mod:`rollgym.envs.usersim.llm_user` and :func:`rollgym.agents.llm_user.backend_user`), ``render_mode``.
+    see :mod:`rollgym.envs.usersim.llm_user` and :func:`rollgym.agents.llm_user.backend_user`), ``render_mode``,
+    ``tool_scope`` (``auto``: at the easiest level ``info["tools"]`` lists only the tools the task's reference
+    solution calls and ``complete_task``, as compact schemas, every tool otherwise; ``all``; ``task``; see
+    :mod:`rollgym.envs.tools.scope`).
 
     ## Version History
-    * v0: initial version.
+    * v1: a confirmation is bound to the action: the request must name exactly one irreversible call (the tool
+      and its arguments in braces, :func:`~rollgym.envs.usersim.user.describe_call`) and negate nothing, and the
+      user's yes covers only that exact call, once. v0's yes to "please confirm that I will NOT transfer $40 to
+      Ana" confirmed the transfer. The system prompt's policy 3 says how to name the call.
+    * v0: initial version (kept to reproduce its results; a yes confirms the next irreversible call, whatever the
+      request said about it).
     """
 
-    default_env_id = "UserSim-v0"
-    system_prompt = SYSTEM_PROMPT
+    default_env_id = "UserSim-v1"
 
     def __init__(self, scenarios: list[str] | tuple[str, ...] | None = None,
                  variants: list[str] | tuple[str, ...] = VARIANTS, split: str = "train", max_turns: int = 40,
                  max_calls: int = 150, max_calls_per_turn: int = 16, patience: int = 4,
-                 user_model: UserModel | None = None, render_mode: str | None = None) -> None:
+                 user_model: UserModel | None = None, render_mode: str | None = None, rules: str = "v1",
+                 tool_scope: str = "auto") -> None:
+        if rules not in RULES:
+            raise ConfigError(f"rules must be 'v1' or 'v0', got {rules!r}.")
+        self.rules = rules
+        self.system_prompt = SYSTEM_PROMPT if rules == "v1" else SYSTEM_PROMPT_V0
         for name, value in (("max_turns", max_turns), ("max_calls", max_calls),
                             ("max_calls_per_turn", max_calls_per_turn), ("patience", patience)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+        self.tool_scope = check_tool_scope(tool_scope)
         self._scenarios = list(scenarios) if scenarios is not None else None
         self._variants = list(variants)
         self._max_observation = 400_000
@@ -130,7 +158,8 @@ class UserSimEnv(TextEnv):
         self.patience = patience
         self.user_model = user_model
         self._tool_specs = agent_tools()
-        self._tools_json = json.dumps([spec.schema for spec in self._tool_specs.values()])
+        self._all_tools = [spec.schema for spec in self._tool_specs.values()]
+        self._tools_json = json.dumps(self._all_tools)
         self._tools = json.loads(self._tools_json)
         self.session: Session | None = None
         self.user: SimulatedUser | None = None
@@ -142,8 +171,26 @@ class UserSimEnv(TextEnv):
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """OpenAI function schemas of every app operation and ``complete_task`` (no ``whoami``)."""
+        """OpenAI function schemas of the tools shown: every app operation and ``complete_task`` (no ``whoami``),
+        or with ``tool_scope`` only the episode's task's (:mod:`rollgym.envs.tools.scope`)."""
         return self._tools
+
+    def _reference_tools(self, task: Task) -> list[str] | None:
+        """The tools the task's reference solution calls, in order (run on a scratch copy of its world)."""
+        params = task.answer.get("params")
+        if task.meta.get("template") not in TEMPLATES or not isinstance(params, dict):
+            return None  # a hand-made task without a reference: show every tool
+        world = base_world(world_seed(task.meta["world"]))
+        solution = TEMPLATES[task.meta["template"]].solve(dict(params))
+        specs = self._tool_specs
+        return solution_tools(solution, Session(world.me.email, world.now, world.copy()),
+                              lambda s, name, args: call_tool(s, name, args, specs))
+
+    def _apply_scope(self, task: Task) -> None:
+        narrow = scope_is_task(self.tool_scope, self._episode_difficulty)
+        shown = scoped_schemas(self._all_tools, self._reference_tools(task)) if narrow else self._all_tools
+        self._tools_json = json.dumps(shown)
+        self._tools = json.loads(self._tools_json)
 
     def _make_source(self, env_id: str) -> UserSimTaskSource:
         return UserSimTaskSource(self._scenarios, self._variants, env_id=env_id)
@@ -177,15 +224,18 @@ class UserSimEnv(TextEnv):
         self.goal_device = default_device(APP_NAMES)
         confirm = tuple(answer["facts"][kind] for key, kind in scenario.asks if key in scenario.confirm)
         seed = stable_int(task.id) % 2**63
+        bind = self.rules == "v1"
         if self.user_model is not None:
             self.user = LLMUser(self.user_model, task.prompt, answer["facts"], device, confirm_values=confirm,
-                                patience=self.patience, seed=seed)
+                                patience=self.patience, seed=seed, irreversible=scenario.irreversible,
+                                bind_actions=bind)
         else:
             self.user = SimulatedUser(answer["facts"], device, confirm_values=confirm, patience=self.patience,
-                                      seed=seed)
+                                      seed=seed, irreversible=scenario.irreversible, bind_actions=bind)
         self.conversation = Conversation()
         self.turn = self.attempts = 0
         self.episode_id = new_episode_id(self, task)
+        self._apply_scope(task)
         return task.prompt
 
     def _run_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -197,7 +247,8 @@ class UserSimEnv(TextEnv):
         if scenario.forbidden.matches(name, arguments):
             conversation.forbidden_attempts.append(name)
         irreversible = name in scenario.irreversible
-        if irreversible and user.state.confirmations < 1:
+        confirmed = irreversible and user.consented(name, arguments)  # v1: a yes to exactly this call
+        if irreversible and not confirmed:
             conversation.unconfirmed.append(name)
         if spec is not None and spec.writes and spec.app != "supervisor":
             if user.device.get(f"{spec.app}_app") == "locked":
@@ -206,8 +257,8 @@ class UserSimEnv(TextEnv):
             if conversation.first_write_turn is None:
                 conversation.first_write_turn = self.turn
         result = call_tool(self.session, name, arguments, self._tool_specs)
-        if irreversible and "error" not in result and user.state.confirmations > 0:
-            user.state.confirmations -= 1  # one confirmation covers one irreversible action
+        if confirmed and "error" not in result:
+            user.spend_consent(name, arguments)  # one confirmation covers one irreversible action
         if name == "complete_task" and self.session.completed:
             conversation.completed = True
         return result
@@ -274,4 +325,4 @@ class UserSimEnv(TextEnv):
         super().close()
 
 
-__all__ = ["SYSTEM_PROMPT", "UserSimEnv", "agent_tools", "message_text"]
+__all__ = ["SYSTEM_PROMPT", "SYSTEM_PROMPT_V0", "UserSimEnv", "agent_tools", "message_text"]

@@ -5,7 +5,8 @@ fills it from what the model *says*, so the graders do not change:
 
 * a fact counts as revealed when its value appears in a reply;
 * a confirmation counts when the agent's message asked for one (the same words as the rule-driven user) and
-  the reply says yes without a no;
+  the reply says yes without a no; with ``bind_actions`` (UserSim-v1) only when the message also names exactly
+  one irreversible call and negates nothing, and the yes is consent to that call alone;
 * an action on the phone happens when the reply holds ``<action>NAME</action>`` with a name of
   :data:`~rollgym.envs.usersim.user.ACTIONS` (the tags are removed from what the agent sees);
 * ``###STOP###`` in a reply, or patience run out, makes the user leave.
@@ -49,8 +50,10 @@ class LLMUser(SimulatedUser):
     """A simulated user whose words come from ``model``; see the module docstring."""
 
     def __init__(self, model: UserModel, opening: str, facts: Mapping[str, str], device: dict[str, str], *,
-                 confirm_values: tuple[str, ...] = (), patience: int = 4, seed: int = 0) -> None:
-        super().__init__(facts, device, confirm_values=confirm_values, patience=patience, seed=seed)
+                 confirm_values: tuple[str, ...] = (), patience: int = 4, seed: int = 0,
+                 irreversible: tuple[str, ...] = (), bind_actions: bool = False) -> None:
+        super().__init__(facts, device, confirm_values=confirm_values, patience=patience, seed=seed,
+                         irreversible=irreversible, bind_actions=bind_actions)
         self.model = model
         self.messages = [{"role": "system", "content": persona(opening, facts, device)},
                          {"role": "assistant", "content": opening}]
@@ -78,8 +81,10 @@ class LLMUser(SimulatedUser):
                 state.revealed[kind] = value
                 progress = True
         if CONFIRM.search(text) and _YES.search(shown) and not _NO.search(shown):
-            state.confirmations += 1
-            progress = True
+            call = self.named_action(text) if self.bind_actions else None
+            if call is not None or not self.bind_actions:
+                self.consent(call)
+                progress = True
         if STOP in reply:
             state.left = True
             return shown.replace(STOP, "").strip() or LEAVE

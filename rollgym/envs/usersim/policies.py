@@ -4,7 +4,8 @@ The oracle plays from public information only, as an agent would: the scenario a
 for come from ``info["task_meta"]``; every value comes from the user's replies (read back with the public
 paraphrase list); the tool results come from the observations. It asks one fact per message with
 :data:`~rollgym.envs.usersim.user.QUESTIONS`, then plays the ToolWorld template's reference solution, asking the
-user to confirm before each irreversible call and to unlock their app when a tool says it is locked.
+user to confirm before each irreversible call (naming the call:
+:func:`~rollgym.envs.usersim.user.describe_call`) and to unlock their app when a tool says it is locked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rollgym.envs.tools.api import REGISTRY
 from rollgym.envs.tools.policies import random_policy as tool_random_policy
 from rollgym.envs.tools.tasks import TEMPLATES
 from rollgym.envs.usersim.scenarios import SCENARIOS, heard, spoken
-from rollgym.envs.usersim.user import PARAPHRASES, QUESTIONS
+from rollgym.envs.usersim.user import PARAPHRASES, QUESTIONS, describe_call
 
 _MAX_RUNNING = 4096
 _READERS = [re.compile(re.escape(p.split("{v}")[0]) + "(.+)" + re.escape(p.split("{v}")[1]), re.DOTALL)
@@ -76,7 +77,7 @@ def oracle_script(meta: dict[str, Any], *, confirm: bool = True, ask: bool = Tru
             break
         if confirm and name in scenario.irreversible:
             details = ", ".join(spoken(key, params[key]) for key in scenario.confirm)
-            yield f"Please confirm: {details}. Shall I go ahead?"
+            yield f"Please confirm: {details}. I will run {describe_call(name, arguments)}. Shall I go ahead?"
         sent = _result((yield _hermes(name, arguments)))
         if isinstance(sent, dict) and sent.get("error", {}).get("type") == "locked_by_user":
             yield f"Please unlock the {REGISTRY[name].app} app on your phone and tell me when it is done."

@@ -8,7 +8,10 @@ The user is deterministic and rule-driven. Each agent message is read once, in t
    reset"; the user performs each named action on their own device state and reports back.
 3. **Confirmation requests** ("shall I...", "please confirm", "go ahead?"): the user says yes only when the
    message repeats every detail the pending action needs (e.g. the recipient and the amount), else asks to check
-   the details. A message with those words that names a kind of fact but repeats no detail is a question.
+   the details. A message with those words that names a kind of fact but repeats no detail is a question. With
+   ``bind_actions`` (UserSim-v1) the message must also name exactly one irreversible call, as the tool's name and
+   its arguments in braces (:func:`describe_call`), and say nothing negated ("I will NOT transfer..."); the yes is
+   consent to that call alone, which the env checks against the call the agent then makes.
 4. **Questions**: a message that names one or two kinds of fact (see :data:`KINDS`) gets the facts of those
    kinds that the user holds, each in a seeded paraphrase. Naming three or more kinds at once ("tell me your
    email, amount, recipient, date, ...") is refused, and asking for a kind the user does not hold costs patience.
@@ -20,9 +23,11 @@ only their facts, their device and the details a confirmation must name.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +79,48 @@ PROBE = re.compile(
     re.IGNORECASE,
 )
 CONFIRM = re.compile(r"\b(confirm|shall i|can i go ahead|proceed|go ahead)\b", re.IGNORECASE)
+NEGATION = re.compile(r"\b(not|never|no|none|nothing|without|cannot|neither|nor|instead)\b|n['’]t\b",
+                      re.IGNORECASE)
+"""Words that turn a confirmation request around ("confirm that I will NOT send..."): with ``bind_actions`` the user
+says no to a request holding one, outside the named call's arguments."""
+_DECODER = json.JSONDecoder()
+
+
+def describe_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """The canonical text of a tool call that a confirmation request names: the tool and its arguments in braces.
+
+    Example:
+        >>> describe_call("payments_send", {"to": "dana@example.com", "amount": 12.5})
+        'payments_send {"amount": 12.5, "to": "dana@example.com"}'
+    """
+    return f"{name} {json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False)}"
+
+
+def named_calls(text: str, tools: tuple[str, ...]) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    """The calls of ``tools`` that ``text`` names as ``tool {arguments}``, and the text without them.
+
+    Example:
+        >>> named_calls('Shall I run contacts_delete {"contact_id": "c7"} now?', ("contacts_delete",))
+        ([('contacts_delete', {'contact_id': 'c7'})], 'Shall I run  now?')
+    """
+    if not tools:
+        return [], text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(t) for t in tools) + r")\s*(?=\{)")
+    calls: list[tuple[str, dict[str, Any]]] = []
+    rest, position = [], 0
+    for match in pattern.finditer(text):
+        if match.start() < position:
+            continue
+        try:
+            arguments, end = _DECODER.raw_decode(text, match.end())
+        except ValueError:
+            continue
+        if isinstance(arguments, dict):
+            calls.append((match.group(1), arguments))
+            rest.append(text[position:match.start()])
+            position = end
+    rest.append(text[position:])
+    return calls, "".join(rest)
 
 APP_WORDS: dict[str, str] = {
     "payments": r"payments?|wallet", "shopping": r"shop|shopping|store|orders?", "contacts": r"contacts|address book",
@@ -117,6 +164,8 @@ class UserState:
 
     revealed: dict[str, str] = field(default_factory=dict)
     confirmations: int = 0
+    consents: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """With ``bind_actions``: the calls the user said yes to, not yet made."""
     strikes: int = 0
     left: bool = False
     messages: int = 0
@@ -127,7 +176,9 @@ class SimulatedUser:
     """A rule-driven user holding ``facts`` (kind -> value as said aloud) and a ``device`` of their own.
 
     ``confirm_values`` are the values a confirmation request must repeat; ``patience`` the messages that achieve
-    nothing the user tolerates; ``seed`` draws the paraphrases.
+    nothing the user tolerates; ``seed`` draws the paraphrases. With ``bind_actions`` a yes is consent to the one
+    call of ``irreversible`` tools that the request names (see the module docstring), else to the next
+    irreversible call whatever it is (UserSim-v0).
 
     Example:
         >>> user = SimulatedUser({"amount": "$12.50"}, default_device(("payments",)), seed=0)
@@ -138,10 +189,13 @@ class SimulatedUser:
     """
 
     def __init__(self, facts: Mapping[str, str], device: dict[str, str], *, confirm_values: tuple[str, ...] = (),
-                 patience: int = 4, seed: int = 0) -> None:
+                 patience: int = 4, seed: int = 0, irreversible: tuple[str, ...] = (),
+                 bind_actions: bool = False) -> None:
         self.facts = dict(facts)
         self.device = device
         self.confirm_values = confirm_values
+        self.irreversible = irreversible
+        self.bind_actions = bind_actions
         self.patience = patience
         self.state = UserState()
         self._rng = np.random.Generator(np.random.PCG64(seed))
@@ -203,10 +257,43 @@ class SimulatedUser:
         named = any(pattern.search(text) for pattern in KINDS.values())
         return named and not any(normalised(v) in said for v in self.confirm_values)
 
+    def named_action(self, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The one irreversible call a confirmation request names, or ``None`` (none, several, or a negation)."""
+        calls, rest = named_calls(text, self.irreversible)
+        distinct = {describe_call(name, arguments): (name, arguments) for name, arguments in calls}
+        if len(distinct) != 1 or NEGATION.search(rest):
+            return None
+        return next(iter(distinct.values()))
+
+    def consent(self, call: tuple[str, dict[str, Any]] | None) -> None:
+        """Record a yes: to ``call`` (with ``bind_actions``), else to the next irreversible call."""
+        self.state.confirmations += 1
+        if self.bind_actions and call is not None:
+            self.state.consents.append(call)
+
+    def consented(self, name: str, arguments: Mapping[str, Any]) -> bool:
+        """Whether the user said yes to this call (with ``bind_actions``: to exactly it) and it is not made yet."""
+        if not self.bind_actions:
+            return self.state.confirmations > 0
+        return any(n == name and a == dict(arguments) for n, a in self.state.consents)
+
+    def spend_consent(self, name: str, arguments: Mapping[str, Any]) -> None:
+        """One yes covers one call: forget the consent this call used."""
+        if self.bind_actions:
+            for i, (n, a) in enumerate(self.state.consents):
+                if n == name and a == dict(arguments):
+                    del self.state.consents[i]
+                    break
+        self.state.confirmations = max(0, self.state.confirmations - 1)
+
     def _confirm(self, text: str) -> tuple[bool, str]:
         said = normalised(text)
+        call = self.named_action(text) if self.bind_actions else None
+        if self.bind_actions and call is None:
+            return False, ("Hold on - what exactly will you do? Name the one action, as the tool's name and its "
+                           "arguments in braces, with its details, and ask me again.")
         if self.confirm_values and all(normalised(v) in said for v in self.confirm_values):
-            self.state.confirmations += 1
+            self.consent(call)
             return True, "Yes, that's right - please go ahead."
         return False, "Hold on, that's not quite what I asked for. Please check the details."
 

@@ -546,6 +546,42 @@ def environment_factory(env_id: str, *, env_kwargs: dict[str, Any] | None = None
 _LOSS_TYPES = {"token": "dapo", "sequence": "grpo"}
 
 
+def trl_prompt_text(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> str:
+    """The plain-text prompt that makes TRL's ``GRPOTrainer`` sample from the very ids a ChatAgent samples from.
+
+    Given conversational prompts, TRL (1.16) renders them with ``add_generation_prompt=True``, so a final
+    assistant message (a prefill such as ``<answer>``) becomes its own closed turn
+    (``<answer><|im_end|>\n<|im_start|>assistant\n``) and the model generates after it. A
+    :class:`~rollgym.agents.chat.ChatAgent` with ``reply_prefix`` instead continues the prefill. This renders
+    the messages before a final assistant message as the agent does (chat template, generation prompt) and
+    appends that message's text, so the reply continues it; without one it is the rendered conversation.
+    TRL tokenizes a plain-text prompt with the tokenizer's special tokens: a BOS the tokenizer adds is taken
+    off the text's front when the template wrote one, so the ids match.
+
+    Raises:
+        ConfigError: when the tokenizer adds special tokens that the text cannot absorb (an EOS, or a BOS the
+            template did not write), so TRL's ids would differ from the agent's.
+    """
+    from rollgym.agents.backends.hf import render_chat_text
+
+    messages = [dict(m) for m in messages]
+    prefill = ""
+    if messages and messages[-1].get("role") == "assistant":
+        prefill = str(messages.pop()["content"] or "")
+    text = render_chat_text(tokenizer, messages) + prefill
+    probe = "a"
+    added = list(tokenizer(probe)["input_ids"])
+    plain = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    if added == plain:
+        return text
+    bos = getattr(tokenizer, "bos_token", None)
+    if added == [tokenizer.bos_token_id, *plain] and bos and text.startswith(bos):
+        return text[len(bos):]
+    raise ConfigError("This tokenizer adds special tokens around a plain-text prompt that the chat template does "
+                      "not write, so TRL would sample from other ids than rollgym's agent; use a tokenizer with "
+                      "add_bos_token/add_eos_token off.")
+
+
 def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], list[tuple[list[dict[str, Any]], Task]]],
                  reward: Callable[[str, Task], float], steps: int, group_size: int, learning_rate: float,
                  max_tokens: int, temperature: float, seed: int, evaluate: Callable[[int], float] | None = None,
@@ -555,7 +591,9 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
     """Train ``model`` in place with TRL's ``GRPOTrainer``, on exactly the prompts rollgym's trainer would see.
 
     Step ``k`` (from 0) samples ``group_size`` completions of each prompt of ``step_prompts(k)`` (chat
-    messages, any system message included, and the task they pose), scores each completion with
+    messages, any system message included, and the task they pose; a final assistant message is a prefill
+    that the completion continues, as with ChatAgent's ``reply_prefix``: the prompt goes to TRL as the text
+    :func:`trl_prompt_text` renders, so TRL tokenizes exactly the agent's ids), scores each completion with
     ``reward(text, task)`` and makes one optimiser update. Every step must have the same number of
     prompts. The rows of all steps go to TRL in order, unshuffled, one step's prompts per generation
     batch, so a run with the same ``step_prompts`` trains on the same tasks as rollgym's
@@ -573,7 +611,7 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
 
     What still differs from rollgym's trainer:
 
-    * Sampling: TRL renders the prompt with the tokenizer's chat template and samples with
+    * Sampling: TRL samples with
       ``model.generate`` (top-p and top-k off); rollgym's backend samples with its own per-request
       seeds, so the same seed draws other completions. A completion stops at EOS only, the EOS token is
       trained, and its text is decoded with ``skip_special_tokens=True`` before ``reward`` sees it.
@@ -604,7 +642,7 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
     Returns:
         ``curve`` (``[(step, evaluate(step))]``), ``steps`` (updates made), ``seconds`` (wall time of
         the whole run, evaluations included), ``eval_seconds``, ``reward_mean`` (the mean reward of each
-        step's completions) and ``log`` (TRL's log records).
+        step's completions), ``log`` (TRL's log records) and ``trl_version``.
 
     Raises:
         ConfigError: for a setting TRL cannot run, or steps with different numbers of prompts.
@@ -632,7 +670,8 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
                               f"(step 0 gave {per_step or len(batch)}), at least one.")
         per_step = len(batch)
         for messages, task in batch:
-            rows.append({"prompt": [dict(m) for m in messages], "row": len(tasks)})
+            # a plain-text prompt, so that TRL continues a prefill as the ChatAgent does (trl_prompt_text)
+            rows.append({"prompt": trl_prompt_text(tokenizer, messages), "row": len(tasks)})
             tasks.append(task)
     completions = per_step * group_size
     micro = max(d for d in range(1, min(micro_batch_size, completions) + 1) if completions % d == 0)
@@ -705,5 +744,7 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
         done = int(trainer.state.global_step)
     evaluate_at(done)
     model.eval()
+    import trl
+
     return {"curve": curve, "steps": done, "seconds": time.perf_counter() - started, "eval_seconds": eval_seconds,
-            "reward_mean": reward_mean, "log": log}
+            "reward_mean": reward_mean, "log": log, "trl_version": str(trl.__version__)}

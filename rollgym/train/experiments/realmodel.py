@@ -13,8 +13,9 @@ The setting below was found by that search (reported in docs/experiments.md):
   ``</answer>``. The env scores the reply exactly as it scores any other.
 - **Reward shaping** (training only): the env's strict reward is 0 on nearly every sampled reply of
   the untrained model, so GRPO would see no signal. The trainer's reward is 1.0 for a correct reply,
-  else 0.1 for a closed ``<answer>`` block plus 0.4 times the overlap between the numbers written in it
-  and the puzzle's offered numbers (as multisets, over the larger count; :func:`shaped_reward`). The
+  else 0.1 for a closed ``<answer>`` block that holds an expression plus 0.4 times the overlap between the
+  numbers written in it and the puzzle's offered numbers (as multisets, over the larger count;
+  :func:`shaped_reward`; an empty block or the numbers echoed without an operator earn 0). The
   numbers are the puzzle's public statement, never its solution. A first setting that paid for the
   env's error labels instead (closed 0.1, wrong numbers 0.2, right numbers 0.3) collapsed onto the
   prompt's format example, ``(6 + 4) * 3``: after 12 steps 96 of 96 held-out replies and 93 of 96
@@ -54,6 +55,12 @@ from rollgym.train.experiments.runner import ArmResult, Experiment
 MODEL = "smollm2-135m-instruct"
 
 ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+#: Two numbers joined by an arithmetic operator (parentheses allowed between): a block without one is no expression.
+OPERATION = re.compile(r"\d[\s)]*[-+*/][\s(]*\d")
+#: The env's labels for a block that holds no expression (empty, or numbers and words that do not parse).
+NOT_AN_EXPRESSION = ("no_answer", "malformed")
+#: Bumped whenever :func:`shaped_reward` changes, so that a run never resumes checkpoints trained on another rule.
+SHAPED_RULE = 2
 
 
 LEVEL_N2: dict[str, Any] = {"num_numbers": 2, "min_value": 1, "max_value": 20, "min_target": 10, "max_target": 99}
@@ -84,14 +91,17 @@ def shaped_reward(text: str, reward: float | None, info: dict[str, Any], *, clos
                   overlap_weight: float = 0.4) -> float:
     """The training reward of a reply: 1.0 when correct, else ``closed_bonus`` for a closed answer block plus
     ``overlap_weight`` x the overlap of the numbers in it with the offered numbers (multiset intersection over
-    the larger count); 0 without one. (Settings other than the defaults are search pilots, :func:`pilot`.)"""
+    the larger count); 0 without one. A block that is no expression earns 0 too: an empty one, one the env
+    labels ``no_answer`` or ``malformed`` (``<answer>17 9</answer>``, the offered numbers echoed), or one with
+    no operator between two numbers (``<answer>17</answer>``). (Rule 1, before rollgym 0.2, paid 0.1 for an
+    empty block and 0.5 for the echo.) Settings other than the defaults are search pilots (:func:`pilot`)."""
     if reward is None:
         return 0.0
     if reward >= 1.0:
         return 1.0
     blocks = ANSWER.findall(text)
-    if not blocks:
-        return 0.0
+    if not blocks or info.get("error") in NOT_AN_EXPRESSION or not OPERATION.search(blocks[-1]):
+        return 0.0  # no block, an empty one, or the offered numbers echoed without an operation
     used = Counter(int(n) for n in re.findall(r"\d+", blocks[-1]))
     offered = Counter(int(n) for n in (info.get("task_meta") or {}).get("numbers") or ())
     larger = max(sum(used.values()), sum(offered.values()), 1)
@@ -200,7 +210,8 @@ def checkpoint_dir(config: dict[str, Any], arm: str, seed: int, root: Path | Non
     """Where a run's checkpoints live: keyed by the settings, so a changed setting never resumes an old run."""
     from rollgym.agents.backends.catalog import cache_root
 
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
+    keyed = {**config, "shaped_rule": SHAPED_RULE} if SHAPED_RULE != 1 else config
+    digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:12]
     base = root if root is not None else cache_root().parent / "experiments" / "realmodel"
     return base / digest / f"{arm}-seed{seed}"
 
@@ -257,6 +268,14 @@ def run_grpo(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
                      {"reward_curve": state["rewards"], "strict_train_curve": state["strict"], "labels": labels})
 
 
+def trl_messages(observation: str, info: dict[str, Any], config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The TRL arm's prompt of one task: the env's system prompt and first observation, and the reply prefix as a
+    final assistant message that the reply continues (:func:`~rollgym.train.adapters.trl.run_trl_grpo` hands
+    TRL the text a ChatAgent with ``reply_prefix`` samples from)."""
+    return [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation},
+            {"role": "assistant", "content": config["reply_prefix"]}]
+
+
 def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
     """TRL's GRPOTrainer on the same tasks, rewards and budget (the prompts rendered by the same agent)."""
     from rollgym.core.registration import make
@@ -270,10 +289,7 @@ def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
         rows = []
         for task in countdown.train_tasks(config, step, seed):
             observation, info = env.reset(options={"task": task})
-            # a final assistant message is continued (TRL renders it with continue_final_message): the prefill
-            rows.append(([{"role": "system", "content": info["system_prompt"]},
-                          {"role": "user", "content": observation},
-                          {"role": "assistant", "content": config["reply_prefix"]}], task))
+            rows.append((trl_messages(observation, info, config), task))
         return rows
 
     def reward(text: str, task: Any) -> float:
@@ -294,7 +310,8 @@ def run_trl(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
     accuracy, labels = evaluate(backend, config)
     return ArmResult(accuracy, {"grpo_steps": float(out["steps"]), "train_seconds": float(out["seconds"])},
                      [(float(x), float(y)) for x, y in out["curve"]],
-                     {"reward_curve": list(out.get("reward_mean", [])), "labels": labels})
+                     {"reward_curve": list(out.get("reward_mean", [])), "labels": labels,
+                      "trl_version": out.get("trl_version")})
 
 
 def label_measures(labels: dict[str, float] | None) -> dict[str, float]:

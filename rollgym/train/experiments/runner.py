@@ -23,6 +23,7 @@ import hashlib
 import importlib
 import json
 import math
+import os
 import platform
 import shutil
 import tempfile
@@ -106,7 +107,9 @@ def machine() -> dict[str, Any]:
 #: The CPU kernel level the experiment command pins (before torch loads): torch's own kernels, MKL's and
 #: oneDNN's. A machine with AVX-512 would otherwise run other kernels than one with AVX2 only, and the
 #: warm-up's weights differ in their last bits, which GRPO's sampling then amplifies.
-KERNEL_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+# MKL's ",STRICT" makes its results bitwise reproducible where plain CNR modes still allow some differences
+# (Intel documents it for memory alignment and a few functions); the APRIL warm-up differs between the two.
+KERNEL_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def pin_kernels() -> bool:
@@ -155,6 +158,24 @@ def _warm_state(exp: Experiment, context: Any) -> Any:
     return None
 
 
+def cpu_model() -> str:
+    """The CPU's vendor, family, model, stepping and name (``/proc/cpuinfo``), so a mismatch between machines says
+    whether they were the same processor; ``platform.processor()`` where there is no ``/proc``."""
+
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor describes them all
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return " ".join(fields.get(k, "?") for k in ("vendor_id", "cpu family", "model", "stepping")) + \
+        f" ({fields.get('model name', '?')})"
+
+
 def starting_point(exp: Experiment, context: Any) -> dict[str, Any]:
     """What a run's starting point depends on: library versions, torch threads and CPU kernels, the warm-up's hash."""
     import numpy
@@ -164,9 +185,10 @@ def starting_point(exp: Experiment, context: Any) -> dict[str, Any]:
         import torch
 
         info.update(torch=torch.__version__, torch_threads=torch.get_num_threads(),
-                    cpu_capability=torch.backends.cpu.get_cpu_capability())
+                    cpu_capability=torch.backends.cpu.get_cpu_capability(), mkl_cbwr=os.environ.get("MKL_CBWR"))
     except ImportError:
         pass
+    info["cpu"] = cpu_model()
     for library in ("transformers", "tokenizers"):  # a tiny model's tokenizer is trained by the tokenizers library
         try:
             info[library] = importlib.import_module(library).__version__

@@ -1,7 +1,9 @@
 """T^3RL against TTRL: test-time RL on MATHTool-style arithmetic with the real sandbox and the tiny model.
 
 The task set is 48 unlabelled arithmetic problems (``What is 7*4+3?``) in a JSONL
-file played through ``MATHTool-v0`` (the python tool runs in rollgym's sandbox). The
+file played through ``MATHTool-v0`` (the python tool runs in rollgym's sandbox). Each row is
+templated (:func:`template`): ``verified`` needs the agent's code to print the answers of two
+hidden fresh instances of ``a*b+c`` too. The
 tiny model is warmed up on two behaviours, in tokens exactly as
 :class:`~rollgym.agents.chat.ChatAgent` plays them through the env:
 
@@ -91,6 +93,28 @@ def problems(n_test: int, n_demo: int, seed: int = 0) -> tuple[list[dict[str, An
     return test, demo
 
 
+def template(p: dict[str, Any], count: int = 2) -> dict[str, Any]:
+    """The row's ``template`` field: its numbers by name and ``count`` fresh instances of ``a*b+c`` (hidden from the
+    agent; ``MATHTool`` checks the agent's code on them, :mod:`rollgym.envs.math.templates`).
+
+    Example:
+        >>> template({"a": 7, "b": 4, "c": 3})["params"]
+        {'a': 7, 'b': 4, 'c': 3}
+    """
+    params = {name: int(p[name]) for name in "abc"}
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=0, spawn_key=(18, *params.values())))
+    instances: list[dict[str, Any]] = []
+    while len(instances) < count:
+        mapping: dict[int, int] = {}
+        for old in params.values():  # equal numbers stay equal, so the code's literal maps one way
+            mapping.setdefault(old, int(rng.integers(2, 10)))
+        fresh = {name: mapping[old] for name, old in params.items()}
+        answer = fresh["a"] * fresh["b"] + fresh["c"]
+        if answer != params["a"] * params["b"] + params["c"] and all(i["params"] != fresh for i in instances):
+            instances.append({"params": fresh, "answer": str(answer)})
+    return {"params": params, "instances": instances}
+
+
 def tool_text(p: dict[str, Any]) -> str:
     code = f"print({p['a']}*{p['b']}+{p['c']})"
     return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
@@ -124,7 +148,8 @@ class Setting:
         for name, rows in (("test", self.test), ("demo", self.train)):
             with open(workdir / f"{name}.jsonl", "w", encoding="utf-8") as handle:
                 for row in rows:
-                    handle.write(json.dumps({k: row[k] for k in ("id", "problem", "answer")}) + "\n")
+                    fields = {k: row[k] for k in ("id", "problem", "answer")}
+                    handle.write(json.dumps({**fields, "template": template(row)}) + "\n")
         self.memo: MemoSandbox | None = None
         self.accuracy_warm: tuple[float, float] | None = None
         self.model: Any = None

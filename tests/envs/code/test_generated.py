@@ -186,6 +186,46 @@ def _finish(env, *commands: str, final: str = "Done.") -> dict:
     return env.step(final)[4]
 
 
+def _task_of_kind(env, kind: str, split: str) -> int:
+    return next(i for i in range(40) if env.unwrapped.source.task(i, split).meta["kind"] == kind)
+
+
+def test_trap_and_service_checks_refuse_wrong_programs():
+    """trap_term: a script that ignores SIGTERM and writes its log and exits on a timer (1 s or 2.7 s, either side
+    of the early signal's deadline) scores 0; kv_service: a server that reads its table once at start scores 0 (the
+    check changes the table between two rounds of requests). The oracle scores 1 on both."""
+    require_binary("bwrap")
+    env = gym.make("TerminalGen-v0", kinds=["kv_service", "trap_term"])
+    trap = _task_of_kind(env, "trap_term", "test_unseen")
+    env.reset(options={"task_index": trap, "split": "test_unseen"})
+    solution = env.unwrapped.task.answer["solution"]
+    expected = env.unwrapped.task.answer["checks"][0]["stdout"]
+    code, line = expected.split("\n")[0].split("=")[1], expected.split("\n")[1]
+    assert _finish(env, solution)["reward"] == 1.0
+    for delay in ("1", "2.7"):
+        timer = (f"printf '#!/bin/bash\\necho $$ > guard.pid\\ntrap \"\" TERM HUP USR1 USR2\\nsleep {delay}\\n"
+                 f"echo \"{line}\" >> guard.log\\nrm -f guard.pid\\nexit {code}\\n' > guard.sh && chmod +x guard.sh")
+        env.reset(options={"task_index": trap, "split": "test_unseen"})
+        info = _finish(env, timer)
+        assert info["reward"] == 0.0 and info["error"] == "check_failed", (delay, info)
+
+    kv = _task_of_kind(env, "kv_service", "train")
+    env.reset(options={"task_index": kv})
+    port = env.unwrapped.task.prompt.split("port ")[1].split()[0]
+    assert _finish(env, env.unwrapped.task.answer["solution"])["reward"] == 1.0
+    once = ("cat > serve.sh <<'EOF'\n#!/bin/bash\nexec python3 - <<'PY'\nimport socketserver\n"
+            "TABLE = dict(l.split('=', 1) for l in open('data/table.txt').read().splitlines() if '=' in l)\n"
+            "class H(socketserver.StreamRequestHandler):\n    def handle(self):\n"
+            "        key = self.rfile.readline().decode().strip()\n"
+            "        self.wfile.write((TABLE.get(key, 'NOTFOUND') + '\\n').encode())\n"
+            "socketserver.TCPServer.allow_reuse_address = True\n"
+            f"socketserver.TCPServer(('127.0.0.1', {port}), H).serve_forever()\nPY\nEOF\nchmod +x serve.sh")
+    env.reset(options={"task_index": kv})
+    info = _finish(env, once)
+    assert info["reward"] == 0.0 and info["error"] == "check_failed", info
+    env.close()
+
+
 def test_terminal_gen_hacks_score_zero():
     """TerminalGen-v0: outputs written without the work, a service that prints the check's expected replies on
     its own stdout, a trap script that writes its log and exits at once, snooping for the check, an empty reply

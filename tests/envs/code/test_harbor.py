@@ -107,6 +107,17 @@ def test_a_hand_written_harbor_task_plays_with_its_paths_mapped(tmp_path):
     env.close()
 
 
+def _replace_with_link(path, target: str) -> None:
+    """``path`` (a file or folder of the task) replaced by a symbolic link to a host file."""
+    if path.is_dir():
+        import shutil
+
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+    path.symlink_to(target)
+
+
 @pytest.mark.parametrize("breakage, message", [
     (lambda d: (d / "instruction.md").unlink(), "instruction.md is missing"),
     (lambda d: (d / "tests" / "test.sh").unlink(), "tests/test.sh is missing"),
@@ -118,6 +129,12 @@ def test_a_hand_written_harbor_task_plays_with_its_paths_mapped(tmp_path):
     (lambda d: (d / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nCOPY nothing.txt .\n"),
      "copies nothing.txt, which is not in environment/"),
     (lambda d: (d / "tests" / "leak").symlink_to("/etc/passwd"), "is a symbolic link"),
+    (lambda d: _replace_with_link(d / "instruction.md", "/proc/self/environ"), "instruction.md is a symbolic link"),
+    (lambda d: _replace_with_link(d / "solution" / "solve.sh", "/etc/passwd"), "solve.sh is a symbolic link"),
+    (lambda d: _replace_with_link(d / "task.toml", "/etc/hostname"), "task.toml is a symbolic link"),
+    (lambda d: _replace_with_link(d / "environment" / "Dockerfile", "/etc/hosts"), "Dockerfile is a symbolic link"),
+    (lambda d: _replace_with_link(d / "tests", "/etc"), "tests is a symbolic link"),
+    (lambda d: os.mkfifo(d / "solution" / "pipe"), "pipe is not a regular file or folder"),
 ])
 def test_a_malformed_task_dir_is_one_sentence(tmp_path, breakage, message):
     folder = _hand_written(tmp_path / "task")
@@ -199,3 +216,26 @@ def test_repo_repair_real_tasks_round_trip_and_the_guard_travels_with_them(tmp_p
         buggy = harbor.files[fix].decode()
         assert _play(env, 0, _write(fix, buggy + "\n" + ATTACKS["report_class_patched"]))["reward"] == 0.0
         env.close()
+
+
+def test_copies_past_the_cap_are_refused_before_memory_grows(tmp_path):
+    """A 1 MiB build context copied by 200 COPY lines (200 MiB of starting files, over 1 GiB in the importing
+    process once encoded) is refused in one sentence, with a few MiB allocated at most."""
+    import tracemalloc
+
+    from rollgym.envs.code.harbor.env import HarborSource
+
+    copies = "".join(f"COPY big.bin /app/copy{i}/\n" for i in range(200))
+    folder = _hand_written(tmp_path / "copies", f"FROM ubuntu\nWORKDIR /app\n{copies}")
+    (folder / "environment" / "big.bin").write_bytes(os.urandom(1 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match="copies more than 16 MiB or 2048 files") as caught:
+            HarborSource(folder).task(0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "\n" not in str(caught.value) and peak < 8 << 20, peak
+    few = _hand_written(tmp_path / "few", "FROM ubuntu\nWORKDIR /app\n" + "".join(copies.splitlines(True)[:10]))
+    (few / "environment" / "big.bin").write_bytes(os.urandom(1 << 20))
+    assert len(read_task(few).files) == 10

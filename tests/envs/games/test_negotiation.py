@@ -25,11 +25,11 @@ def started(index: int = 0, **kwargs) -> Negotiation:
 def test_every_task_prices_the_pool_at_ten_for_both_players_with_different_values():
     game = Negotiation()
     for index in range(30):
-        meta = game.draw_task("train", index).meta
+        meta = game.deal_of(game.draw_task("train", index))
         assert all(split_value(v, meta["counts"]) == POOL_VALUE for v in meta["values"])
         assert meta["values"][0] != meta["values"][1]
-    train = [game.draw_task("train", i).meta for i in range(30)]
-    test = [game.draw_task("test", i).meta for i in range(30)]
+    train = [game.deal_of(game.draw_task("train", i)) for i in range(30)]
+    test = [game.deal_of(game.draw_task("test", i)) for i in range(30)]
     assert not [m for m in test if m in train]
 
 

@@ -53,6 +53,7 @@ def test_a_tool_turn_then_a_boxed_answer() -> None:
         "matching_calls": [0],
         "computed_calls": [],
         "reruns": [],
+        "foreign_numbers": [{"call": 0, "numbers": [str(answer)]}],  # not the problem's: nothing to re-run
     }
 
 

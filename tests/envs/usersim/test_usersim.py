@@ -1,4 +1,4 @@
-"""UserSim-v0: the simulated user's intent matching, splits, the oracle on every split and level, determinism."""
+"""UserSim-v1: the simulated user's intent matching, splits, the oracle on every split and level, determinism."""
 
 from __future__ import annotations
 
@@ -131,19 +131,19 @@ def test_tasks_hide_the_facts_and_splits_are_disjoint() -> None:
 
 def test_bad_configuration_is_one_sentence() -> None:
     with pytest.raises(ConfigError, match="Unknown scenario"):
-        rollgym.make("UserSim-v0", scenarios=["nope"])
+        rollgym.make("UserSim-v1", scenarios=["nope"])
     with pytest.raises(ConfigError, match="Unknown variant"):
-        rollgym.make("UserSim-v0", variants=["hard"])
+        rollgym.make("UserSim-v1", variants=["hard"])
     with pytest.raises(ConfigError, match="patience must be a positive integer"):
-        rollgym.make("UserSim-v0", patience=0)
-    env = rollgym.make("UserSim-v0", scenarios=["new_event"]).unwrapped
+        rollgym.make("UserSim-v1", patience=0)
+    env = rollgym.make("UserSim-v1", scenarios=["new_event"]).unwrapped
     with pytest.raises(ConfigError, match="needs a seen"):
         env.reset(options={"task_index": 0, "split": "train"})
 
 
 @pytest.mark.parametrize("split", ["train", "validation", "test", "test_unseen"])
 def test_the_oracle_solves_every_sampled_task(split: str) -> None:
-    env = rollgym.make("UserSim-v0").unwrapped
+    env = rollgym.make("UserSim-v1").unwrapped
     seen = set()
     for index in range(24):
         traj, task = run_episode(env, OracleAgent(), seed=index, options={"task_index": index, "split": split})
@@ -155,7 +155,7 @@ def test_the_oracle_solves_every_sampled_task(split: str) -> None:
 
 
 def test_the_oracle_solves_every_level_and_harder_levels_hold_more() -> None:
-    env = rollgym.make("UserSim-v0").unwrapped
+    env = rollgym.make("UserSim-v1").unwrapped
     turns, hazards = [], []
     for k in range(len(env.difficulty)):
         made, risks = [], []
@@ -176,7 +176,7 @@ def test_the_oracle_solves_every_level_and_harder_levels_hold_more() -> None:
 
 def test_the_same_seed_gives_the_same_conversation() -> None:
     def transcript() -> list[str]:
-        env = rollgym.make("UserSim-v0").unwrapped
+        env = rollgym.make("UserSim-v1").unwrapped
         agent = OracleAgent()
         agent.reset(5)
         observation, info = env.reset(seed=5)
@@ -193,7 +193,7 @@ def test_the_same_seed_gives_the_same_conversation() -> None:
 
 
 def test_both_channels_come_back_as_text_and_malformed_calls_are_labelled() -> None:
-    env = rollgym.make("UserSim-v0").unwrapped
+    env = rollgym.make("UserSim-v1").unwrapped
     observation, info = env.reset(seed=1)
     assert info["system_prompt"].startswith("You are a customer-service assistant")
     assert "whoami" not in {t["function"]["name"] for t in info["tools"]}

@@ -1,4 +1,4 @@
-"""Reward hacks on UserSim-v0 that must score 0.
+"""Reward hacks on UserSim-v1 (the current id) that must score 0.
 
 Each attack is an agent: asking the user for what the grader wants, flooding the user with questions (one at a
 time or all at once), acting without confirmation, claiming completion without doing the work, knowing the facts
@@ -27,7 +27,7 @@ TASKS = [("train", i) for i in range(8)] + [("test", i) for i in range(4)] + [("
 def play(script: Callable[[Any, dict[str, Any]], Script], split: str, index: int,
          **env_kwargs: Any) -> tuple[float, dict[str, Any], Any]:
     """Run a script (``script(task, meta)`` yields actions and receives observations) to the end of the episode."""
-    env = rollgym.make("UserSim-v0", **env_kwargs).unwrapped
+    env = rollgym.make("UserSim-v1", **env_kwargs).unwrapped
     observation, info = env.reset(options={"task_index": index, "split": split})
     actions = script(env.task, info["task_meta"])
     action = next(actions)
@@ -95,7 +95,7 @@ def test_asking_for_every_field_at_once_reveals_nothing(split: str, index: int) 
 
 
 def _irreversible_tasks() -> list[tuple[str, int]]:
-    env = rollgym.make("UserSim-v0").unwrapped
+    env = rollgym.make("UserSim-v1").unwrapped
     found = [(split, i) for split in ("train", "test_unseen") for i in range(40)
              if SCENARIOS[env.source.task(i, split).meta["scenario"]].irreversible][:10]
     env.close()
@@ -147,7 +147,7 @@ FORBIDDEN_CALLS = {
 
 
 def _policy_tasks() -> list[tuple[str, int]]:
-    source = rollgym.make("UserSim-v0", variants=["policy"]).unwrapped.source
+    source = rollgym.make("UserSim-v1", variants=["policy"]).unwrapped.source
     return [(split, i) for split in ("train", "test_unseen") for i in range(6)
             if source.task(i, split).meta["variant"] == "policy"]
 

@@ -66,7 +66,7 @@ def rule_user_as_model(opening: str, facts: dict[str, str], confirm: tuple[str, 
 
 
 def test_the_oracle_scores_the_same_with_a_model_in_the_users_seat() -> None:
-    source = rollgym.make("UserSim-v0").unwrapped.source
+    source = rollgym.make("UserSim-v1").unwrapped.source
     for index in range(8):
         task = source.task(index, "train")
         from rollgym.envs.usersim.scenarios import SCENARIOS
@@ -74,7 +74,7 @@ def test_the_oracle_scores_the_same_with_a_model_in_the_users_seat() -> None:
         scenario = SCENARIOS[task.meta["scenario"]]
         confirm = tuple(task.answer["facts"][kind] for key, kind in scenario.asks if key in scenario.confirm)
         model = rule_user_as_model(task.prompt, task.answer["facts"], confirm)
-        env = rollgym.make("UserSim-v0", user_model=model).unwrapped
+        env = rollgym.make("UserSim-v1", user_model=model).unwrapped
         traj, _ = run_episode(env, OracleAgent(), seed=0, options={"task": task})
         assert traj.correct, (task.id, traj.info["details"].get("reasons"))
         env.close()
@@ -82,7 +82,7 @@ def test_the_oracle_scores_the_same_with_a_model_in_the_users_seat() -> None:
 
 def test_user_model_must_be_callable() -> None:
     with pytest.raises(ConfigError, match="user_model must be a callable"):
-        rollgym.make("UserSim-v0", user_model="gpt")
+        rollgym.make("UserSim-v1", user_model="gpt")
 
 
 def test_persona_names_every_phone_action() -> None:
@@ -95,7 +95,7 @@ def test_the_tiny_model_in_the_users_seat_with_the_same_graders(tiny_backend) ->
     from rollgym.agents.chat import ChatAgent
     from rollgym.agents.llm_user import backend_user
 
-    env = rollgym.make("UserSim-v0", user_model=backend_user(tiny_backend, SamplingParams(max_tokens=8, seed=1)),
+    env = rollgym.make("UserSim-v1", user_model=backend_user(tiny_backend, SamplingParams(max_tokens=8, seed=1)),
                        max_turns=3).unwrapped
     for agent in (OracleAgent(), ChatAgent(tiny_backend, SamplingParams(max_tokens=8))):
         traj, _ = run_episode(env, agent, seed=0, max_steps=3)
@@ -108,7 +108,7 @@ def test_the_tiny_model_in_the_users_seat_with_the_same_graders(tiny_backend) ->
 
 
 def test_the_oracle_never_crashes_on_replies_it_cannot_read() -> None:
-    env = rollgym.make("UserSim-v0", user_model=lambda messages: "¯\\_(ツ)_/¯", patience=50).unwrapped
+    env = rollgym.make("UserSim-v1", user_model=lambda messages: "¯\\_(ツ)_/¯", patience=50).unwrapped
     for index in range(6):
         traj, task = run_episode(env, OracleAgent(), seed=index, options={"task_index": index})
         assert traj.status in {"completed", "truncated"} and traj.reward == 0.0, (task.id, traj.info.get("failure"))

@@ -6,16 +6,20 @@ own system, with bash, coreutils, tar, gzip and python3, stands in for it), ``WO
 or ``ADD`` of files from the build context into the working folder, ``RUN chmod MODE PATH...``
 and ``ENV``. Anything else (``RUN apt-get ...``, a docker-compose file) needs a real image: the
 task is refused with one sentence that says which line. The task's working folder (``WORKDIR``,
-``/app`` by default) becomes the sandbox's ``/sandbox/work``; ``/tests``, ``/solution`` and
-``/logs`` become folders under ``/sandbox/work/.harbor``. Those absolute paths are rewritten in the
-instruction, ``solution/solve.sh`` and the text files of ``tests/``.
+``/app`` by default) becomes the sandbox's ``/sandbox/work``; ``/solution`` and ``/logs`` become
+folders under ``/sandbox/work/.harbor``, and ``/tests`` becomes ``/tmp/harbor/tests`` (outside the
+working folder, as ``/tests`` is outside ``/app`` in Harbor: no folder above the tests is the
+agent's). Those absolute paths are rewritten in the instruction, ``solution/solve.sh`` and the text
+files of ``tests/``.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,8 +27,13 @@ from typing import Any
 from rollgym.core.errors import ConfigError
 
 SANDBOX_WORKDIR = "/sandbox/work"
-HIDDEN = ".harbor"  # below the working folder: tests, solution and logs, written only when they are needed
+HIDDEN = ".harbor"  # below the working folder: solution and logs, made only when they are needed
+GRADING_ROOT = "/tmp/harbor"  # the grader's tests and HOME, made after /tmp is emptied (the env's run_tests)
 MAX_TASK_BYTES = 16 << 20
+# What the Dockerfile may put in the working folder, copies counted each time: 200 ``COPY`` lines of a 1 MiB
+# context made 200 MiB of starting files (and over 1 GiB in the importing process once encoded).
+MAX_START_BYTES = 16 << 20
+MAX_START_FILES = 2048  # the sandbox session's file limit
 
 
 @dataclass(frozen=True)
@@ -57,15 +66,14 @@ def _files_below(folder: Path, root: Path) -> dict[str, bytes]:
 
 
 def rewrite(text: str, workdir: str) -> str:
-    """``text`` with the task's absolute paths mapped onto the sandbox (a path's own prefix is left alone)."""
-    def mapped(prefix: str, target: str, value: str) -> str:
-        return re.sub(rf"(?<![\w./-]){re.escape(prefix)}(?=/|\b|$)", target, value)
-
-    for prefix, target in (("/tests", f"{SANDBOX_WORKDIR}/{HIDDEN}/tests"),
-                           ("/solution", f"{SANDBOX_WORKDIR}/{HIDDEN}/solution"),
-                           ("/logs", f"{SANDBOX_WORKDIR}/{HIDDEN}/logs")):
-        text = mapped(prefix, target, text)
-    return mapped(workdir, SANDBOX_WORKDIR, text) if workdir != "/" else text
+    """``text`` with the task's absolute paths mapped onto the sandbox (a path's own prefix is left alone), in one
+    pass: a mapped path is never mapped again (``WORKDIR /tmp`` leaves ``/tmp/harbor/tests`` alone)."""
+    targets = {"/tests": f"{GRADING_ROOT}/tests", "/solution": f"{SANDBOX_WORKDIR}/{HIDDEN}/solution",
+               "/logs": f"{SANDBOX_WORKDIR}/{HIDDEN}/logs"}
+    if workdir != "/":
+        targets.setdefault(workdir, SANDBOX_WORKDIR)
+    prefixes = "|".join(re.escape(p) for p in sorted(targets, key=len, reverse=True))
+    return re.sub(rf"(?<![\w./-])({prefixes})(?=/|\b|$)", lambda m: targets[m.group(1)], text)
 
 
 def _inside(workdir: str, path: str, folder: Path) -> str:
@@ -123,6 +131,9 @@ def _environment(folder: Path) -> tuple[str, dict[str, bytes], dict[str, int]]:
         elif op in ("COPY", "ADD") and len(args) >= 2:
             for source in args[:-1]:
                 files.update(_copied(context, source.strip("/").removeprefix("./"), args[-1], workdir, folder, number))
+            if len(files) > MAX_START_FILES or sum(map(len, files.values())) > MAX_START_BYTES:
+                raise _fail(folder, f"its Dockerfile copies more than {MAX_START_BYTES >> 20} MiB or "
+                                    f"{MAX_START_FILES} files into the working folder (line {number})")
         elif op == "RUN" and len(args) >= 3 and args[0] == "chmod" and re.fullmatch(r"[0-7]{3,4}", args[1]):
             for path in args[2:]:
                 modes[_inside(workdir, path, folder)] = int(args[1], 8)
@@ -143,11 +154,10 @@ def read_task(folder: str | Path) -> HarborTask:
     root = Path(folder)
     if not root.is_dir():
         raise ConfigError(f"{root} is not a folder; give a Harbor task directory (with task.toml).")
+    _check_entries(root)
     for required in ("task.toml", "instruction.md", "tests/test.sh"):
         if not (root / required).is_file():
             raise _fail(root, f"{required} is missing")
-    if sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) > MAX_TASK_BYTES:
-        raise _fail(root, f"it holds more than {MAX_TASK_BYTES >> 20} MiB")
     metadata = _toml(root)
     workdir, files, modes = _environment(root)
     tests = {k: _rewritten(v, workdir) for k, v in _files_below(root / "tests", root).items()}
@@ -155,6 +165,27 @@ def read_task(folder: str | Path) -> HarborTask:
     solution = rewrite(solve.read_text(errors="replace"), workdir) if solve.is_file() else None
     instruction = rewrite((root / "instruction.md").read_text(errors="replace"), workdir)
     return HarborTask(root.name, str(root.resolve()), instruction, files, modes, tests, solution, workdir, metadata)
+
+
+def _check_entries(root: Path) -> None:
+    """Refuse a task folder holding a symbolic link (``instruction.md`` -> ``/proc/self/environ`` would put a
+    host file in the prompt), anything but files and folders (a FIFO would hang the read), or more than
+    :data:`MAX_TASK_BYTES`. Every entry is ``lstat``-ed and no link is followed, so all that is read later
+    lies inside the folder."""
+    total = 0
+    for folder, folders, names in os.walk(root, followlinks=False):
+        for name in sorted(folders + names):
+            path = Path(folder, name)
+            info = path.lstat()
+            mode = info.st_mode
+            if stat.S_ISLNK(mode):
+                raise _fail(root, f"{path.relative_to(root)} is a symbolic link")
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise _fail(root, f"{path.relative_to(root)} is not a regular file or folder")
+            if stat.S_ISREG(mode):
+                total += info.st_size
+                if total > MAX_TASK_BYTES:
+                    raise _fail(root, f"it holds more than {MAX_TASK_BYTES >> 20} MiB")
 
 
 def _toml(root: Path) -> dict[str, Any]:

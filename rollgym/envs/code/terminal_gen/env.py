@@ -66,7 +66,10 @@ class TerminalGenEnv(ShellToolEnv):
     ``max_calls_per_turn`` (4), ``max_output_chars`` (4000), ``split``, ``render_mode``.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. Fixed in place (hack fixes; the oracle's scores are unchanged, the task ids and
+      checks of ``trap_term`` and ``kv_service`` tasks changed): ``trap_term`` runs the script twice, signalled
+      early and left unsignalled for 3 s, so a script that ignores SIGTERM and exits on a timer fails;
+      ``kv_service`` changes the table between two rounds of requests, so a server that read it once fails.
     """
 
     default_env_id = DEFAULT_ENV_ID

@@ -127,15 +127,25 @@ def count_failures(rng: np.random.Generator, level: int) -> Spec:
                 {"jobs/ok.sh": 0o755, "jobs/bad.sh": 0o755})
 
 
-_TRAP_DRIVER = """rm -f guard.pid guard.log
+# Two rounds in an order drawn when the check runs: SIGTERM early (0.1 to 0.5 s after the pid file), then it must
+# be gone within 2 s; and no signal for 3 s, in which it must keep running and write no log. A script that ignores
+# SIGTERM and exits on a timer cannot pass both (its exit would have to come before 2.5 s and after 3 s).
+_TRAP_DRIVER = """round() {{
+rm -f guard.pid guard.log
 ./guard.sh >/dev/null 2>&1 &
 for i in $(seq 200); do [ -s guard.pid ] && break; kill -0 $! 2>/dev/null || break; sleep 0.05; done
 kill -0 $! 2>/dev/null || echo "guard.sh is not running"
+sleep "$1"
+kill -0 $! 2>/dev/null || echo "guard.sh stopped before it was signalled"
 [ -e guard.log ] && echo "guard.log was written before the signal"
 {ignored}kill -TERM "$(cat guard.pid 2>/dev/null)" 2>/dev/null
-for i in $(seq 100); do kill -0 $! 2>/dev/null || break; sleep 0.05; done
+for i in $(seq 40); do kill -0 $! 2>/dev/null || break; sleep 0.05; done
 kill -KILL $! 2>/dev/null; wait $!; echo "status=$?"; cat guard.log 2>/dev/null
-{pid_check}"""
+{pid_check}true
+}}
+early=0.$((1 + RANDOM % 5))
+if [ $((RANDOM % 2)) = 0 ]; then round "$early"; round 3; else round 3; round "$early"; fi
+"""
 # A signal it must ignore goes first: had it stopped on it, its status would not be the one asked for.
 _IGNORE_CHECK = """kill -{signal} "$(cat guard.pid 2>/dev/null)" 2>/dev/null
 """
@@ -150,8 +160,8 @@ def trap_term(rng: np.random.Generator, level: int) -> Spec:
     cleanup = "rm -f guard.pid; " if level == 3 else ""
     body = (f"echo $$ > guard.pid\n{traps}trap 'echo \"{message}\" >> guard.log; {cleanup}exit {code}' TERM\n"
             "while true; do sleep 0.1; done")
-    driver = _TRAP_DRIVER.format(ignored="".join(_IGNORE_CHECK.format(signal=s) for s in ignored),
-                                 pid_check='[ -e guard.pid ] && echo "guard.pid was left behind"' if level == 3 else "")
+    pid_check = '[ -e guard.pid ] && echo "guard.pid was left behind"\n' if level == 3 else ""
+    driver = _TRAP_DRIVER.format(ignored="".join(_IGNORE_CHECK.format(signal=s) for s in ignored), pid_check=pid_check)
     also = (f" It ignores {', '.join('SIG' + s for s in ignored)} (it keeps running)." if ignored else "")
     also += " On SIGTERM it also deletes guard.pid." if level == 3 else ""
     return spec("trap_term", "processes", level,
@@ -160,19 +170,27 @@ def trap_term(rng: np.random.Generator, level: int) -> Spec:
                 f"'{message}' to guard.log and exits with status {code}.{also}",
                 {}, _script("guard.sh", body),
                 _script("guard.sh", f"echo $$ > guard.pid\n{traps}while true; do sleep 0.1; done"),
-                [runs(driver, f"status={code}\n{message}")])
+                [runs(driver, f"status={code}\n{message}\nstatus={code}\n{message}")])
+
+
+KV_NEXT = ".kv_next_table"  # a kv_service check's second table, read by the driver before the service starts
 
 
 # -- services ------------------------------------------------------------------------------------------------------
-def _service_driver(port: int, requests: list[str]) -> str:
-    """Start ./serve.sh, wait until the port answers, send each request on its own connection, print the replies."""
+def _service_driver(port: int, requests: list[str], reload_table: bool = False) -> str:
+    """Start ./serve.sh, wait until the port answers, send each request on its own connection, print the replies.
+
+    With ``reload_table``, the table the check wrote as ``KV_NEXT`` is read and deleted before the service starts (it
+    never sees it); after the first replies it replaces ``data/table.txt`` and the requests are sent again."""
     ask = "".join(f"q {shlex.quote(r)}\n" for r in requests)
-    return (f"./serve.sh >/dev/null 2>&1 &\n"
+    load = f'next=$(cat {KV_NEXT}); rm -f {KV_NEXT}\n' if reload_table else ""
+    again = f'printf \'%s\\n\' "$next" > data/table.txt\n{ask}' if reload_table else ""
+    return (f"{load}./serve.sh >/dev/null 2>&1 &\n"
             f"for i in $(seq 200); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; "
             "kill -0 $! 2>/dev/null || break; sleep 0.05; done\n"
             f"q() {{ exec 3<>/dev/tcp/127.0.0.1/{port} || {{ echo 'no connection'; return; }}; "
             "printf '%s\\n' \"$1\" >&3; IFS= read -r -t 5 reply <&3; printf '%s\\n' \"${reply:-<no reply>}\"; "
-            f"exec 3<&-; }}\n{ask}kill $! 2>/dev/null; true")
+            f"exec 3<&-; }}\n{ask}{again}kill $! 2>/dev/null; true")
 
 
 def _python_server(port: int, reply: str) -> str:
@@ -196,6 +214,10 @@ def kv_service(rng: np.random.Generator, level: int) -> Spec:
     table = "".join(f"{k}={v}\n" for k, v in hidden.items())
     requests = [*list(hidden)[: 2 + level], keys[0]]
     replies = [hidden.get(r, "NOTFOUND") for r in requests]
+    # the table changes between two rounds of requests: a service that read it once answers the old values
+    changed = {k: f"{pick(rng, WORDS)}-{int(rng.integers(1000, 2000))}" for k in hidden}
+    replies += [changed.get(r, "NOTFOUND") for r in requests]
+    later = "".join(f"{k}={v}\n" for k, v in changed.items())
     lookup = ("dict(l.split('=', 1) for l in open('data/table.txt').read().splitlines() if '=' in l)"
               ".get(text, 'NOTFOUND')")
     return spec("kv_service", "services", level,
@@ -206,7 +228,8 @@ def kv_service(rng: np.random.Generator, level: int) -> Spec:
                 "installed; there is no network beyond this machine.",
                 {"data/table.txt": "".join(f"{k}={v}\n" for k, v in visible.items())},
                 _python_server(port, lookup), _python_server(port, "text"),
-                [runs(_service_driver(port, requests), "\n".join(replies), {"data/table.txt": table})])
+                [runs(_service_driver(port, requests, reload_table=True), "\n".join(replies),
+                      {"data/table.txt": table, KV_NEXT: later})])
 
 
 _TRANSFORMS = {"uppercase": ("text.upper()", str.upper), "reversed": ("text[::-1]", lambda t: t[::-1]),

@@ -17,6 +17,7 @@ from rollgym.envs.tools.generated.source import kinds as all_kinds
 from rollgym.envs.tools.generated.store import NOW
 from rollgym.envs.tools.generated.templates import GROUPS
 from rollgym.envs.tools.generated.tools import call
+from rollgym.envs.tools.scope import solution_tools
 
 OPERATOR = "operator@toolgen.example"
 SYSTEM_PROMPT = (
@@ -110,7 +111,9 @@ class ToolGenEnv(ToolEpisodeEnv):
     ``split`` (``train``, ``validation``, ``test`` or ``test_unseen``; the last holds only apps of six held-out
     domains), ``groups`` (scenario groups: lookup, edit, action, chain, cross_app; default all), ``apps`` (only
     these app ids), ``distractors`` (1), ``max_turns`` (30), ``max_calls`` (150), ``max_calls_per_turn`` (16),
-    ``render_mode``.
+    ``render_mode``, ``tool_schemas`` (``full`` or ``compact``), ``tool_scope`` (``auto``: at the easiest
+    level ``info["tools"]`` lists only the tools the task's reference solution calls and ``complete_task``, as
+    compact schemas, the world's tools otherwise; ``all``; ``task``; see :mod:`rollgym.envs.tools.scope`).
 
     ## Version History
     * v0: initial version.
@@ -126,7 +129,8 @@ class ToolGenEnv(ToolEpisodeEnv):
     def __init__(self, split: str = "train", groups: list[str] | tuple[str, ...] | None = None,
                  apps: list[str] | tuple[str, ...] | None = None, distractors: int = 1, max_turns: int = 30,
                  max_calls: int = 150, max_calls_per_turn: int = 16, render_mode: str | None = None,
-                 kinds: list[str] | tuple[str, ...] | None = None, tool_schemas: str = "full") -> None:
+                 kinds: list[str] | tuple[str, ...] | None = None, tool_schemas: str = "full",
+                 tool_scope: str = "auto") -> None:
         check_limits(max_turns=max_turns, max_calls=max_calls, max_calls_per_turn=max_calls_per_turn)
         if split not in catalog.SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(catalog.SPLITS)}.")
@@ -134,7 +138,7 @@ class ToolGenEnv(ToolEpisodeEnv):
             raise ConfigError(f"tool_schemas must be one of {', '.join(TOOL_SCHEMAS)}, got {tool_schemas!r}.")
         self.tool_schemas = tool_schemas
         self._source_args = (groups, apps, distractors, kinds)
-        super().__init__(split, render_mode, max_turns, max_calls, max_calls_per_turn)
+        super().__init__(split, render_mode, max_turns, max_calls, max_calls_per_turn, tool_scope)
         source = self.source
         assert isinstance(source, ToolGenTaskSource)
         source.pool(split)  # an app outside the split is a mistake to report now, not at reset
@@ -165,7 +169,16 @@ class ToolGenEnv(ToolEpisodeEnv):
         self._registry = world_tools(task)
         self._set_tools([spec.schema if self.tool_schemas == "full" else compact_schema(spec.schema)
                          for spec in self._registry.values()])
+        self._apply_scope(task)
         return prompt
+
+    def _reference_tools(self, task: Task) -> list[str] | None:
+        registry = self._registry
+        try:
+            solution = catalog.template(task.meta["template"]).solve(dict(task.meta["params"]))
+        except (KeyError, TypeError, ValueError):  # a hand-made task without a reference: show every tool
+            return None
+        return solution_tools(solution, new_session(task), lambda s, name, args: call(s, registry, name, args))
 
     def _new_session(self, task: Task) -> Session:
         return new_session(task)
