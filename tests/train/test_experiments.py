@@ -411,3 +411,44 @@ def test_the_documented_unpaired_controls_show_in_the_committed_curves():
     assert all(start_metric("erils", arm) == {0.117} for arm in ("on-policy", "external-joint", "external-length"))
     assert start_metric("t3rl", "tool-reward") == {0.146}
     assert start_metric("t3rl", "ttrl") == start_metric("t3rl", "t3rl") == {0.0}
+
+
+def test_every_interval_in_the_prose_comes_from_a_results_file():
+    """Each `mean ± half-width` in docs/experiments.md's hand-written prose is an estimate some committed results
+    file holds (or a figure of a table rendered from one, which the tests above check against its JSON)."""
+    import re
+
+    def estimates(node, out):
+        if isinstance(node, dict):
+            if node.get("mean") is not None and node.get("half_width") is not None:
+                out.append((node["mean"], node["half_width"]))
+            for value in node.values():
+                estimates(value, out)
+        elif isinstance(node, list):
+            for value in node:
+                estimates(value, out)
+        return out
+
+    figure = re.compile(r"([+−-]?)(\d+\.\d+) ±\s+(\d+\.\d+)")
+
+    def value(sign, number):
+        return -float(number) if sign in ("−", "-") else float(number)
+
+    text = DOC.read_text()
+    generated = re.compile(r"<!-- ([\w:-]+):begin -->.*?<!-- \1:end -->", re.S)
+    known = []
+    for path in (REPO / "docs" / "experiments").rglob("*.json"):
+        known += estimates(json.loads(path.read_text()), [])
+    tables = [(value(m[1], m[2]), float(m[3])) for section in generated.finditer(text)
+              for m in figure.finditer(section.group(0))]
+    prose = generated.sub("", text)
+    found = list(figure.finditer(prose))
+    assert len(found) > 20  # the check reads the prose's figures
+    missing = []
+    for m in found:
+        mean, half = value(m[1], m[2]), float(m[3])
+        places, half_places = len(m[2].split(".")[1]), len(m[3].split(".")[1])
+        if not any(round(a, places) == round(mean, places) and round(b, half_places) == half
+                   for a, b in known + tables):
+            missing.append(m[0])
+    assert not missing, f"intervals in the prose that no results file holds: {missing}"
