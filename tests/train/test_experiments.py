@@ -299,3 +299,156 @@ def test_the_committed_april_warm_up_is_rebuilt_bit_for_bit_here(tmp_path):
     where = f"recorded on {recorded.get('cpu', 'an unrecorded CPU')}, rebuilt on {rebuilt['cpu']}"
     assert rebuilt["warm_state_sha256"] == recorded["warm_state_sha256"], where
     assert rebuilt["tokenizer_sha256"] == recorded["tokenizer_sha256"], where
+
+
+def _runs(values, starts):
+    """Hand-made runs: ``values[arm]`` per seed, ``starts[arm]`` the warm-up hash each run records (None: none)."""
+    return [{"arm": arm, "seed": s, "metric": v, "cost": {}, "curve": [], "extras": {}, "seconds": 0.0,
+             **({} if starts[arm] is None else {"starting_point": {"warm_state_sha256": starts[arm],
+                                                                   "tokenizer_sha256": None}})}
+            for arm in values for s, v in enumerate(values[arm])]
+
+
+def test_arms_from_different_warm_ups_are_not_compared():
+    """Paired controls: two arms whose runs record different warm-up hashes get no difference, one sentence
+    instead; a run with no recorded starting point counts as different, never as paired."""
+    from rollgym.train.experiments.runner import summarize
+
+    exp = toy([])
+    values = {"base": [0.1, 0.2, 0.3], "better": [0.2, 0.4, 0.5]}
+    for starts, why in ((({"base": "a" * 64, "better": "b" * 64}),
+                         "better and base are not compared: their runs started from different warm-ups "
+                         "(better from bbbbbbbbbbbb, base from aaaaaaaaaaaa)."),
+                        ({"base": "a" * 64, "better": None},
+                         "better and base are not compared: runs of better record no starting point")):
+        data = summarize(exp, {"gap": 0.05}, "full", _runs(values, starts), 3, "cmd", 0.0)
+        assert len(data["comparisons"]) == 1  # the secondary measure is not compared either
+        c = data["comparisons"][0]
+        assert c["mean"] is None and c["mde"] is None and c["verdict"] == "not shown paired"
+        assert c["refused"].startswith(why) and c["refused"].count(". ") == 0  # one sentence
+        table = render_markdown(data)
+        assert "| better − base | score | not computed | - | 3 (0-2) | not shown paired |" in table
+        assert f"Not shown paired: {c['refused']}" in table
+        with pytest.raises(KeyError, match="not compared"):
+            verdict_of(data, "better", "base")
+    paired_data = summarize(exp, {"gap": 0.05}, "full", _runs(values, {"base": "a" * 64, "better": "a" * 64}), 3,
+                            "cmd", 0.0)
+    assert paired_data["comparisons"][0]["verdict"] == "higher" and "Not shown paired" not in render_markdown(
+        paired_data)
+
+
+def test_every_run_records_its_starting_point_and_a_file_without_one_is_not_paired(tmp_path, capsys):
+    calls: list[tuple[str, int]] = []
+    exp = toy(calls)
+    data = run_experiment(exp, tmp_path, progress=False, seeds=2, arms=["base"])
+    assert all(r["starting_point"] == {"warm_state_sha256": None, "tokenizer_sha256": None} for r in data["runs"])
+    # a file from before the record: no starting point, neither per run nor per file
+    legacy = {**data, "starting_point": None,
+              "runs": [{k: v for k, v in r.items() if k != "starting_point"} for r in data["runs"]]}
+    (tmp_path / "toy.json").write_text(json.dumps(legacy))
+    resumed = run_experiment(exp, tmp_path, progress=False, seeds=2, arms=["better"])
+    assert [c["verdict"] for c in resumed["comparisons"]] == ["not shown paired"]
+    assert "warning: better and base are not compared: runs of base record no starting point" in capsys.readouterr().out
+    assert "| better − base | score | not computed |" in render_markdown(resumed)
+
+
+def test_a_committed_file_without_starting_points_renders_as_not_shown_paired():
+    """The committed files that predate the record keep their numbers but lose their readings."""
+    erils = json.loads((REPO / "docs" / "experiments" / "erils.json").read_text())
+    assert erils["starting_point"] is None and not any("starting_point" in r for r in erils["runs"])
+    table = render_markdown(erils)
+    assert "| external-length − on-policy | held-out greedy accuracy | +0.009 ± 0.027 | 0.038 | 8 (0-7) | " \
+           "not shown paired |" in table
+    assert "Not shown paired: this results file records no starting point" in table
+    assert not any(row.endswith("| higher |") or row.endswith("| lower |") for row in table.splitlines())
+    april = json.loads((REPO / "docs" / "experiments" / "april.json").read_text())  # records one for the file
+    assert "not shown paired" not in render_markdown(april)
+
+
+def test_no_mde_is_printed_when_the_differences_have_no_spread():
+    from rollgym.train.experiments.runner import summarize
+
+    values = {"base": [0.1, 0.2, 0.3], "better": [0.6, 0.7, 0.8]}  # +0.5 on every seed
+    data = summarize(toy([]), {"gap": 0.05}, "full", _runs(values, {"base": "a" * 64, "better": "a" * 64}), 3,
+                     "cmd", 0.0)
+    table = render_markdown(data)
+    assert "| better − base | score | +0.500 ± 0.000 | n/a (no spread) | 3 (0-2) | higher |" in table
+    trl = render_markdown(json.loads((REPO / "docs" / "experiments" / "realmodel-trl.json").read_text()))
+    assert "| trl − base | answer_block | +1.000 ± 0.000 | n/a (no spread) |" in trl
+
+
+def test_the_power_sentence_says_what_an_mde_does_and_does_not_say():
+    table = render_markdown(json.loads((REPO / "docs" / "experiments" / "branching.json").read_text()))
+    power = next(line for line in table.splitlines() if line.startswith("Power:"))
+    assert "detects with 80% probability" in power  # what it says: the design's power
+    assert "does not rule out an effect of about the MDE" in power and "interval is what bounds the effect" in power
+    assert "no spread" in power
+    text = DOC.read_text()
+    assert "rules out effects of about the MDE" not in text and "could hide" not in text
+
+
+def test_the_summary_table_is_generated_from_every_committed_comparison():
+    from rollgym.train.experiments.summary import committed_results, render_summary, summary_section
+
+    results = committed_results(REPO / "docs" / "experiments")
+    assert {d["experiment"] for d in results} == {p.stem for p in COMMITTED}
+    summary = summary_section(DOC)
+    assert summary == render_summary(results)
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and " − " in line]
+    assert len(rows) == sum(len(d["comparisons"]) for d in results)  # every comparison and control
+    assert "| t3rl − tool-reward | primary: greedy accuracy (true answers) | -0.058 ± 0.099 | 0.133 |" in summary
+    assert "| external-length − external-joint-length |" in summary
+
+
+def test_the_documented_unpaired_controls_show_in_the_committed_curves():
+    """The docs' claim that ERILS's joint+length arm and T^3RL's control started elsewhere: the step-0 point of
+    every seed's curve (held-out accuracy before any training) differs from the other arms'."""
+    def start_metric(name, arm):
+        data = json.loads((REPO / "docs" / "experiments" / f"{name}.json").read_text())
+        return {round(r["curve"][0][1], 3) for r in data["runs"] if r["arm"] == arm}
+
+    assert start_metric("erils", "external-joint-length") == {0.143}
+    assert all(start_metric("erils", arm) == {0.117} for arm in ("on-policy", "external-joint", "external-length"))
+    assert start_metric("t3rl", "tool-reward") == {0.146}
+    assert start_metric("t3rl", "ttrl") == start_metric("t3rl", "t3rl") == {0.0}
+
+
+def test_every_interval_in_the_prose_comes_from_a_results_file():
+    """Each `mean ± half-width` in docs/experiments.md's hand-written prose is an estimate some committed results
+    file holds (or a figure of a table rendered from one, which the tests above check against its JSON)."""
+    import re
+
+    def estimates(node, out):
+        if isinstance(node, dict):
+            if node.get("mean") is not None and node.get("half_width") is not None:
+                out.append((node["mean"], node["half_width"]))
+            for value in node.values():
+                estimates(value, out)
+        elif isinstance(node, list):
+            for value in node:
+                estimates(value, out)
+        return out
+
+    figure = re.compile(r"([+−-]?)(\d+\.\d+) ±\s+(\d+\.\d+)")
+
+    def value(sign, number):
+        return -float(number) if sign in ("−", "-") else float(number)
+
+    text = DOC.read_text()
+    generated = re.compile(r"<!-- ([\w:-]+):begin -->.*?<!-- \1:end -->", re.S)
+    known = []
+    for path in (REPO / "docs" / "experiments").rglob("*.json"):
+        known += estimates(json.loads(path.read_text()), [])
+    tables = [(value(m[1], m[2]), float(m[3])) for section in generated.finditer(text)
+              for m in figure.finditer(section.group(0))]
+    prose = generated.sub("", text)
+    found = list(figure.finditer(prose))
+    assert len(found) > 20  # the check reads the prose's figures
+    missing = []
+    for m in found:
+        mean, half = value(m[1], m[2]), float(m[3])
+        places, half_places = len(m[2].split(".")[1]), len(m[3].split(".")[1])
+        if not any(round(a, places) == round(mean, places) and round(b, half_places) == half
+                   for a, b in known + tables):
+            missing.append(m[0])
+    assert not missing, f"intervals in the prose that no results file holds: {missing}"

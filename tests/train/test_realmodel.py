@@ -68,11 +68,13 @@ def test_label_measures_read_the_share_of_answer_blocks_and_offered_numbers():
     assert label_measures(None) == label_measures({}) == {}
 
 
-def _results(arm: str, metrics: list[float], blocks: list[float], config: dict | None = None) -> dict:
+def _results(arm: str, metrics: list[float], blocks: list[float], config: dict | None = None,
+             start: str | None = "1" * 64) -> dict:
     runs = [{"arm": arm, "seed": s, "metric": m, "curve": [[0.0, 0.0], [2.0, m]],
              "extras": {"answer_block": b, "reward_curve": [0.1 * s, 0.2, 0.3]}}
             for s, (m, b) in enumerate(zip(metrics, blocks))]
-    return {"config": config or {"lr": 1}, "runs": runs}
+    return {"config": config or {"lr": 1}, "runs": runs,
+            "starting_point": None if start is None else {"warm_state_sha256": start, "tokenizer_sha256": None}}
 
 
 def test_the_two_trainers_are_compared_seed_by_seed(tmp_path):
@@ -89,6 +91,11 @@ def test_the_two_trainers_are_compared_seed_by_seed(tmp_path):
     assert "| metric | 0.100, 0.200, 0.400 | 0.000, 0.100, 0.300 |" in render_comparison(list(rows.values()))
     with pytest.raises(ConfigError, match="different settings"):
         compare_trainers(ours, _results("trl", [0.1], [0.0], config={"lr": 2}))
+    # the trainers pair only when both files' runs record the same starting weights
+    for start in ("2" * 64, None):
+        with pytest.raises(ConfigError, match="do not record one starting point"):
+            compare_trainers(ours, _results("trl", [0.1, 0.2, 0.4], [0.0, 0.1, 0.0], start=start))
+    assert "| n/a (no spread) |" in render_comparison([rows["metric"]])  # every seed's difference is 0.1
     png = plot_side_by_side(ours, theirs, tmp_path / "side.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -20,6 +20,7 @@ from rollgym.train.experiments.runner import (
     run_experiment,
     write_doc_section,
 )
+from rollgym.train.experiments.summary import write_summary_section
 
 DOC = Path("docs") / "experiments.md"
 
@@ -91,6 +92,8 @@ def run_from_args(args: argparse.Namespace) -> int:
             (out / f"{name}.md").write_text(table + "\n", encoding="utf-8")
         print(table)
         print(f"\nwrote {json_path} and {image}", flush=True)
+    if args.doc:  # the summary at the top of the page, from every committed results file
+        write_summary_section(out, DOC)
     return 0
 
 

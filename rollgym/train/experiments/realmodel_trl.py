@@ -16,7 +16,8 @@ from typing import Any
 
 from rollgym.core.errors import ConfigError
 from rollgym.train.experiments import realmodel
-from rollgym.train.experiments.runner import by_arm, extra, paired_comparison, save_figure
+from rollgym.train.experiments.pairing import run_start
+from rollgym.train.experiments.runner import by_arm, extra, mde_text, paired_comparison, save_figure
 from rollgym.train.stats import estimate
 
 EXPERIMENT = dataclasses.replace(
@@ -47,6 +48,11 @@ def compare_trainers(ours: dict[str, Any], theirs: dict[str, Any]) -> list[dict[
     if ours.get("config") != theirs.get("config"):
         raise ConfigError("the two results files were run with different settings, so they cannot be paired; "
                           "rerun realmodel-trl with realmodel's settings")
+    starts = {run_start(r, data.get("starting_point")) for data, arm in ((ours, "grpo"), (theirs, "trl"))
+              for r in data["runs"] if r["arm"] == arm}
+    if None in starts or len(starts) != 1:
+        raise ConfigError("the two results files' runs do not record one starting point (the same model weights "
+                          "and tokenizer), so the trainers cannot be paired; rerun both from the same model")
     rows = []
     for measure in MEASURES:
         a, b = _per_seed(theirs, "trl", measure), _per_seed(ours, "grpo", measure)
@@ -111,7 +117,7 @@ def render_comparison(rows: list[dict[str, Any]]) -> str:
     lines = ["| measure | TRL per seed | rollgym per seed | TRL - rollgym (95% CI) | reading | MDE |",
              "|---|---|---|---|---|---|"]
     for row in rows:
-        mde = "n/a" if row["mde"] is None else f"{row['mde']:.3f}"
+        mde = mde_text(row, 3)
         lines.append(f"| {row['measure']} | {', '.join(f'{v:.3f}' for v in row['trl'])} | "
                      f"{', '.join(f'{v:.3f}' for v in row['grpo'])} | {row['mean']:+.3f} "
                      f"[{row['low']:+.3f}, {row['high']:+.3f}] | {row['verdict']} | {mde} |")

@@ -9,7 +9,9 @@ then reports per arm the mean and 95% t interval, and per comparison the mean
 paired difference and its interval with a reading: "higher", "lower", or "no
 detectable difference" when the interval contains 0, and its minimum detectable
 effect (the paired difference found with 80% power at alpha 0.05 over these seeds,
-:func:`~rollgym.train.stats.minimum_detectable_effect`).
+:func:`~rollgym.train.stats.minimum_detectable_effect`). Each run records the starting point it began from, and
+two arms are compared only when all their runs record the same one
+(:mod:`~rollgym.train.experiments.pairing`); otherwise the comparison is refused with one sentence.
 
 Results are written as JSON after every run (an interrupted run resumes when
 started again with the same settings), then rendered to Markdown and a PNG.
@@ -35,6 +37,7 @@ from typing import Any
 
 from rollgym.core.doc_sections import replace_section, section_of
 from rollgym.core.errors import ConfigError
+from rollgym.train.experiments.pairing import NOT_PAIRED, START_KEYS, data_pairing_problem, pairing_problem
 from rollgym.train.figures import save_figure
 from rollgym.train.stats import Estimate, estimate, minimum_detectable_effect
 
@@ -259,6 +262,7 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
         f" --seeds {n_seeds}" if n_seeds != (exp.quick_seeds if quick else exp.seeds) else "")
     runs: list[dict[str, Any]] = []
     start: dict[str, Any] | None = None  # the starting point the runs in the file came from
+    current: dict[str, Any] = {}  # this process's starting point, recorded in every run it makes
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
         if old.get("config") == config and old.get("mode") == mode:
@@ -300,7 +304,7 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
             seconds = time.perf_counter() - t0
             runs.append({"arm": arm, "seed": seed, "metric": float(result.metric), "cost": result.cost,
                          "curve": [list(p) for p in result.curve], "extras": result.extras,
-                         "seconds": round(seconds, 2)})
+                         "seconds": round(seconds, 2), "starting_point": {k: current.get(k) for k in START_KEYS}})
             if progress:
                 print(f"[{exp.name}] seed {seed} {arm:<28} {exp.metric} {result.metric:.4f} ({seconds:.0f} s)",
                       flush=True)
@@ -310,6 +314,9 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     shutil.rmtree(workdir, ignore_errors=True)
     data = summarize(exp, config, mode, runs, n_seeds, command, previous_seconds(path), start)
     _write_json(path, data)
+    for c in data["comparisons"]:
+        if c.get("refused"):
+            print(f"[{exp.name}] warning: {c['refused']}", flush=True)
     return data
 
 
@@ -340,6 +347,12 @@ def extra(key: str) -> Callable[[dict[str, Any]], float | None]:
         return None if value is None else float(value)
 
     return read
+
+
+def refused_comparison(a: str, b: str, metric: str, seeds: list[int], problem: str) -> dict[str, Any]:
+    """A comparison the runner refuses to compute (its arms did not start from one recorded starting point)."""
+    return {"a": a, "b": b, "metric": metric, "seeds": seeds, "mean": None, "half_width": None, "n": len(seeds),
+            "low": None, "high": None, "verdict": NOT_PAIRED, "mde": None, "refused": problem}
 
 
 def paired_comparison(a: str, b: str, metric: str, seeds: list[int], differences: list[float]) -> dict[str, Any]:
@@ -374,6 +387,10 @@ def summarize(exp: Experiment, config: dict[str, Any], mode: str, runs: Sequence
     for a, b in exp.pairs():
         left, right = by_arm(runs, a, lambda r: r["metric"]), by_arm(runs, b, lambda r: r["metric"])
         common = sorted(set(left) & set(right))
+        problem = pairing_problem(runs, a, b, common, start)
+        if problem is not None:  # never paired silently: no difference is computed
+            comparisons.append(refused_comparison(a, b, exp.metric, common, problem))
+            continue
         comparisons.append(paired_comparison(a, b, exp.metric, common, [left[s] - right[s] for s in common]))
         for key in exp.secondary:
             ls, rs = by_arm(runs, a, extra(key)), by_arm(runs, b, extra(key))
@@ -402,8 +419,50 @@ def _interval(d: dict[str, Any], digits: int, signed: bool = False) -> str:
     return f"{_fmt(d['mean'], digits, signed)} ± {half}"
 
 
+def mde_text(c: dict[str, Any], digits: int) -> str:
+    """A comparison's MDE as the tables show it: none when the differences have no spread (every seed's
+    difference the same: the formula gives 0, which is no statement about power) or too few seeds."""
+    if c.get("mean") is None:
+        return "-"
+    half = c.get("half_width")
+    if half is not None and abs(half) <= 1e-9 * max(1.0, abs(c["mean"])):  # sd 0 up to float rounding
+        return "n/a (no spread)"
+    return "n/a" if c.get("mde") is None else f"{c['mde']:.{digits}f}"
+
+
+def difference_text(c: dict[str, Any], digits: int) -> str:
+    """A comparison's paired difference, mean ± half-width (``not computed`` for a refused comparison)."""
+    return "not computed" if c.get("mean") is None else _interval(c, digits, signed=True)
+
+
+def unpaired_note(data: dict[str, Any]) -> str:
+    """The note under a table whose comparisons are not shown paired (empty when every one is)."""
+    problems = [p for p in (data_pairing_problem(data, c) for c in data["comparisons"]) if p]
+    if not problems:
+        return ""
+    recorded = data.get("starting_point") or any(r.get("starting_point") for r in data.get("runs", []))
+    if not recorded:
+        return ("Not shown paired: this results file records no starting point (it predates the record), so its "
+                "arms are not shown to have started from one warm-up; the differences are as recorded, with no "
+                "reading. A rerun with `--doc` records one per run.")
+    return "Not shown paired: " + " ".join(dict.fromkeys(problems))
+
+
+#: What an MDE says and what it does not (the sentence under every table).
+POWER_TEXT = ("Power: MDE is the paired difference a two-sided paired t test at alpha 0.05 detects with 80% "
+              "probability over these {n} seeds, (t_0.975,n−1 + t_0.8,n−1) · sd(differences) / √n with the observed "
+              "sd. It describes the design, not the effect: a \"no detectable difference\" does not rule out an "
+              "effect of about the MDE (one that size is missed 1 time in 5, smaller ones more often); the 95% "
+              "interval is what bounds the effect. With no spread in the differences (sd 0) there is no MDE.")
+
+
 def _cost_text(cost: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:,.0f}" if abs(v) >= 10 else f"{k} {v:.2f}" for k, v in cost.items()) or "-"
+
+
+def seeds_text(c: dict[str, Any]) -> str:
+    """A comparison's seeds: how many, and their range."""
+    return f"{len(c['seeds'])} ({c['seeds'][0]}-{c['seeds'][-1]})" if c["seeds"] else "0"
 
 
 def render_markdown(data: dict[str, Any]) -> str:
@@ -422,14 +481,13 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines += ["", "| comparison | measure | paired difference (mean ± 95% CI) | MDE (80% power) | seeds | reading |",
               "|---|---|---|---|---|---|"]
     for c in data["comparisons"]:
-        seeds = f"{len(c['seeds'])} ({c['seeds'][0]}-{c['seeds'][-1]})" if c["seeds"] else "0"
-        difference = _interval(c, digits, signed=True)
-        mde = "n/a" if c.get("mde") is None else f"{c['mde']:.{digits}f}"
-        lines.append(f"| {c['a']} − {c['b']} | {c['metric']} | {difference} | {mde} | {seeds} | {c['verdict']} |")
-    lines += ["", f"Power: MDE is the paired difference a two-sided paired t test at alpha 0.05 detects with 80% "
-                  f"probability over these {data['n_seeds']} seeds, (t_0.975,n−1 + t_0.8,n−1) · sd(differences) / √n "
-                  f"with the observed sd; a true effect smaller than it is likely to read \"no detectable "
-                  f"difference\"."]
+        reading = NOT_PAIRED if data_pairing_problem(data, c) else c["verdict"]
+        lines.append(f"| {c['a']} − {c['b']} | {c['metric']} | {difference_text(c, digits)} | {mde_text(c, digits)} "
+                     f"| {seeds_text(c)} | {reading} |")
+    note = unpaired_note(data)
+    if note:
+        lines += ["", note]
+    lines += ["", POWER_TEXT.format(n=data["n_seeds"])]
     cfg = json.dumps(data["config"], sort_keys=True)
     command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
@@ -545,6 +603,8 @@ def verdict_of(data: dict[str, Any], a: str, b: str, metric: str | None = None) 
     metric = metric or data["metric"]
     for c in data["comparisons"]:
         if c["a"] == a and c["b"] == b and c["metric"] == metric:
+            if c.get("refused"):
+                raise KeyError(c["refused"])
             half = c["half_width"]
             return Estimate(c["mean"], math.inf if half is None else half, c["n"])
     raise KeyError(f"{data['experiment']} has no comparison {a} - {b} on {metric}.")

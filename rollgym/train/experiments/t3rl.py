@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.rollout.types import RolloutGroup
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from rollgym.train.experiments.runner import ArmResult, Experiment, difference_text, mde_text, paired_comparison
 
 ARMS = ("ttrl", "t3rl", "tool-reward")
 SWEEP = (1.0, 2.0, 3.0, 5.0, 10.0)
@@ -347,6 +347,14 @@ def render_sweep(data: dict[str, Any]) -> str:
         values = [r["extras"][f"label_acc_w{w:g}"] for r in runs]
         e = estimate(values)
         lines.append(f"| {w:g} | {e.format(3)} | {', '.join(f'{v:.3f}' for v in values)} |")
+    lines += ["", "Paired differences of label accuracy between weights (the same groups score every weight):", "",
+              "| weights | difference (mean ± 95% CI) | MDE (80% power) | reading |", "|---|---|---|---|"]
+    for i, high in enumerate(SWEEP):
+        for low in SWEEP[:i]:
+            seeds = [int(r["seed"]) for r in runs]
+            diffs = [r["extras"][f"label_acc_w{high:g}"] - r["extras"][f"label_acc_w{low:g}"] for r in runs]
+            c = paired_comparison(f"{high:g}", f"{low:g}", "label accuracy", seeds, diffs)
+            lines.append(f"| {high:g} − {low:g} | {difference_text(c, 3)} | {mde_text(c, 3)} | {c['verdict']} |")
     return "\n".join(lines)
 
 
