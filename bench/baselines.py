@@ -34,7 +34,8 @@ class Row:
     default: bool
 
 
-#: The suite's entries, by family and level (the easiest level first in each family).
+#: The newest suite's entries, by family and level (the easiest level first in each family). A table shows the env
+#: id each entry had in the bundle's own suite version (ladders@v2 played KuhnPoker-v0 and UserSim-v0).
 ROWS = (
     Row("puzzles", "Countdown-v0", "n2 (2 numbers)", "countdown-n2-greedy", "countdown-n2-sampled", True, False),
     Row("puzzles", "Countdown-v0", "n4 (4 numbers)", "countdown-default-greedy", None, False, True),
@@ -47,13 +48,13 @@ ROWS = (
     Row("games", "Chess-v1", "random bot", "chess-random-greedy", "chess-random-sampled", True, True),
     Row("games", "Hex-v0", "5x5, random bot", "hex5-random-greedy", "hex5-random-sampled", True, False),
     Row("games", "Hex-v0", "default board and bot", "hex-default-greedy", None, False, True),
-    Row("games", "KuhnPoker-v0", "random bot", "kuhn-random-greedy", "kuhn-random-sampled", True, False),
+    Row("games", "KuhnPoker-v1", "random bot", "kuhn-random-greedy", "kuhn-random-sampled", True, False),
     Row("search", "Search-v1", "easy (1 hop)", "search-easy-greedy", "search-easy-sampled", True, False),
     Row("search", "Search-v1", "medium (2 hops)", "search-default-greedy", None, False, True),
     Row("tools", "ToolWorld-v1", "calls-2", "toolworld-calls2-greedy", "toolworld-calls2-sampled", True, False),
     Row("tools", "ToolWorld-v1", "all templates mixed", "toolworld-default-greedy", None, False, True),
     Row("tools", "ToolGen-v0", "lookup", "toolgen-lookup-greedy", "toolgen-lookup-sampled", True, False),
-    Row("conversation", "UserSim-v0", "facts", "usersim-facts-greedy", "usersim-facts-sampled", True, False),
+    Row("conversation", "UserSim-v1", "facts", "usersim-facts-greedy", "usersim-facts-sampled", True, False),
     Row("web", "WebShop-v2", "lookup", "webshop-lookup-greedy", "webshop-lookup-sampled", True, False),
     Row("code", "HumanEval-v0", "(no ladder)", "humaneval-greedy", "humaneval-sampled", True, True),
     Row("code", "CodeGen-v0", "steps-1", "codegen-steps1-greedy", "codegen-steps1-sampled", True, False),
@@ -90,10 +91,11 @@ def _labels(counts: Counter[str]) -> str:
     return ", ".join(f"`{k}` {v}/{total}" for k, v in counts.most_common(3)) if total else "n/a"
 
 
-def tables(summary: dict[str, Any], transcripts: Path) -> str:
+def tables(summary: dict[str, Any], transcripts: Path, env_ids: dict[str, str] | None = None) -> str:
     """The two Markdown tables: every (env, level) row, then per family the default level and the easiest
-    level that scores above 0."""
+    level that scores above 0. ``env_ids`` maps an entry's name to the env id the bundle played it on."""
     entries = summary["entries"]
+    played = env_ids or {}
     lines = ["| family | env | level | greedy accuracy | sampled accuracy (4 per task) | pass@4 | most common labels "
              "(greedy) |", "|---|---|---|---|---|---|---|"]
     for row in ROWS:
@@ -102,7 +104,8 @@ def tables(summary: dict[str, Any], transcripts: Path) -> str:
         where = {(True, False): " (easiest)", (False, True): " (default)", (True, True): " (easiest, default)",
                  (False, False): ""}[(row.easiest, row.default)]
         lines.append(
-            f"| {row.family} | {row.env} | {row.level}{where} | {greedy['correct']}/{greedy['tasks']}: "
+            f"| {row.family} | {played.get(row.greedy, row.env)} | {row.level}{where} | "
+            f"{greedy['correct']}/{greedy['tasks']}: "
             f"{_pct(greedy['accuracy'])} | "
             + (f"{sampled['correct']}/{sampled['episodes']}: {_pct(sampled['accuracy'])} | "
                f"{_pct((sampled.get('pass_at_k') or {}).get('4'))}" if sampled else "not run | not run")
@@ -119,7 +122,7 @@ def tables(summary: dict[str, Any], transcripts: Path) -> str:
                    "none: it has no ladder and scores 0" if lowest.level == "(no ladder)" else
                    f"none: the easiest level, {lowest.level}, scores 0")
         at_default = _pct(entries[default.greedy]["accuracy"]) if default is not None else "not in the suite"
-        lines.append(f"| {rows[0].family} | {env} | {at_default} | {easiest} |")
+        lines.append(f"| {rows[0].family} | {played.get(lowest.greedy, env)} | {at_default} | {easiest} |")
     return "\n".join(lines)
 
 
@@ -136,6 +139,7 @@ def write_doc(doc: Path, text: str) -> None:
 def generate(bundle_path: str | Path) -> str:
     """Verify the bundle and make its tables (a ``SystemExit`` with the reasons when it does not verify)."""
     from rollgym.benchmarks.bundle import open_bundle
+    from rollgym.benchmarks.suite import builtin_suite
     from rollgym.benchmarks.verify import verify_bundle
 
     with open_bundle(bundle_path) as bundle:
@@ -145,7 +149,9 @@ def generate(bundle_path: str | Path) -> str:
         if bundle.manifest["suite"]["name"] != "ladders":
             suite = bundle.manifest["suite"]["name"]
             raise SystemExit(f"{bundle_path} is a run of {suite!r}, not of the ladders suite.")
-        return tables(report.summary, bundle.root / "transcripts")
+        suite = builtin_suite("ladders", bundle.manifest["suite"]["version"])  # verified: a shipped version
+        env_ids = {entry.name: entry.env_id for entry in suite.entries}
+        return tables(report.summary, bundle.root / "transcripts", env_ids)
 
 
 def main(argv: list[str] | None = None) -> int:

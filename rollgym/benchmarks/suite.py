@@ -347,7 +347,7 @@ def suite_versions(name: str) -> list[int]:
 
     Example:
         >>> suite_versions("quick")
-        [2, 3]
+        [2, 3, 4]
     """
     current = builtin_suite(name).version
     return sorted({*_frozen_files(name), current})
@@ -460,7 +460,7 @@ def builtin_suite(name: str, version: int | None = None) -> Suite:
 
     Example:
         >>> builtin_suite("quick", 2).label, builtin_suite("quick").label
-        ('quick@v2', 'quick@v3')
+        ('quick@v2', 'quick@v4')
     """
     names = builtin_suites()
     if not isinstance(name, str) or not _NAME_RE.match(name) or name not in names:

@@ -526,8 +526,8 @@ def suite_mismatch(claimed: dict[str, Any], suite: Suite) -> str | None:
         >>> from rollgym.benchmarks.suite import builtin_suite
         >>> claimed = {"name": "quick", "version": 9, "label": "quick@v9"}
         >>> print(suite_mismatch(claimed, builtin_suite("quick")))  # doctest: +NORMALIZE_WHITESPACE
-        The manifest's suite.version is 9, but this rollgym ships quick@v2 and quick@v3 (plain 'quick' is quick@v3);
-        rerun a shipped version.
+        The manifest's suite.version is 9, but this rollgym ships quick@v2, quick@v3 and quick@v4
+        (plain 'quick' is quick@v4); rerun a shipped version.
     """
     if claimed.get("name") != suite.name:
         return (

@@ -38,6 +38,9 @@ def test_every_entry_of_the_ladders_suite_has_a_row():
 
     script = _script()
     named = {r.greedy for r in script.ROWS} | {r.sampled for r in script.ROWS if r.sampled}
-    assert named == {e.name for e in load_suite("ladders").entries}
+    suite = load_suite("ladders")
+    assert named == {e.name for e in suite.entries}
+    for row in script.ROWS:  # the rows name the newest version's env ids; a table shows the bundle's own
+        assert {suite.entry(name).env_id for name in (row.greedy, row.sampled) if name} == {row.env}, row
     for env in {r.env for r in script.ROWS}:
         assert sum(r.default for r in script.ROWS if r.env == env) <= 1, env  # at most one default level per env

@@ -13,7 +13,14 @@ import pytest
 
 from rollgym.benchmarks.bundle import check_manifest, pack_bundle
 from rollgym.benchmarks.runner import AgentSpec, run_suite
-from rollgym.benchmarks.suite import builtin_suite, builtin_suites, entry_tasks, load_suite
+from rollgym.benchmarks.suite import (
+    builtin_suite,
+    builtin_suites,
+    entry_tasks,
+    load_suite,
+    suite_versions,
+    versions_phrase,
+)
 from rollgym.benchmarks.verify import verify_bundle
 from rollgym.core.errors import ConfigError
 
@@ -169,7 +176,7 @@ def test_the_differing_suite_field_is_named(oracle_bundle: Path, tmp_path: Path)
     v = json.loads((folder / "manifest.json").read_text())["suite"]["version"]
     _edit_manifest(folder, lambda m: m["suite"].update(version=v + 1))
     reason = verify_bundle(folder).reasons[0]
-    assert f"suite.version is {v + 1}" in reason and f"ships quick@v2 and quick@v{v} (plain 'quick' is quick@v{v})" \
+    assert f"suite.version is {v + 1}" in reason and f"ships {versions_phrase('quick', suite_versions('quick'))};" \
         in reason
     assert f"but this rollgym has quick@v{v}" not in reason
     _edit_manifest(folder, lambda m: m["suite"].update(version=v, label="quick@v77"))
@@ -216,7 +223,8 @@ def test_builtin_suites_load_by_name_and_version_only(tmp_path: Path) -> None:
         assert builtin_suite(name).name == name
     v = builtin_suite("quick").version
     assert builtin_suite("quick", v).label == f"quick@v{v}"
-    with pytest.raises(ConfigError, match=f"has no version {v + 1}; this rollgym ships quick@v2 and quick@v{v}"):
+    shipped = re.escape(versions_phrase("quick", suite_versions("quick")))
+    with pytest.raises(ConfigError, match=f"has no version {v + 1}; this rollgym ships {shipped}"):
         builtin_suite("quick", v + 1)
     for bad in ["/etc/shadow", "quick.yaml", "../quick", "quick@v1", "", "Quick"]:
         with pytest.raises(ConfigError, match="Unknown suite") as info:

@@ -1,7 +1,8 @@
 """Suite versions: older versions stay loadable, frozen and verifiable; the bare name is the newest.
 
-The committed bundles under docs/ were made on older suite versions (docs/baselines.md: quick@v2);
-they must keep verifying after a suite gets a new version.
+The committed bundles under docs/ were made on older suite versions (docs/baselines.md: quick@v2, quick@v3,
+ladders@v2); they must keep verifying after a suite gets a new version. A suite's newest version runs no env id
+whose successor closes a security hole (quick@v4, conversation@v2 and ladders@v3 moved to the v1 ids).
 """
 
 from __future__ import annotations
@@ -23,8 +24,20 @@ from rollgym.leaderboard.ingest import check_bundle_archive
 
 REPO = Path(__file__).resolve().parents[2]
 #: A shipped version never changes: the hash of its config (entries, sizes, seeds, kwargs), pinned.
-FROZEN_CONFIGS = {"quick@v2": "4132683c5e4f1e1d", "ladders@v1": "28713b0a366fcc55"}
+FROZEN_CONFIGS = {"quick@v2": "4132683c5e4f1e1d", "quick@v3": "be45920010446ad9", "ladders@v1": "28713b0a366fcc55",
+                  "ladders@v2": "f038659d87f12183", "conversation@v1": "84d576f59f961ba5"}
 NEW_IN_QUICK_V3 = {"usersim": "UserSim-v0", "kuhn-nash": "KuhnPoker-v0", "negotiation-fair": "Negotiation-v0"}
+#: Ids kept registered only to reproduce old results, and the successor that closes their hole. No suite's
+#: newest version may run one; a frozen older version may (its bundles must still verify).
+SUPERSEDED_FOR_SECURITY = {
+    "UserSim-v0": "UserSim-v1",  # a yes to a negated confirmation request confirmed the call (SECURITY.md)
+    "KuhnPoker-v0": "KuhnPoker-v1",  # the deal and the bot's seed sat in the task's public meta
+    "Negotiation-v0": "Negotiation-v1",  # both value vectors and the bot's seed sat in the task's public meta
+    "RepoRepairReal-v0": "RepoRepairReal-v1",  # package code could rewrite pytest's reports
+}
+#: The suite versions that moved to those successors, and the version before each (same entries otherwise).
+SECURITY_BUMPS = {"quick@v4": "quick@v3", "conversation@v2": "conversation@v1", "ladders@v3": "ladders@v2"}
+QUICK_VERSIONS = "quick@v2, quick@v3 and quick@v4 (plain 'quick' is quick@v4)"
 
 
 def _config_hash(label: str) -> str:
@@ -63,8 +76,9 @@ def test_the_baseline_bundle_is_on_an_older_version_than_the_newest() -> None:
 
 
 def test_the_bare_name_is_the_newest_version_and_older_ones_load_by_label() -> None:
-    assert suite_versions("quick") == [2, 3]
-    assert load_suite("quick").label == builtin_suite("quick").label == "quick@v3"
+    assert suite_versions("quick") == [2, 3, 4]
+    assert load_suite("quick").label == builtin_suite("quick").label == "quick@v4"
+    assert suite_versions("conversation") == [1, 2] and suite_versions("ladders") == [1, 2, 3]
     for text in ("quick@v2", "quick@2"):
         assert load_suite(text).label == "quick@v2"
     assert builtin_suite("quick", 2).label == "quick@v2"
@@ -106,8 +120,7 @@ def test_an_unknown_version_gets_one_sentence_naming_the_shipped_ones(text: str)
         with pytest.raises(ConfigError) as info:
             attempt()
         message = str(info.value)
-        assert message == (f"Suite quick has no version {version}; this rollgym ships quick@v2 and quick@v3 "
-                           "(plain 'quick' is quick@v3).")
+        assert message == f"Suite quick has no version {version}; this rollgym ships {QUICK_VERSIONS}."
 
 
 def test_a_malformed_version_gets_one_sentence() -> None:
@@ -131,12 +144,12 @@ def _relabelled(bundle: Path, folder: Path, version: int) -> Path:
 def test_an_unshipped_version_in_a_manifest_names_the_shipped_ones(oracle_bundle: Path, tmp_path: Path) -> None:
     report = verify_bundle(_relabelled(oracle_bundle, tmp_path / "b", 1))
     assert not report.ok
-    assert report.reasons == ["The manifest's suite.version is 1, but this rollgym ships quick@v2 and quick@v3 "
-                              "(plain 'quick' is quick@v3); rerun a shipped version."]
+    assert report.reasons == [f"The manifest's suite.version is 1, but this rollgym ships {QUICK_VERSIONS}; "
+                              "rerun a shipped version."]
 
 
-def test_a_v3_bundle_relabelled_v2_is_rejected(oracle_bundle: Path, tmp_path: Path) -> None:
-    """Claiming the older version does not make v3's entries pass as v2's."""
+def test_a_v4_bundle_relabelled_v2_is_rejected(oracle_bundle: Path, tmp_path: Path) -> None:
+    """Claiming an older version does not make v4's entries pass as v2's."""
     report = verify_bundle(_relabelled(oracle_bundle, tmp_path / "b", 2))
     assert not report.ok and "do not match quick@v2" in report.reasons[0]
     assert "usersim" in report.reasons[0]
@@ -166,3 +179,51 @@ def test_ladders_v2_is_ladders_v1_plus_the_math_levels() -> None:
     assert {e.name: e.config() for e in v2.entries if e.name in old} == old
     added = [e for e in v2.entries if e.name not in old]
     assert {(e.env_id, e.level) for e in added} == {("MATH500-v1", "level-1"), ("MATH500-v1", "level-2")}
+
+
+def test_no_current_suite_runs_an_id_superseded_for_security() -> None:
+    """quick@v3 ran UserSim-v0, which took a yes to "confirm that I will NOT transfer" as a confirmation."""
+    from rollgym.core.registration import env_info
+
+    for successor in SUPERSEDED_FOR_SECURITY.values():
+        env_info(successor)  # registered, so a suite can move to it
+    found = [f"{load_suite(name).label} {e.name}: {e.env_id}" for name in builtin_suites()
+             for e in load_suite(name).entries if e.env_id in SUPERSEDED_FOR_SECURITY]
+    assert found == [], "a suite's newest version runs an id superseded for security; make a version on the successor"
+
+
+@pytest.mark.parametrize(("new", "old"), sorted(SECURITY_BUMPS.items()))
+def test_a_security_bump_changes_only_the_superseded_ids(new: str, old: str) -> None:
+    before, after = load_suite(old), load_suite(new)
+    assert after.version == before.version + 1 and load_suite(after.name).label == new
+    moved = 0
+    for a, b in zip(before.entries, after.entries, strict=True):
+        expected = a.config()
+        if a.env_id in SUPERSEDED_FOR_SECURITY:
+            expected["env_id"] = SUPERSEDED_FOR_SECURITY[a.env_id]
+            moved += 1
+        assert b.config() == expected, b.name
+    assert moved > 0
+    assert after.partition()[1] == []  # the successors run on a plain install
+
+
+def test_the_baseline_bundles_on_the_bumped_versions_stay_on_their_frozen_versions() -> None:
+    """docs/baselines' SmolLM2 bundles were made on ladders@v2 and quick@v3 (verified by the test above)."""
+    baselines = REPO / "docs" / "baselines"
+    for file, label in (("smollm2-135m-instruct-ladders.tar.gz", "ladders@v2"),
+                        ("smollm2-135m-instruct-quick-v3-countdown-sudoku.tar.gz", "quick@v3")):
+        assert check_bundle_archive(baselines / file).suite == label
+        name, version = parse_suite_label(label)
+        assert version in suite_versions(name) and version < load_suite(name).version
+
+
+def test_a_v3_bundle_relabelled_v4_is_rejected(tmp_path: Path) -> None:
+    """A run on UserSim-v0 (the negated-confirmation hole) cannot be filed under quick@v4."""
+    folder = tmp_path / "v3"
+    run_suite(load_suite("quick@v3"), AgentSpec(agent="oracle"), folder, limit=2, only=["usersim"])
+    assert verify_bundle(folder).ok
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["suite"].update(version=4, label="quick@v4")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    report = verify_bundle(folder)
+    assert not report.ok and report.reasons[0].startswith("entry usersim: "), report.reasons

@@ -44,7 +44,7 @@ def _rejected(folder: Path, *needles: str, **kwargs: object) -> list[str]:
 def test_a_genuine_bundle_passes_as_folder_and_archive(oracle_bundle: Path, tmp_path: Path) -> None:
     report = verify_bundle(oracle_bundle)
     assert report.ok, report.reasons
-    assert report.episodes == 2 * 4 + 2 * 4 + 2 + 2 + 2 + 2 + 2  # quick@v3, two tasks per entry
+    assert report.episodes == 2 * 4 + 2 * 4 + 2 + 2 + 2 + 2 + 2  # quick@v4, two tasks per entry
     claimed = json.loads((oracle_bundle / "summary.json").read_text())
     assert report.summary == claimed
     archive = pack_bundle(_copy(oracle_bundle, tmp_path), tmp_path / "b.tar.gz")

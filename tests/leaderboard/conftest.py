@@ -185,6 +185,6 @@ def server_factory(tmp_path: Path) -> Iterator[object]:
     for server in started:
         server.stop()
 
-#: The oracle's headline score on quick@v3 at two tasks per entry: 6 of 7 entries solved; the Kuhn poker
+#: The oracle's headline score on quick@v4 at two tasks per entry: 6 of 7 entries solved; the Kuhn poker
 #: entry's two hands are lost by the equilibrium play (a chance game, see CHANCE_IDS in tests/conftest.py).
 ORACLE_SCORE = 6 / 7

@@ -270,13 +270,13 @@ def test_hostile_query_strings_are_refused(server: Server, token: str, bundle_ar
     response = submit(server.url, token, bundle_archives["oracle"].read_bytes(), **params)
     assert response.status_code == 400, response.text
     assert _count(server.db) == before
-    board = httpx.get(f"{server.url}/api/leaderboard/quick@v3", timeout=30)
+    board = httpx.get(f"{server.url}/api/leaderboard/quick@v4", timeout=30)
     assert board.status_code == 200  # no NaN reached the database to break the JSON
 
 
 def test_not_found_pages_reflect_nothing(server: Server) -> None:
     evil = "%3Cscript%3Ealert(1)%3C%2Fscript%3E"
-    for path in (f"/suite/{evil}", f"/suite/quick@v3/env/{evil}", f"/entry/{evil}", f"/submitter/{evil}"):
+    for path in (f"/suite/{evil}", f"/suite/quick@v4/env/{evil}", f"/entry/{evil}", f"/submitter/{evil}"):
         response = httpx.get(f"{server.url}{path}", timeout=30)
         assert response.status_code == 404 and "<script>" not in response.text, path
     assert httpx.get(f"{server.url}/api/submitters/{evil}", timeout=30).status_code == 404
@@ -379,7 +379,7 @@ def test_a_rejected_bundle_may_be_uploaded_again_and_an_accepted_one_may_not(tmp
 
     store = Store(f"sqlite:///{tmp_path / 'lb.db'}")
     person = store.ensure_submitter("alice")
-    fields = {"suite": "quick@v3", "bundle_sha256": "ab" * 32}
+    fields = {"suite": "quick@v4", "bundle_sha256": "ab" * 32}
     first = store.enqueue("first", person, fields)
     with pytest.raises(DuplicateBundleError, match="submission first"):
         store.enqueue("second", person, fields)
@@ -396,7 +396,7 @@ def test_a_rejected_bundle_may_be_uploaded_again_and_an_accepted_one_may_not(tmp
 def test_nothing_earlier_is_lost(server: Server, baseline: dict[str, Any]) -> None:
     status = httpx.get(f"{server.url}/api/submissions/{baseline['id']}", timeout=30).json()
     assert status["status"] == "accepted" and status["score"] == baseline["score"] and status["label"] == "baseline"
-    board = httpx.get(f"{server.url}/api/leaderboard/quick@v3", timeout=30).json()
+    board = httpx.get(f"{server.url}/api/leaderboard/quick@v4", timeout=30).json()
     assert baseline["id"] in {row["id"] for row in board}
     assert _count(server.db, "SELECT COUNT(*) FROM submissions WHERE status NOT IN ('accepted')") == 0
     with sqlite3.connect(server.db.removeprefix("sqlite:///")) as conn:
@@ -455,7 +455,7 @@ def test_health_answers_while_an_upload_is_inside_the_check(inproc: tuple[str, s
     assert entered.wait(30), "the upload never reached the archive check"
     # the check is running (held) in a worker thread: the loop still answers everything else
     assert httpx.get(f"{url}/api/health", timeout=5).json() == {"ok": True, "uploads_in_progress": 1}
-    assert httpx.get(f"{url}/api/leaderboard/quick@v3", timeout=5).status_code == 200
+    assert httpx.get(f"{url}/api/leaderboard/quick@v4", timeout=5).status_code == 200
     assert httpx.get(f"{url}/", timeout=5).status_code == 200
     assert upload.is_alive() and outcome == []
     release.set()

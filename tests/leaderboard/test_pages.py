@@ -53,7 +53,7 @@ def _sort_by(page: object, header: str) -> None:
 def test_ranking_sorts_and_links_to_details(browser: object, populated: Server, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
     page.goto(populated.url + "/")
-    page.get_by_role("link", name="quick@v3").click()
+    page.get_by_role("link", name="quick@v4").click()
     page.wait_for_selector("#ranking")
     assert _column_labels(page) == ["oracle-agent", "random-agent"]  # ranked by score
     assert page.locator("svg.plot").count() >= 2  # score versus size and versus date
@@ -97,7 +97,7 @@ def test_static_export_works_without_a_server(browser: object, populated: Server
     assert result.returncode == 0, result.stderr
     page = browser.new_page()  # type: ignore[attr-defined]
     page.goto((tmp_path / "site" / "index.html").as_uri())
-    page.get_by_role("link", name="quick@v3").click()
+    page.get_by_role("link", name="quick@v4").click()
     page.wait_for_selector("#ranking")
     assert _column_labels(page) == ["oracle-agent", "random-agent"]
     _sort_by(page, "score")

@@ -121,11 +121,11 @@ def test_the_server_works_on_postgresql(postgres_url: str, server_factory: Any, 
     for other in ids:
         assert wait_for(second.url, other, {"accepted", "rejected"})["status"] == "accepted"
 
-    board = httpx.get(f"{second.url}/api/leaderboard/quick@v3", timeout=30).json()
+    board = httpx.get(f"{second.url}/api/leaderboard/quick@v4", timeout=30).json()
     assert len(board) == 5 and board[0]["label"] == "pg-oracle"
     assert _rows(postgres_url, "SELECT COUNT(*) FROM submissions") == [(5,)]
     assert _rows(postgres_url, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND attempts = 1") == [(4,)]
-    page = httpx.get(f"{second.url}/suite/quick@v3", timeout=30)
+    page = httpx.get(f"{second.url}/suite/quick@v4", timeout=30)
     assert page.status_code == 200 and "pg-oracle" in page.text and "<svg" in page.text
 
 
@@ -139,9 +139,9 @@ def test_tickets_on_postgresql(postgres_url: str, tmp_path: Path, bundle_archive
 
     store = Store(postgres_url)
     person = store.ensure_submitter("pg-tickets")
-    ticket = store.issue_ticket(person, "quick@v3", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+    ticket = store.issue_ticket(person, "quick@v4", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
     try:
-        store.issue_ticket(person, "quick@v3", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
+        store.issue_ticket(person, "quick@v4", lambda tid: 0, ttl=dt.timedelta(hours=1), per_day=1)
         raise AssertionError("a second ticket within 24 hours was issued")
     except TicketError as exc:
         assert exc.status == 429

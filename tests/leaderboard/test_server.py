@@ -37,9 +37,9 @@ def test_submit_verify_and_rank(server: Server, token: str, bundle_archives: dic
     status = wait_for(server.url, sid, {"accepted", "rejected"})
     assert status["status"] == "accepted", status
     assert status["score"] == ORACLE_SCORE and status["attempts"] == 1
-    board = httpx.get(f"{server.url}/api/leaderboard/quick@v3", timeout=30).json()
+    board = httpx.get(f"{server.url}/api/leaderboard/quick@v4", timeout=30).json()
     assert any(row["id"] == sid and row["label"] == "oracle-v1" for row in board)
-    page = httpx.get(f"{server.url}/suite/quick@v3", timeout=30)
+    page = httpx.get(f"{server.url}/suite/quick@v4", timeout=30)
     assert page.status_code == 200 and "oracle-v1" in page.text and "<svg" in page.text
     detail = httpx.get(f"{server.url}/entry/{sid}", timeout=30)
     assert detail.status_code == 200 and "Accuracy per env" in detail.text
@@ -101,7 +101,7 @@ def test_a_tampered_bundle_is_rejected_with_its_reason(server: Server, token: st
     status = wait_for(server.url, sid, {"accepted", "rejected"})
     assert status["status"] == "rejected"
     assert "summary.json claims entries.countdown.accuracy.value = 0.9" in status["reasons"][0]
-    board = httpx.get(f"{server.url}/api/leaderboard/quick@v3", timeout=30).json()
+    board = httpx.get(f"{server.url}/api/leaderboard/quick@v4", timeout=30).json()
     assert sid not in {row["id"] for row in board}
 
 
@@ -174,7 +174,7 @@ def test_partial_runs_are_refused_unless_allowed(tmp_path: Path, bundle_archives
     submitter = store.authenticate(token)
     assert submitter is not None and store.authenticate("wrong") is None
     for sid in ("strict", "lenient"):
-        store.enqueue(sid, submitter.id, {"suite": "quick@v3", "bundle_path": str(bundle_archives["oracle"])})
+        store.enqueue(sid, submitter.id, {"suite": "quick@v4", "bundle_path": str(bundle_archives["oracle"])})
     assert VerificationWorker(store, allow_limit=False).run_once()
     assert VerificationWorker(store, allow_limit=True).run_once()
     assert not VerificationWorker(store).run_once()  # the queue is empty

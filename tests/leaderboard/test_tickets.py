@@ -49,7 +49,7 @@ def test_tickets_are_single_use_limited_and_public(server_factory: Any, tmp_path
     assert fourth.status_code == 429 and "3 tickets in the last 24 hours" in fourth.json()["error"]
     assert _ticket(srv, bob).status_code == 201  # the limit is per submitter
     for suite, needle in (("/etc/shadow", "Unknown suite"), ("quick@vx", "version"),
-                          ("quick@v7", "has no version 7; this rollgym ships quick@v2 and quick@v3")):
+                          ("quick@v7", "has no version 7; this rollgym ships quick@v2, quick@v3 and quick@v4")):
         refused = _ticket(srv, bob, suite)
         assert refused.status_code == 400 and needle in refused.json()["error"] and "root:" not in refused.text
 
@@ -57,7 +57,7 @@ def test_tickets_are_single_use_limited_and_public(server_factory: Any, tmp_path
     foreign = submit(srv.url, bob, bundle1, ticket=t1["ticket"])
     assert foreign.status_code == 403 and "another submitter" in foreign.json()["error"]
     wrong_suite = submit(srv.url, alice, bundle1, ticket=t3["ticket"])
-    assert wrong_suite.status_code == 400 and "is for search@v1, but the bundle is for quick@v3" in \
+    assert wrong_suite.status_code == 400 and "is for search@v1, but the bundle is for quick@v4" in \
         wrong_suite.json()["error"]
     junk = submit(srv.url, alice, bundle1, ticket="f" * 32)
     assert junk.status_code == 400 and "does not exist" in junk.json()["error"]
@@ -88,9 +88,9 @@ def test_tickets_are_single_use_limited_and_public(server_factory: Any, tmp_path
     assert page.status_code == 200 and "3 ticket(s) issued, 2 uploaded" in page.text
     assert all(t["ticket"] in page.text for t in (t1, t2, t3))
     assert httpx.get(f"{srv.url}/api/submissions/{t3['ticket']}", timeout=30).json()["status"] == "issued"
-    board = httpx.get(f"{srv.url}/api/leaderboard/quick@v3", timeout=30).json()
+    board = httpx.get(f"{srv.url}/api/leaderboard/quick@v4", timeout=30).json()
     assert {row["tickets"]["issued"] for row in board} == {2} and {row["tickets"]["used"] for row in board} == {2}
-    ranking = httpx.get(f"{srv.url}/suite/quick@v3", timeout=30).text
+    ranking = httpx.get(f"{srv.url}/suite/quick@v4", timeout=30).text
     assert "tickets used/issued" in ranking and ">2/2<" in ranking
 
 
@@ -103,10 +103,10 @@ def test_an_expired_ticket_is_refused_and_stays_listed(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'lb.db'}")
     person = store.ensure_submitter("carol")
     start = utcnow() - dt.timedelta(hours=3)
-    ticket = store.issue_ticket(person, "quick@v3", lambda tid: hidden_seed(SECRET, tid), ttl=dt.timedelta(hours=1),
+    ticket = store.issue_ticket(person, "quick@v4", lambda tid: hidden_seed(SECRET, tid), ttl=dt.timedelta(hours=1),
                                 per_day=1, now=start)
     with pytest.raises(TicketError, match="in the last 24 hours"):
-        store.issue_ticket(person, "quick@v3", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
+        store.issue_ticket(person, "quick@v4", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
                            now=start + dt.timedelta(hours=23))
     archive = tmp_path / "data" / "bundles" / ".upload.tmp"
     archive.parent.mkdir(parents=True)
@@ -119,7 +119,7 @@ def test_an_expired_ticket_is_refused_and_stays_listed(tmp_path: Path) -> None:
     html = submitter_page(store, "carol", Links())
     assert html is not None and ticket.id in html and 'data-state="expired"' in html and str(ticket.seed) in html
     # a day after the first ticket, the next one can be issued
-    store.issue_ticket(person, "quick@v3", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
+    store.issue_ticket(person, "quick@v4", lambda tid: 1, ttl=dt.timedelta(hours=1), per_day=1,
                        now=start + dt.timedelta(hours=25))
     assert len(store.tickets_of(person)) == 2
 
@@ -143,15 +143,15 @@ def test_identity_is_shown_as_self_reported(server_factory: Any, tmp_path: Path,
     token = add_submitter(srv.db, "eve")
     sid = submit(srv.url, token, pack_bundle(folder).read_bytes()).json()["id"]
     assert wait_for(srv.url, sid, {"accepted", "rejected"})["status"] == "accepted"
-    row = httpx.get(f"{srv.url}/api/leaderboard/quick@v3", timeout=30).json()[0]
+    row = httpx.get(f"{srv.url}/api/leaderboard/quick@v4", timeout=30).json()[0]
     assert row["self_reported"] == {"label": "<script>alert(1)</script>GPT-9", "model_size_b": 1800,
                                     "agent_kind": "model", "agent": None, "model": "gpt-9-ultra"}
     status = httpx.get(f"{srv.url}/api/submissions/{sid}", timeout=30).json()
     assert status["self_reported"]["model"] == "gpt-9-ultra"
-    for path in ("/suite/quick@v3", f"/entry/{sid}", "/submitter/eve", "/"):
+    for path in ("/suite/quick@v4", f"/entry/{sid}", "/submitter/eve", "/"):
         html = httpx.get(f"{srv.url}{path}", timeout=30).text
         assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;GPT-9" in html, path
-    ranking = httpx.get(f"{srv.url}/suite/quick@v3", timeout=30).text
+    ranking = httpx.get(f"{srv.url}/suite/quick@v4", timeout=30).text
     assert "model †" in ranking and "size (B) †" in ranking and "Self-reported: the submitter names" in ranking
     entry = httpx.get(f"{srv.url}/entry/{sid}", timeout=30).text
     assert "(self-reported name)" in entry and "agent (self-reported)" in entry and "gpt-9-ultra" in entry
