@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams, check_prompts
+from rollgym.agents.backends.prefix_cache import DEFAULT_MAX_BYTES as DEFAULT_PREFIX_CACHE_BYTES
+from rollgym.agents.backends.prefix_cache import PrefixCache
 from rollgym.core.errors import ConfigError, MissingDependencyError
 
 
@@ -58,6 +60,12 @@ class TransformersBackend:
         max_batch: Most sequences decoded together.
         batch_window_s: The quiet window: a batch starts once no request arrived for this long.
         max_wait_s: The longest a request waits for others to join its batch.
+        prefix_cache: Keep the KV cache of prompts and reuse it: a group's G samples prefill their
+            prompt once, and a prompt that starts with an earlier call's tokens (the next turn of an
+            episode) prefills only the rest. Token-identical to the uncached path; refused (uncached)
+            for sliding-window and other caches that cannot be cut to a prefix. See
+            :mod:`rollgym.agents.backends.prefix_cache`.
+        prefix_cache_bytes: The cache's memory bound (default 512 MiB).
 
     Example:
         >>> backend = TransformersBackend.from_pretrained("path/to/model")  # doctest: +SKIP
@@ -69,7 +77,8 @@ class TransformersBackend:
     """Text models only (``AutoModelForCausalLM``); screenshots reach it as their text part."""
 
     def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
-                 max_wait_s: float = 0.2) -> None:
+                 max_wait_s: float = 0.2, prefix_cache: bool = False,
+                 prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES) -> None:
         torch, _ = _import_torch_transformers()
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -92,6 +101,41 @@ class TransformersBackend:
         # transformers >= 5.2x renamed past_key_values to cache
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self._keeps_logits = "logits_to_keep" in params
+        self._prefix_cache_bytes = prefix_cache_bytes
+        self._prefix: PrefixCache | None = PrefixCache(prefix_cache_bytes) if prefix_cache else None
+
+    # -- prefix cache -------------------------------------------------------
+    @property
+    def prefix_cache(self) -> bool:
+        """Whether prompts' KV caches are kept and reused (settable; turning it off frees the memory)."""
+        return self._prefix is not None
+
+    @prefix_cache.setter
+    def prefix_cache(self, on: bool) -> None:
+        with self._lock:
+            if not on:
+                self._prefix = None
+            elif self._prefix is None:
+                self._prefix = PrefixCache(self._prefix_cache_bytes)
+
+    def prefix_cache_stats(self) -> dict[str, Any]:
+        """What the prefix cache saved so far (empty when it is off); see :class:`PrefixCache`."""
+        return self._prefix.stats() if self._prefix is not None else {}
+
+    def _prefill(self, prompts: list[list[int]], input_ids: Any, attention: Any, positions: Any) -> tuple[Any, Any]:
+        """The prompts' cache and last-position logits: through the prefix cache when it is on and usable."""
+        prefix = self._prefix
+        if prefix is not None and prefix.usable(self.model):
+            return prefix.prefill(self.model, self._forward_prefill, prompts, self.pad_id, input_ids.device,
+                                  self.policy_version)
+        return self._forward_prefill(input_ids, attention, positions, None)
+
+    def _forward_prefill(self, input_ids: Any, attention: Any, positions: Any, past: Any) -> tuple[Any, Any]:
+        keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the prefill's output layer on the last position
+        if past is not None:
+            keep[self._cache_arg] = past
+        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **keep)
+        return self._cache_of(out), out.logits[:, -1, :].float()
 
     @classmethod
     def from_pretrained(
@@ -228,9 +272,7 @@ class TransformersBackend:
             generator = torch.Generator()
             generator.manual_seed(seed if seed is not None else int(torch.seed() % 2**63))
             uniforms[i] = torch.rand(sampling.max_tokens, generator=generator, dtype=torch.float64)
-        keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the prefill's output layer on the last position
-        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **keep)
-        past, logits = self._cache_of(out), out.logits[:, -1, :].float()
+        past, logits = self._prefill(prompts, input_ids, attention, positions)
         tokens: list[list[int]] = [[] for _ in range(batch)]
         logps: list[list[float]] = [[] for _ in range(batch)]
         entropies: list[list[float]] = [[] for _ in range(batch)]
@@ -258,6 +300,8 @@ class TransformersBackend:
                 use_cache=True, **{self._cache_arg: past},
             )
             past, logits = self._cache_of(out), out.logits[:, -1, :].float()
+        if self._prefix is not None:
+            self._prefix.remember(prompts, tokens, past, width)
         return [
             Generation(
                 text=self.tokenizer.decode(tokens[i], skip_special_tokens=True),
