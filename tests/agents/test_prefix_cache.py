@@ -145,6 +145,11 @@ def test_collector_refuses_the_cache_for_an_agent_without_one():
     with pytest.raises(ConfigError, match="prefix_cache=True needs an agent on the transformers backend"):
         collect(OracleAgent(), "Countdown-v0", n_tasks=1, group_size=1, prefix_cache=True)
     collect(OracleAgent(), "Countdown-v0", n_tasks=1, group_size=1, prefix_cache=False)  # nothing to switch off
+    from rollgym.agents.backends.openai_http import OpenAIBackend
+
+    served = ChatAgent(OpenAIBackend("http://127.0.0.1:9/v1"))  # a server caches prefixes itself
+    with pytest.raises(ConfigError, match=r"openai has no prefix cache .*--enable-prefix-caching"):
+        collect(served, "Countdown-v0", n_tasks=1, group_size=1, prefix_cache=True)
 
 
 def test_store_evicts_least_recently_used_leaves_within_its_bytes():
@@ -239,6 +244,14 @@ def test_sliding_window_models_are_refused_and_run_uncached(tmp_path):
     torch.manual_seed(0)
     model = MistralForCausalLM(config)
     assert "DynamicSlidingWindowLayer" in (refusal(model) or "")
+    from types import SimpleNamespace
+
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    qwen = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2)
+    assert refusal(Qwen2ForCausalLM(qwen)) is None  # Qwen2 without use_sliding_window: full attention
+    assert refusal(SimpleNamespace(config=SimpleNamespace(is_encoder_decoder=True))) == "it is an encoder-decoder model"
     plain = TransformersBackend(model, tokenizer)
     cached = TransformersBackend(model, tokenizer, prefix_cache=True)
     prompt = prompt_of(1, 60)
@@ -250,7 +263,10 @@ def test_sliding_window_models_are_refused_and_run_uncached(tmp_path):
 
 
 def test_turning_the_cache_off_frees_it(tiny_model_dir):
-    _, cached = pair(tiny_model_dir)
+    from rollgym.agents.backends import make_backend
+
+    cached = make_backend(str(tiny_model_dir), prefix_cache=True)
+    assert cached.prefix_cache
     asyncio.run(cached.generate([prompt_of(1, 50)], GREEDY))
     assert cached.prefix_cache_stats()["entries"] >= 1
     cached.prefix_cache = False
