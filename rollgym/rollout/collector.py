@@ -94,6 +94,29 @@ def run_id(header: Mapping[str, Any]) -> str:
     return content_digest(*parts, length=8)
 
 
+def use_prefix_cache(agent: Agent, on: bool | None) -> None:
+    """Switch the prefix cache of ``agent``'s backend on or off (``None``: leave it as it is).
+
+    The transformers backend keeps and reuses prompts' KV caches
+    (:mod:`rollgym.agents.backends.prefix_cache`); the setting stays on the backend after the run.
+
+    Raises:
+        ConfigError: when ``on`` is true and the agent has no backend with a prefix cache.
+    """
+    if on is None:
+        return
+    if not isinstance(on, bool):
+        raise ConfigError(f"prefix_cache must be True, False or None, got {on!r}.")
+    backend = getattr(agent, "backend", None)
+    if backend is None or not hasattr(type(backend), "prefix_cache"):
+        if not on:
+            return
+        name = getattr(backend, "name", None) or type(backend if backend is not None else agent).__name__
+        raise ConfigError(f"prefix_cache=True needs an agent on the transformers backend; {name} has no prefix "
+                          "cache (a vLLM engine or server caches prefixes itself: --enable-prefix-caching).")
+    backend.prefix_cache = on
+
+
 def _validate(n_tasks: int, group_size: int, seed: int, max_steps: int) -> None:
     for name, value, low in (("n_tasks", n_tasks, 1), ("group_size", group_size, 1), ("max_steps", max_steps, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -117,6 +140,7 @@ def collect(
     env_pool: EnvPool | None = None,
     task_chooser: TaskChooser | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
+    prefix_cache: bool | None = None,
 ) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
 
@@ -147,6 +171,9 @@ def collect(
             the file's header records.
         on_episode: Called with every finished :class:`Trajectory` (first those found in
             ``out``), e.g. for a running accuracy.
+        prefix_cache: ``True`` switches on the agent's backend's prefix cache (the transformers
+            backend reuses a group's prompt and each episode's conversation so far; same tokens as
+            without it), ``False`` off; ``None`` leaves the backend as it is. See :func:`use_prefix_cache`.
 
     Returns:
         Groups in task order, each with its trajectories in ``sample_idx`` order.
@@ -165,6 +192,7 @@ def collect(
     _validate(n_tasks, group_size, seed, max_steps)
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
+    use_prefix_cache(agent, prefix_cache)
     plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, max_steps,
                            env_pool=env_pool, task_chooser=task_chooser)
     plan.choose_all()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
-from rollgym.rollout.collector import RunPlan, _validate
+from rollgym.rollout.collector import RunPlan, _validate, use_prefix_cache
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode, run_episode
 from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
@@ -80,6 +80,7 @@ async def stream(
     env_pool: EnvPool | None = None,
     task_chooser: TaskChooser | None = None,
     on_episode: Callable[[Trajectory], None] | None = None,
+    prefix_cache: bool | None = None,
 ) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
@@ -99,6 +100,7 @@ async def stream(
             :class:`~rollgym.rollout.curriculum.Curriculum` picks its difficulty level); it sees
             each group as it is yielded, and the stream's end closes its step. Not with ``out``.
         on_episode: Called with every finished :class:`Trajectory` (first those found in ``out``).
+        prefix_cache: Switch the agent's backend's prefix cache on or off, as for :func:`collect`.
     """
     limits = limits or EpisodeLimits()
     _validate(n_tasks, group_size, seed, limits.max_steps)
@@ -108,6 +110,7 @@ async def stream(
         raise ConfigError(f"retries must be >= 0, got {retries!r}.")
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
+    use_prefix_cache(agent, prefix_cache)
     plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps,
                            env_pool=env_pool, task_chooser=task_chooser)
     plan.choose_all()

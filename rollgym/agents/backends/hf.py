@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams, check_prompts
+from rollgym.agents.backends.prefix_cache import DEFAULT_MAX_BYTES as DEFAULT_PREFIX_CACHE_BYTES
+from rollgym.agents.backends.prefix_cache import PrefixCache
 from rollgym.agents.backends.speculative import SpeculationStats, SpeculativeDecoder, load_draft
 from rollgym.core.errors import ConfigError, MissingDependencyError
 
@@ -63,6 +65,12 @@ class TransformersBackend:
             (:mod:`rollgym.agents.backends.speculative`), with the target's output distribution and, greedy,
             the target's own tokens; ``speculation`` counts what the draft got accepted.
         draft_tokens: Tokens the draft proposes per target pass.
+        prefix_cache: Keep the KV cache of prompts and reuse it: a group's G samples prefill their
+            prompt once, and a prompt that starts with an earlier call's tokens (the next turn of an
+            episode) prefills only the rest. Token-identical to the uncached path; refused (uncached)
+            for sliding-window and other caches that cannot be cut to a prefix. See
+            :mod:`rollgym.agents.backends.prefix_cache`.
+        prefix_cache_bytes: The cache's memory bound (default 512 MiB).
 
     Example:
         >>> backend = TransformersBackend.from_pretrained("path/to/model")  # doctest: +SKIP
@@ -74,7 +82,8 @@ class TransformersBackend:
     """Text models only (``AutoModelForCausalLM``); screenshots reach it as their text part."""
 
     def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
-                 max_wait_s: float = 0.2, draft_model: Any = None, draft_tokens: int = 4) -> None:
+                 max_wait_s: float = 0.2, draft_model: Any = None, draft_tokens: int = 4,
+                 prefix_cache: bool = False, prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES) -> None:
         torch, _ = _import_torch_transformers()
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -100,11 +109,46 @@ class TransformersBackend:
         self._speculative: SpeculativeDecoder | None = None
         if draft_model is not None:
             self._speculative = SpeculativeDecoder(self, draft_model, draft_tokens)
+        self._prefix_cache_bytes = prefix_cache_bytes
+        self._prefix: PrefixCache | None = PrefixCache(prefix_cache_bytes) if prefix_cache else None
 
     @property
     def speculation(self) -> SpeculationStats | None:
         """Draft tokens proposed and accepted so far, when decoding speculatively; else None."""
         return self._speculative.stats if self._speculative is not None else None
+
+    # -- prefix cache -------------------------------------------------------
+    @property
+    def prefix_cache(self) -> bool:
+        """Whether prompts' KV caches are kept and reused (settable; turning it off frees the memory)."""
+        return self._prefix is not None
+
+    @prefix_cache.setter
+    def prefix_cache(self, on: bool) -> None:
+        with self._lock:
+            if not on:
+                self._prefix = None
+            elif self._prefix is None:
+                self._prefix = PrefixCache(self._prefix_cache_bytes)
+
+    def prefix_cache_stats(self) -> dict[str, Any]:
+        """What the prefix cache saved so far (empty when it is off); see :class:`PrefixCache`."""
+        return self._prefix.stats() if self._prefix is not None else {}
+
+    def _prefill(self, prompts: list[list[int]], input_ids: Any, attention: Any, positions: Any) -> tuple[Any, Any]:
+        """The prompts' cache and last-position logits: through the prefix cache when it is on and usable."""
+        prefix = self._prefix
+        if prefix is not None and prefix.usable(self.model):
+            return prefix.prefill(self.model, self._forward_prefill, prompts, self.pad_id, input_ids.device,
+                                  self.policy_version)
+        return self._forward_prefill(input_ids, attention, positions, None)
+
+    def _forward_prefill(self, input_ids: Any, attention: Any, positions: Any, past: Any) -> tuple[Any, Any]:
+        keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the prefill's output layer on the last position
+        if past is not None:
+            keep[self._cache_arg] = past
+        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **keep)
+        return self._cache_of(out), out.logits[:, -1, :].float()
 
     @classmethod
     def from_pretrained(
@@ -249,9 +293,7 @@ class TransformersBackend:
             generator = torch.Generator()
             generator.manual_seed(seed if seed is not None else int(torch.seed() % 2**63))
             uniforms[i] = torch.rand(sampling.max_tokens, generator=generator, dtype=torch.float64)
-        keep = {"logits_to_keep": 1} if self._keeps_logits else {}  # the prefill's output layer on the last position
-        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **keep)
-        past, logits = self._cache_of(out), out.logits[:, -1, :].float()
+        past, logits = self._prefill(prompts, input_ids, attention, positions)
         tokens: list[list[int]] = [[] for _ in range(batch)]
         logps: list[list[float]] = [[] for _ in range(batch)]
         entropies: list[list[float]] = [[] for _ in range(batch)]
@@ -279,6 +321,8 @@ class TransformersBackend:
                 use_cache=True, **{self._cache_arg: past},
             )
             past, logits = self._cache_of(out), out.logits[:, -1, :].float()
+        if self._prefix is not None:
+            self._prefix.remember(prompts, tokens, past, width)
         return [
             Generation(
                 text=self.tokenizer.decode(tokens[i], skip_special_tokens=True),
