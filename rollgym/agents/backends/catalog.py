@@ -329,10 +329,13 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     quantized = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
                                                                   dtype=torch.float32)
     # A model loaded from a GGUF refuses save_pretrained; the same weights in a model built from the config do not.
+    # Built on the meta device and given the loaded tensors themselves (assign), it holds no second copy of them.
     settings = {k: v for k, v in quantized.config.to_dict().items() if k != "quantization_config"}
-    model = transformers.AutoModelForCausalLM.from_config(type(quantized.config).from_dict(settings),
-                                                         dtype=torch.float32)
-    model.load_state_dict(quantized.state_dict(), strict=True)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(type(quantized.config).from_dict(settings),
+                                                             dtype=torch.float32)
+    model.load_state_dict(quantized.state_dict(), strict=True, assign=True)
+    model.tie_weights()
     model.generation_config = quantized.generation_config
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
