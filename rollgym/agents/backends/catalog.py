@@ -187,7 +187,7 @@ KNOWN_MODELS: dict[str, KnownModel] = {
             ]),
             gguf_size=1_117_320_768,
             gguf_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            weights_sha256=None,  # not converted here yet: the manifest written at conversion vouches for them
+            weights_sha256="2a18c448ee52d7d6e3e4c644d728df344f2b123020b1ad1eb093a403267937af",
             description="Qwen2.5-Coder-1.5B-Instruct (Qwen2 architecture, ChatML with tools), GGUF dequantized to "
                         "float32",
             license="Apache-2.0",
