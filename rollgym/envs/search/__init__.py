@@ -1,6 +1,7 @@
 """Search family: multi-hop QA with search tools over a generated encyclopaedia of fictional entities.
 
-Importing this package registers ``Search-v0`` and ``SearchQA-v0``; the world, the corpus and the BM25
+Importing this package registers ``Search-v1``, ``SearchQA-v1`` (and their ``-v0``s) and ``SearchParallel-v0``;
+the world, the corpus and the BM25
 index (``bm25s``, the ``search`` extra) are built only when an env is made, once per process.
 """
 
@@ -21,3 +22,10 @@ for _version, _guard, _note in [("v1", True, ""), ("v0", False, _SUPERSEDED)]:
                  kwargs={"hedge_guard": _guard},
                  description="Search QA mix from single-hop to multi-hop questions over a fictional "
                              f"encyclopaedia.{_note}", **_POLICIES)
+
+register_env("SearchParallel-v0", "rollgym.envs.search.parallel:ParallelSearchEnv", family="search",
+             description="Which of A, B and C came first? Comparison questions over the fictional encyclopaedia "
+                         "whose look-ups are independent (parallel tool calls in a round); optional reward for "
+                         "fewer rounds at equal accuracy.",
+             oracle="rollgym.envs.search.parallel_policies:parallel_oracle",
+             random_policy="rollgym.envs.search.policies:random_policy")
