@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from rollgym.core.config import check_int
-from rollgym.core.difficulty import Difficulty
+from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult
 from rollgym.core.extraction import extract_tag
 from rollgym.core.task import Task
@@ -17,6 +17,7 @@ from rollgym.envs.search.scoring import returned_passages
 from rollgym.envs.search.world import DEFAULT_SIZE
 
 _MAX_OBSERVATION = 60_000
+LEVELS = (("two", 2), ("three", 3), ("five", 5), ("eight", 8))
 
 
 def call_key(call: ToolCall) -> str:
@@ -46,6 +47,7 @@ class ParallelSearchEnv(SearchEnv):
 
     ## Starting State
     The cached world ``(world_size, world_seed)`` and a comparison question drawn by index.
+    ``reset(options={"difficulty": k})`` draws it from level ``k``: 2, 3, 5 or 8 entities (``two`` to ``eight``).
 
     ## Rewards
     0.0 per tool round. On the answer, exact match (1.0 or 0.0) against the gold name and its aliases. With
@@ -91,9 +93,15 @@ class ParallelSearchEnv(SearchEnv):
         return ComparisonTaskSource(world_size, world_seed, low, high, env_id=env_id)
 
     @property
-    def difficulty(self) -> Difficulty | None:
-        """``None``: the number of entities is set by ``min_entities`` and ``max_entities``."""
-        return None
+    def difficulty(self) -> Difficulty:
+        """Levels by the number of entities compared: 2, 3, 5 and 8 (the default 3-5 mix is none of them)."""
+        levels = tuple(Level(name, {"entities": k}, f"{k} entities to compare") for name, k in LEVELS)
+        return Difficulty(levels, default=None, grows="independent look-ups per question (entities compared)")
+
+    def _level_source(self, env_id: str, level: Level) -> ComparisonTaskSource:
+        _specs, world_size, world_seed = self._source_args
+        k = int(level.knobs["entities"])
+        return ComparisonTaskSource(world_size, world_seed, k, k, env_id=env_id)
 
     def _start(self, task: Task) -> str:
         prompt = super()._start(task)
