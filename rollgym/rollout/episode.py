@@ -171,6 +171,7 @@ class _Episode:
         self.agent_s = 0.0
         self.env_s = 0.0
         self.tool_calls = 0
+        self.tool_rounds = 0  # actions holding at least one tool call: parallel calls in one action are one round
         self.done = False
         self.started = time.perf_counter()
 
@@ -204,7 +205,9 @@ class _Episode:
             raise TypeError(f"the agent returned {type(action).__name__}, not str")
         self.turns.append(Turn())
         self.messages.append({"role": "assistant", "content": action})
-        self.tool_calls += action.count("<tool_call>")
+        calls = action.count("<tool_call>")
+        self.tool_calls += calls
+        self.tool_rounds += int(calls > 0)
 
     def stepped(self, result: Any) -> None:
         observation, raw_reward, terminated, truncated, info = result
@@ -291,6 +294,7 @@ class _Episode:
         metrics: dict[str, Any] = {
             "num_turns": len(self.turns), "agent_s": round(self.agent_s, 6), "env_s": round(self.env_s, 6),
             "episode_s": round(time.perf_counter() - self.started, 6), "tool_calls": self.tool_calls,
+            "tool_rounds": self.tool_rounds,
         }
         if versions:
             metrics["policy_versions"] = versions

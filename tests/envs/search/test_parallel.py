@@ -214,3 +214,25 @@ def test_malformed_multi_call_output_never_crashes(env, action):
     assert info["tool_calls"] + info["duplicate_calls"] + info["skipped_calls"] <= 64
     if not terminated:
         assert observation and info["rounds"] <= 1
+
+
+class _PolicyAgent:
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        return str(self.policy(observation, info))
+
+
+def test_the_episode_record_counts_rounds_and_calls_apart(env):
+    from rollgym.rollout.episode import run_episode
+
+    for policy in (parallel_oracle, sequential_oracle):
+        traj, _ = run_episode(env, _PolicyAgent(policy), seed=4, options={"task_index": 4})
+        assert traj.correct
+        assert traj.metrics["tool_rounds"] == traj.info["rounds"] == traj.metrics["num_turns"] - 1
+        assert traj.metrics["tool_calls"] == traj.info["tool_calls"] == traj.info["task_meta"]["sequential_rounds"]
+    assert traj.metrics["tool_rounds"] == traj.metrics["tool_calls"]  # sequential: one call per round
