@@ -78,7 +78,9 @@ class ToolWorldEnv(ToolEpisodeEnv):
     and the episode goes on.
 
     ## Information
-    The common keys, ``tools``, ``turn``, ``calls`` and ``episode_id``; at the end the score's fields
+    The common keys, ``tools``, ``turn``, ``rounds`` (turns that ran at least one tool call: several calls in
+    one action are one round), ``calls`` and ``tool_calls`` (calls run, the same number) and ``episode_id``;
+    at the end the score's fields
     ``reward`` (float), ``correct`` (bool: solved), ``parsed`` (the answer given to ``complete_task``),
     ``error`` (``None``, ``"wrong"``, ``"no_answer"``, ``"side_effects"`` or ``"not_completed"``) and
     ``details`` (``criteria``: each criterion's verdict, ``reasons``, ``diff``: rows added, changed and deleted

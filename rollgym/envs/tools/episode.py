@@ -51,6 +51,7 @@ class ToolEpisodeEnv(TextEnv):
         self._tools_json: str | None = None
         self.turn = 0
         self.attempts = 0
+        self.rounds = 0  # turns that ran at least one tool call (a turn's calls are one round)
         self.episode_id = ""
 
     @property
@@ -95,7 +96,7 @@ class ToolEpisodeEnv(TextEnv):
     def _begin(self, task: Task) -> str:
         self._close_session()
         self.session = self._new_session(task)
-        self.turn = self.attempts = 0
+        self.turn = self.attempts = self.rounds = 0
         self.episode_id = new_episode_id(self, task)
         return task.prompt
 
@@ -108,10 +109,13 @@ class ToolEpisodeEnv(TextEnv):
         assert self.session is not None and self.task is not None
         self.turn += 1
         session = self.session
+        before = self.attempts
         observation, self.attempts = run_turn(
             action, session, self._call, attempts=self.attempts, max_calls_per_turn=self.max_calls_per_turn,
             max_calls=self.max_calls, max_observation=self._max_observation)
-        info: dict[str, Any] = {"turn": self.turn, "calls": self.attempts, "episode_id": self.episode_id}
+        self.rounds += int(self.attempts > before)
+        info: dict[str, Any] = {"turn": self.turn, "rounds": self.rounds, "calls": self.attempts,
+                                "tool_calls": self.attempts, "episode_id": self.episode_id}
         if session.completed:
             score = self.evaluate()
             info.update(score.to_info(), **self._terminal_info(score), answer=session.answer)
@@ -131,7 +135,8 @@ class ToolEpisodeEnv(TextEnv):
         info["task_meta"] = json.loads(json.dumps(info["task_meta"]))
         if self._tools_json is not None:
             info["tools"] = json.loads(self._tools_json)
-        return {**info, "turn": self.turn, "episode_id": self.episode_id}
+        return {**info, "turn": self.turn, "rounds": self.rounds, "tool_calls": self.attempts,
+                "episode_id": self.episode_id}
 
     def close(self) -> None:
         self._close_session()

@@ -102,7 +102,9 @@ class ToolGenEnv(ToolEpisodeEnv):
     error observation and the episode goes on.
 
     ## Information
-    The common keys, ``tools``, ``turn``, ``calls`` and ``episode_id``; ``task_meta`` holds the template, its
+    The common keys, ``tools``, ``turn``, ``rounds`` (turns that ran at least one tool call: several calls in
+    one action are one round), ``calls`` and ``tool_calls`` (calls run, the same number) and ``episode_id``;
+    ``task_meta`` holds the template, its
     kind and group, the task's apps, the world and the public parameters; at the end the score's fields
     ``reward``, ``correct``, ``parsed``, ``error`` and ``details`` (each criterion's verdict, ``reasons`` and the
     rows changed per table).
