@@ -191,6 +191,26 @@ def test_repeating_one_call_in_a_round_inflates_nothing(env):
     assert env.step(pair)[4]["tool_calls"] == 1
 
 
+def test_search_v1_keeps_counting_every_copy_as_its_docs_say():
+    old = rollgym.make("Search-v1")
+    try:
+        old.reset(seed=0)
+        info = old.step("\n".join([_call("search", query="archive")] * 8))[4]
+        assert (info["rounds"], info["calls"]) == (1, 8)  # unchanged id; SearchParallel-v0 counts it once
+    finally:
+        old.close()
+
+
+def test_a_malformed_block_does_not_stop_the_good_calls_of_its_round(env):
+    env.reset(seed=0, options={"task_index": 0})
+    name = _names(env)[0]
+    observation, _, _, _, info = env.step("<tool_call>{oops</tool_call>" + _call("open", doc_id=name))
+    bodies = [json.loads(b) for b in tool_response_bodies(observation)]
+    assert bodies[0]["error"].startswith("malformed tool call: call 1: not valid JSON")
+    assert bodies[1]["title"] == name
+    assert (info["rounds"], info["tool_calls"], info["errors"]) == (1, 1, 1)
+
+
 MALFORMED = [
     "",
     "<tool_call>",
