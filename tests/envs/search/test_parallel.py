@@ -256,3 +256,19 @@ def test_the_episode_record_counts_rounds_and_calls_apart(env):
         assert traj.metrics["tool_rounds"] == traj.info["rounds"] == traj.metrics["num_turns"] - 1
         assert traj.metrics["tool_calls"] == traj.info["tool_calls"] == traj.info["task_meta"]["sequential_rounds"]
     assert traj.metrics["tool_rounds"] == traj.metrics["tool_calls"]  # sequential: one call per round
+
+
+def test_nothing_hidden_shows_before_the_answer_and_constant_answers_win_nothing(env):
+    for seed in range(5):
+        observation, info = env.reset(seed=seed)
+        answer = env.unwrapped.task.answer
+        hidden = [answer["entity_id"], *(e["doc_id"] for e in answer["evidence"]),
+                  *(a for a in answer["aliases"] if a not in observation)]
+        shown = observation + json.dumps(info, default=str)
+        assert not [h for h in hidden if h in shown], seed
+        for junk in ("", "I don't know.", "0", "yes", observation):  # the echo holds the prompt's <answer>...</answer>
+            observation, reward, terminated, truncated, info = env.step(junk)
+            assert reward == 0.0 and not info.get("correct")
+            if terminated or truncated:
+                break
+            assert not [h for h in hidden if h in observation + json.dumps(info, default=str)], (seed, junk)
