@@ -98,7 +98,7 @@ class ParallelSearchEnv(SearchEnv):
         levels = tuple(Level(name, {"entities": k}, f"{k} entities to compare") for name, k in LEVELS)
         return Difficulty(levels, default=None, grows="independent look-ups per question (entities compared)")
 
-    def _level_source(self, env_id: str, level: Level) -> ComparisonTaskSource:
+    def _level_source(self, env_id: str, level: Level) -> ComparisonTaskSource:  # type: ignore[override]
         _specs, world_size, world_seed = self._source_args
         k = int(level.knobs["entities"])
         return ComparisonTaskSource(world_size, world_seed, k, k, env_id=env_id)
