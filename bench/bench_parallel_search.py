@@ -8,7 +8,8 @@ still missing its year in one action; the sequential oracle makes the same calls
 episode: tool rounds, tool calls, correctness, and the reward with the round-efficiency term on
 (``efficiency_weight=0.5``, budget = the task's ``reference_rounds``). Means come with 95% percentile-bootstrap
 intervals over tasks (accuracy with the Wilson-covering ``unit_interval``); the rounds ratio is the mean of
-per-task ratios (paired: both policies play every task). Also per difficulty level (2, 3, 5 and 8 entities).
+per-task ratios (paired: both policies play every task). Also per difficulty level (2, 3, 5 and 8 entities),
+and a guess that looks nothing up (the first entity listed), which measures the floor a guess earns.
 Nothing here asserts: the figures go into docs/search.md and the README table.
 """
 
@@ -26,7 +27,14 @@ from rollgym.envs.search.parallel_policies import parallel_oracle, sequential_or
 
 ENV_ID = "SearchParallel-v0"
 WEIGHT = 0.5
-POLICIES = {"parallel": parallel_oracle, "sequential": sequential_oracle}
+
+
+def first_listed_guess(observation: str, info: dict[str, Any]) -> str:
+    """No look-up: answer the first entity the question lists (the guessing floor, about 1/k)."""
+    return f"<answer>{info['task_meta']['plan']['entities'][0]}</answer>"
+
+
+POLICIES = {"parallel": parallel_oracle, "sequential": sequential_oracle, "guess": first_listed_guess}
 
 
 def play(env: Any, policy: Any, index: int, options: dict[str, Any]) -> dict[str, Any]:
