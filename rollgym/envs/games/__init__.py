@@ -9,6 +9,7 @@ from rollgym.core.registration import register_env
 
 _ORACLE = "rollgym.agents.game_bots:game_oracle"
 _RANDOM = "rollgym.agents.game_bots:random_legal_move"
+_BOARD_PRIVATE = "rollgym.envs.games.private:board_game_private"
 
 register_env(
     "ConnectFour-v0",
@@ -17,6 +18,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 register_env(
     "Hex-v0",
@@ -25,6 +28,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 register_env(
     "Chess-v1",
@@ -33,6 +38,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 register_env(
     "Chess960-v1",
@@ -41,6 +48,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 register_env(
     "KuhnPoker-v0",
@@ -49,6 +58,8 @@ register_env(
     family="games",
     oracle="rollgym.agents.seat_bots:kuhn_oracle",
     random_policy="rollgym.agents.seat_bots:random_seat_action",
+    private_state="rollgym.envs.games.private:kuhn_private",
+    grader="pure",
 )
 register_env(
     "Negotiation-v0",
@@ -57,4 +68,7 @@ register_env(
     family="games",
     oracle="rollgym.agents.seat_bots:negotiation_oracle",
     random_policy="rollgym.agents.seat_bots:random_seat_action",
+    private_state="rollgym.envs.games.private:negotiation_private",
+    grader="pure",
+    reward_floor=0.35,  # a fixed proposal gets a deal from the fair bot: 0.265 a game over 40 seeds (oracle 0.706)
 )

@@ -12,4 +12,5 @@ register_env("UserSim-v0", "rollgym.envs.usersim.env:UserSimEnv", family="conver
                          "refuse what policy forbids, dual control; graded by state diff and conversation checks. "
                          "Split test_unseen holds the calendar domain.",
              oracle="rollgym.envs.usersim.policies:oracle_policy",
-             random_policy="rollgym.envs.usersim.policies:random_policy")
+             random_policy="rollgym.envs.usersim.policies:random_policy",
+             private_state="rollgym.core.private:task_answer", grader="pure")
