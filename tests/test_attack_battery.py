@@ -358,7 +358,8 @@ def test_planted_startup_files_win_nothing(env_id):
         tools = [t["function"]["name"] for t in info.get("tools", [])]
         done = False
         for action in [*_plant_actions(tools), "I am done."]:
-            _, reward, terminated, truncated, info = env.step(action)
+            observation, reward, terminated, truncated, info = env.step(action)
+            assert "Traceback" not in observation, (env_id, observation[:300])  # the files were written
             if terminated or truncated:
                 done = True
                 break
