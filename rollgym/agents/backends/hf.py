@@ -72,6 +72,7 @@ class TransformersBackend:
             for sliding-window and other caches that cannot be cut to a prefix. See
             :mod:`rollgym.agents.backends.prefix_cache`.
         prefix_cache_bytes: The cache's memory bound (default 512 MiB).
+            Speculative decoding (``draft_model``) prefills without it.
         quantize: ``"int8"`` generates (and answers ``logprobs_of``) with an int8 copy of ``model``, refreshed
             when its weights change, while ``model`` itself stays as it is for the trainer
             (:mod:`rollgym.agents.backends.quantized`); ``None`` (default) uses ``model``.
