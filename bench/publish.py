@@ -33,7 +33,7 @@ COLUMNS = ("what", "rollgym", "peer", "ratio")
 
 #: Benches in the order their rows appear; any other result file follows, by name.
 ORDER = ("countdown", "sudoku", "math", "games", "selfplay", "tools", "toolgen", "web", "search", "worldmodel",
-         "collector", "realmodel", "prefixcache", "dtype_threads", "server", "partial", "code")
+         "collector", "realmodel", "prefixcache", "dtype_threads", "server", "partial", "code", "quantized")
 
 
 def machine() -> dict[str, Any]:

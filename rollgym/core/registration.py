@@ -25,10 +25,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from rollgym.core.errors import UnknownEnvError
+from rollgym.core.errors import ConfigError, UnknownEnvError
 from rollgym.core.spec_hash import closure_hash, import_closure, module_source_hash
 
-__all__ = ["EnvInfo", "env_info", "list_envs", "make", "module_source_hash", "register_env"]
+__all__ = ["EnvInfo", "env_info", "list_envs", "make", "module_source_hash", "private_state", "register_env"]
 
 _REGISTRY: dict[str, EnvInfo] = {}
 
@@ -49,6 +49,20 @@ class EnvInfo:
             that solves the env, used by :class:`~rollgym.agents.OracleAgent`.
         random_policy: ``"module:function"`` of ``f(observation, info, rng) -> action``,
             a uniformly random well-formed action, used by :class:`~rollgym.agents.RandomAgent`.
+        private_state: ``"module:function"`` of ``f(env) -> dict``: every value the running episode
+            keeps from the agent until it ends (the task's answer, the other seat's cards or values,
+            a bot's seed), read from the unwrapped env after ``reset``. Families whose only secret is
+            ``Task.answer`` name :func:`rollgym.core.private.task_answer`. The attack battery
+            (``tests/test_attack_battery.py``) checks that none of it reaches an observation or ``info``.
+        grader: ``"pure"`` when grading runs nothing the agent wrote (a verifier of its text, a game's
+            rules, a diff of app state); ``"sandbox"`` when grading runs code or tests in a sandbox
+            where the agent's code or files are (the battery then asks for a planted-file test).
+        cost: ``"light"``, or ``"heavy"`` for ids whose episodes need a browser or real projects
+            (the battery plays fewer episodes of them).
+        reward_floor: The most a policy that ignores the episode (a constant or echoed answer) may
+            average; 0 unless a fixed legal move is a real, if weak, strategy of the game (a fixed
+            proposal in a negotiation). The battery checks constant answers stay at or under it,
+            and under the oracle.
     """
 
     id: str
@@ -59,6 +73,10 @@ class EnvInfo:
     kwargs: dict[str, Any] = field(default_factory=dict)
     oracle: str | None = None
     random_policy: str | None = None
+    private_state: str | None = None
+    grader: str | None = None
+    cost: str = "light"
+    reward_floor: float = 0.0
 
     @cached_property
     def hashed_modules(self) -> tuple[str, ...]:
@@ -112,22 +130,66 @@ def register_env(
     max_episode_steps: int | None = None,
     oracle: str | None = None,
     random_policy: str | None = None,
+    private_state: str | None = None,
+    grader: str | None = None,
+    cost: str = "light",
+    reward_floor: float = 0.0,
 ) -> EnvInfo:
     """Register ``id`` with Gymnasium and record its :class:`EnvInfo`.
 
+    rollgym's own families (entry points under ``rollgym.envs``) must declare ``private_state``
+    and ``grader`` (see :class:`EnvInfo`), so that the attack battery can check them; an id that
+    does not is refused.
+
     Example:
         >>> info = register_env("Demo-v0", "rollgym.envs.countdown:CountdownEnv",
-        ...     description="demo", family="demo")
+        ...     description="demo", family="demo", private_state="rollgym.core.private:task_answer",
+        ...     grader="pure")
         >>> info.id in gym.registry
         True
     """
+    check_declarations(id, entry_point, family, private_state, grader, cost)
     kwargs = dict(kwargs or {})
-    info = EnvInfo(id, entry_point, description, family, tuple(components), kwargs, oracle, random_policy)
+    info = EnvInfo(id, entry_point, description, family, tuple(components), kwargs, oracle, random_policy,
+                   private_state, grader, cost, float(reward_floor))
     if id in gym.registry and id in _REGISTRY and _REGISTRY[id] == info:
         return _REGISTRY[id]
     gym.register(id=id, entry_point=entry_point, kwargs=kwargs, max_episode_steps=max_episode_steps)
     _REGISTRY[id] = info
     return info
+
+
+GRADERS = ("pure", "sandbox")
+COSTS = ("light", "heavy")
+
+
+def check_declarations(env_id: str, entry_point: str, family: str, private_state: str | None,
+                       grader: str | None, cost: str) -> None:
+    """Refuse a registration whose attack-battery declarations are missing or malformed.
+
+    Ids of rollgym's own families (entry points under ``rollgym.envs``, outside the ``test`` family)
+    must name ``private_state`` and ``grader``; any id that names them must name them well.
+
+    Raises:
+        ConfigError: one sentence naming the id and the declaration.
+    """
+    own = entry_point.startswith("rollgym.envs.") and family != "test"
+    if own and private_state is None:
+        raise ConfigError(
+            f"register_env({env_id!r}) must declare private_state='module:function' returning what an episode "
+            "hides from the agent ('rollgym.core.private:task_answer' when Task.answer is all it hides)."
+        )
+    if own and grader is None:
+        raise ConfigError(
+            f"register_env({env_id!r}) must declare grader='pure' (grading runs nothing the agent wrote) "
+            "or 'sandbox' (grading runs code where the agent's code or files are)."
+        )
+    if private_state is not None and private_state.count(":") != 1:
+        raise ConfigError(f"register_env({env_id!r}): private_state must be 'module:function', got {private_state!r}.")
+    if grader is not None and grader not in GRADERS:
+        raise ConfigError(f"register_env({env_id!r}): grader must be one of {', '.join(GRADERS)}, got {grader!r}.")
+    if cost not in COSTS:
+        raise ConfigError(f"register_env({env_id!r}): cost must be one of {', '.join(COSTS)}, got {cost!r}.")
 
 
 def _bare_id(env_id: str) -> str:
@@ -146,6 +208,29 @@ def env_info(env_id: str) -> EnvInfo:
     close = difflib.get_close_matches(bare, list(_REGISTRY), n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise UnknownEnvError(f"Unknown env id {env_id!r}.{hint} Run `rollgym list` to see every id.")
+
+
+def private_state(env: gym.Env[Any, Any]) -> dict[str, Any]:
+    """What the running episode of ``env`` hides from the agent, by its id's declared hook.
+
+    An empty dict for an id that declares none (an unregistered env, or one outside rollgym's families).
+
+    Example:
+        >>> import rollgym
+        >>> env = rollgym.make("Countdown-v0")
+        >>> _ = env.reset(seed=0)
+        >>> sorted(rollgym.core.registration.private_state(env))
+        ['answer']
+    """
+    import importlib
+
+    unwrapped = env.unwrapped
+    spec = unwrapped.spec
+    info = _REGISTRY.get(spec.id) if spec is not None else None
+    if info is None or info.private_state is None:
+        return {}
+    module, _, name = info.private_state.partition(":")
+    return dict(getattr(importlib.import_module(module), name)(unwrapped))
 
 
 def list_envs() -> list[EnvInfo]:

@@ -11,6 +11,10 @@ full-batch loss. Rollouts carried over from earlier steps (partial rollouts,
 :mod:`rollgym.rollout.partial`) train against the logprobs of the version that
 really sampled each token; the step's statistics report how stale they were
 (``stale_token_fraction``, ``max_token_staleness``).
+Every step also reports the train-inference mismatch on the trained tokens
+(``mismatch_kl``, ``mismatch_max_ratio``, ``mismatch_min_ratio``, ``mismatch_abs_diff``,
+:mod:`rollgym.train.mismatch`), and ``GRPOConfig(tis_cap=C)`` corrects for it with
+truncated importance weights (:mod:`rollgym.train.loss`).
 
 Checkpoints hold the model, the optimiser, the step counter and the RNG state,
 so a run resumed from a checkpoint continues exactly as if never stopped. Logs
@@ -52,6 +56,7 @@ from rollgym.train.advantages import RoleBaselines, Scale, group_advantages, rol
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
 from rollgym.train.figures import save_figure
 from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
+from rollgym.train.mismatch import Mismatch
 from rollgym.train.rollouts import collect_groups
 from rollgym.train.sequences import Row, sequence_distributions, sequence_logprobs
 
@@ -95,6 +100,11 @@ class GRPOConfig:
             role-conditioned advantage estimation: a running baseline per game and role; ``scale``
             and ``by_source`` do not apply).
         rae_decay: The decay (SPIRAL's alpha) of the ``"rae"`` baselines, in [0, 1).
+        tis_cap: Truncated importance sampling for rollouts sampled by other weights than the trainer's
+            (int8 rollouts, another engine): each token's policy-gradient term is weighted by
+            ``min(exp(logp_train - logp_behaviour), tis_cap)`` (detached) and the PPO ratio is taken against
+            the trainer's own logprobs (:mod:`rollgym.train.loss`); ``None`` (default) disables it; 2.0 is
+            a common choice.
     """
 
     learning_rate: float = 1e-5
@@ -118,8 +128,11 @@ class GRPOConfig:
     distill_coef: float | None = None
     advantage: str = "group"
     rae_decay: float = 0.95
+    tis_cap: float | None = None
 
     def __post_init__(self) -> None:
+        if self.tis_cap is not None and not self.tis_cap > 0:
+            raise ConfigError(f"tis_cap must be a positive number (e.g. 2.0) or None, got {self.tis_cap!r}.")
         if self.advantage not in ADVANTAGES:
             raise ConfigError(f"advantage must be one of {', '.join(map(repr, ADVANTAGES))}, got {self.advantage!r}.")
         if not 0.0 <= self.rae_decay < 1.0:
@@ -309,7 +322,9 @@ class GRPOTrainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total_tokens = sum(sum(r.loss_mask) for r in rows)
-        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0, "distill": 0.0, "reverse_kl": 0.0, "forward_kl": 0.0}
+        totals = {"loss": 0.0, "clip_fraction": 0.0, "kl": 0.0, "distill": 0.0, "reverse_kl": 0.0, "forward_kl": 0.0,
+                  "tis_weight": 0.0, "tis_truncated": 0.0}
+        mismatch = Mismatch()
         size = self.config.micro_batch_size
         cfg = self.config
         for start in range(0, len(rows), size):
@@ -319,6 +334,7 @@ class GRPOTrainer:
                 dists, new, old, mask = sequence_distributions(self.model, chunk, self.pad_id)
             else:
                 new, old, mask = sequence_logprobs(self.model, chunk, self.pad_id)
+            mismatch.add(new, old, mask)  # before the update: the trainer's logprobs at the rollouts' weights
             ref = None
             if self.ref_model is not None and cfg.beta > 0:
                 with torch.no_grad():
@@ -337,7 +353,7 @@ class GRPOTrainer:
                                    clip_high=cfg.clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
                                    teacher_logprobs=teacher_lp, distill_reverse_kl=cfg.distill_reverse_kl,
                                    distill_mask=where, forward_kl=forward_kl,
-                                   distill_forward_kl=cfg.distill_forward_kl)
+                                   distill_forward_kl=cfg.distill_forward_kl, tis_cap=cfg.tis_cap)
             weight = (part.tokens / max(total_tokens, 1)) if self.config.aggregation == "token" else (
                 len(chunk) / len(rows))
             (loss * weight).backward()
@@ -350,7 +366,9 @@ class GRPOTrainer:
             self.optimizer.step()
         self.global_step += 1
         self.model.eval()
-        stats.update(totals, tokens=total_tokens, seconds=time.perf_counter() - started)
+        if cfg.tis_cap is None:
+            del totals["tis_weight"], totals["tis_truncated"]
+        stats.update(totals, **mismatch.stats(), tokens=total_tokens, seconds=time.perf_counter() - started)
         self.log(stats)
         return stats
 

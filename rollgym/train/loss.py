@@ -11,6 +11,24 @@ For each completion token t with loss mask 1::
 Dr. GRPO); ``"sequence"`` averages within each sequence first (the original
 GRPO), which weights short answers more.
 
+Truncated importance sampling (``tis_cap=C``), for rollouts whose logprobs come from
+other weights or kernels than the trainer's (int8 rollouts,
+:mod:`rollgym.agents.backends.quantized`; another inference engine): with
+``logp_train`` the trainer's logprobs of the sampled tokens at the weights the rollout
+was meant to come from (by default ``logp_new`` detached, which they are in a trainer
+that makes one update per batch, as :class:`~rollgym.train.grpo.GRPOTrainer` does)::
+
+    w_t = min(exp(logp_train_t - logp_old_t), C)          (detached: a weight, not a gradient path)
+    ratio_t = exp(logp_new_t - logp_train_t)              (PPO ratio against the trainer's own logprobs)
+    surrogate_t = w_t * min(ratio_t * A, clip(ratio_t, 1 - eps_low, 1 + eps_high) * A)
+
+(Yao et al. 2025, "Your efficient RL framework secretly brings you off-policy RL
+training"). Without ``tis_cap`` the ratio is taken against the behaviour logprobs, so
+the mismatch enters the PPO ratio itself, and a token whose mismatch ratio leaves the
+clip range loses its gradient; with it, the mismatch is a separate weight, truncated
+at ``C`` so that a few tokens the rollout model found much less likely than the
+trainer cannot dominate the batch. The KL and distillation terms are not weighted.
+
 Distillation from a teacher (another model, or the same model given privileged
 context, :mod:`rollgym.train.teacher`) adds up to two per-token terms, limited by
 ``distill_mask`` to the rows (or tokens) that have a teacher:
@@ -57,7 +75,9 @@ class LossStats:
     """What one loss evaluation measured.
 
     ``reverse_kl`` and ``forward_kl`` are the per-token means of the two distillation terms
-    (before their weights), ``distill`` their sum.
+    (before their weights), ``distill`` their sum. With ``tis_cap``, ``tis_weight`` is the mean
+    truncated importance weight and ``tis_truncated`` the share of tokens the cap truncated
+    (both 0 without it).
     """
 
     loss: float
@@ -68,6 +88,8 @@ class LossStats:
     distill: float = 0.0
     reverse_kl: float = 0.0
     forward_kl: float = 0.0
+    tis_weight: float = 0.0
+    tis_truncated: float = 0.0
 
 
 def grpo_loss(
@@ -87,6 +109,8 @@ def grpo_loss(
     forward_kl: Any = None,
     distill_forward_kl: float = 0.0,
     distill_coef: float | None = None,
+    tis_cap: float | None = None,
+    train_logprobs: Any = None,
 ) -> tuple[Any, LossStats]:
     """The clipped GRPO loss over a padded batch.
 
@@ -103,6 +127,9 @@ def grpo_loss(
             needed when ``distill_forward_kl > 0``.
         distill_forward_kl: Weight of the forward-KL term.
         distill_coef: Deprecated name of ``distill_reverse_kl``.
+        tis_cap: ``C`` of truncated importance sampling (see the module docstring); ``None`` disables it.
+        train_logprobs: ``[batch, tokens]`` the trainer's logprobs of the sampled tokens at the rollout's
+            weights, for ``tis_cap`` (default: ``new_logprobs`` detached).
 
     Returns:
         The scalar loss tensor (differentiable) and its :class:`LossStats`.
@@ -114,11 +141,18 @@ def grpo_loss(
         distill_reverse_kl = distill_coef
     mask = mask.to(new_logprobs.dtype)
     adv = advantages if advantages.dim() == 2 else advantages.unsqueeze(-1).expand_as(new_logprobs)
-    log_ratio = (new_logprobs - old_logprobs) * mask
+    tis = torch.ones_like(new_logprobs)
+    anchor = old_logprobs
+    if tis_cap is not None:
+        if tis_cap <= 0:
+            raise ValueError(f"tis_cap must be positive, got {tis_cap}.")
+        anchor = (new_logprobs if train_logprobs is None else train_logprobs).detach()
+        tis = torch.clamp(torch.exp((anchor - old_logprobs) * mask), max=tis_cap).detach()
+    log_ratio = (new_logprobs - anchor) * mask
     ratio = torch.exp(log_ratio)
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * adv
-    per_token = -torch.minimum(unclipped, clipped)
+    per_token = -tis * torch.minimum(unclipped, clipped)
     kl = torch.zeros_like(per_token)
     if beta > 0:
         if ref_logprobs is None:
@@ -161,6 +195,9 @@ def grpo_loss(
             distill=float((reverse + forward).sum()) / denominator,
             reverse_kl=float(reverse.sum()) / denominator,
             forward_kl=float(forward.sum()) / denominator,
+            tis_weight=float((tis * mask).sum()) / denominator if tis_cap is not None else 0.0,
+            tis_truncated=float(((tis >= tis_cap).to(mask.dtype) * mask).sum()) / denominator
+            if tis_cap is not None else 0.0,
         )
     return loss, stats
 

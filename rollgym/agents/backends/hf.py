@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import dataclasses
 import threading
 import time
@@ -71,6 +72,10 @@ class TransformersBackend:
             for sliding-window and other caches that cannot be cut to a prefix. See
             :mod:`rollgym.agents.backends.prefix_cache`.
         prefix_cache_bytes: The cache's memory bound (default 512 MiB).
+            Speculative decoding (``draft_model``) prefills without it.
+        quantize: ``"int8"`` generates (and answers ``logprobs_of``) with an int8 copy of ``model``, refreshed
+            when its weights change, while ``model`` itself stays as it is for the trainer
+            (:mod:`rollgym.agents.backends.quantized`); ``None`` (default) uses ``model``.
 
     Example:
         >>> backend = TransformersBackend.from_pretrained("path/to/model")  # doctest: +SKIP
@@ -83,7 +88,8 @@ class TransformersBackend:
 
     def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, batch_window_s: float = 0.002,
                  max_wait_s: float = 0.2, draft_model: Any = None, draft_tokens: int = 4,
-                 prefix_cache: bool = False, prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES) -> None:
+                 prefix_cache: bool = False, prefix_cache_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
+                 quantize: str | None = None) -> None:
         torch, _ = _import_torch_transformers()
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -111,6 +117,17 @@ class TransformersBackend:
             self._speculative = SpeculativeDecoder(self, draft_model, draft_tokens)
         self._prefix_cache_bytes = prefix_cache_bytes
         self._prefix: PrefixCache | None = PrefixCache(prefix_cache_bytes) if prefix_cache else None
+        self._quantized: Any = None
+        if quantize is not None:
+            from rollgym.agents.backends.quantized import QuantizedRollouts
+
+            if draft_model is not None:
+                raise ConfigError("quantize and a draft model cannot be combined yet; drop one of them.")
+            self._quantized = QuantizedRollouts(self.model, quantize)
+
+    def _rollout_weights(self) -> Any:
+        """A context in which ``self.model`` is what generation samples from (the quantized copy, if any)."""
+        return self._quantized.in_use(self) if self._quantized is not None else contextlib.nullcontext()
 
     @property
     def speculation(self) -> SpeculationStats | None:
@@ -157,7 +174,8 @@ class TransformersBackend:
     ) -> TransformersBackend:
         """Load a model folder, a pulled model's name (``rollgym models list``) or a hub id, with its tokenizer.
 
-        ``draft`` names a smaller model of the same tokenizer (loaded the same way) to decode speculatively with.
+        ``draft`` names a smaller model of the same tokenizer (loaded the same way) to decode speculatively with;
+        ``quantize="int8"`` generates with int8 weights (see the class's arguments).
         """
         from rollgym.agents.backends.catalog import resolve_model
 
@@ -267,7 +285,7 @@ class TransformersBackend:
         torch = self._torch
         if seeds is None:
             seeds = row_seeds(sampling, len(prompts)) if sampling.seed is not None else [None] * len(prompts)
-        with self._lock, torch.inference_mode():
+        with self._lock, self._rollout_weights(), torch.inference_mode():
             if self._speculative is not None:
                 return self._speculative.decode(prompts, sampling, seeds)
             return self._decode(prompts, sampling, seeds)
@@ -365,9 +383,10 @@ class TransformersBackend:
         return any(s in tail for s in stop)
 
     def logprobs_of(self, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
-        """Recompute the raw logprobs of ``completion_ids`` after ``prompt_ids`` with one forward pass."""
+        """Recompute the raw logprobs of ``completion_ids`` after ``prompt_ids`` with one forward pass
+        (of the weights generation samples from: the int8 copy with ``quantize="int8"``)."""
         torch = self._torch
-        with self._lock, torch.inference_mode():
+        with self._lock, self._rollout_weights(), torch.inference_mode():
             ids = torch.tensor([prompt_ids + completion_ids], dtype=torch.long)
             logits = self.model(input_ids=ids).logits[0].float()
             logp = torch.log_softmax(logits, dim=-1)

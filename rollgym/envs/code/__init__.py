@@ -53,7 +53,9 @@ def _register(env_id: str, entry_point: str, description: str, components: list[
               random_policy: str = "code_random_policy") -> None:
     """Register a code id; ``oracle`` and ``random_policy`` name functions of :mod:`rollgym.envs.code.policies`."""
     register_env(env_id, entry_point, description=description, family="code", components=components,
-                 oracle=f"{_POLICIES}:{oracle}", random_policy=f"{_POLICIES}:{random_policy}")
+                 oracle=f"{_POLICIES}:{oracle}", random_policy=f"{_POLICIES}:{random_policy}",
+                 private_state="rollgym.envs.code.private:code_private", grader="sandbox",
+                 cost="heavy" if env_id.startswith("RepoRepairReal-") else "light")
 
 
 _register(

@@ -33,4 +33,6 @@ register_env(
     family="puzzles",
     oracle="rollgym.envs.countdown:countdown_oracle",
     random_policy="rollgym.envs.countdown:countdown_random_policy",
+    private_state="rollgym.core.private:task_answer",
+    grader="pure",
 )

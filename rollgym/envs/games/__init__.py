@@ -9,15 +9,24 @@ from rollgym.core.registration import register_env
 
 _ORACLE = "rollgym.agents.game_bots:game_oracle"
 _RANDOM = "rollgym.agents.game_bots:random_legal_move"
+_BOARD_PRIVATE = "rollgym.envs.games.private:board_game_private"
 
-register_env(
-    "ConnectFour-v0",
-    "rollgym.envs.games.connect_four:ConnectFourEnv",
-    description="Connect Four (rows, columns, x-in-a-row configurable) against random/greedy/MCTS bots.",
-    family="games",
-    oracle=_ORACLE,
-    random_policy=_RANDOM,
-)
+# v1's default opponent is the greedy bot (wins when it can, blocks a win in one): against v0's random bot one
+# fixed column (the prompt's example answer) won 70% of games. Same tasks and rules otherwise.
+for _version, _opponent, _note in (("v1", "greedy", ""),
+                                   ("v0", "random", " Superseded by -v1: one fixed column beats v0's random bot.")):
+    register_env(
+        f"ConnectFour-{_version}",
+        "rollgym.envs.games.connect_four:ConnectFourEnv",
+        description=f"Connect Four (rows, columns, x-in-a-row configurable) against a {_opponent} bot by default "
+                    "(random/greedy/MCTS bots available)." + _note,
+        family="games",
+        kwargs={"opponent": _opponent} if _version != "v0" else {},
+        oracle=_ORACLE,
+        random_policy=_RANDOM,
+        private_state=_BOARD_PRIVATE,
+        grader="pure",
+    )
 register_env(
     "Hex-v0",
     "rollgym.envs.games.hex:HexEnv",
@@ -25,6 +34,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 register_env(
     "Chess-v1",
@@ -33,6 +44,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 register_env(
     "Chess960-v1",
@@ -41,6 +54,8 @@ register_env(
     family="games",
     oracle=_ORACLE,
     random_policy=_RANDOM,
+    private_state=_BOARD_PRIVATE,
+    grader="pure",
 )
 # v1 keeps the other seat's secrets (cards, values, the bots' seed) in Task.answer; v0's tasks hold them in meta
 # (same deals and scores; kept so that its task ids and results stay valid). Neither shows them in info.
@@ -53,6 +68,8 @@ for _version, _note in (("v1", ""), ("v0", _KEPT)):
         family="games",
         oracle="rollgym.agents.seat_bots:kuhn_oracle",
         random_policy="rollgym.agents.seat_bots:random_seat_action",
+        private_state="rollgym.envs.games.private:kuhn_private",
+        grader="pure",
     )
     register_env(
         f"Negotiation-{_version}",
@@ -62,4 +79,7 @@ for _version, _note in (("v1", ""), ("v0", _KEPT)):
         family="games",
         oracle="rollgym.agents.seat_bots:negotiation_oracle",
         random_policy="rollgym.agents.seat_bots:random_seat_action",
+        private_state="rollgym.envs.games.private:negotiation_private",
+        grader="pure",
+        reward_floor=0.35,  # a fixed proposal gets a deal from the fair bot: 0.265 a game over 40 seeds (oracle 0.706)
     )

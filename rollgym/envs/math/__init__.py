@@ -67,4 +67,6 @@ for _version, _note in _VERSIONS:
                 components=_components,
                 kwargs={"dataset": _dataset, "rules": _version},
                 oracle=_ORACLE,
+                private_state="rollgym.core.private:task_answer",
+                grader="pure",  # the reward is a verifier of the text; the python tool never grades
             )

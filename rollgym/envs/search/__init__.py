@@ -10,7 +10,8 @@ from typing import Any
 from rollgym.core.registration import register_env
 
 _POLICIES: dict[str, Any] = {"oracle": "rollgym.envs.search.policies:oracle_policy",
-             "random_policy": "rollgym.envs.search.policies:random_policy"}
+             "random_policy": "rollgym.envs.search.policies:random_policy",
+             "private_state": "rollgym.envs.search.private:search_private", "grader": "pure"}
 
 _SUPERSEDED = " Superseded by -v1: F1 partial credit without the hedge guard."
 for _version, _guard, _note in [("v1", True, ""), ("v0", False, _SUPERSEDED)]:
@@ -28,4 +29,5 @@ register_env("SearchParallel-v0", "rollgym.envs.search.parallel:ParallelSearchEn
                          "whose look-ups are independent (parallel tool calls in a round); optional reward for "
                          "fewer rounds at equal accuracy.",
              oracle="rollgym.envs.search.parallel_policies:parallel_oracle",
-             random_policy="rollgym.envs.search.policies:random_policy")
+             random_policy="rollgym.envs.search.policies:random_policy",
+             private_state="rollgym.envs.search.private:search_private", grader="pure")

@@ -155,4 +155,6 @@ for _id, (_rows, _cols), _text in [
         kwargs={"box_rows": _rows, "box_cols": _cols},
         oracle="rollgym.envs.sudoku.env:oracle_policy",
         random_policy="rollgym.envs.sudoku.env:random_policy",
+        private_state="rollgym.core.private:task_answer",
+        grader="pure",
     )

@@ -20,7 +20,8 @@ _COMPONENTS = ["rollgym.envs.tools.env", "rollgym.envs.tools.api", "rollgym.envs
                "rollgym.envs.tools.apps.supervisor", "rollgym.core.toolschema",
                "rollgym.verifiers.statediff", "rollgym.verifiers.rubric"]
 _POLICIES: dict[str, Any] = {"oracle": "rollgym.envs.tools.policies:oracle_policy",
-             "random_policy": "rollgym.envs.tools.policies:random_policy"}
+             "random_policy": "rollgym.envs.tools.policies:random_policy",
+             "private_state": "rollgym.core.private:task_answer", "grader": "pure"}
 _SCENARIOS = {"contacts": "Contacts", "email": "Email", "calendar": "Calendar", "payments": "Payments",
               "notes": "Notes", "shopping": "Shopping", "cross_app": "CrossApp"}
 SCENARIO_IDS = {family: f"ToolWorld-{name}-v1" for family, name in _SCENARIOS.items()}

@@ -15,4 +15,5 @@ for _rules, _note in (("v1", ""), ("v0", _SUPERSEDED)):
                              "the exact call, refuse what policy forbids, dual control; graded by state diff and "
                              "conversation checks. Split test_unseen holds the calendar domain." + _note,
                  oracle="rollgym.envs.usersim.policies:oracle_policy",
-                 random_policy="rollgym.envs.usersim.policies:random_policy")
+                 random_policy="rollgym.envs.usersim.policies:random_policy",
+                 private_state="rollgym.core.private:task_answer", grader="pure")

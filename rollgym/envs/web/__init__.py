@@ -51,6 +51,9 @@ for _name, _sites, _what in _SITES:
             kwargs={"sites": _sites, "collateral_gates": _gates, "site_gate": _site_gate},
             oracle="rollgym.envs.web.reference:reference_policy",
             random_policy="rollgym.envs.web.reference:random_action",
+            private_state="rollgym.core.private:task_answer",
+            grader="pure",  # a diff of the site's database, read by the server, never by the page
+            cost="heavy",  # a real Chromium per episode
         )
 
 _GEN_COMPONENTS = [
@@ -80,4 +83,7 @@ register_env(
     components=_GEN_COMPONENTS,
     oracle="rollgym.envs.web.gen.reference:reference_policy",
     random_policy="rollgym.envs.web.reference:random_action",
+    private_state="rollgym.core.private:task_answer",
+    grader="pure",
+    cost="heavy",
 )

@@ -12,4 +12,6 @@ register_env(
     "rollgym.envs.worldmodel.env:WorldModelEnv",
     description="Predict a robot's multi-view camera frames from its actions; scored by SSIM/PSNR over copy-last.",
     family="worldmodel",
+    private_state="rollgym.core.private:no_private_state",
+    grader="pure",
 )

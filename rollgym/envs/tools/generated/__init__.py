@@ -26,7 +26,8 @@ _COMPONENTS = [f"{_HERE}.{m}" for m in ("domains", "schema", "store", "tools", "
     "rollgym.envs.tools.tasks.base", "rollgym.envs.tools.world", "rollgym.core.toolschema",
     "rollgym.core.seeding", "rollgym.verifiers.statediff", "rollgym.verifiers.rubric"]
 _POLICIES: dict[str, Any] = {"oracle": f"{_HERE}.policies:oracle_policy",
-                             "random_policy": "rollgym.envs.tools.policies:random_policy"}
+                             "random_policy": "rollgym.envs.tools.policies:random_policy",
+                             "private_state": "rollgym.core.private:task_answer", "grader": "pure"}
 _GROUPS = {"lookup": "Lookup", "edit": "Edit", "action": "Action", "chain": "Chain", "cross_app": "CrossApp"}
 SCENARIO_IDS = {group: f"ToolGen-{name}-v0" for group, name in _GROUPS.items()}
 """The id of each scenario group."""
