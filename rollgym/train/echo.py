@@ -35,7 +35,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.credit import TokenAdvantages, layout
 
-__all__ = ["EchoShaping", "echo_advantages"]
+__all__ = ["EchoShaping", "confidence_clip_high", "echo_advantages"]
 
 
 def _sampled(traj: Trajectory) -> tuple[list[int], list[float]]:
@@ -113,3 +113,28 @@ class EchoShaping:
 
     def __call__(self, groups: Sequence[RolloutGroup], advantages: Mapping[str, float]) -> Any:
         return echo_advantages(groups, advantages, alpha=self.alpha, gamma=self.gamma, bound=self.bound)
+
+
+def confidence_clip_high(old_logprobs: Any, mask: Any, clip_high: float, kappa: float) -> Any:
+    """ECHO's confidence-adaptive clipping: a ``[batch, 1]`` upper clip ``clip_high * (1 - kappa * c_row)``.
+
+    ``c_row`` is the row's confidence, ``exp`` of the mean behaviour logprob over its loss-mask
+    tokens (1 for a row without any). A row the policy was already sure of gets a tighter upper
+    bound on its ratio, so one step cannot sharpen it as far; an unsure row keeps nearly all of
+    ``clip_high``. ``kappa = 0`` gives ``clip_high`` on every row.
+
+    Example:
+        >>> import math, torch
+        >>> old = torch.tensor([[math.log(0.5), math.log(0.5)], [math.log(0.1), 0.0]])
+        >>> [round(x, 6) for x in confidence_clip_high(old, torch.tensor([[1, 1], [1, 0]]), 0.2, 0.5).flatten().tolist()]
+        [0.15, 0.19]
+    """
+    import torch
+
+    if not 0.0 <= kappa < 1.0:
+        raise ConfigError(f"kappa must be in [0, 1), got {kappa!r}.")
+    m = mask.to(old_logprobs.dtype)
+    count = m.sum(-1, keepdim=True)
+    mean = (old_logprobs * m).sum(-1, keepdim=True) / count.clamp(min=1.0)
+    confidence = torch.where(count > 0, mean.exp(), torch.ones_like(mean))
+    return clip_high * (1.0 - kappa * confidence)

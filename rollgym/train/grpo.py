@@ -50,6 +50,7 @@ from rollgym.rollout.selfplay import split_by_role
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import RoleBaselines, Scale, group_advantages, role_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
+from rollgym.train.echo import confidence_clip_high
 from rollgym.train.figures import save_figure
 from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
 from rollgym.train.rollouts import collect_groups
@@ -95,6 +96,9 @@ class GRPOConfig:
             role-conditioned advantage estimation: a running baseline per game and role; ``scale``
             and ``by_source`` do not apply).
         rae_decay: The decay (SPIRAL's alpha) of the ``"rae"`` baselines, in [0, 1).
+        confidence_clip: ECHO's confidence-adaptive clipping, ``kappa`` in [0, 1): each row's upper clip
+            becomes ``clip_high * (1 - kappa * c)``, ``c`` the row's confidence (the geometric-mean
+            behaviour probability of its tokens; :func:`rollgym.train.echo.confidence_clip_high`). 0 is off.
     """
 
     learning_rate: float = 1e-5
@@ -118,6 +122,7 @@ class GRPOConfig:
     distill_coef: float | None = None
     advantage: str = "group"
     rae_decay: float = 0.95
+    confidence_clip: float = 0.0
 
     def __post_init__(self) -> None:
         if self.advantage not in ADVANTAGES:
@@ -137,6 +142,8 @@ class GRPOConfig:
             raise ConfigError(f"distill_top_k must be at least 1, got {self.distill_top_k}.")
         if self.teacher_credit not in ("none", "add", "reweight"):
             raise ConfigError(f"teacher_credit must be 'none', 'add' or 'reweight', got {self.teacher_credit!r}.")
+        if not 0.0 <= self.confidence_clip < 1.0:
+            raise ConfigError(f"confidence_clip must be in [0, 1), got {self.confidence_clip!r}.")
         if self.learning_rate <= 0:
             raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
         if self.micro_batch_size < 1:
@@ -333,8 +340,11 @@ class GRPOTrainer:
                     adv = teacher_credit_tensor(adv, old, teacher_lp, mask * where,
                                                 mode=cfg.teacher_credit, coef=cfg.teacher_credit_coef,
                                                 bound=cfg.teacher_credit_bound)
+            clip_high: Any = cfg.clip_high
+            if cfg.confidence_clip > 0:
+                clip_high = confidence_clip_high(old, mask, cfg.clip_high, cfg.confidence_clip)
             loss, part = grpo_loss(new, old, adv, mask, ref_logprobs=ref, clip_low=cfg.clip_low,
-                                   clip_high=cfg.clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
+                                   clip_high=clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
                                    teacher_logprobs=teacher_lp, distill_reverse_kl=cfg.distill_reverse_kl,
                                    distill_mask=where, forward_kl=forward_kl,
                                    distill_forward_kl=cfg.distill_forward_kl)
