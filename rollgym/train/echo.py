@@ -126,7 +126,8 @@ def confidence_clip_high(old_logprobs: Any, mask: Any, clip_high: float, kappa: 
     Example:
         >>> import math, torch
         >>> old = torch.tensor([[math.log(0.5), math.log(0.5)], [math.log(0.1), 0.0]])
-        >>> [round(x, 6) for x in confidence_clip_high(old, torch.tensor([[1, 1], [1, 0]]), 0.2, 0.5).flatten().tolist()]
+        >>> high = confidence_clip_high(old, torch.tensor([[1, 1], [1, 0]]), 0.2, 0.5)
+        >>> [round(x, 6) for x in high.flatten().tolist()]
         [0.15, 0.19]
     """
     import torch
