@@ -213,6 +213,7 @@ class Branch:
         self._prefix: tuple[list[int], list[float], list[float]] | None = None
         self.injected = 0
         self.pruned = False
+        self.shared_turns = 0  # the agent's turn records this branch shares with its parent
 
     @classmethod
     def start(cls, env: Any, agent: Any, *, seed: int | None, agent_seed: int | None = None, env_id: str = "",
@@ -264,6 +265,7 @@ class Branch:
         ep.task = self.episode.task
         child = Branch(env, agent, ep, seed=self.seed, env_id=self.env_id, traj_id=traj_id, group_id=self.group_id,
                        parent_id=self.traj_id, fork_point=ForkPoint(self.turn, len(prefix_ids)))
+        child.shared_turns = len(getattr(agent, "turns", None) or []) or self.turn
         if prefix_ids or injected_ids:
             aact = getattr(agent, "aact", None)
             if not callable(aact) or "prefix_ids" not in inspect.signature(aact).parameters:
@@ -334,7 +336,7 @@ class Branch:
         if point is None:
             return 0
         turns = getattr(self.agent, "turns", None) or []
-        return sum(len(getattr(t, "output_ids", ())) for t in turns[:point.turn]) + point.token + self.injected
+        return sum(len(getattr(t, "output_ids", ())) for t in turns[:self.shared_turns]) + point.token + self.injected
 
     def trajectory(self, sample_idx: int = 0) -> Trajectory:
         """The episode as a :class:`Trajectory`, the shared prefix masked (see the module docstring)."""
@@ -347,7 +349,10 @@ class Branch:
         traj.parent_id, traj.fork_turn, traj.fork_token = self.parent_id, self.fork_point.turn, self.fork_point.token
         point = self.fork_point
         if traj.metrics.get("per_turn_rows"):  # the row is the last turn alone: only a prefix kept in it is shared
-            shared = point.token if point.turn == len(traj.turns) - 1 else 0
+            shared = point.token if self.shared_turns == len(traj.turns) - 1 else 0
+            # a trainer's per-turn rows skip the shared turns and mask the kept prefix (rollgym.train.grpo)
+            traj.metrics["shared_turns"] = self.shared_turns
+            traj.metrics["shared_prefix"] = point.token + self.injected
         else:  # the earlier turns' sampled and env tokens, then the kept part of the forked reply
             shared = sum(len(t.output_ids) + len(t.obs_ids) for t in traj.turns[:point.turn]) + point.token
         shared = min(shared, len(traj.completion_ids))
@@ -467,7 +472,11 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
                 return pruner.check(b.traj_id, getattr(b.agent, "turns", None) or [], skip=b.own_start())
         traj = await branch.aplay(snapshots=snapshots, should_stop=stop)
         turns = getattr(branch.agent, "turns", None)  # the agent's own records carry the entropies
-        return traj, snapshots, list(turns) if turns and len(turns) == len(traj.turns) else list(traj.turns)
+        turns = list(turns) if turns and len(turns) == len(traj.turns) else list(traj.turns)
+        summaries = set(getattr(branch.agent, "summary_turns", ()))  # ReSum's summaries are not episode turns
+        if summaries:  # and a reply after one is not forked inside (its snapshot is from before the summary)
+            turns = [_NoCandidates() if i - 1 in summaries else t for i, t in enumerate(turns) if i not in summaries]
+        return traj, snapshots, turns
 
     if base.done:
         return [base.trajectory()]
@@ -508,6 +517,13 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
     for i, t in enumerate(out):
         t.sample_idx = i
     return out
+
+
+class _NoCandidates:
+    """A turn that offers no fork point."""
+
+    output_ids: tuple[int, ...] = ()
+    output_logprobs: tuple[float, ...] = ()
 
 
 def _widths(echo: EchoOptions | None, per_index: dict[int, list[tuple[ForkPoint, float]]],

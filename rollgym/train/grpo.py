@@ -178,10 +178,13 @@ def _rows_of(traj: Trajectory, advantage: float, tokens: list[float] | None = No
              prefix: list[int] | None = None, where: list[float] | None = None) -> list[Row]:
     if traj.metrics.get("per_turn_rows"):
         rows = []
-        for t, (start, n, _) in zip(traj.turns, layout(traj)):
-            if not t.output_ids:
+        # a branch's shared turns are trained in its parent, and so is the prefix it kept of the next one
+        shared, kept = int(traj.metrics.get("shared_turns", 0)), int(traj.metrics.get("shared_prefix", 0))
+        for i, (t, (start, n, _)) in enumerate(zip(traj.turns, layout(traj))):
+            if not t.output_ids or i < shared:
                 continue
-            rows.append(Row(list(t.prompt_ids), list(t.output_ids), [1] * n,
+            mask = [0] * min(kept, n) + [1] * max(0, n - kept) if i == shared and kept else [1] * n
+            rows.append(Row(list(t.prompt_ids), list(t.output_ids), mask,
                             list(t.output_logprobs) or [0.0] * n, advantage, traj.source,
                             None if tokens is None else _fit(tokens[start : start + n], n), prefix, traj.traj_id,
                             None if where is None else _fit(where[start : start + n], n)))
