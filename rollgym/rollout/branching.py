@@ -450,7 +450,10 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
     ``echo`` turns on ECHO's controls (:mod:`rollgym.rollout.echo`): adaptive branch width (a fork
     point gets :func:`~rollgym.rollout.echo.branch_width` children) and online confidence pruning
     (pruned trajectories carry ``metrics["pruned"]``; :func:`~rollgym.rollout.echo.tree_stats` counts
-    them). ``None`` (the default) grows exactly the tree it grew before these options existed.
+    them). With either on, a round whose newest branches offer no fork point (pruned, or none left after
+    their own fork point) refills from the unpruned trajectories' unused points, so the budget that pruning
+    frees is spent on the kept lines. ``None`` (the default) grows exactly the tree it grew before these
+    options existed.
     """
     rng = rng or np.random.default_rng(agent_seed)
     pruner = Pruner(echo) if echo is not None and echo.prune_below is not None else None
@@ -486,17 +489,22 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
     done = list(await asyncio.gather(*(play(b) for b in starts)))
     spent = sum(sampled_tokens(t) for t, _, _ in done)
     frontier = list(range(len(done)))
-    while spent < token_budget and frontier and len(done) < max_trajectories:
+    used: dict[int, set[ForkPoint]] = {}  # with ECHO's options: points already forked, so a refill picks new ones
+    active = echo is not None and (echo.adaptive_width or echo.prune_below is not None)
+
+    def children(frontier: list[int]) -> list[Branch]:
         new: list[Branch] = []
         if pruner is not None:  # a pruned trajectory is not forked again
             frontier = [i for i in frontier if not done[i][0].metrics.get("pruned")]
-        per_index = {i: [(p, score) for p, score in fork_candidates(done[i][2], level=level) if _own(done[i][0], p)]
-                     for i in frontier}
+        per_index = {i: [(p, score) for p, score in fork_candidates(done[i][2], level=level)
+                         if _own(done[i][0], p) and p not in used.get(i, ())] for i in frontier}
         widths = _widths(echo, per_index, done)
         for index in frontier:
             traj, snapshots, turns = done[index]
             candidates = per_index[index]
             for point in select_forks(candidates, forks_per_round, min_gap=min_gap, rule=rule, rng=rng):
+                if active:
+                    used.setdefault(index, set()).add(point)
                 for _ in range(widths(point, candidates)):
                     if point.turn >= len(snapshots) or len(done) + len(new) >= max_trajectories:
                         continue
@@ -507,6 +515,12 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
                         prefix_entropies=list(getattr(turn, "output_entropies", [])[:keep]))
                     child.parent_id = traj.traj_id
                     new.append(child)
+        return new
+
+    while spent < token_budget and frontier and len(done) < max_trajectories:
+        new = children(frontier)
+        if not new and active:  # the newest branches were pruned or spent: refill from the kept ones
+            new = children(list(range(len(done))))
         if not new:
             break
         results = await asyncio.gather(*(play(b) for b in new))

@@ -20,7 +20,8 @@ controls to entropy forking (:func:`rollgym.rollout.branching.agrow_tree` has th
   live episode stops there (``truncated``, ``info["truncated_by"] == "pruned"``), a finished one
   is not forked again. Pruned trajectories stay in the result with ``metrics["pruned"]`` set (their
   tokens were sampled); :func:`tree_stats` counts them. The pruner never prunes the last
-  trajectory of a tree that is not pruned, so a tree always keeps one line of play.
+  trajectory of a tree that is not pruned, so a tree always keeps one line of play. When a round's
+  newest branches offer no fork point, the tree refills from the kept trajectories' unused points.
 
 Token confidence is the probability of the sampled token, ``exp(logprob)``: ECHO uses the mean
 mass of the top-k tokens, which the backends do not report; the sampled token's probability is
