@@ -94,7 +94,7 @@ EXPERIMENT = Experiment(
     prepare=countdown.prepare,
     run=run,
     configs={
-        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 120, "token_budget": 64, "roots": 2, "forks": 2,
+        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 40, "token_budget": 64, "roots": 2, "forks": 2,
                  "min_gap": 2, "eval_tasks": 300, "max_width": 3, "prune_below": 0.8, "tail_window": 8,
                  "patience": 2},
         "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "forks": 2, "min_gap": 2,
@@ -103,7 +103,7 @@ EXPERIMENT = Experiment(
     seeds=8,
     plot_curves=False,
     notes="The setting of the branching experiment (the same warm-up, temperature 0.7, max 16 tokens a reply, "
-          "budget 64 policy-sampled tokens per task, rollouts counted while they fit) on 120 tasks per seed. "
+          "budget 64 policy-sampled tokens per task, rollouts counted while they fit) on 40 tasks per seed. "
           "tree-width and tree-echo: max width 3; tree-echo prunes below a tail confidence of 0.8 (the mean "
           "probability of the last 8 sampled tokens), patience 2 along the tree path. The threshold was set "
           "before this run from a pilot on other tasks (training-task seed 99, 240 root rollouts): there the "
