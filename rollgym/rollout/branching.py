@@ -26,8 +26,12 @@ what follows. This module gives the pieces:
 - :func:`agrow_tree`: roots, then forks at the selected points, until a token budget is spent.
 - ReSum-style branches: ``Branch.fork(injected_ids=...)`` continues a reply after tokens the
   policy did not sample (a summarization phrase injected at a fork point); they are masked.
-  ReSum's other branch, one that suppresses a phrase the model did sample, needs a logit
-  bias the backends do not take and is not provided.
+  Context-level ReSum (summarize when the context outgrows a window, branch at the summary
+  points, masked and injected contrastive branches) is :mod:`rollgym.agents.resum` and
+  :mod:`rollgym.rollout.resum`; suppressing a phrase inside a reply would need a logit bias the
+  backends do not take.
+- ECHO's adaptive branch width and confidence pruning: ``agrow_tree(..., echo=EchoOptions(...))``
+  (:mod:`rollgym.rollout.echo`).
 
 Branch trajectories record ``parent_id``, ``fork_turn``, ``fork_token`` and
 ``shared_tokens`` (see :class:`~rollgym.rollout.types.Trajectory`). **Loss-mask choice:**
