@@ -132,3 +132,17 @@ def test_bad_options_say_which_field() -> None:
         EchoOptions(prune_below=1.5)
     with pytest.raises(ConfigError, match="base_width"):
         EchoOptions(base_width=5, max_width=4)
+
+
+def test_pruned_lines_free_their_budget_for_the_kept_ones(tiny_backend: Any) -> None:
+    """Every sample of the untrained tiny model is unsure: all lines but one are pruned, and the budget goes on it."""
+    from rollgym.rollout.branching import sampled_tokens
+
+    agent = ChatAgent(tiny_backend, SamplingParams(max_tokens=12))
+    trajs = grow_tree(rollgym.make("Countdown-v0"), agent, seed=5, roots=3, token_budget=80, forks_per_round=1,
+                      group_id="g", agent_seed=2, echo=EchoOptions(prune_below=0.99, patience=1))
+    kept = [t for t in trajs if not t.metrics.get("pruned")]
+    assert len(kept) == 1  # never the last one
+    assert all(t.parent_id is None or t.parent_id == kept[0].traj_id for t in trajs)  # forks only from the kept line
+    assert sum(sampled_tokens(t) for t in trajs) >= 80  # the tree refilled from its unused points until the budget
+    assert tree_stats(trajs)["pruned"] == len(trajs) - 1
