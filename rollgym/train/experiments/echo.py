@@ -102,12 +102,14 @@ EXPERIMENT = Experiment(
     },
     seeds=8,
     plot_curves=False,
-    notes="The setting of the branching experiment (the same warm-up, temperature 0.7, max 16 tokens a reply, "
+    notes="The setting of the branching experiment (its warm-up recipe, temperature 0.7, max 16 tokens a reply, "
           "budget 64 policy-sampled tokens per task, rollouts counted while they fit) on 40 tasks per seed. "
           "tree-width and tree-echo: max width 3; tree-echo prunes below a tail confidence of 0.8 (the mean "
           "probability of the last 8 sampled tokens), patience 2 along the tree path. The threshold was set "
           "before this run from a pilot on other tasks (training-task seed 99, 240 root rollouts): there the "
           "tail confidence's quartiles were 0.78, 0.82 and 0.86, and 3% of the rollouts under 0.8 were "
           "correct against 25% above. Token confidence is the sampled token's probability (ECHO's top-k "
-          "mass is not reported by the backends). Sampling only, no training step.",
+          "mass is not reported by the backends). Sampling only, no training step. The four arms share one "
+          "warm-up; its hash differs from the one branching.json records (another machine, issue 45), so the "
+          "two experiments' figures are not paired with each other.",
 )
