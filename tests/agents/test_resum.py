@@ -129,5 +129,6 @@ def test_the_experiment_counts_answers_only_while_replies_and_summaries_fit_the_
 
     turns = [SimpleNamespace(output_ids=[1] * n) for n in (5, 6, 5)]  # an answer, a summary, an answer
     traj = SimpleNamespace(step_rewards=[0.0, 1.0], metrics={"summary_turns": [1]})
-    assert _solved_within(traj, turns, 16) == (True, 2)  # 5 + 6 + 5: the second answer fits, and is right
-    assert _solved_within(traj, turns, 15) == (False, 1)  # the summary's tokens count: the right answer does not fit
+    assert _solved_within(traj, turns, 16) == (True, 2, 1)  # 5 + 6 + 5: the second answer fits, and is right
+    assert _solved_within(traj, turns, 15) == (False, 1, 1)  # the summary's tokens count: the right answer does not
+    assert _solved_within(traj, turns, 10) == (False, 1, 0)  # fit, nor the summary with 10

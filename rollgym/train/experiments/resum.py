@@ -60,20 +60,22 @@ def _retry_env(config: dict[str, Any]) -> Any:
     return RetryCountdown()
 
 
-def _solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int]:
-    """Whether an answer made within ``budget`` sampled tokens (summaries counted) was correct; the answers made."""
-    spent, answers, rewards = 0, 0, list(traj.step_rewards)
+def _solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int, int]:
+    """Whether an answer made within ``budget`` sampled tokens (summaries counted) was correct; the answers and
+    the summaries made within it."""
+    spent, answers, made, rewards = 0, 0, 0, list(traj.step_rewards)
     summaries = set(traj.metrics.get("summary_turns", ()))
     for i, turn in enumerate(turns):
         spent += len(turn.output_ids)
         if spent > budget:
             break
         if i in summaries:
+            made += 1
             continue
         if answers < len(rewards) and rewards[answers] > 0:
-            return True, answers + 1
+            return True, answers + 1, made
         answers += 1
-    return False, answers
+    return False, answers, made
 
 
 def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
@@ -113,10 +115,8 @@ def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any
             traj = await root.aplay()
         finally:
             env.close()
-        summaries = list(getattr(agent, "summary_turns", []))
-        traj.metrics["summary_turns"] = summaries
-        solved, answers = _solved_within(traj, list(agent.turns), budget)
-        return solved, answers, len(summaries)
+        traj.metrics["summary_turns"] = list(getattr(agent, "summary_turns", []))
+        return _solved_within(traj, list(agent.turns), budget)
 
     async def everything() -> list[tuple[bool, int, int]]:
         return list(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
@@ -142,14 +142,16 @@ EXPERIMENT = Experiment(
     prepare=countdown.prepare,
     run=run,
     configs={
-        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 40, "token_budget": 64, "roots": 2, "attempts": 8,
-                 "window": 96, "eval_tasks": 300},
-        "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "attempts": 4, "window": 96},
+        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 40, "token_budget": 128, "roots": 2, "attempts": 12,
+                 "window": 128, "eval_tasks": 300},
+        "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "attempts": 4, "window": 64},
     },
     seeds=8,
     plot_curves=False,
     notes="The branching experiment's warm-up recipe, temperature 0.7, max 16 tokens a reply and a summary, "
-          "budget 64 policy-sampled tokens per task (about four answers), 40 tasks per seed. Retry episodes allow "
-          "8 answers; the budget is counted over the turns in order (a summary's tokens count), and an answer "
-          "counts when its tokens fit. The window (96 context tokens) is reached after about two answers.",
+          "budget 128 policy-sampled tokens per task, 40 tasks per seed. Retry episodes allow 12 answers; the "
+          "budget is counted over the turns in order (a summary's tokens count), and an answer or a summary "
+          "counts when its tokens fit. Window 128 context tokens: in a pilot episode (training-task seed 99) the "
+          "first prompt held 34 tokens and each retry added about 55, the context after a summary about 101, so "
+          "the first summary comes before the third answer and then one before every answer.",
 )
