@@ -26,8 +26,12 @@ what follows. This module gives the pieces:
 - :func:`agrow_tree`: roots, then forks at the selected points, until a token budget is spent.
 - ReSum-style branches: ``Branch.fork(injected_ids=...)`` continues a reply after tokens the
   policy did not sample (a summarization phrase injected at a fork point); they are masked.
-  ReSum's other branch, one that suppresses a phrase the model did sample, needs a logit
-  bias the backends do not take and is not provided.
+  Context-level ReSum (summarize when the context outgrows a window, branch at the summary
+  points, masked and injected contrastive branches) is :mod:`rollgym.agents.resum` and
+  :mod:`rollgym.rollout.resum`; suppressing a phrase inside a reply would need a logit bias the
+  backends do not take.
+- ECHO's adaptive branch width and confidence pruning: ``agrow_tree(..., echo=EchoOptions(...))``
+  (:mod:`rollgym.rollout.echo`).
 
 Branch trajectories record ``parent_id``, ``fork_turn``, ``fork_token`` and
 ``shared_tokens`` (see :class:`~rollgym.rollout.types.Trajectory`). **Loss-mask choice:**
@@ -53,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from rollgym.core.errors import RollgymError
+from rollgym.rollout.echo import EchoOptions, Pruner, branch_width, sequence_confidence
 from rollgym.rollout.episode import EpisodeLimits, _Episode, _reset_kwargs
 from rollgym.rollout.types import Trajectory
 
@@ -211,6 +216,8 @@ class Branch:
         self.parent_id, self.fork_point = parent_id, fork_point
         self._prefix: tuple[list[int], list[float], list[float]] | None = None
         self.injected = 0
+        self.pruned = False
+        self.shared_turns = 0  # the agent's turn records this branch shares with its parent
 
     @classmethod
     def start(cls, env: Any, agent: Any, *, seed: int | None, agent_seed: int | None = None, env_id: str = "",
@@ -262,6 +269,7 @@ class Branch:
         ep.task = self.episode.task
         child = Branch(env, agent, ep, seed=self.seed, env_id=self.env_id, traj_id=traj_id, group_id=self.group_id,
                        parent_id=self.traj_id, fork_point=ForkPoint(self.turn, len(prefix_ids)))
+        child.shared_turns = len(getattr(agent, "turns", None) or []) or self.turn
         if prefix_ids or injected_ids:
             aact = getattr(agent, "aact", None)
             if not callable(aact) or "prefix_ids" not in inspect.signature(aact).parameters:
@@ -306,25 +314,49 @@ class Branch:
             return
         ep.give_reward()
 
-    async def aplay(self, *, snapshots: list[Branch] | None = None) -> Trajectory:
-        """Play to the end; with ``snapshots``, append a frozen copy of the episode before each reply."""
+    async def aplay(self, *, snapshots: list[Branch] | None = None,
+                    should_stop: Callable[[Branch], bool] | None = None) -> Trajectory:
+        """Play to the end; with ``snapshots``, append a frozen copy of the episode before each reply.
+
+        ``should_stop`` is asked after each reply (ECHO's online pruning, :class:`~rollgym.rollout.echo.Pruner`):
+        ``True`` marks the branch pruned and, if the episode is still going, ends it there
+        (``info["truncated_by"] == "pruned"``).
+        """
         while not self.done:
             if snapshots is not None and not self.episode.check_caps():
                 snapshots.append(self.fork(agent_seed=None, traj_id=f"{self.traj_id}@{self.turn}"))
             await self.aact()
             self.step()
+            if should_stop is not None and self.episode.failure is None and should_stop(self):
+                self.pruned = True
+                if not self.done:
+                    self.episode.done = True
+                    self.episode.info = {**self.episode.info, "truncated_by": "pruned"}
         return self.trajectory()
+
+    def own_start(self) -> int:
+        """Index, among the agent's sampled tokens, of the first one this branch sampled itself."""
+        point = self.fork_point
+        if point is None:
+            return 0
+        turns = getattr(self.agent, "turns", None) or []
+        return sum(len(getattr(t, "output_ids", ())) for t in turns[:self.shared_turns]) + point.token + self.injected
 
     def trajectory(self, sample_idx: int = 0) -> Trajectory:
         """The episode as a :class:`Trajectory`, the shared prefix masked (see the module docstring)."""
         traj = self.episode.trajectory(traj_id=self.traj_id, group_id=self.group_id, sample_idx=sample_idx,
                                        env_id=self.env_id, seed=self.seed, source="policy")
+        if self.pruned:
+            traj.metrics["pruned"] = True
         if self.parent_id is None or self.fork_point is None:
             return traj
         traj.parent_id, traj.fork_turn, traj.fork_token = self.parent_id, self.fork_point.turn, self.fork_point.token
         point = self.fork_point
         if traj.metrics.get("per_turn_rows"):  # the row is the last turn alone: only a prefix kept in it is shared
-            shared = point.token if point.turn == len(traj.turns) - 1 else 0
+            shared = point.token if self.shared_turns == len(traj.turns) - 1 else 0
+            # a trainer's per-turn rows skip the shared turns and mask the kept prefix (rollgym.train.grpo)
+            traj.metrics["shared_turns"] = self.shared_turns
+            traj.metrics["shared_prefix"] = point.token + self.injected
         else:  # the earlier turns' sampled and env tokens, then the kept part of the forked reply
             shared = sum(len(t.output_ids) + len(t.obs_ids) for t in traj.turns[:point.turn]) + point.token
         shared = min(shared, len(traj.completion_ids))
@@ -408,7 +440,8 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
                      agent_seed: int = 0, group_id: str = "", env_id: str = "", limits: EpisodeLimits | None = None,
                      options: dict[str, Any] | None = None, max_trajectories: int = 64,
                      rng: np.random.Generator | None = None,
-                     on_root: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
+                     on_root: Callable[[Trajectory], None] | None = None,
+                     echo: EchoOptions | None = None) -> list[Trajectory]:
     """Tree rollouts of one task: ``roots`` independent episodes, then forks until ``token_budget`` is spent.
 
     Each round forks every finished trajectory that has not been forked yet at its
@@ -417,8 +450,17 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
     the policy has sampled ``token_budget`` tokens in all (the shared prefixes are not counted
     again) or ``max_trajectories`` exist. Trajectories come back in creation order, roots first;
     branches carry ``parent_id`` and their fork point.
+
+    ``echo`` turns on ECHO's controls (:mod:`rollgym.rollout.echo`): adaptive branch width (a fork
+    point gets :func:`~rollgym.rollout.echo.branch_width` children) and online confidence pruning
+    (pruned trajectories carry ``metrics["pruned"]``; :func:`~rollgym.rollout.echo.tree_stats` counts
+    them). With either on, a round whose newest branches offer no fork point (pruned, or none left after
+    their own fork point) refills from the unpruned trajectories' unused points, so the budget that pruning
+    frees is spent on the kept lines. ``None`` (the default) grows exactly the tree it grew before these
+    options existed.
     """
     rng = rng or np.random.default_rng(agent_seed)
+    pruner = Pruner(echo) if echo is not None and echo.prune_below is not None else None
     base = Branch.start(env, agent, seed=seed, agent_seed=agent_seed, env_id=env_id, traj_id=f"{group_id}-r",
                         group_id=group_id, limits=limits, options=options)
     made = [0]
@@ -429,9 +471,19 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
 
     async def play(branch: Branch) -> tuple[Trajectory, list[Branch], list[Any]]:
         snapshots: list[Branch] = []
-        traj = await branch.aplay(snapshots=snapshots)
+        stop: Callable[[Branch], bool] | None = None
+        if pruner is not None:
+            pruner.adopt(branch.traj_id, branch.parent_id)
+
+            def stop(b: Branch) -> bool:
+                return pruner.check(b.traj_id, getattr(b.agent, "turns", None) or [], skip=b.own_start())
+        traj = await branch.aplay(snapshots=snapshots, should_stop=stop)
         turns = getattr(branch.agent, "turns", None)  # the agent's own records carry the entropies
-        return traj, snapshots, list(turns) if turns and len(turns) == len(traj.turns) else list(traj.turns)
+        turns = list(turns) if turns and len(turns) == len(traj.turns) else list(traj.turns)
+        summaries = set(getattr(branch.agent, "summary_turns", ()))  # ReSum's summaries are not episode turns
+        if summaries:  # and a reply after one is not forked inside (its snapshot is from before the summary)
+            turns = [_NoCandidates() if i - 1 in summaries else t for i, t in enumerate(turns) if i not in summaries]
+        return traj, snapshots, turns
 
     if base.done:
         return [base.trajectory()]
@@ -441,21 +493,38 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
     done = list(await asyncio.gather(*(play(b) for b in starts)))
     spent = sum(sampled_tokens(t) for t, _, _ in done)
     frontier = list(range(len(done)))
-    while spent < token_budget and frontier and len(done) < max_trajectories:
+    used: dict[int, set[ForkPoint]] = {}  # with ECHO's options: points already forked, so a refill picks new ones
+    active = echo is not None and (echo.adaptive_width or echo.prune_below is not None)
+
+    def children(frontier: list[int]) -> list[Branch]:
         new: list[Branch] = []
+        if pruner is not None:  # a pruned trajectory is not forked again
+            frontier = [i for i in frontier if not done[i][0].metrics.get("pruned")]
+        per_index = {i: [(p, score) for p, score in fork_candidates(done[i][2], level=level)
+                         if _own(done[i][0], p) and p not in used.get(i, ())] for i in frontier}
+        widths = _widths(echo, per_index, done)
         for index in frontier:
             traj, snapshots, turns = done[index]
-            candidates = [(p, score) for p, score in fork_candidates(turns, level=level) if _own(traj, p)]
+            candidates = per_index[index]
             for point in select_forks(candidates, forks_per_round, min_gap=min_gap, rule=rule, rng=rng):
-                if point.turn >= len(snapshots) or len(done) + len(new) >= max_trajectories:
-                    continue
-                turn, keep = turns[point.turn], point.token
-                child = snapshots[point.turn].fork(
-                    agent_seed=int(rng.integers(2**62)), traj_id=name("b"),
-                    prefix_ids=list(turn.output_ids[:keep]), prefix_logprobs=list(turn.output_logprobs[:keep]),
-                    prefix_entropies=list(getattr(turn, "output_entropies", [])[:keep]))
-                child.parent_id = traj.traj_id
-                new.append(child)
+                if active:
+                    used.setdefault(index, set()).add(point)
+                for _ in range(widths(point, candidates)):
+                    if point.turn >= len(snapshots) or len(done) + len(new) >= max_trajectories:
+                        continue
+                    turn, keep = turns[point.turn], point.token
+                    child = snapshots[point.turn].fork(
+                        agent_seed=int(rng.integers(2**62)), traj_id=name("b"),
+                        prefix_ids=list(turn.output_ids[:keep]), prefix_logprobs=list(turn.output_logprobs[:keep]),
+                        prefix_entropies=list(getattr(turn, "output_entropies", [])[:keep]))
+                    child.parent_id = traj.traj_id
+                    new.append(child)
+        return new
+
+    while spent < token_budget and frontier and len(done) < max_trajectories:
+        new = children(frontier)
+        if not new and active:  # the newest branches were pruned or spent: refill from the kept ones
+            new = children(list(range(len(done))))
         if not new:
             break
         results = await asyncio.gather(*(play(b) for b in new))
@@ -466,6 +535,30 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
     for i, t in enumerate(out):
         t.sample_idx = i
     return out
+
+
+class _NoCandidates:
+    """A turn that offers no fork point."""
+
+    output_ids: tuple[int, ...] = ()
+    output_logprobs: tuple[float, ...] = ()
+
+
+def _widths(echo: EchoOptions | None, per_index: dict[int, list[tuple[ForkPoint, float]]],
+            done: list[tuple[Trajectory, list[Branch], list[Any]]]
+            ) -> Callable[[ForkPoint, list[tuple[ForkPoint, float]]], int]:
+    """The number of children of a fork point this round: 1, or ECHO's adaptive width."""
+    if echo is None or not echo.adaptive_width:
+        return lambda point, candidates: 1
+    scores = [s for cands in per_index.values() for _, s in cands if math.isfinite(s)]
+    reference = sum(scores) / len(scores) if scores else 1.0
+    confidences = [c for _, _, turns in done if (c := sequence_confidence(turns)) is not None]
+    group = sum(confidences) / len(confidences) if confidences else 0.5
+
+    def width(point: ForkPoint, candidates: list[tuple[ForkPoint, float]]) -> int:
+        score = next((s for p, s in candidates if p == point), reference)
+        return branch_width(score, reference, group, base=echo.base_width, max_width=echo.max_width)
+    return width
 
 
 def _own(traj: Trajectory, point: ForkPoint) -> bool:

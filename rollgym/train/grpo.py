@@ -54,6 +54,7 @@ from rollgym.rollout.selfplay import split_by_role
 from rollgym.rollout.types import RolloutGroup, Trajectory
 from rollgym.train.advantages import RoleBaselines, Scale, group_advantages, role_advantages, zero_variance
 from rollgym.train.credit import TokenAdvantages, layout, teacher_credit_tensor
+from rollgym.train.echo import confidence_clip_high
 from rollgym.train.figures import save_figure
 from rollgym.train.loss import Aggregation, TopK, forward_kl_top_k, grpo_loss, top_k
 from rollgym.train.mismatch import Mismatch
@@ -105,6 +106,9 @@ class GRPOConfig:
             ``min(exp(logp_train - logp_behaviour), tis_cap)`` (detached) and the PPO ratio is taken against
             the trainer's own logprobs (:mod:`rollgym.train.loss`); ``None`` (default) disables it; 2.0 is
             a common choice.
+        confidence_clip: ECHO's confidence-adaptive clipping, ``kappa`` in [0, 1): each row's upper clip
+            becomes ``clip_high * (1 - kappa * c)``, ``c`` the row's confidence (the geometric-mean
+            behaviour probability of its tokens; :func:`rollgym.train.echo.confidence_clip_high`). 0 is off.
     """
 
     learning_rate: float = 1e-5
@@ -129,6 +133,7 @@ class GRPOConfig:
     advantage: str = "group"
     rae_decay: float = 0.95
     tis_cap: float | None = None
+    confidence_clip: float = 0.0
 
     def __post_init__(self) -> None:
         if self.tis_cap is not None and not self.tis_cap > 0:
@@ -150,6 +155,8 @@ class GRPOConfig:
             raise ConfigError(f"distill_top_k must be at least 1, got {self.distill_top_k}.")
         if self.teacher_credit not in ("none", "add", "reweight"):
             raise ConfigError(f"teacher_credit must be 'none', 'add' or 'reweight', got {self.teacher_credit!r}.")
+        if not 0.0 <= self.confidence_clip < 1.0:
+            raise ConfigError(f"confidence_clip must be in [0, 1), got {self.confidence_clip!r}.")
         if self.learning_rate <= 0:
             raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
         if self.micro_batch_size < 1:
@@ -184,10 +191,13 @@ def _rows_of(traj: Trajectory, advantage: float, tokens: list[float] | None = No
              prefix: list[int] | None = None, where: list[float] | None = None) -> list[Row]:
     if traj.metrics.get("per_turn_rows"):
         rows = []
-        for t, (start, n, _) in zip(traj.turns, layout(traj)):
-            if not t.output_ids:
+        # a branch's shared turns are trained in its parent, and so is the prefix it kept of the next one
+        shared, kept = int(traj.metrics.get("shared_turns", 0)), int(traj.metrics.get("shared_prefix", 0))
+        for i, (t, (start, n, _)) in enumerate(zip(traj.turns, layout(traj))):
+            if not t.output_ids or i < shared:
                 continue
-            rows.append(Row(list(t.prompt_ids), list(t.output_ids), [1] * n,
+            mask = [0] * min(kept, n) + [1] * max(0, n - kept) if i == shared and kept else [1] * n
+            rows.append(Row(list(t.prompt_ids), list(t.output_ids), mask,
                             list(t.output_logprobs) or [0.0] * n, advantage, traj.source,
                             None if tokens is None else _fit(tokens[start : start + n], n), prefix, traj.traj_id,
                             None if where is None else _fit(where[start : start + n], n)))
@@ -349,8 +359,11 @@ class GRPOTrainer:
                     adv = teacher_credit_tensor(adv, old, teacher_lp, mask * where,
                                                 mode=cfg.teacher_credit, coef=cfg.teacher_credit_coef,
                                                 bound=cfg.teacher_credit_bound)
+            clip_high: Any = cfg.clip_high
+            if cfg.confidence_clip > 0:
+                clip_high = confidence_clip_high(old, mask, cfg.clip_high, cfg.confidence_clip)
             loss, part = grpo_loss(new, old, adv, mask, ref_logprobs=ref, clip_low=cfg.clip_low,
-                                   clip_high=cfg.clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
+                                   clip_high=clip_high, beta=cfg.beta, aggregation=cfg.aggregation,
                                    teacher_logprobs=teacher_lp, distill_reverse_kl=cfg.distill_reverse_kl,
                                    distill_mask=where, forward_kl=forward_kl,
                                    distill_forward_kl=cfg.distill_forward_kl, tis_cap=cfg.tis_cap)

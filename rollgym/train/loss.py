@@ -99,8 +99,8 @@ def grpo_loss(
     mask: Any,
     *,
     ref_logprobs: Any = None,
-    clip_low: float = 0.2,
-    clip_high: float = 0.2,
+    clip_low: Any = 0.2,
+    clip_high: Any = 0.2,
     beta: float = 0.0,
     aggregation: Aggregation = "token",
     teacher_logprobs: Any = None,
@@ -118,6 +118,8 @@ def grpo_loss(
         new_logprobs, old_logprobs, mask: ``[batch, tokens]`` tensors (mask is 1 on policy tokens).
         advantages: ``[batch]`` (one per sequence) or ``[batch, tokens]``.
         ref_logprobs: ``[batch, tokens]`` reference-model logprobs, needed when ``beta > 0``.
+        clip_low, clip_high: The clip range ``[1 - clip_low, 1 + clip_high]``: floats, or ``[batch, 1]``
+            tensors for a range per row (:func:`rollgym.train.echo.confidence_clip_high`).
         teacher_logprobs: ``[batch, tokens]`` teacher logprobs of the sampled tokens, needed when
             ``distill_reverse_kl > 0``.
         distill_reverse_kl: Weight of the sampled-token reverse KL to the teacher.
@@ -151,7 +153,11 @@ def grpo_loss(
     log_ratio = (new_logprobs - anchor) * mask
     ratio = torch.exp(log_ratio)
     unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * adv
+    low: Any = 1.0 - clip_low
+    high: Any = 1.0 + clip_high
+    if torch.is_tensor(low) or torch.is_tensor(high):  # per-row ranges (ECHO's confidence-adaptive clipping)
+        low, high = torch.as_tensor(low, dtype=ratio.dtype), torch.as_tensor(high, dtype=ratio.dtype)
+    clipped = torch.clamp(ratio, low, high) * adv
     per_token = -tis * torch.minimum(unclipped, clipped)
     kl = torch.zeros_like(per_token)
     if beta > 0:

@@ -15,6 +15,10 @@ exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
 - ``selfplay``: SPIRAL's role-conditioned advantages against per-seat GRPO, a tabular policy in Kuhn poker self-play.
 - ``branching``: independent rollouts against entropy-forked and randomly forked tree rollouts (ECHO-style) at the
   same token budget per task (Countdown, tiny model).
+- ``echo``: ECHO's adaptive branch width and confidence pruning against plain entropy trees and independent
+  rollouts at the same token budget per task (Countdown, tiny model).
+- ``resum``: ReSum's summarize-and-continue against independent samples and in-context retries at the same
+  token budget per task (Countdown with retries, tiny model).
 
 Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/NAME.json``, the plot in
 ``docs/img/`` and the table in ``docs/experiments.md``.

@@ -520,6 +520,8 @@ EXPERIMENTS: dict[str, str] = {
     "realmodel-trl": "rollgym.train.experiments.realmodel_trl",
     "selfplay": "rollgym.train.experiments.selfplay",
     "branching": "rollgym.train.experiments.branching",
+    "echo": "rollgym.train.experiments.echo",
+    "resum": "rollgym.train.experiments.resum",
 }
 """Every experiment's module by name. They are imported by name only when asked for (:func:`get`): each
 imports this runner, which imports none of them, so the package's imports run one way."""

@@ -1,0 +1,157 @@
+"""ReSum's summarize-and-continue against independent samples and in-context retries, at the same token budget.
+
+The warmed-up tiny Countdown model of :mod:`~rollgym.train.experiments.countdown`, the same tasks for a seed
+and the same budget of policy-sampled tokens per task in every arm (replies and summaries alike); a task is
+solved when an attempt made within the budget is correct. Attempts come from :class:`RetryCountdown`: a
+wrong answer gets "That is not right. Try again." and the episode goes on, up to ``attempts`` answers.
+
+- ``independent``: fresh single-attempt episodes, as a GRPO group is sampled today.
+- ``retry``: one episode of attempts with a plain :class:`~rollgym.agents.chat.ChatAgent`; the context grows.
+- ``resum``: the same episode with a :class:`~rollgym.agents.resum.SummarizingAgent`: when the context
+  reaches ``window`` tokens the model summarizes and continues from the task and its summary.
+
+Sampling only, no training step. The tiny model was warmed up on single answers, so a retry and a
+summary are both new to it: the experiment asks whether the mechanism costs or buys anything at a fixed
+budget here, not whether a trained summarizer helps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rollgym.train.experiments import countdown
+from rollgym.train.experiments.branching import within_budget
+from rollgym.train.experiments.runner import ArmResult, Experiment
+
+ARMS = ("independent", "retry", "resum")
+RETRY = "That is not right. Try again."
+
+
+def _retry_env(config: dict[str, Any]) -> Any:
+    import gymnasium as gym
+
+    from rollgym.core.registration import make
+
+    class RetryCountdown(gym.Env):  # type: ignore[type-arg]
+        """Countdown with retries: each answer is graded on a fresh copy of the task; the first correct one ends."""
+
+        def __init__(self) -> None:
+            self.inner = make(config["env_id"], split="train", **config["env_kwargs"])
+            self.attempts = int(config["attempts"])
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+            self.seed, self.options, self.tries = seed, options, 0
+            return self.inner.reset(seed=seed, options=options)
+
+        def step(self, action: str) -> Any:
+            self.tries += 1
+            if self.tries > 1:
+                self.inner.reset(seed=self.seed, options=self.options)
+            _, reward, _, _, info = self.inner.step(action)
+            correct = bool(info.get("correct"))
+            done = correct or self.tries >= self.attempts
+            return ("" if done else RETRY), float(reward), done, False, {**info, "correct": correct,
+                                                                          "attempts": self.tries}
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return RetryCountdown()
+
+
+def _solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int, int]:
+    """Whether an answer made within ``budget`` sampled tokens (summaries counted) was correct; the answers and
+    the summaries made within it."""
+    spent, answers, made, rewards = 0, 0, 0, list(traj.step_rewards)
+    summaries = set(traj.metrics.get("summary_turns", ()))
+    for i, turn in enumerate(turns):
+        spent += len(turn.output_ids)
+        if spent > budget:
+            break
+        if i in summaries:
+            made += 1
+            continue
+        if answers < len(rewards) and rewards[answers] > 0:
+            return True, answers + 1, made
+        answers += 1
+    return False, answers, made
+
+
+def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
+    from rollgym.agents.backends.base import SamplingParams
+    from rollgym.agents.chat import ChatAgent
+    from rollgym.agents.resum import SummarizingAgent
+    from rollgym.core.registration import make
+    from rollgym.rollout.branching import Branch
+    from rollgym.rollout.episode import EpisodeLimits
+    from rollgym.train.experiments.branching import _independent
+
+    backend = countdown.fresh(ctx)
+    tasks = countdown.train_tasks(config, 0, seed, n=config["tasks"])
+    budget = config["token_budget"]
+    sampling = SamplingParams(max_tokens=config["max_tokens"], temperature=config["temperature"])
+    plain = ChatAgent(backend, sampling, system_prompt="")
+    summarizing = SummarizingAgent(backend, sampling, window=config["window"], summary_tokens=config["max_tokens"],
+                                   system_prompt="")
+
+    async def one(index: int, task: Any) -> tuple[bool, int, int]:
+        seed_of_task = seed * 1_000_003 + index
+        options = {"task": task}
+        if arm == "independent":
+            env = make(config["env_id"], split="train", **config["env_kwargs"])
+            try:
+                trajs = await _independent(env, plain.spawn(), seed=seed_of_task, options=options, budget=budget,
+                                           roots=config["roots"], agent_seed=seed_of_task, group_id=f"t{index}")
+            finally:
+                env.close()
+            kept = within_budget(trajs, budget)
+            return any(t.correct for t in kept), len(kept), 0
+        env = _retry_env(config)
+        agent = (summarizing if arm == "resum" else plain).spawn()
+        try:
+            root = Branch.start(env, agent, seed=seed_of_task, agent_seed=seed_of_task, group_id=f"t{index}",
+                                limits=EpisodeLimits(max_steps=config["attempts"]), options=options)
+            traj = await root.aplay()
+        finally:
+            env.close()
+        traj.metrics["summary_turns"] = list(getattr(agent, "summary_turns", []))
+        return _solved_within(traj, list(agent.turns), budget)
+
+    async def everything() -> list[tuple[bool, int, int]]:
+        return list(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
+
+    results = asyncio.run(everything())
+    n = len(results)
+    extras = {"answers_per_task": sum(a for _, a, _ in results) / n,
+              "summaries_per_task": sum(s for _, _, s in results) / n}
+    return ArmResult(sum(s for s, _, _ in results) / n, {"tasks": float(n)}, [], extras)
+
+
+EXPERIMENT = Experiment(
+    name="resum",
+    title="ReSum's summarize-and-continue against independent samples and in-context retries",
+    question="At the same budget of policy-sampled tokens per task, does one episode of retries that summarizes and "
+             "continues when its context reaches a window solve more tasks than independent samples, and than the "
+             "same retries in a growing context?",
+    metric="pass@budget",
+    arms=ARMS,
+    baseline="independent",
+    comparisons=(("resum", "independent"), ("resum", "retry"), ("retry", "independent")),
+    secondary=("answers_per_task", "summaries_per_task"),
+    prepare=countdown.prepare,
+    run=run,
+    configs={
+        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 40, "token_budget": 128, "roots": 2, "attempts": 12,
+                 "window": 128, "eval_tasks": 300},
+        "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "attempts": 4, "window": 64},
+    },
+    seeds=8,
+    plot_curves=False,
+    notes="The branching experiment's warm-up recipe, temperature 0.7, max 16 tokens a reply and a summary, "
+          "budget 128 policy-sampled tokens per task, 40 tasks per seed. Retry episodes allow 12 answers; the "
+          "budget is counted over the turns in order (a summary's tokens count), and an answer or a summary "
+          "counts when its tokens fit. Window 128 context tokens: in a pilot episode (training-task seed 99) the "
+          "first prompt held 34 tokens and each retry added about 55, the context after a summary about 101, so "
+          "the first summary comes before the third answer and then one before every answer.",
+)
