@@ -45,13 +45,23 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def resolve(spec: str) -> str:
+    """A model argument as a loadable path: a known name's folder, a folder in the model cache, or ``spec``."""
+    from pathlib import Path
+
+    from rollgym.agents.backends.catalog import model_dir, resolve_model
+
+    path = resolve_model(spec)
+    if path == spec and not Path(spec).expanduser().exists() and "/" not in spec and model_dir(spec).is_dir():
+        return str(model_dir(spec))
+    return path
+
+
 def _load_tokenizer(spec: str) -> Any:
     from transformers import AutoTokenizer
 
-    from rollgym.agents.backends.catalog import resolve_model
-
     try:
-        return AutoTokenizer.from_pretrained(resolve_model(spec))
+        return AutoTokenizer.from_pretrained(resolve(spec))
     except ConfigError:
         raise
     except (OSError, ValueError) as exc:
@@ -63,10 +73,8 @@ def _load_tokenizer(spec: str) -> Any:
 def _load_model(spec: str) -> Any:
     from transformers import AutoModelForCausalLM
 
-    from rollgym.agents.backends.catalog import resolve_model
-
     try:
-        return AutoModelForCausalLM.from_pretrained(resolve_model(spec))
+        return AutoModelForCausalLM.from_pretrained(resolve(spec))
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"Cannot load a model from {spec!r} ({first}); pass a model folder, a pulled model's "

@@ -208,20 +208,8 @@ class DiagnosticReport:
         return out
 
     def to_markdown(self) -> str:
-        """Two markdown tables: per teacher, then per question and teacher."""
-        lines = ["| teacher | rollouts (correct) | tokens | aligned d·Δ | helps | hurts | Δ on correct | Δ on wrong | "
-                 "reverse KL | forward KL | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for name, a in self.per_teacher().items():
-            lines.append(f"| {name} | {a.rollouts} ({a.correct}) | {a.tokens} | {a.aligned:+.3f} | {a.helps:.2f} | "
-                         f"{a.hurts:.2f} | {_fmt(a.delta_correct)} | {_fmt(a.delta_wrong)} | {a.reverse_kl:.3f} | "
-                         f"{a.forward_kl:.3f} | {a.verdict} |")
-        lines += ["", "| question | teacher | rollouts (correct) | aligned d·Δ | helps | hurts | verdict |",
-                  "|---|---|---|---|---|---|---|"]
-        for q, row in self.per_question().items():
-            for name, a in row.items():
-                lines.append(f"| {q} | {name} | {a.rollouts} ({a.correct}) | {a.aligned:+.3f} | {a.helps:.2f} | "
-                             f"{a.hurts:.2f} | {a.verdict} |")
-        return "\n".join(lines) + "\n"
+        """Two markdown tables: per teacher, then per question and teacher (:func:`render_markdown`)."""
+        return render_markdown(self.to_dict())
 
     def write_json(self, path: str | Path, *, tokens: bool = False) -> Path:
         """Write :meth:`to_dict` as indented JSON, atomically; return the path."""
@@ -275,6 +263,26 @@ class DiagnosticReport:
                  "wrong rollouts": [overall[n].helps_wrong for n in self.teachers]}
         return [("aligned signal d·Δ per question (> 0: helps)", "mean d·Δ (nats/token)", labels, aligned),
                 ("fraction of tokens where the teacher helps", "fraction of tokens", self.teachers, helps)]
+
+
+def render_markdown(data: Mapping[str, Any]) -> str:
+    """The two tables of :meth:`DiagnosticReport.to_markdown` from its JSON (:meth:`~DiagnosticReport.to_dict`).
+
+    Rows follow the order of the JSON's keys, so a report read back from a file renders the same every time.
+    """
+    lines = ["| teacher | rollouts (correct) | tokens | aligned d·Δ | helps | hurts | Δ on correct | Δ on wrong | "
+             "reverse KL | forward KL | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, a in data["teachers"].items():
+        lines.append(f"| {name} | {a['rollouts']} ({a['correct']}) | {a['tokens']} | {a['aligned']:+.3f} | "
+                     f"{a['helps']:.2f} | {a['hurts']:.2f} | {_fmt(a['delta_correct'])} | {_fmt(a['delta_wrong'])} | "
+                     f"{a['reverse_kl']:.3f} | {a['forward_kl']:.3f} | {a['verdict']} |")
+    lines += ["", "| question | teacher | rollouts (correct) | aligned d·Δ | helps | hurts | verdict |",
+              "|---|---|---|---|---|---|---|"]
+    for q, row in data["questions"].items():
+        for name, a in row.items():
+            lines.append(f"| {q} | {name} | {a['rollouts']} ({a['correct']}) | {a['aligned']:+.3f} | "
+                         f"{a['helps']:.2f} | {a['hurts']:.2f} | {a['verdict']} |")
+    return "\n".join(lines) + "\n"
 
 
 def _fmt(value: float | None) -> str:
@@ -392,11 +400,12 @@ def require_shared_tokenizer(student_tokenizer: Any, teacher_tokenizer: Any, nam
         return
     mine, theirs = _vocab(student_tokenizer), _vocab(teacher_tokenizer)
     if mine != theirs:
-        differ = sum(1 for k, v in mine.items() if theirs.get(k) != v) + sum(1 for k in theirs if k not in mine)
+        sizes = (f"{len(theirs)} against {len(mine)} tokens" if len(theirs) != len(mine)
+                 else f"{len(mine)} tokens each, with other ids")
         raise ConfigError(
-            f"Teacher {name!r} uses a different tokenizer from the student ({len(theirs)} against {len(mine)} tokens, "
-            f"{differ} differing), and the per-token diagnostic compares logprobs of the same token ids, so use a "
-            "teacher with the student's tokenizer or the student itself with privileged context (self:answer).")
+            f"Teacher {name!r} uses a different tokenizer from the student ({sizes}), and the per-token diagnostic "
+            "compares logprobs of the same token ids, so use a teacher with the student's tokenizer or the student "
+            "itself with privileged context (self:answer).")
 
 
 def _check_token_range(groups: Sequence[RolloutGroup], vocab_size: int) -> None:
