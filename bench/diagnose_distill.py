@@ -5,7 +5,8 @@ so that some rollouts are graded correct), tries Qwen2.5-Coder-0.5B-Instruct as 
 another tokenizer; the sentence is recorded), and scores every sampled token under the student
 itself with privileged context: the reference answer (``self:answer``) and the shortest successful
 sibling rollout (``self:sibling``), with the unchanged student (``self``) as the zero control.
-Writes the report (JSON) and its figure; docs/training.md's tables are rendered from the JSON.
+Writes the rollouts (gzipped results file), the report (JSON) and its figure; docs/training.md's tables
+are rendered from the JSON. ``--rollouts FILE`` scores an existing results file instead of sampling.
 
     python bench/diagnose_distill.py                      # about 5 minutes on 2 CPU cores
     python bench/diagnose_distill.py --n 2 --group-size 2 --out /tmp/diag   # a quick look
@@ -16,6 +17,7 @@ Not part of ``bench/run_all.py`` (it measures a signal, not a speed).
 from __future__ import annotations
 
 import argparse
+import gzip
 import time
 from pathlib import Path
 
@@ -41,7 +43,6 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rollouts", type=Path, default=None,
                         help="score this results file of the student instead of sampling new rollouts")
-    parser.add_argument("--keep-rollouts", action="store_true", help="keep the sampled rollouts' results file")
     parser.add_argument("--out", type=Path, default=None, help="folder for the report and figure (default: docs/)")
     args = parser.parse_args()
 
@@ -69,7 +70,11 @@ def main() -> int:
                           reply_prefix="<answer>")
         collect_async(agent, "Countdown-v0", args.n, args.group_size, split="test", seed=args.seed, concurrency=12,
                       max_steps=1, out=str(rollouts), env_kwargs=EASY)
-    sampled_s = time.perf_counter() - start
+        packed = rollouts.with_name(rollouts.name + ".gz")
+        packed.write_bytes(gzip.compress(rollouts.read_bytes(), mtime=0))
+        rollouts.unlink()
+        rollouts = packed
+    sampled_s = time.perf_counter() - start if args.rollouts is None else None
     groups = load_groups(rollouts)
 
     refused = {}
@@ -86,13 +91,13 @@ def main() -> int:
     report.meta.update({
         "student": args.student, "env_id": "Countdown-v0", "env_kwargs": EASY, "split": "test", "seed": args.seed,
         "group_size": args.group_size, "max_tokens": args.max_tokens, "temperature": args.temperature,
-        "reply_prefix": "<answer>", "refused_teachers": refused, "sample_s": round(sampled_s, 1),
-        "score_s": round(time.perf_counter() - start - sampled_s, 1),
+        "reply_prefix": "<answer>", "refused_teachers": refused,
+        "rollouts_file": str(rollouts.relative_to(ROOT)) if rollouts.is_relative_to(ROOT) else str(rollouts),
+        "sample_s": None if sampled_s is None else round(sampled_s, 1),
+        "score_s": round(time.perf_counter() - start - (sampled_s or 0.0), 1),
         "command": "python bench/diagnose_distill.py",
     })
     report.write_json(report_dir / "distill_countdown_smollm2.json")
-    if not args.keep_rollouts and args.rollouts is None:
-        rollouts.unlink()  # large (token ids); the seeded command regenerates them
     report.plot(figure)
     print(report.to_markdown())
     for name, sentence in refused.items():

@@ -341,6 +341,8 @@ def _svg(panels: Sequence[tuple[str, str, list[str], dict[str, list[float | None
 def load_groups(path: str | Path) -> list[RolloutGroup]:
     """Rollout groups from a results file (``rollgym eval --out``) or a JSONL of groups (``write_jsonl``).
 
+    A name ending in ``.gz`` is read through gzip (a results file of token ids shrinks about tenfold).
+
     Raises:
         ConfigError: one sentence when the file is missing, empty, not JSON, of neither kind, or
             holds no rollout with sampled tokens.
@@ -349,6 +351,22 @@ def load_groups(path: str | Path) -> list[RolloutGroup]:
     if not path.is_file():
         raise ConfigError(f"Trajectory file {path} does not exist; pass a results file written by "
                           "`rollgym eval --model ... --out FILE`.")
+    if path.suffix == ".gz":
+        import gzip
+        import tempfile
+
+        try:
+            raw = gzip.decompress(path.read_bytes())
+        except (OSError, EOFError):
+            raise ConfigError(f"Trajectory file {path} is not gzip data; drop the .gz from its name if it is "
+                              "plain JSONL.") from None
+        with tempfile.TemporaryDirectory() as tmp:
+            plain = Path(tmp) / path.stem
+            plain.write_bytes(raw)
+            try:
+                return load_groups(plain)
+            except ConfigError as exc:
+                raise ConfigError(str(exc).replace(str(plain), str(path))) from None
     with open(path, "rb") as handle:
         first = handle.readline()
     if not first.strip():

@@ -178,10 +178,16 @@ def _oracle_results(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty", "not_json", "other_json", "broken_episode", "no_tokens",
-                                  "foreign_ids"])
+                                  "foreign_ids", "bad_gzip", "gzip_of_junk"])
 def test_bad_trajectory_files_give_one_sentence(kind, tmp_path, results_file, tiny_model_dir, capsys):
-    path = tmp_path / "bad.jsonl"
-    if kind == "empty":
+    path = tmp_path / ("bad.jsonl.gz" if "gzip" in kind else "bad.jsonl")
+    if kind == "bad_gzip":
+        path.write_text("plain text, not gzip\n")
+    elif kind == "gzip_of_junk":
+        import gzip
+
+        path.write_bytes(gzip.compress(b"this is not json\n"))
+    elif kind == "empty":
         path.write_text("")
     elif kind == "not_json":
         path.write_text("this is not json\n")
@@ -206,6 +212,16 @@ def test_bad_trajectory_files_give_one_sentence(kind, tmp_path, results_file, ti
     if kind != "foreign_ids":
         with pytest.raises(ConfigError):
             load_groups(path)
+    if kind == "gzip_of_junk":
+        assert str(path) in err and "not JSONL" in err  # the user's file is named, not the temporary copy
+
+
+def test_a_gzipped_results_file_reads_as_the_plain_one(results_file, tmp_path):
+    import gzip
+
+    packed = tmp_path / "countdown.jsonl.gz"
+    packed.write_bytes(gzip.compress(results_file.read_bytes()))
+    assert [g.to_dict() for g in load_groups(packed)] == [g.to_dict() for g in load_groups(results_file)]
 
 
 def test_the_command_writes_json_markdown_and_a_plot(results_file, tiny_model_dir, other_dir, tmp_path, capsys):
@@ -225,3 +241,33 @@ def test_the_command_writes_json_markdown_and_a_plot(results_file, tiny_model_di
     assert cli.main([*args[:4], "--teacher", "self:answer", "--plot", str(svg), "--limit", "3"]) == 0
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}rect")) > 3
+
+
+def test_smollm2_and_qwen_tokenizers_are_refused_in_one_sentence():
+    from transformers import AutoTokenizer
+
+    from rollgym.agents.backends import catalog
+
+    folders = [catalog.model_dir(name) for name in ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")]
+    if not all((f / "tokenizer.json").exists() for f in folders):
+        pytest.skip("SmolLM2-135M and Qwen2.5-Coder-0.5B are not cached (rollgym models pull NAME)")
+    student, teacher = (AutoTokenizer.from_pretrained(f) for f in folders)
+    with pytest.raises(ConfigError, match=r"^Teacher 'qwen' uses a different tokenizer from the student "
+                                          r"\(151936 against 49152 tokens\)[^\n]*\.$"):
+        require_shared_tokenizer(student, teacher, "qwen")
+
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = REPO / "docs" / "diagnostics" / "distill_countdown_smollm2.json"
+
+
+def test_the_docs_tables_are_the_committed_report():
+    """docs/training.md's diagnostic tables are rendered from the committed report; a hand edit fails here."""
+    from rollgym.train.distill_diagnostic import render_markdown
+
+    data = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    docs = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
+    teacher_table = render_markdown(data).split("\n\n")[0]
+    assert teacher_table in docs
+    assert data["meta"]["student"] == "smollm2-135m-instruct" and data["meta"]["rollouts"] >= 24
+    assert (REPO / "docs" / "img" / "distill_diagnostic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
