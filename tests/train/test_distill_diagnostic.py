@@ -271,3 +271,19 @@ def test_the_docs_tables_are_the_committed_report():
     assert teacher_table in docs
     assert data["meta"]["student"] == "smollm2-135m-instruct" and data["meta"]["rollouts"] >= 24
     assert (REPO / "docs" / "img" / "distill_diagnostic.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_matplotlib_the_plot_is_an_svg(monkeypatch, tmp_path):
+    import sys
+
+    from rollgym.train.distill_diagnostic import DiagnosticReport
+
+    report = DiagnosticReport({"A": [TrajectorySignal("r", "q1", True, 1.0, delta=[0.4, -0.1], reverse_kl=[0.1] * 2,
+                                                      forward_kl=[0.1] * 2)]})
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    written = report.plot(tmp_path / "figure.png")
+    assert written == tmp_path / "figure.svg" and not (tmp_path / "figure.png").exists()
+    root = ET.parse(written).getroot()
+    bars = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.find("{http://www.w3.org/2000/svg}title")
+            is not None]
+    assert [b.find("{http://www.w3.org/2000/svg}title").text for b in bars] == ["A: 0.15", "correct rollouts: 0.5"]
