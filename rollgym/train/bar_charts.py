@@ -69,8 +69,8 @@ def svg_bar_panels(panels: Sequence[Panel]) -> str:
         parts.append(f'<text x="{x0 + plot_w / 2:.1f}" y="20" text-anchor="middle">{escape(title)}</text>')
         parts.append(f'<text x="{p * pw + 14}" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
                      f'transform="rotate(-90 {p * pw + 14} {top + plot_h / 2:.1f})">{escape(ylabel)}</text>')
-        for v in (hi, 0.0, lo):
-            parts.append(f'<text x="{x0 - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.3g}</text>')
+        for tick in (hi, 0.0, lo):
+            parts.append(f'<text x="{x0 - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.3g}</text>')
         slot = plot_w / max(1, len(groups))
         width = 0.8 * slot / max(1, len(series))
         for k, (name, vs) in enumerate(series.items()):
