@@ -1,14 +1,16 @@
 """The per-token distillation diagnostic on real rollouts: SmolLM2-135M-Instruct on easy Countdown tasks.
 
-Samples ``--n`` tasks x ``--group-size`` rollouts of the student (replies prefilled with ``<answer>``
-so that some rollouts are graded correct), tries Qwen2.5-Coder-0.5B-Instruct as a teacher (refused:
-another tokenizer; the sentence is recorded), and scores every sampled token under the student
-itself with privileged context: the reference answer (``self:answer``) and the shortest successful
-sibling rollout (``self:sibling``), with the unchanged student (``self``) as the zero control.
+Samples ``--n`` tasks x ``--group-size`` rollouts of the student (replies prefilled with
+``<answer>`` so that they are graded; in the committed run none was correct), tries
+Qwen2.5-Coder-0.5B-Instruct as a teacher (refused: another tokenizer; the sentence is recorded),
+and scores every sampled token under the student itself with privileged context: the reference
+answer (``self:answer``), the shortest successful sibling rollout (``self:sibling``) and a format
+hint with a worked example on other numbers (``self:format``), with the unchanged student
+(``self``) as the zero control.
 Writes the rollouts (gzipped results file), the report (JSON) and its figure; docs/training.md's tables
 are rendered from the JSON. ``--rollouts FILE`` scores an existing results file instead of sampling.
 
-    python bench/diagnose_distill.py                      # about 5 minutes on 2 CPU cores
+    python bench/diagnose_distill.py     # the committed run: ~50 minutes on 2 heavily shared CPU cores
     python bench/diagnose_distill.py --n 2 --group-size 2 --out /tmp/diag   # a quick look
 
 Not part of ``bench/run_all.py`` (it measures a signal, not a speed).
