@@ -21,4 +21,5 @@ COMMAND_MODULES: list[str] = [
     "rollgym.commands.models",
     "rollgym.commands.export",
     "rollgym.commands.data",
+    "rollgym.commands.distill_diagnostic",
 ]
