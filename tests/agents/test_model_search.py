@@ -61,15 +61,19 @@ def _winning_position() -> ConnectFourState:
 # -- scoring -----------------------------------------------------------------------------------------
 
 
-def test_continuation_logprobs_match_the_backends_own_logprobs(tiny_backend):
+@pytest.mark.parametrize("shared_prefix", [True, False])
+def test_continuation_logprobs_match_the_backends_own_logprobs(tiny_backend, shared_prefix):
     prompt = tiny_backend.encode("Board:\n. . .\nBest move:")
-    options = [tiny_backend.encode(" 4\n"), tiny_backend.encode(" 12\n"), tiny_backend.encode(" e4\n")]
-    batched = continuation_logprobs(tiny_backend, prompt, options)
+    options = [tiny_backend.encode(t) for t in (" 4\n", " 12\n", " e4\n", " Nxe4+\n", "4")]
+    assert len({len(o) for o in options}) > 1  # continuations of different lengths share one padded batch
+    batched = pair_logprobs(tiny_backend, [(prompt, o) for o in options], shared_prefix=shared_prefix)
     one_by_one = [sum(tiny_backend.logprobs_of(prompt, option)) for option in options]
     assert batched == pytest.approx(one_by_one, abs=1e-4)
-    # pairs with different prompts in one batch score as each would alone
+    assert continuation_logprobs(tiny_backend, prompt, options) == pytest.approx(one_by_one, abs=1e-4)
+    # pairs with different prompts in one call score as each would alone
     other = tiny_backend.encode("Who wins? Answer:")
-    mixed = pair_logprobs(tiny_backend, [(prompt, options[0]), (other, tiny_backend.encode(" win"))])
+    mixed = pair_logprobs(tiny_backend, [(prompt, options[0]), (other, tiny_backend.encode(" win"))],
+                          shared_prefix=shared_prefix)
     assert mixed == pytest.approx([one_by_one[0], sum(tiny_backend.logprobs_of(other, tiny_backend.encode(" win")))],
                                   abs=1e-4)
 
@@ -143,7 +147,7 @@ def test_model_mcts_plays_only_legal_moves_in_the_env(tiny_backend):
     obs, info = env.reset(seed=3)
     errors = []
     for _ in range(30):
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
         errors.append(info.get("error"))
         if terminated or truncated:
             break
@@ -287,7 +291,7 @@ def test_internal_search_with_the_tiny_model_falls_back_to_its_priors_and_plays_
     agent = InternalSearchAgent(tiny_backend, width=2, replies=1, max_tokens=24, seed=0)
     obs, info = env.reset(seed=1)
     for _ in range(3):
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
         assert not info.get("error")
         if terminated or truncated:
             break

@@ -42,11 +42,13 @@ def continuation_logprobs(backend: Any, prompt_ids: Sequence[int], continuations
 
 
 def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], *,
-                  max_batch: int = 32) -> list[float]:
+                  max_batch: int = 32, shared_prefix: bool = True) -> list[float]:
     """The summed raw log-probability of each ``(prompt_ids, continuation_ids)`` pair, batched.
 
-    Pairs may have different prompts (a move prompt's options and a value prompt's words go in one
-    forward pass); rows are right-padded, so no row sees another's tokens or padding.
+    With ``shared_prefix`` (the default), the pairs are grouped by prompt: each prompt runs once, its
+    KV cache is repeated for its continuations, and only the continuations' tokens run again (a
+    200-token position and seven one-token moves cost 207 tokens, not 1,400). Without it, every pair
+    is a full right-padded row of one batch. Both give the same numbers (up to float rounding).
     """
     model = getattr(backend, "model", None)
     torch = getattr(backend, "_torch", None)
@@ -60,6 +62,18 @@ def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[in
         raise ConfigError("A continuation to score has no tokens.")
     if not rows:
         return []
+    if shared_prefix:
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, (prompt, _) in enumerate(rows):
+            groups.setdefault(tuple(prompt), []).append(i)
+        out = [0.0] * len(rows)
+        for prompt_key, members in groups.items():
+            for first in range(0, len(members), max_batch):
+                chunk = members[first:first + max_batch]
+                scored = _after_prefix(backend, list(prompt_key), [rows[i][1] for i in chunk])
+                for i, value in zip(chunk, scored, strict=True):
+                    out[i] = value
+        return out
     device = next(model.parameters()).device
     pad = int(getattr(backend, "pad_id", 0))
     scores: list[float] = []
@@ -81,4 +95,38 @@ def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[in
                 logp = torch.log_softmax(logits[row, start - 1:start - 1 + len(cont)].float(), dim=-1)
                 index = torch.tensor(cont, dtype=torch.long, device=logp.device)
                 scores.append(float(logp.gather(-1, index.unsqueeze(-1)).sum()))
+    return scores
+
+
+def _after_prefix(backend: Any, prompt: list[int], continuations: list[list[int]]) -> list[float]:
+    """Run ``prompt`` once, repeat its KV cache per continuation, then run the continuations as one batch."""
+    model, torch = backend.model, backend._torch
+    device = next(model.parameters()).device
+    pad = int(getattr(backend, "pad_id", 0))
+    cache_arg = getattr(backend, "_cache_arg", "past_key_values")
+    lock = getattr(backend, "_lock", None) or contextlib.nullcontext()
+    n, width = len(continuations), max(len(c) for c in continuations)
+    with lock, torch.inference_mode():
+        ids = torch.tensor([prompt], dtype=torch.long, device=device)
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
+        cache = out.past_key_values if getattr(out, "cache", None) is None else out.cache
+        first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # every continuation's first token
+        scores = [float(first[c[0]]) for c in continuations]
+        if width == 1:
+            return scores
+        cache.batch_repeat_interleave(n)
+        tail = torch.full((n, width - 1), pad, dtype=torch.long)
+        mask = torch.zeros((n, len(prompt) + width - 1), dtype=torch.long)
+        mask[:, :len(prompt)] = 1
+        for row, cont in enumerate(continuations):
+            if len(cont) > 1:
+                tail[row, :len(cont) - 1] = torch.tensor(cont[:-1], dtype=torch.long)
+                mask[row, len(prompt):len(prompt) + len(cont) - 1] = 1
+        positions = torch.arange(len(prompt), len(prompt) + width - 1, dtype=torch.long).expand(n, -1)
+        out = model(input_ids=tail.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
+                    use_cache=True, **{cache_arg: cache})
+        logp = torch.log_softmax(out.logits.float(), dim=-1)  # position j predicts continuation token j + 1
+        for row, cont in enumerate(continuations):
+            for j, token in enumerate(cont[1:]):
+                scores[row] += float(logp[row, j, token])
     return scores
