@@ -10,9 +10,10 @@ likelihood, ``random`` anchored at 0, 95% intervals). Torch runs on one thread.
 
     .venv/bin/python bench/bench_model_search.py                       # the tiny random model (built here)
     .venv/bin/python bench/bench_model_search.py --model smollm2-135m-instruct --budgets 1,4 \\
-        --opponents random,greedy --internal-widths "" --games 4 --name model_search_smollm2
+        --opponents random,greedy --internal-widths "" --games 4
 
-Results go to ``bench/results/<name>.json`` (``--no-save`` to skip) with a README row.
+Results go to ``bench/results/model_search.json`` (the tiny model) or ``model_search_real.json`` (any other
+model), with README rows (``--no-save`` to skip).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ def main() -> None:
     parser.add_argument("--opponents", default="random,greedy,mcts-50", help="reference bots")
     parser.add_argument("--games", type=int, default=6, help="games per pairing (colours alternate)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--name", default="model_search", help="results file name under bench/results")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args()
 
@@ -135,7 +135,11 @@ def main() -> None:
                 "ratio": f"{p.stats['malformed']}/{p.stats['searches']} trees malformed (fell back to the priors)",
             })
     command = "python bench/bench_model_search.py " + " ".join(sys.argv[1:])
-    print(save_results(args.name, figures, rows_out, command=command.strip(), load_before=load_before))
+    if args.model == "tiny":
+        path = save_results("model_search", figures, rows_out, command=command.strip(), load_before=load_before)
+    else:
+        path = save_results("model_search_real", figures, rows_out, command=command.strip(), load_before=load_before)
+    print(path)
 
 
 class _Timed:

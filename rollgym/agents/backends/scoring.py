@@ -69,9 +69,9 @@ def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[in
         out = [0.0] * len(rows)
         for prompt_key, members in groups.items():
             for first in range(0, len(members), max_batch):
-                chunk = members[first:first + max_batch]
-                scored = _after_prefix(backend, list(prompt_key), [rows[i][1] for i in chunk])
-                for i, value in zip(chunk, scored, strict=True):
+                batch = members[first:first + max_batch]
+                scored = _after_prefix(backend, list(prompt_key), [rows[i][1] for i in batch])
+                for i, value in zip(batch, scored, strict=True):
                     out[i] = value
         return out
     device = next(model.parameters()).device
