@@ -41,6 +41,8 @@ def main() -> None:
     parser.add_argument("--model", default="tiny", help="'tiny' (built here) or a model folder/name")
     parser.add_argument("--game", default="connect_four", choices=("connect_four", "hex", "chess", "chess960"))
     parser.add_argument("--budgets", default="1,4,16", help="MCTS simulations per move of the model-guided search")
+    parser.add_argument("--values", default="judge",
+                        help="value modes of the model-guided MCTS: judge (the model's win/lose), random-rollout")
     parser.add_argument("--internal-widths", default="2", help="tree widths of the internal search ('' for none)")
     parser.add_argument("--opponents", default="random,greedy,mcts-50", help="reference bots")
     parser.add_argument("--games", type=int, default=6, help="games per pairing (colours alternate)")
@@ -68,9 +70,11 @@ def main() -> None:
         model_label = args.model
     references = {name: make_bot(name) for name in args.opponents.split(",") if name}
     model_players: dict[str, Any] = {}
-    for budget in [int(b) for b in args.budgets.split(",") if b]:
-        bot = ModelMCTSBot(backend, simulations=budget)
-        model_players[bot.name] = bot
+    values = [v for v in args.values.split(",") if v]
+    for value in values:
+        for budget in [int(b) for b in args.budgets.split(",") if b]:
+            bot = ModelMCTSBot(backend, simulations=budget, value=value)
+            model_players[bot.name] = bot
     for width in [int(w) for w in args.internal_widths.split(",") if w]:
         agent = InternalSearchAgent(backend, width=width, seed=args.seed)
         model_players[agent.name] = agent
@@ -116,14 +120,19 @@ def main() -> None:
         r = ratings[name]
         return f"{r.elo:.0f} [{r.low:.0f}, {r.high:.0f}]"
 
-    externals = [n for n in model_players if n.startswith("model-mcts-")]
-    budgets = " / ".join(n.removeprefix("model-mcts-") for n in externals)
     game = args.game.replace("_", " ")
-    what = (f"Model-guided MCTS (the model's move priors and win/lose value, no engine), {game}, {model_label}: "
-            f"Elo [95% interval] at {budgets} simulations a move, random = 0, "
-            f"{args.games} games a pairing")
     peer = ", ".join(f"{n} {cell(n)}" for n in references if n != "random")
-    rows_out = [{"what": what, "rollgym": " / ".join(cell(n) for n in externals), "peer": peer, "ratio": ""}]
+    rows_out = []
+    externals: list[str] = []
+    for value in values:
+        mine = [n for n, p in model_players.items()
+                if isinstance(p, ModelMCTSBot) and p.evaluator.value_mode == value]
+        externals += mine
+        budgets = " / ".join(str(model_players[n].simulations) for n in mine)
+        how = "win/lose value" if value == "judge" else "value from one random game"
+        what = (f"Model-guided MCTS (the model's move priors, {how}, no engine), {game}, {model_label}: "
+                f"Elo [95% interval] at {budgets} simulations a move, random = 0, {args.games} games a pairing")
+        rows_out.append({"what": what, "rollgym": " / ".join(cell(n) for n in mine), "peer": peer, "ratio": ""})
     for n, p in model_players.items():
         if isinstance(p, InternalSearchAgent):
             base = externals[0] if externals else None
