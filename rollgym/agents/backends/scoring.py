@@ -74,11 +74,12 @@ def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[in
                 for i, value in zip(batch, scored, strict=True):
                     out[i] = value
         return out
-    device = next(model.parameters()).device
     pad = int(getattr(backend, "pad_id", 0))
     scores: list[float] = []
     lock = getattr(backend, "_lock", None) or contextlib.nullcontext()
-    with lock, torch.inference_mode():
+    with lock, _weights(backend), torch.inference_mode():
+        model = backend.model  # inside the context: a quantized rollout copy is swapped in here
+        device = next(model.parameters()).device
         for first in range(0, len(rows), max_batch):
             chunk = rows[first:first + max_batch]
             width = max(len(p) + len(c) for p, c in chunk)
@@ -100,13 +101,14 @@ def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[in
 
 def _after_prefix(backend: Any, prompt: list[int], continuations: list[list[int]]) -> list[float]:
     """Run ``prompt`` once, repeat its KV cache per continuation, then run the continuations as one batch."""
-    model, torch = backend.model, backend._torch
-    device = next(model.parameters()).device
+    torch = backend._torch
     pad = int(getattr(backend, "pad_id", 0))
     cache_arg = getattr(backend, "_cache_arg", "past_key_values")
     lock = getattr(backend, "_lock", None) or contextlib.nullcontext()
     n, width = len(continuations), max(len(c) for c in continuations)
-    with lock, torch.inference_mode():
+    with lock, _weights(backend), torch.inference_mode():
+        model = backend.model  # inside the context: a quantized rollout copy is swapped in here
+        device = next(model.parameters()).device
         ids = torch.tensor([prompt], dtype=torch.long, device=device)
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True)
         cache = out.past_key_values if getattr(out, "cache", None) is None else out.cache
@@ -130,3 +132,9 @@ def _after_prefix(backend: Any, prompt: list[int], continuations: list[list[int]
             for j, token in enumerate(cont[1:]):
                 scores[row] += float(logp[row, j, token])
     return scores
+
+
+def _weights(backend: Any) -> Any:
+    """The backend's context for the weights generation samples from (its quantized copy, if any), else nothing."""
+    weights = getattr(backend, "_rollout_weights", None)
+    return weights() if callable(weights) else contextlib.nullcontext()
