@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -143,7 +144,7 @@ def main() -> None:
                 "peer": f"{base} {cell(base)}" if base else "",
                 "ratio": f"{p.stats['malformed']}/{p.stats['searches']} trees malformed (fell back to the priors)",
             })
-    command = "python bench/bench_model_search.py " + " ".join(sys.argv[1:])
+    command = "python bench/bench_model_search.py " + shlex.join(sys.argv[1:])
     if args.model == "tiny":
         path = save_results("model_search", figures, rows_out, command=command.strip(), load_before=load_before)
     else:
