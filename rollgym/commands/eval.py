@@ -19,7 +19,12 @@ def register(subparsers: Any) -> None:
     """Add the ``eval`` sub-command."""
     p = subparsers.add_parser("eval", help="evaluate a reference agent and print a summary")
     p.add_argument("env", metavar="ENV", help="env id, e.g. Countdown-v0 (or module:Env-v0 to import module first)")
-    p.add_argument("--agent", choices=["oracle", "random"], default="oracle", help="agent (default: oracle)")
+    p.add_argument("--agent", choices=["oracle", "random", *SEARCH_AGENTS], default="oracle",
+                   help="agent (default: oracle); model-mcts and internal-search play the board games with --model "
+                        "(a local model) guiding the search")
+    p.add_argument("--search-budget", type=positive_int, default=None, metavar="N",
+                   help="model-mcts: MCTS simulations per move (default: 16); internal-search: the most candidate "
+                        "moves in the model's tree (default: 3)")
     p.add_argument("--model", default=None, metavar="PATH_OR_URL",
                    help="evaluate a language model instead: a model folder, a pulled model's name (rollgym models "
                         "list), hub id, vllm:PATH, or an "
@@ -44,6 +49,33 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line instead of a table")
     add_env_arg(p)
     p.set_defaults(func=run)
+
+
+#: Agents that search with a local model in the evaluator's seat (``--agent NAME --model M``).
+SEARCH_AGENTS = ("model-mcts", "internal-search")
+
+
+def make_search_agent(args: argparse.Namespace) -> Agent:
+    """A model-guided search agent (:mod:`rollgym.agents.model_search`, :mod:`rollgym.agents.internal_search`)."""
+    from rollgym.agents.backends import make_backend
+
+    if not args.model:
+        raise ConfigError(f"--agent {args.agent} needs --model: a model folder, a pulled model's name or a hub id.")
+    if args.model.startswith(("http://", "https://", "vllm:")):
+        raise ConfigError(f"--agent {args.agent} scores moves with a local transformers model; pass a model folder, "
+                          "a pulled model's name or a hub id as --model, not a URL or vllm:PATH.")
+    backend = make_backend(args.model)
+    if args.agent == "model-mcts":
+        from rollgym.agents.model_search import ModelMCTSAgent
+
+        agent: Any = ModelMCTSAgent(backend, simulations=args.search_budget or 16, seed=args.seed)
+    else:
+        from rollgym.agents.internal_search import InternalSearchAgent
+
+        agent = InternalSearchAgent(backend, width=args.search_budget or 3, temperature=args.temperature,
+                                    max_tokens=None, seed=args.seed)
+    agent.name = f"{agent.name}:{args.model}"  # the results file's identity names the search and the model
+    return agent  # type: ignore[no-any-return]
 
 
 def make_llm_agent(args: argparse.Namespace) -> Agent:
@@ -94,7 +126,16 @@ def run(args: argparse.Namespace) -> int:
 
     info = resolve_env(args.env)
     env_kwargs = parse_env_args(args.env_arg)
-    agent = make_llm_agent(args) if args.model else make_agent(args.agent)
+    search = args.agent in SEARCH_AGENTS
+    if args.search_budget is not None and not search:
+        raise ConfigError("--search-budget applies to --agent model-mcts or internal-search only.")
+    if search:
+        from rollgym.agents.model_search import check_board_game
+
+        check_board_game(info.id, args.agent)  # before the model loads
+        agent = make_search_agent(args)
+    else:
+        agent = make_llm_agent(args) if args.model else make_agent(args.agent)
     label = agent.name if args.model else args.agent
     stats = EpisodeStats()
     with progress_bar(stats=True) as progress:
@@ -109,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             progress.update(bar, completed=done, total=total, **stats.fields())
 
         try:
-            if args.model:
+            if args.model and not search:
                 from rollgym.rollout.stream import collect_async
 
                 groups = collect_async(
