@@ -57,7 +57,7 @@ REWARDS = {"grpo": "strict", "format": "format"}
 BASE: dict[str, Any] = {
     "model": MODEL, "dtype": "bfloat16", "env_id": "CodeGen-v0", "env_kwargs": LEVEL_STEPS2,
     "reply_prefix": "```python\n", "stop": ["```"], "max_tokens": 160, "temperature": 1.0, "group_size": 4,
-    "tasks_per_step": 4, "learning_rate": 2e-5, "train_layers": 4, "grpo_steps": 8, "eval_every": 8,
+    "tasks_per_step": 4, "learning_rate": 5e-5, "train_layers": 4, "grpo_steps": 8, "eval_every": 8,
     "eval_tasks": 100, "checkpoint_every": 1,
 }
 
