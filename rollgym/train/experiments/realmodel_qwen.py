@@ -346,8 +346,8 @@ def render_extra(data: dict[str, Any]) -> str:
     distinct = sorted({(r["extras"].get("held_out_tasks"), r["extras"].get("held_out_distinct"))
                        for r in data["runs"] if r["extras"].get("held_out_tasks") is not None})
     told = "; ".join(f"{n} tasks, {d} distinct by reference solution" for n, d in distinct) or "not recorded"
-    return (f"Held-out set: {told}.\n\nHeld-out reply labels (share of the held-out tasks; `None` never "
-            f"appears: a correct reply is `correct`):\n\n" + labels_table(data["runs"]))
+    return (f"Held-out set: {told}.\n\nHeld-out reply labels, greedy (share of the held-out tasks; the base row "
+            f"is the model before training, the others after):\n\n" + labels_table(data["runs"]))
 
 
 EXPERIMENT = Experiment(
