@@ -12,6 +12,7 @@ exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
 - ``generalization``: a tiny model on ToolGen train vs test vs test_unseen, after a warm-up and after GRPO;
 - ``realmodel``: a real model, SmolLM2-135M-Instruct, before and after GRPO on Countdown n2;
 - ``realmodel-trl``: the same with TRL's ``GRPOTrainer`` driven by rollgym;
+- ``realmodel-qwen``: Qwen2.5-Coder-0.5B-Instruct, GRPO on CodeGen's strict reward against a format-only control;
 - ``selfplay``: SPIRAL's role-conditioned advantages against per-seat GRPO, a tabular policy in Kuhn poker self-play.
 - ``branching``: independent rollouts against entropy-forked and randomly forked tree rollouts (ECHO-style) at the
   same token budget per task (Countdown, tiny model).

@@ -518,6 +518,7 @@ EXPERIMENTS: dict[str, str] = {
     "generalization": "rollgym.train.experiments.generalization",
     "realmodel": "rollgym.train.experiments.realmodel",
     "realmodel-trl": "rollgym.train.experiments.realmodel_trl",
+    "realmodel-qwen": "rollgym.train.experiments.realmodel_qwen",
     "selfplay": "rollgym.train.experiments.selfplay",
     "branching": "rollgym.train.experiments.branching",
     "echo": "rollgym.train.experiments.echo",

@@ -25,6 +25,7 @@ MARKERS = ("<!-- experiments-summary:begin -->", "<!-- experiments-summary:end -
 LABELS: dict[str, tuple[str, str]] = {
     "realmodel": ("Real model (SmolLM2-135M)", "realmodel"),
     "realmodel-trl": ("Real model, TRL's trainer", "realmodel"),
+    "realmodel-qwen": ("Real model (Qwen2.5-Coder-0.5B), CodeGen", "realmodel-qwen"),
     "erils": ("ERILS", "erils"),
     "t3rl": ("T^3RL", "t3rl"),
     "dynamic": ("Dynamic sampling", "dynamic"),
