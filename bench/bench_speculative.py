@@ -78,6 +78,9 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="both models' dtype (bfloat16: a verify pass of k+1 tokens costs about one decode step "
+                             "on a CPU with bfloat16 matrix units)")
     parser.add_argument("--quick", action="store_true", help="one prompt per family, 16 tokens, nothing saved")
     args = parser.parse_args()
     import os
@@ -93,8 +96,8 @@ def main() -> int:
     os.environ.setdefault("ROLLGYM_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     load_before = os.getloadavg()[0]
     try:
-        plain = TransformersBackend.from_pretrained(args.target)
-        draft = load_draft(args.draft, plain.tokenizer, dtype=torch.float32)
+        plain = TransformersBackend.from_pretrained(args.target, dtype=args.dtype)
+        draft = load_draft(args.draft, plain.tokenizer, dtype=getattr(torch, args.dtype))
     except ConfigError as exc:
         print(f"{exc} (rollgym models pull {args.target}; rollgym models pull {args.draft})")
         return 0
@@ -107,7 +110,8 @@ def main() -> int:
     print(f"target weights {weight_bytes / 2**30:.2f} GiB; copy bandwidth {bandwidth / 2**30:.1f} GiB/s; "
           f"bandwidth limit {limit_tps:.2f} tokens/s at batch 1", flush=True)
     figures: dict[str, Any] = {"target": args.target, "draft": args.draft, "draft_tokens": args.draft_tokens,
-                               "threads": args.threads, "max_tokens": max_tokens, "weight_bytes": weight_bytes,
+                               "threads": args.threads, "dtype": args.dtype, "max_tokens": max_tokens,
+                               "weight_bytes": weight_bytes,
                                "copy_bandwidth_bytes_per_s": bandwidth, "bandwidth_limit_tokens_per_s": limit_tps,
                                "families": {}}
     rows = []
@@ -140,7 +144,7 @@ def main() -> int:
               f" acceptance {stats.acceptance_rate:.2f}, {stats.tokens_per_round:.2f} tokens per target pass; "
               f"plain at {plain_tps / limit_tps:.0%} of the bandwidth limit", flush=True)
         rows.append({"what": f"Greedy decode, batch 1, {env_id} prompts ({args.target}, draft {args.draft}, "
-                             f"k={args.draft_tokens}, same tokens)",
+                             f"k={args.draft_tokens}, {args.dtype}, same tokens)",
                      "rollgym": f"{fast_tps:.2f} tok/s speculative (acceptance {stats.acceptance_rate:.2f})",
                      "peer": f"{plain_tps:.2f} tok/s target alone ({plain_tps / limit_tps:.0%} of the "
                              "memory-bandwidth limit)",
@@ -152,7 +156,11 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from publish import save_results
 
-    save_results("speculative", figures, rows, command="python bench/bench_speculative.py", load_before=load_before)
+    if args.dtype == "float32":
+        save_results("speculative", figures, rows, command="python bench/bench_speculative.py", load_before=load_before)
+    else:
+        save_results("speculative_bf16", figures, rows, command="python bench/bench_speculative.py --dtype bfloat16",
+                     load_before=load_before)
     return 0
 
 
