@@ -218,3 +218,14 @@ def test_native_tool_calls_become_hermes_text():
         {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{"x": 2}'}}]},
         "finish_reason": "tool_calls"}, {}, 1)
     assert gen.text == '<tool_call>{"name": "f", "arguments": {"x": 2}}</tool_call>'
+
+
+def test_a_hub_id_that_cannot_be_loaded_is_one_sentence(monkeypatch):
+    """An uncached hub id offline (or a folder without a model) is a ConfigError naming what to pass, not an OSError."""
+    pytest.importorskip("transformers")
+    from rollgym.agents.backends.hf import TransformersBackend
+    from rollgym.core.errors import ConfigError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError, match=r"Cannot load model 'nobody/no-such-model'.*Pass a model folder"):
+        TransformersBackend.from_pretrained("nobody/no-such-model")

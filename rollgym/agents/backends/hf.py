@@ -190,8 +190,15 @@ class TransformersBackend:
         except AttributeError as exc:
             raise ConfigError(f"Unknown dtype {dtype!r}; use float32, bfloat16 or float16.") from exc
         transformers.utils.logging.disable_progress_bar()
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source)
-        model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype).to(device)
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source)
+            model = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype).to(device)
+        except OSError as exc:  # a hub id that is not cached and cannot be downloaded, or a folder without a model
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(
+                f"Cannot load model {path_or_id!r}: {reason} Pass a model folder, a pulled model's name "
+                "(`rollgym models list`) or a hub id that is cached or reachable."
+            ) from exc
         if draft is not None:
             kwargs["draft_model"] = load_draft(draft, tokenizer, dtype=torch_dtype, device=device)
         return cls(model, tokenizer, **kwargs)
