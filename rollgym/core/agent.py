@@ -6,6 +6,8 @@ benchmarks) can name it; the reference agents are in :mod:`rollgym.agents`.
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -34,6 +36,95 @@ class Agent(Protocol):
     def reset(self, seed: int | None = None) -> None: ...
 
     def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
+# -- capabilities ---------------------------------------------------------------------------------
+# What an agent can do beyond ``act`` is declared by the protocols below, and the collection code asks
+# ``isinstance(agent, AsyncAgent)`` (once, where it accepts the agent: :func:`capabilities`) instead of
+# probing attributes one by one. An agent class gets a capability by having the members, nothing else.
+
+
+@runtime_checkable
+class AsyncAgent(Agent, Protocol):
+    """Generates asynchronously: the async collector and the tree rollouts await ``aact``."""
+
+    async def aact(self, observation: Any, info: dict[str, Any]) -> str: ...
+
+
+@runtime_checkable
+class SpawningAgent(Agent, Protocol):
+    """Makes a fresh agent of its kind (same backend and caches, no episode state) for an episode
+    that runs beside this one; the collectors use it instead of a deep copy."""
+
+    def spawn(self) -> Agent: ...
+
+
+@runtime_checkable
+class ForkingAgent(Agent, Protocol):
+    """Copies itself in the middle of an episode (tree rollouts branch from it); ``turns`` is the
+    episode's turn records so far, which the branch shares with its parent."""
+
+    turns: list[Any]
+
+    def fork(self, seed: int | None = None) -> Agent: ...
+
+
+@runtime_checkable
+class TokenRecordingAgent(Agent, Protocol):
+    """Keeps the exact tokens of its episode: ``token_record()`` is the prompt, completion, loss mask and
+    logprobs a trainer reads; ``tokens_used()`` counts the tokens after the first prompt (the token budget);
+    ``record_reward`` attaches the env's reward to the last turn."""
+
+    def token_record(self) -> Any: ...
+
+    def tokens_used(self) -> int: ...
+
+    def record_reward(self, reward: float) -> None: ...
+
+
+@runtime_checkable
+class EnvCheckingAgent(Agent, Protocol):
+    """Says before any work whether it can play an env id (an oracle without a solver for it cannot):
+    ``check_env`` raises :class:`~rollgym.core.errors.ConfigError` when it cannot."""
+
+    def check_env(self, env_id: str) -> None: ...
+
+
+@runtime_checkable
+class BackedAgent(Agent, Protocol):
+    """Generates with a model backend (``backend``: an :mod:`rollgym.agents.backends` object), so that the
+    collector can report the backend's counters and pick its batch size."""
+
+    backend: Any
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What one agent can do, read once where it is accepted (see :func:`capabilities`)."""
+
+    asynchronous: bool
+    spawns: bool
+    forks: bool
+    records_tokens: bool
+    checks_env: bool
+    backed: bool
+
+
+def capabilities(agent: Agent) -> Capabilities:
+    """The capabilities an agent declares by its members (the protocols above).
+
+    Example:
+        >>> class Echo:
+        ...     name = "echo"
+        ...     def reset(self, seed=None): ...
+        ...     def act(self, observation, info): return observation
+        >>> capabilities(Echo()).asynchronous
+        False
+    """
+    return Capabilities(asynchronous=isinstance(agent, AsyncAgent) and inspect.iscoroutinefunction(agent.aact),
+                        spawns=isinstance(agent, SpawningAgent), forks=isinstance(agent, ForkingAgent),
+                        records_tokens=isinstance(agent, TokenRecordingAgent),
+                        checks_env=isinstance(agent, EnvCheckingAgent), backed=isinstance(agent, BackedAgent))
 
 
 class SeededAgent:
