@@ -250,7 +250,7 @@ class SupersededEntryPoint(str):
         from gymnasium.envs.registration import load_env_creator
 
         warn_superseded(self.env_id)
-        return load_env_creator(str(self))(**kwargs)  # type: ignore[no-any-return]
+        return load_env_creator(str(self))(**kwargs)  # type: ignore[return-value]
 
 
 GRADERS = ("pure", "sandbox")
