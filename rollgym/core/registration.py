@@ -32,14 +32,16 @@ from typing import Any
 
 import gymnasium as gym
 
+from rollgym.core.deprecation import REMOVED_IN
 from rollgym.core.errors import ConfigError, UnknownEnvError
 from rollgym.core.spec_hash import closure_hash, import_closure, module_source_hash
 
 __all__ = ["RETIRED_IN", "EnvInfo", "SupersededEnvWarning", "env_info", "list_envs", "make", "module_source_hash",
            "private_state", "register_env", "superseded_ids", "warn_superseded"]
 
-#: The release in which every id that is superseded now leaves rollgym (the minor release after 0.2).
-RETIRED_IN = "0.3.0"
+#: The release in which every id that is superseded now leaves rollgym: the next minor release, when the
+#: deprecated names go too.
+RETIRED_IN = REMOVED_IN
 
 _REGISTRY: dict[str, EnvInfo] = {}
 
