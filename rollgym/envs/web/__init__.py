@@ -54,6 +54,7 @@ for _name, _sites, _what in _SITES:
             private_state="rollgym.core.private:task_answer",
             grader="pure",  # a diff of the site's database, read by the server, never by the page
             cost="heavy",  # a real Chromium per episode
+            superseded_by=f"{_name}-v2" if _version != "v2" else None,
         )
 
 _GEN_COMPONENTS = [
