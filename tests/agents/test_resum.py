@@ -125,7 +125,7 @@ def test_bad_settings_say_which() -> None:
 def test_the_experiment_counts_answers_only_while_replies_and_summaries_fit_the_budget() -> None:
     from types import SimpleNamespace
 
-    from rollgym.train.experiments.resum import _solved_within
+    from research.resum import _solved_within
 
     turns = [SimpleNamespace(output_ids=[1] * n) for n in (5, 6, 5)]  # an answer, a summary, an answer
     traj = SimpleNamespace(step_rewards=[0.0, 1.0], metrics={"summary_turns": [1]})

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from research import countdown, get, run_experiment
+from research import realmodel_qwen as q
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import Trajectory
-from rollgym.train.experiments import countdown, get, run_experiment
-from rollgym.train.experiments import realmodel_qwen as q
 
 RIGHT = "```python\ndef transform(xs):\n    return [x * 2 for x in xs]\n```"
 WRONG = "```python\ndef transform(xs):\n    return xs\n```"
@@ -70,9 +70,9 @@ def test_the_held_out_tasks_are_distinct_by_content_and_never_trained_on():
 def test_mixed_precision_trains_the_top_blocks_in_float32(tmp_path):
     import torch
 
+    from research.realmodel import freeze_all_but_top
     from rollgym.agents.backends.hf import TransformersBackend
     from rollgym.agents.backends.tiny import build_tiny_model
-    from rollgym.train.experiments.realmodel import freeze_all_but_top
 
     backend = TransformersBackend.from_pretrained(str(build_tiny_model(tmp_path / "tiny", seed=0)), dtype="bfloat16")
     model = backend.model

@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from research import countdown, realmodel
+from research.runner import ArmResult, Experiment
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import RolloutGroup, Trajectory
-from rollgym.train.experiments import countdown, realmodel
-from rollgym.train.experiments.runner import ArmResult, Experiment
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 

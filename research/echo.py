@@ -1,6 +1,6 @@
 """ECHO's rollout controls (adaptive width, confidence pruning) against entropy trees and independent samples.
 
-The setting of :mod:`~rollgym.train.experiments.branching` (the warmed-up tiny Countdown model, the same tasks
+The setting of :mod:`~research.branching` (the warmed-up tiny Countdown model, the same tasks
 per seed, the same budget of policy-sampled tokens per task, rollouts counted in the order they were made
 while they fit the budget), with three arms:
 
@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.branching import _independent, within_budget
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.branching import _independent, within_budget
+from research.runner import ArmResult, Experiment
 
 ARMS = ("independent", "tree-entropy", "tree-width", "tree-echo")
 

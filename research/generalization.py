@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research.runner import ArmResult, Experiment
 
 ENV = "ToolGen-v0"
 ENV_KWARGS: dict[str, Any] = {"kinds": ["create_party", "create_item"], "distractors": 0,

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from research.runner import ArmResult, Experiment, difference_text, mde_text, paired_comparison
 from rollgym.rollout.types import RolloutGroup
-from rollgym.train.experiments.runner import ArmResult, Experiment, difference_text, mde_text, paired_comparison
 
 ARMS = ("ttrl", "t3rl", "tool-reward")
 SWEEP = (1.0, 2.0, 3.0, 5.0, 10.0)
@@ -201,11 +201,11 @@ def prepare(config: dict[str, Any], workdir: Path) -> Setting:
     """Problem files, the tokenizer and tiny model, and the warm-up on tool and shortcut demonstrations."""
     import torch
 
+    from research.countdown import demo_config
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
     from rollgym.train.adapters.episodes import play_tasks
     from rollgym.train.demo import build_demo_model
-    from rollgym.train.experiments.countdown import demo_config
     from rollgym.train.sft import Demonstration, sft_train
 
     setting = Setting(config, workdir)

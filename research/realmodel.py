@@ -26,7 +26,7 @@ The setting below was found by that search (reported in docs/experiments.md):
 
 Arms: ``base`` (the untrained model's accuracy; the same on every seed) and ``grpo`` (rollgym's
 :class:`~rollgym.train.grpo.GRPOTrainer`). The twin experiment ``realmodel-trl``
-(:mod:`rollgym.train.experiments.realmodel_trl`) runs ``trl``, TRL's ``GRPOTrainer`` through
+(:mod:`research.realmodel_trl`) runs ``trl``, TRL's ``GRPOTrainer`` through
 :func:`rollgym.train.adapters.trl.run_trl_grpo` on the same tasks, rewards, group size, learning rate and
 steps, with the same settings, so its runs pair with these seed by seed. Each seed draws its own
 training tasks and sampling seeds. A run checkpoints every ``checkpoint_every`` steps under the cache
@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from research import countdown
+from research.runner import ArmResult, Experiment
 from rollgym.rollout.types import RolloutGroup, Trajectory
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.runner import ArmResult, Experiment
 
 MODEL = "smollm2-135m-instruct"
 

@@ -11,7 +11,7 @@ detectable difference" when the interval contains 0, and its minimum detectable
 effect (the paired difference found with 80% power at alpha 0.05 over these seeds,
 :func:`~rollgym.train.stats.minimum_detectable_effect`). Each run records the starting point it began from, and
 two arms are compared only when all their runs record the same one
-(:mod:`~rollgym.train.experiments.pairing`); otherwise the comparison is refused with one sentence.
+(:mod:`~research.pairing`); otherwise the comparison is refused with one sentence.
 
 Results are written as JSON after every run (an interrupted run resumes when
 started again with the same settings), then rendered to Markdown and a PNG.
@@ -35,13 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research.pairing import NOT_PAIRED, START_KEYS, data_pairing_problem, pairing_problem
 from rollgym.core.doc_sections import replace_section, section_of
 from rollgym.core.errors import ConfigError
-from rollgym.train.experiments.pairing import NOT_PAIRED, START_KEYS, data_pairing_problem, pairing_problem
 from rollgym.train.figures import save_figure
 from rollgym.train.stats import Estimate, estimate, minimum_detectable_effect
 
 SCHEMA = 1
+#: How the runner was started before it moved out of the installed library into the repository's ``research/``
+#: tree; the results files written then record it, and the tables show today's command instead.
+LEGACY_COMMAND = "python -m rollgym.train.experiments"
+COMMAND = "python -m research"
 
 
 @dataclass
@@ -258,7 +262,7 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     if n_seeds < 1:
         raise ConfigError(f"seeds must be at least 1, got {n_seeds}.")
     path = Path(out) / f"{exp.name}.json"
-    command = f"python -m rollgym.train.experiments {exp.name}" + (" --quick" if quick else "") + (
+    command = f"{COMMAND} {exp.name}" + (" --quick" if quick else "") + (
         f" --seeds {n_seeds}" if n_seeds != (exp.quick_seeds if quick else exp.seeds) else "")
     runs: list[dict[str, Any]] = []
     start: dict[str, Any] | None = None  # the starting point the runs in the file came from
@@ -465,6 +469,16 @@ def seeds_text(c: dict[str, Any]) -> str:
     return f"{len(c['seeds'])} ({c['seeds'][0]}-{c['seeds'][-1]})" if c["seeds"] else "0"
 
 
+def today_command(command: str) -> str:
+    """A recorded command as it is run today (a results file written before the move names the old module).
+
+    Example:
+        >>> today_command("python -m rollgym.train.experiments erils")
+        'python -m research erils'
+    """
+    return COMMAND + command[len(LEGACY_COMMAND):] if command.startswith(LEGACY_COMMAND + " ") else command
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The Markdown table of an experiment's JSON (a pure function of it).
 
@@ -489,7 +503,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines += ["", note]
     lines += ["", POWER_TEXT.format(n=data["n_seeds"])]
     cfg = json.dumps(data["config"], sort_keys=True)
-    command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
+    command = today_command(data["command"] or f"python -m research {data['experiment']}")
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
                   f"and sampling seeds); reproduce with `{command}` (the run time and machine are in the JSON)."]
     start = data.get("starting_point")
@@ -510,19 +524,19 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 
 EXPERIMENTS: dict[str, str] = {
-    "erils": "rollgym.train.experiments.erils",
-    "t3rl": "rollgym.train.experiments.t3rl",
-    "dynamic": "rollgym.train.experiments.dynamic",
-    "worldmodel": "rollgym.train.experiments.worldmodel",
-    "april": "rollgym.train.experiments.april",
-    "generalization": "rollgym.train.experiments.generalization",
-    "realmodel": "rollgym.train.experiments.realmodel",
-    "realmodel-trl": "rollgym.train.experiments.realmodel_trl",
-    "realmodel-qwen": "rollgym.train.experiments.realmodel_qwen",
-    "selfplay": "rollgym.train.experiments.selfplay",
-    "branching": "rollgym.train.experiments.branching",
-    "echo": "rollgym.train.experiments.echo",
-    "resum": "rollgym.train.experiments.resum",
+    "erils": "research.erils",
+    "t3rl": "research.t3rl",
+    "dynamic": "research.dynamic",
+    "worldmodel": "research.worldmodel",
+    "april": "research.april",
+    "generalization": "research.generalization",
+    "realmodel": "research.realmodel",
+    "realmodel-trl": "research.realmodel_trl",
+    "realmodel-qwen": "research.realmodel_qwen",
+    "selfplay": "research.selfplay",
+    "branching": "research.branching",
+    "echo": "research.echo",
+    "resum": "research.resum",
 }
 """Every experiment's module by name. They are imported by name only when asked for (:func:`get`): each
 imports this runner, which imports none of them, so the package's imports run one way."""

@@ -1,6 +1,6 @@
 """ReSum's summarize-and-continue against independent samples and in-context retries, at the same token budget.
 
-The warmed-up tiny Countdown model of :mod:`~rollgym.train.experiments.countdown`, the same tasks for a seed
+The warmed-up tiny Countdown model of :mod:`~research.countdown`, the same tasks for a seed
 and the same budget of policy-sampled tokens per task in every arm (replies and summaries alike); a task is
 solved when an attempt made within the budget is correct. Attempts come from :class:`RetryCountdown`: a
 wrong answer gets "That is not right. Try again." and the episode goes on, up to ``attempts`` answers.
@@ -20,9 +20,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.branching import within_budget
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.branching import within_budget
+from research.runner import ArmResult, Experiment
 
 ARMS = ("independent", "retry", "resum")
 RETRY = "That is not right. Try again."
@@ -79,13 +79,13 @@ def _solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int,
 
 
 def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
+    from research.branching import _independent
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
     from rollgym.agents.resum import SummarizingAgent
     from rollgym.core.registration import make
     from rollgym.rollout.branching import Branch
     from rollgym.rollout.episode import EpisodeLimits
-    from rollgym.train.experiments.branching import _independent
 
     backend = countdown.fresh(ctx)
     tasks = countdown.train_tasks(config, 0, seed, n=config["tasks"])

@@ -1,7 +1,7 @@
 """The summary table at the top of ``docs/experiments.md``: every comparison of every committed results file.
 
 Like each experiment's own table it is a pure function of the JSON (:func:`render_summary`), written between
-markers (:func:`write_summary_section`, by ``python -m rollgym.train.experiments all --render --doc``) and
+markers (:func:`write_summary_section`, by ``python -m research all --render --doc``) and
 checked against the committed files by a test, so no finding in it can drift from its numbers.
 
 Example:
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from research.pairing import NOT_PAIRED, data_pairing_problem
+from research.runner import EXPERIMENTS, difference_text, mde_text, seeds_text
 from rollgym.core.doc_sections import replace_section, section_of
-from rollgym.train.experiments.pairing import NOT_PAIRED, data_pairing_problem
-from rollgym.train.experiments.runner import EXPERIMENTS, difference_text, mde_text, seeds_text
 
 MARKERS = ("<!-- experiments-summary:begin -->", "<!-- experiments-summary:end -->")
 
@@ -61,7 +61,7 @@ def render_summary(results: Sequence[dict[str, Any]]) -> str:
                          f"| {NOT_PAIRED if problem else c['verdict']} |")
             first = False
     lines += ["", "Generated from `docs/experiments/*.json` by `render_summary` (every comparison each file holds; "
-                  "`python -m rollgym.train.experiments all --render --doc` rewrites it). A reading of "
+                  "`python -m research all --render --doc` rewrites it). A reading of "
                   f"\"{NOT_PAIRED}\" marks a comparison whose arms' runs do not record one starting point"
                   + (f" ({', '.join(unpaired)}: see each table's note)" if unpaired else "")
                   + "; its difference, where the file recorded one, is shown with no reading."]

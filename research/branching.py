@@ -1,6 +1,6 @@
 """Tree rollouts with entropy-chosen forks (ECHO-style) against independent samples at the same token budget.
 
-Every arm gets the same warmed-up tiny Countdown model (:mod:`~rollgym.train.experiments.countdown`), the
+Every arm gets the same warmed-up tiny Countdown model (:mod:`~research.countdown`), the
 same tasks for a seed, and the same budget of policy-sampled tokens per task; the arms differ only in how
 they spend it:
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.runner import ArmResult, Experiment
 
 ARMS = ("independent", "tree-entropy", "tree-random")
 
