@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the experiments that ``args`` name; returns the exit status."""
-    if not getattr(args, "native_kernels", False) and not pin_kernels():
+    if not args.native_kernels and not pin_kernels():
         print("warning: torch was loaded before the experiment command could pin its CPU kernels to AVX2; this run "
               "uses the machine's own (its starting_point records which).", file=sys.stderr)
     if args.list or not args.names:

@@ -30,7 +30,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,17 @@ class ArmResult:
     cost: dict[str, float] = field(default_factory=dict)
     curve: list[tuple[float, float]] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    """What a ``prepare`` step made for every run: the model, its tokenizer, its starting weights (``start``, the
+    state every run begins from; its hash is the run's recorded starting point) and the settings."""
+
+    model: Any
+    tokenizer: Any
+    start: dict[str, Any]
+    config: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -154,10 +165,11 @@ def state_hash(state: Any) -> str:
 
 
 def _warm_state(exp: Experiment, context: Any) -> Any:
-    """The prepared model's weights: ``exp.warm_state(context)``, else a ``warm`` state_dict or a ``net`` module."""
+    """The prepared model's weights: ``exp.warm_state(context)``, else a ``start`` or ``warm`` state_dict (a
+    :class:`Prepared` context's starting weights) or a ``net`` module."""
     if exp.warm_state is not None:
         return exp.warm_state(context)
-    for key in ("warm", "net", "model"):
+    for key in ("start", "warm", "net", "model"):
         value = context.get(key) if isinstance(context, dict) else getattr(context, key, None)
         if value is None:
             continue
@@ -462,6 +474,17 @@ POWER_TEXT = ("Power: MDE is the paired difference a two-sided paired t test at 
 
 def _cost_text(cost: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:,.0f}" if abs(v) >= 10 else f"{k} {v:.2f}" for k, v in cost.items()) or "-"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table's lines: the header row, its rule, then one line per row (cells as ``str`` gives them).
+
+    Example:
+        >>> markdown_table(["arm", "accuracy"], [["base", "0.25"]])
+        ['| arm | accuracy |', '|---|---|', '| base | 0.25 |']
+    """
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
 
 
 def seeds_text(c: dict[str, Any]) -> str:

@@ -21,20 +21,15 @@ from rollgym.core.doc_sections import replace_section, section_of
 
 MARKERS = ("<!-- experiments-summary:begin -->", "<!-- experiments-summary:end -->")
 
-#: The name and section anchor each experiment has in ``docs/experiments.md``.
-LABELS: dict[str, tuple[str, str]] = {
-    "realmodel": ("Real model (SmolLM2-135M)", "realmodel"),
-    "realmodel-trl": ("Real model, TRL's trainer", "realmodel"),
-    "realmodel-qwen": ("Real model (Qwen2.5-Coder-0.5B), CodeGen", "realmodel-qwen"),
-    "erils": ("ERILS", "erils"),
-    "t3rl": ("T^3RL", "t3rl"),
-    "dynamic": ("Dynamic sampling", "dynamic"),
-    "worldmodel": ("World model", "worldmodel"),
-    "april": ("APRIL", "april"),
-    "generalization": ("Generalization", "generalization"),
-    "selfplay": ("Self-play", "selfplay"),
-    "branching": ("Branching", "branching"),
+#: The name each experiment has in the summary (else its title) ...
+NAMES: dict[str, str] = {
+    "realmodel": "Real model (SmolLM2-135M)", "realmodel-trl": "Real model, TRL's trainer",
+    "realmodel-qwen": "Real model (Qwen2.5-Coder-0.5B), CodeGen", "erils": "ERILS", "t3rl": "T^3RL",
+    "dynamic": "Dynamic sampling", "worldmodel": "World model", "april": "APRIL", "generalization": "Generalization",
+    "selfplay": "Self-play", "branching": "Branching",
 }
+#: ... and its section's anchor in ``docs/experiments.md``, where that is not its own name.
+ANCHORS: dict[str, str] = {"realmodel-trl": "realmodel"}
 
 
 def _order(data: dict[str, Any]) -> int:
@@ -48,7 +43,8 @@ def render_summary(results: Sequence[dict[str, Any]]) -> str:
              "| reading |", "|---|---|---|---|---|---|---|"]
     unpaired = []
     for data in sorted(results, key=_order):
-        name, anchor = LABELS.get(data["experiment"], (data["title"], data["experiment"]))
+        name = NAMES.get(data["experiment"], data["title"])
+        anchor = ANCHORS.get(data["experiment"], data["experiment"])
         digits = int(data.get("digits", 3))
         first = True
         for c in data["comparisons"]:
