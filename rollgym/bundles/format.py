@@ -1,14 +1,18 @@
-"""The results bundle: a folder (or a ``.tar.gz`` of it) with transcripts, a manifest and a summary.
+"""The results bundle: a folder (or a ``.tar.gz`` of it) with one results file per entry, a manifest and a summary.
 
 Layout::
 
     manifest.json            rollgym version, suite label and task hash, seeds, agent and model,
                              sampling settings, env spec hashes, machine, skipped entries
     summary.json             per-entry metrics, per-ladder ratings, the headline score
-    transcripts/<entry>.jsonl  the results files of :func:`~rollgym.rollout.collect`: every prompt,
-                             response and score (one line per episode)
+    transcripts/<entry>.jsonl  each entry's results file, as :func:`~rollgym.rollout.collect` writes it: every
+                             prompt, response and score (one line per episode)
 
-Transcripts omit every task's hidden answer (``Task.answer``): a bundle is meant to
+"Results file" is the one name for these JSON-lines files, in the rollout collector and in a bundle alike
+(the folder keeps its name, ``transcripts/``, so that bundles of format 1 still read; ``transcript`` survives
+only as deprecated aliases: :meth:`Bundle.transcript`, :func:`strip_transcript_answers`).
+
+Results files omit every task's hidden answer (``Task.answer``): a bundle is meant to
 be published, and a published bundle must not hand out a suite's answers.
 Verification does not need them: it regenerates each task from the suite and
 compares the rest. (No hash of the answer is kept either: the answers of many
@@ -17,7 +21,7 @@ tasks, a number or a 4x4 grid, are few enough to invert any unkeyed hash.)
 :func:`pack_bundle` writes the archive (the bundle layout only, answers removed);
 :func:`open_bundle` reads a folder or an archive. An archive is streamed and
 checked member by member before anything is unpacked
-(:mod:`rollgym.benchmarks.archive`), and the manifest is checked field by field
+(:mod:`rollgym.bundles.archive`), and the manifest is checked field by field
 (:func:`check_manifest`), so an uploaded bundle cannot write outside its folder,
 exhaust memory or disk, or crash the reader with a wrong type.
 """
@@ -31,11 +35,12 @@ import math
 import os
 import tarfile
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.archive import (
+from rollgym.bundles.archive import (
     DEFAULT_LIMITS,
     MANIFEST,
     SUMMARY,
@@ -46,6 +51,7 @@ from rollgym.benchmarks.archive import (
     extract_archive,
 )
 from rollgym.core.closing import Closeable
+from rollgym.core.deprecation import REMOVED_IN, renamed
 from rollgym.core.io import write_bytes_atomic
 
 __all__ = [
@@ -63,6 +69,7 @@ __all__ = [
     "pack_bundle",
     "public_task",
     "read_json",
+    "strip_results_file",
     "strip_transcript_answers",
     "write_json",
 ]
@@ -128,18 +135,41 @@ def _strip_line(line: bytes) -> bytes:
     return (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
-def strip_answers(transcript: bytes) -> bytes:
-    """A transcript's bytes with the hidden answer removed from every episode's task."""
-    return b"".join(_strip_line(line) for line in transcript.splitlines(keepends=True))
+def strip_answers(results: bytes | None = None, *, transcript: bytes | None = None) -> bytes:
+    """A results file's bytes with the hidden answer removed from every episode's task.
+
+    ``transcript=`` is the old name of ``results`` (deprecated).
+
+    Example:
+        >>> strip_answers(b'{"task": {"id": "t", "answer": "4"}}\\n')
+        b'{"task": {"id": "t"}}\\n'
+    """
+    if transcript is not None:
+        renamed("strip_answers", "transcript", "results")
+        results = transcript
+    if results is None:
+        raise TypeError("strip_answers() needs the results file's bytes.")
+    return b"".join(_strip_line(line) for line in results.splitlines(keepends=True))
 
 
-def strip_transcript_answers(path: str | os.PathLike[str]) -> None:
+def strip_results_file(path: str | os.PathLike[str]) -> None:
     """Remove the hidden answers from a results file in place (atomically; a no-op when none are left)."""
     target = Path(path)
     data = target.read_bytes()
     stripped = strip_answers(data)
     if stripped != data:
         write_bytes_atomic(target, stripped)
+
+
+def strip_transcript_answers(path: str | os.PathLike[str]) -> None:
+    """Deprecated name of :func:`strip_results_file` (it goes in rollgym 0.3.0)."""
+    _warn_renamed("strip_transcript_answers", "strip_results_file")
+    strip_results_file(path)
+
+
+def _warn_renamed(old: str, new: str) -> None:
+    warnings.warn(f"rollgym.bundles.format.{old} is now {new} (the old name goes in rollgym {REMOVED_IN}).",
+                  DeprecationWarning, stacklevel=3)
 
 
 # -- the manifest ---------------------------------------------------------------------------
@@ -164,7 +194,7 @@ def check_manifest(manifest: Any) -> dict[str, Any]:
     """Check the fields of a manifest that anything reads; return it, or raise :class:`BundleError`.
 
     Only types and bounds are checked here; whether the values are *true* is what
-    :func:`~rollgym.benchmarks.verify.verify_bundle` decides.
+    :func:`~rollgym.leaderboard.verify.verify_bundle` decides.
     """
 
     def bad(field_name: str, expected: str, value: Any) -> BundleError:
@@ -230,9 +260,14 @@ class Bundle(Closeable):
     summary: dict[str, Any] | None
     _cleanup: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
-    def transcript(self, entry_name: str) -> Path:
-        """The results file of one entry."""
+    def results_file(self, entry_name: str) -> Path:
+        """The results file of one entry (``transcripts/<entry>.jsonl``)."""
         return self.root / TRANSCRIPTS / f"{entry_name}.jsonl"
+
+    def transcript(self, entry_name: str) -> Path:
+        """Deprecated name of :meth:`results_file` (it goes in rollgym 0.3.0)."""
+        _warn_renamed("Bundle.transcript", "results_file")
+        return self.results_file(entry_name)
 
     def close(self) -> None:
         """Remove the temporary folder of an unpacked archive."""
@@ -255,7 +290,7 @@ def pack_bundle(folder: str | os.PathLike[str], archive: str | os.PathLike[str] 
 
     Only the bundle layout is packed (``manifest.json``, ``summary.json``,
     ``transcripts/*.jsonl``), with every task's hidden answer removed from the
-    transcripts. Members are added in sorted order with fixed owners and times, so
+    results files. Members are added in sorted order with fixed owners and times, so
     the same folder packs to the same bytes.
     """
     root = Path(folder)

@@ -19,20 +19,12 @@ import hashlib
 import hmac
 import json
 import math
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.bundle import (
-    DEFAULT_LIMITS,
-    Bundle,
-    BundleError,
-    BundleLimits,
-    clean_json,
-    open_bundle,
-    public_task,
-)
 from rollgym.benchmarks.runner import compute_summary, prepare_suite
 from rollgym.benchmarks.suite import (
     Suite,
@@ -43,6 +35,16 @@ from rollgym.benchmarks.suite import (
     task_set_hash,
     versions_phrase,
 )
+from rollgym.bundles.format import (
+    DEFAULT_LIMITS,
+    Bundle,
+    BundleError,
+    BundleLimits,
+    clean_json,
+    open_bundle,
+    public_task,
+)
+from rollgym.core.deprecation import REMOVED_IN
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.store import FORMAT_VERSION, EpisodeRecord
 from rollgym.rollout.types import RolloutGroup, Trajectory, to_jsonable
@@ -203,48 +205,55 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class _BadTranscript(Exception):
-    """A transcript that cannot be read as a complete results file."""
+class _BadResultsFile(Exception):
+    """A bundle's results file that cannot be read as a complete one."""
 
 
-def read_transcript(path: Path) -> tuple[dict[str, Any], list[EpisodeRecord]]:
-    """Read a bundle's transcript strictly: every line complete and valid, nothing dropped or merged.
+def read_results_file(path: Path) -> tuple[dict[str, Any], list[EpisodeRecord]]:
+    """Read a bundle's results file strictly: every line complete and valid, nothing dropped or merged.
 
     Unlike :func:`~rollgym.rollout.load_results` (made for resuming an interrupted run), a torn
     or repeated line is not forgiven here: the verifier must see every line the submitter sent.
 
     Raises:
-        _BadTranscript: with a sentence naming the line.
+        _BadResultsFile: with a sentence naming the line.
     """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise _BadTranscript(f"the bundle has no transcript {path.parent.name}/{path.name}") from None
+        raise _BadResultsFile(f"the bundle has no transcript {path.parent.name}/{path.name}") from None
     if raw and not raw.endswith(b"\n"):
-        raise _BadTranscript("its last line is cut off (the run was interrupted or the file truncated)")
+        raise _BadResultsFile("its last line is cut off (the run was interrupted or the file truncated)")
     header: dict[str, Any] | None = None
     records: list[EpisodeRecord] = []
     for number, line in enumerate(raw.splitlines(), 1):
         try:
             data = json.loads(line)
         except (ValueError, RecursionError):
-            raise _BadTranscript(f"line {number} is not valid JSON") from None
+            raise _BadResultsFile(f"line {number} is not valid JSON") from None
         if not isinstance(data, dict):
-            raise _BadTranscript(f"line {number} is not a JSON object")
+            raise _BadResultsFile(f"line {number} is not a JSON object")
         if number == 1:
             if data.get("kind") != "header" or data.get("format") != FORMAT_VERSION:
-                raise _BadTranscript(f"its first line is not a results header of format {FORMAT_VERSION}")
+                raise _BadResultsFile(f"its first line is not a results header of format {FORMAT_VERSION}")
             header = data
             continue
         if data.get("kind") != "episode":
-            raise _BadTranscript(f"line {number} is not an episode (kind {_short(data.get('kind'))})")
+            raise _BadResultsFile(f"line {number} is not an episode (kind {_short(data.get('kind'))})")
         try:
             records.append(EpisodeRecord.from_json(data))
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-            raise _BadTranscript(f"line {number} is not a valid episode ({type(exc).__name__})") from None
+            raise _BadResultsFile(f"line {number} is not a valid episode ({type(exc).__name__})") from None
     if header is None:
-        raise _BadTranscript("it is empty")
+        raise _BadResultsFile("it is empty")
     return header, records
+
+
+def read_transcript(path: Path) -> tuple[dict[str, Any], list[EpisodeRecord]]:
+    """Deprecated name of :func:`read_results_file` (it goes in rollgym 0.3.0)."""
+    warnings.warn(f"rollgym.leaderboard.verify.read_transcript is now read_results_file (the old name goes in rollgym "
+                  f"{REMOVED_IN}).", DeprecationWarning, stacklevel=2)
+    return read_results_file(path)
 
 
 def _verify_entry(
@@ -266,8 +275,8 @@ def _verify_entry(
         )
         return [], [], 0
     try:
-        header, episodes_read = read_transcript(bundle.transcript(entry.name))
-    except _BadTranscript as exc:
+        header, episodes_read = read_results_file(bundle.results_file(entry.name))
+    except _BadResultsFile as exc:
         reject(f"its transcript cannot be read ({exc})")
         return [], [], 0
     expected_header = {
