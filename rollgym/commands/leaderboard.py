@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="leaderboard_action", metavar="ACTION")
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
-    p = actions.add_parser("verify", help="re-verify a bundle: regenerate tasks, replay its results files, recompute scores")
+    p = actions.add_parser("verify",
+                           help="re-verify a bundle: regenerate tasks, replay its results files, recompute scores")
     p.add_argument("bundle", help="a bundle folder or .tar.gz")
     p.add_argument("--seed", type=int, help="the seed the bundle must have been run with (hidden test seeds)")
     p.add_argument("--full", action="store_true", help="reject bundles run with --limit")
