@@ -16,6 +16,15 @@ RIGHT = "```python\ndef transform(xs):\n    return [x * 2 for x in xs]\n```"
 WRONG = "```python\ndef transform(xs):\n    return xs\n```"
 
 
+
+def test_the_full_runs_checkpoints_are_keyed_by_the_settings_alone(tmp_path):
+    """A long run resumes from ``<settings hash>/<arm>-seed<s>``: the hash covers the settings, not where the
+    experiment's code lives, so moving it (rollgym/train/experiments -> research/) resumes the same folders."""
+    full = get("realmodel-qwen").configs["full"]
+    assert q.checkpoint_dir(full, "grpo", 0, tmp_path) == tmp_path / "fe08935098af" / "grpo-seed0"
+    assert q.checkpoint_dir({**full, "grpo_steps": full["grpo_steps"] + 1}, "grpo", 0, tmp_path).parent.name != \
+        "fe08935098af"
+
 def test_the_settings_validate_and_the_design_holds():
     exp = get("realmodel-qwen")
     full = exp.configs["full"]
