@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.bundle import (
+from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
+from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
+from rollgym.bundles.format import (
     BUNDLE_FORMAT,
     MANIFEST,
     SUMMARY,
     TRANSCRIPTS,
     read_json,
-    strip_transcript_answers,
+    strip_results_file,
     write_json,
 )
-from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
-from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.curriculum import FixedLevel
 from rollgym.rollout.types import RolloutGroup
@@ -318,7 +318,7 @@ def run_suite(
             task_chooser=None if entry.level is None else FixedLevel(entry.level),
         )
         # A bundle is published: its transcripts must not hand out the suite's answers.
-        strip_transcript_answers(folder / TRANSCRIPTS / f"{entry.name}.jsonl")
+        strip_results_file(folder / TRANSCRIPTS / f"{entry.name}.jsonl")
     summary = compute_summary(run, runnable, groups)
     write_json(folder / SUMMARY, summary)
     finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

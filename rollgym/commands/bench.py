@@ -170,9 +170,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a suite into a bundle folder with a progress bar, then print the tables."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rollgym.benchmarks.bundle import pack_bundle
     from rollgym.benchmarks.runner import AgentSpec, prepare_suite, run_suite
     from rollgym.benchmarks.suite import load_suite
+    from rollgym.bundles.format import pack_bundle
 
     suite = load_suite(args.suite)
     agent = AgentSpec(agent=args.agent, model=args.model, sampling=parse_pairs(args.sampling, "--sampling"),
@@ -198,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.json:
             console.print(f"packed {archive}")
     if args.json:
-        from rollgym.benchmarks.bundle import clean_json
+        from rollgym.bundles.format import clean_json
 
         print(json.dumps(clean_json(summary)))
     else:
@@ -233,7 +233,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_pack(args: argparse.Namespace) -> int:
     """Pack a bundle folder into a .tar.gz."""
-    from rollgym.benchmarks.bundle import pack_bundle
+    from rollgym.bundles.format import pack_bundle
 
     print(pack_bundle(args.folder, args.out))
     return 0
