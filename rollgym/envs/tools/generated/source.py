@@ -14,7 +14,7 @@ pick the right tools and the whole-world gate watches apps the task does not nam
 
 Each draw picks a scenario group uniformly (lookup, edit, action, chain, cross_app), then
 an app, a kind of that group and a target; an instance that doing nothing with a constant
-answer would pass (see :data:`~rollgym.envs.tools.checker.CONSTANT_ANSWERS`) is redrawn.
+answer would pass (see :data:`~rollgym.verifiers.tools.CONSTANT_ANSWERS`) is redrawn.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split, task_rng
 from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Task
-from rollgym.envs.tools.checker import Expectation, is_degenerate
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.crossapp import CROSS_KINDS
 from rollgym.envs.tools.generated.kinds import KINDS
 from rollgym.envs.tools.generated.store import NOW
 from rollgym.envs.tools.generated.templates import GROUPS, GenTemplate
+from rollgym.verifiers.tools import Expectation, is_degenerate
 
 FAMILY = "ToolGen"
 Candidate = tuple[str, dict[str, Any], list[str]]

@@ -30,13 +30,13 @@ from rollgym.core.seeding import content_digest, split_of_key, stable_int
 from rollgym.core.task import Score, Task
 from rollgym.envs.web.gen import changes
 from rollgym.envs.web.gen import mechanisms as m
-from rollgym.envs.web.gen.answers import matches
 from rollgym.envs.web.gen.domain import site_keys, site_spec
 from rollgym.envs.web.gen.kinds import KINDS, Kind, TemplateSpec
 from rollgym.envs.web.server import query_base, site
 from rollgym.envs.web.tasks.base import SITE_GATE
 from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_criteria
 from rollgym.verifiers.statediff import Query, Rule, diff_snapshots, snapshot
+from rollgym.verifiers.web import matches
 
 MECHANISMS: dict[str, m.Mechanism] = {
     "extreme": m.Extreme(), "kth": m.Kth(), "lookup": m.Lookup(), "find_by_code": m.FindByCode(),
