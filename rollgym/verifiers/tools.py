@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from rollgym.core.task import Score
-from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_criteria
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_rubric
 from rollgym.verifiers.statediff import (
     Matcher,
     Rule,
@@ -182,15 +182,21 @@ def diff_bases(bases: Mapping[str, Snapshot], after: Mapping[str, sqlite3.Connec
     return diff_against(bases, after, wanted)
 
 
+def answer_criterion(expectation: Expectation) -> Criterion | None:
+    """The ``answer`` criterion of a question (the answer states exactly the expected value); ``None`` when the
+    task asks none."""
+    if expectation.answer_kind == "none":
+        return None
+    kind, value = expectation.answer_kind, expectation.answer
+    return Criterion("answer", 1.0, lambda ctx: check_answer(kind, value, ctx.answer),
+                     f"the answer states exactly the expected {kind}")
+
+
 def expectation_rubric(expectation: Expectation, rules: list[Rule], gate_description: str) -> Rubric:
     """The criteria of a task: ``required_changes`` (from ``rules``), the ``answer`` for questions, and the
     whole-world gate :data:`GATE`. Binary: 1.0 when every criterion passes, else 0.0."""
-    criteria = state_criteria(rules, goal="required_changes", gate=GATE, gate_description=gate_description)
-    if expectation.answer_kind != "none":
-        kind, value = expectation.answer_kind, expectation.answer
-        criteria.insert(1, Criterion("answer", 1.0, lambda ctx: check_answer(kind, value, ctx.answer),
-                                     f"the answer states exactly the expected {kind}"))
-    return Rubric(criteria, partial_credit=False, asks_answer=expectation.answer_kind != "none")
+    return state_rubric(rules, goal="required_changes", gate=GATE, gate_description=gate_description,
+                        answer=answer_criterion(expectation), partial_credit=False)
 
 
 def rubric(expectation: Expectation, version: int = 1) -> Rubric:
