@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from rollgym.core.deprecation import moved_to
 from rollgym.envs.tools.api import base_snapshot
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.statediff import Snapshot, StateDiff
@@ -32,3 +33,25 @@ def diff_world(world: World, after: dict[str, sqlite3.Connection],
 
 
 __all__ = ["diff_world", "world_snapshots"]
+
+# the pure grading moved to rollgym.verifiers.tools (0.2.0); the old path warns and goes in 0.3.0
+__getattr__ = moved_to(__name__, {name: "rollgym.verifiers.tools" for name in (
+    "AnswerKind",
+    "CONSTANT_ANSWERS",
+    "Expectation",
+    "GATE",
+    "Key",
+    "Row",
+    "answer_criterion",
+    "check_answer",
+    "contains",
+    "diff_bases",
+    "expectation_rubric",
+    "expectation_rules",
+    "grade",
+    "is_degenerate",
+    "json_set",
+    "legacy_verdict",
+    "required_rules",
+    "rubric",
+)})
