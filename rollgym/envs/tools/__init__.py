@@ -18,7 +18,7 @@ _COMPONENTS = ["rollgym.envs.tools.env", "rollgym.envs.tools.api", "rollgym.envs
                "rollgym.envs.tools.apps.calendar", "rollgym.envs.tools.apps.payments",
                "rollgym.envs.tools.apps.notes", "rollgym.envs.tools.apps.shopping",
                "rollgym.envs.tools.apps.supervisor", "rollgym.core.toolschema",
-               "rollgym.verifiers.statediff", "rollgym.verifiers.rubric"]
+               "rollgym.verifiers.statediff", "rollgym.verifiers.rubric", "rollgym.verifiers.tools"]
 _POLICIES: dict[str, Any] = {"oracle": "rollgym.envs.tools.policies:oracle_policy",
              "random_policy": "rollgym.envs.tools.policies:random_policy",
              "private_state": "rollgym.core.private:task_answer", "grader": "pure"}
