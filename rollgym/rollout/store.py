@@ -115,6 +115,7 @@ IDENTITY_FIELDS: tuple[str, ...] = (
     "env_kwargs",
     "max_steps",
     "reset_options",  # absent (None) unless the run had fixed reset options, e.g. one difficulty level
+    "task_indices",  # absent (None) unless the run named its tasks by index (RunSpec.task_indices)
 )
 
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, capabilities
 from rollgym.core.registration import make
 from rollgym.core.task import Task
-from rollgym.rollout.collector import run_episode
-from rollgym.rollout.episode import EpisodeLimits, arun_episode
+from rollgym.rollout.engine import agent_name, spawn_agent
+from rollgym.rollout.episode import EpisodeLimits, arun_episode, run_episode
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 
@@ -81,9 +81,8 @@ def play_tasks(
     group sample differently but reproducibly; the transformers backend still batches them,
     since each row carries its own seed.
     """
-    import copy
-
     kwargs = dict(env_kwargs or {})
+    caps = capabilities(agent)  # read once, here where the agent is accepted
     n = len(tasks)
     pool: list[Any] = envs if envs is not None else []
     limits = EpisodeLimits(max_steps=max_turns)
@@ -94,14 +93,14 @@ def play_tasks(
             "traj_id": f"{group_ids[i] if group_ids else tasks[i].id}-{i}",
             "group_id": group_ids[i] if group_ids else tasks[i].id,
             "sample_idx": sample_idx[i] if sample_idx else i, "env_id": env_id, "limits": limits,
-            "source": "policy" if getattr(player, "name", "") == "llm" else f"external:{player.name}",
+            "source": "policy" if agent_name(player) == "llm" else f"external:{player.name}",
         }
 
     def new_env() -> Any:
         return make_env() if make_env is not None else make(env_id, **kwargs)
 
     def spawn() -> Any:
-        return agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
+        return spawn_agent(agent, caps)
 
     def release(env: Any, traj: Trajectory) -> None:
         if traj.status == "failed" and traj.info.get("failure", {}).get("stage") in {"reset", "step"}:
@@ -129,7 +128,7 @@ def play_tasks(
     if n == 0:
         return []
     try:
-        if callable(getattr(agent, "aact", None)):
+        if caps.asynchronous:
             try:
                 asyncio.get_running_loop()
             except RuntimeError:  # no loop in this thread: the usual case (a trainer's rollout hook)
