@@ -141,3 +141,21 @@ def test_ray_plays_the_same_trajectories_as_threads_on_one_spec() -> None:
     finally:
         if started:
             ray.shutdown()
+
+
+def test_rollgym_eval_chooses_the_driver_with_one_option_and_keeps_the_old_names(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from rollgym.cli import main
+
+    base = ["eval", "rollgym_toyenv:ToyGuess-v0", "--agent", "random", "--n", "3", "--group-size", "2",
+            "--seed", "4", "--max-steps", "3", "--json"]
+    summaries = []
+    for extra in ([], ["--driver", "async"], ["--driver", "threads", "--parallel", "3"], ["--workers", "2"],
+                  ["--driver", "async", "--concurrency", "2"]):
+        assert main([*base, *extra]) == 0
+        summaries.append(json.loads(capsys.readouterr().out.strip().splitlines()[-1]))
+    assert all(s == summaries[0] for s in summaries) and summaries[0]["episodes"] == 6
+    with pytest.raises(SystemExit):
+        main([*base, "--driver", "ray"])  # Ray is the library's driver (collect_ray), not the command's
