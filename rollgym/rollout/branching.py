@@ -56,11 +56,18 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rollgym.core.agent import ForkingAgent
 from rollgym.core.errors import RollgymError
 from rollgym.rollout.echo import EchoOptions, Pruner, branch_width, sequence_confidence
 from rollgym.rollout.episode import EpisodeLimits, EpisodeRecorder, reset_kwargs
 from rollgym.rollout.types import Trajectory
+
+
+@runtime_checkable
+class ForksItself(Protocol):
+    """Has ``fork(seed)``: its own mid-episode copy (the fork half of
+    :class:`~rollgym.core.agent.ForkingAgent`, which also asks for ``name`` and ``turns``)."""
+
+    def fork(self, seed: int | None = None) -> Any: ...
 
 
 @runtime_checkable
@@ -218,7 +225,7 @@ def clone_env(env: Any) -> Any:
 
 def fork_agent(agent: Any, seed: int | None) -> Any:
     """A copy of ``agent`` mid-episode: its own ``fork(seed)`` when it has one, else a deep copy reseeded."""
-    if isinstance(agent, ForkingAgent):
+    if isinstance(agent, ForksItself):
         return agent.fork(seed)
     child = copy.deepcopy(agent)
     if seed is not None and isinstance(child, DrawsFromRng):

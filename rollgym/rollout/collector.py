@@ -60,23 +60,11 @@ def make_env(env_id: str, **kwargs: Any) -> Any:
     return make(env_id, **kwargs)
 
 
-def collect(
-    agent: Agent,
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    split: str = "test",
-    seed: int = 0,
-    out: str | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    progress: ProgressCallback | None = None,
-    workers: int = 1,
-    env_pool: EnvPool | None = None,
-    task_chooser: TaskChooser | None = None,
-    on_episode: Callable[[Trajectory], None] | None = None,
-    prefix_cache: bool | None = None,
-) -> list[RolloutGroup]:
+def collect(agent: Agent, env_id: str, n_tasks: int, group_size: int, split: str = "test", seed: int = 0,
+            out: str | None = None, env_kwargs: dict[str, Any] | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+            progress: ProgressCallback | None = None, workers: int = 1, env_pool: EnvPool | None = None,
+            task_chooser: TaskChooser | None = None, on_episode: Callable[[Trajectory], None] | None = None,
+            prefix_cache: bool | None = None) -> list[RolloutGroup]:
     """Play ``n_tasks`` tasks ``group_size`` times each and return one group per task.
 
     Args:
@@ -130,26 +118,17 @@ def collect(
                          task_chooser=task_chooser, on_episode=on_episode, prefix_cache=prefix_cache)
 
 
-def drive_threads(
-    spec: RunSpec,
-    agent: Agent,
-    *,
-    workers: int = 1,
-    progress: ProgressCallback | None = None,
-    env_pool: EnvPool | None = None,
-    task_chooser: TaskChooser | None = None,
-    on_episode: Callable[[Trajectory], None] | None = None,
-    prefix_cache: bool | None = None,
-) -> list[RolloutGroup]:
+def drive_threads(spec: RunSpec, agent: Agent, *, workers: int = 1, **engine_options: Any) -> list[RolloutGroup]:
     """Play ``spec`` in this thread, or in ``workers`` threads; :func:`collect`'s result.
 
     The first worker plays with ``agent`` itself on the run's checked env; each other worker
     with its own env and its own agent (``agent.spawn()`` when the agent has it, else a deep copy).
+    ``engine_options`` go to :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``,
+    ``env_pool``, ``task_chooser``, ``prefix_cache``).
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
-    engine = Engine(spec, agent, env_pool=env_pool, task_chooser=task_chooser, progress=progress,
-                    on_episode=on_episode, prefix_cache=prefix_cache, make_env=make_env)
+    engine = Engine(spec, agent, make_env=make_env, **engine_options)
     engine.start()
     jobs = engine.jobs
     pool = [engine.player()]

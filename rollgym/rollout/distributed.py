@@ -224,26 +224,12 @@ def _connect(ray: Any, address: str | None) -> None:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
 
 
-def collect_ray(
-    agent_factory: Callable[[], Agent],
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    split: str = "test",
-    seed: int = 0,
-    out: str | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    *,
-    address: str | None = None,
-    needs: Needs | None = None,
-    num_workers: int = 2,
-    episodes_per_worker: int = 8,
-    limits: EpisodeLimits | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    progress: ProgressCallback | None = None,
-    on_result: Callable[[int, list[Any]], None] | None = None,
-    max_worker_restarts: int | None = None,
-) -> list[RolloutGroup]:
+def collect_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, split: str = "test",
+                seed: int = 0, out: str | None = None, env_kwargs: dict[str, Any] | None = None, *,
+                address: str | None = None, needs: Needs | None = None, num_workers: int = 2,
+                episodes_per_worker: int = 8, limits: EpisodeLimits | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                progress: ProgressCallback | None = None, on_result: Callable[[int, list[Any]], None] | None = None,
+                max_worker_restarts: int | None = None) -> list[RolloutGroup]:
     """Play ``n_tasks`` × ``group_size`` episodes on Ray workers; see the module docstring.
 
     Args:
@@ -289,17 +275,9 @@ def drive_ray(spec: RunSpec, agent_factory: Callable[[], Agent], *, address: str
     return run.engine.groups()
 
 
-async def stream_ray(
-    agent_factory: Callable[[], Agent],
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    split: str = "test",
-    seed: int = 0,
-    out: str | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    **options: Any,
-) -> AsyncIterator[RolloutGroup]:
+async def stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int,
+                     split: str = "test", seed: int = 0, out: str | None = None,
+                     env_kwargs: dict[str, Any] | None = None, **options: Any) -> AsyncIterator[RolloutGroup]:
     """:func:`~rollgym.rollout.stream` on Ray: yield each task's group as soon as its G episodes finish.
 
     Takes :func:`collect_ray`'s arguments (``address``, ``needs``, ``num_workers``,

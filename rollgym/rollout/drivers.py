@@ -7,7 +7,7 @@ and when episodes run. ``rollgym eval`` and ``rollgym bench run`` choose theirs 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from rollgym.core.agent import Agent
 from rollgym.core.config import did_you_mean
@@ -42,15 +42,15 @@ def run_spec(spec: RunSpec, agent: Agent | Callable[[], Agent], *, driver: str =
     if driver == "threads":
         from rollgym.rollout.collector import drive_threads
 
-        return drive_threads(spec, agent, workers=1 if parallel is None else parallel, **options)  # type: ignore[arg-type]
+        return drive_threads(spec, cast(Agent, agent), workers=1 if parallel is None else parallel, **options)
     if driver == "async":
         from rollgym.rollout.stream import drive_async
 
-        return drive_async(spec, agent, concurrency=32 if parallel is None else parallel,  # type: ignore[arg-type]
-                           **options)
+        return drive_async(spec, cast(Agent, agent), concurrency=32 if parallel is None else parallel, **options)
     if driver == "ray":
         from rollgym.rollout.distributed import drive_ray
 
-        return drive_ray(spec, agent, num_workers=2 if parallel is None else parallel, **options)
+        factory = cast(Callable[[], Agent], agent)
+        return drive_ray(spec, factory, num_workers=2 if parallel is None else parallel, **options)
     raise ConfigError(f"driver must be one of {', '.join(map(repr, DRIVERS))}, got {driver!r}"
                       f"{did_you_mean(driver, DRIVERS) or '.'}")

@@ -397,21 +397,10 @@ def reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"options": dict(options)} if options else {}
 
 
-def run_episode(
-    env: Any,
-    agent: Agent,
-    *,
-    seed: int | None,
-    agent_seed: int | None = None,
-    traj_id: str = "",
-    group_id: str = "",
-    sample_idx: int = 0,
-    env_id: str = "",
-    max_steps: int = DEFAULT_MAX_STEPS,
-    source: str = "policy",
-    limits: EpisodeLimits | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> tuple[Trajectory, Task | None]:
+def run_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | None = None, traj_id: str = "",
+                group_id: str = "", sample_idx: int = 0, env_id: str = "", max_steps: int = DEFAULT_MAX_STEPS,
+                source: str = "policy", limits: EpisodeLimits | None = None,
+                options: Mapping[str, Any] | None = None) -> tuple[Trajectory, Task | None]:
     """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
 
     ``options`` go to ``env.reset`` (e.g. ``{"difficulty": 2}``, as a curriculum chooses them).
@@ -470,21 +459,10 @@ async def _await(coro: Awaitable[T], timeout: float | None) -> T:
         raise StepTimeout(f"the agent took longer than {timeout} s to act") from exc
 
 
-async def arun_episode(
-    env: Any,
-    agent: Agent,
-    *,
-    seed: int | None,
-    agent_seed: int | None = None,
-    traj_id: str = "",
-    group_id: str = "",
-    sample_idx: int = 0,
-    env_id: str = "",
-    source: str = "policy",
-    limits: EpisodeLimits | None = None,
-    pause: Callable[[], Awaitable[None]] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> tuple[Trajectory, Task | None]:
+async def arun_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | None = None, traj_id: str = "",
+                       group_id: str = "", sample_idx: int = 0, env_id: str = "", source: str = "policy",
+                       limits: EpisodeLimits | None = None, pause: Callable[[], Awaitable[None]] | None = None,
+                       options: Mapping[str, Any] | None = None) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
     Agents with ``aact`` (LLM agents) are awaited, so many episodes share one event

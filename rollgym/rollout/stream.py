@@ -49,27 +49,13 @@ ProgressCallback = Callable[[int, int], None]
 YIELD_EVERY_S = 0.002
 
 
-async def stream(
-    agent: Agent,
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    *,
-    split: str = "test",
-    seed: int = 0,
-    concurrency: int = 32,
-    limits: EpisodeLimits | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    out: str | None = None,
-    retries: int = 0,
-    policy_version: Callable[[], int] | None = None,
-    max_staleness: int | None = None,
-    progress: ProgressCallback | None = None,
-    env_pool: EnvPool | None = None,
-    task_chooser: TaskChooser | None = None,
-    on_episode: Callable[[Trajectory], None] | None = None,
-    prefix_cache: bool | None = None,
-) -> AsyncIterator[RolloutGroup]:
+async def stream(agent: Agent, env_id: str, n_tasks: int, group_size: int, *, split: str = "test", seed: int = 0,
+                 concurrency: int = 32, limits: EpisodeLimits | None = None, env_kwargs: dict[str, Any] | None = None,
+                 out: str | None = None, retries: int = 0, policy_version: Callable[[], int] | None = None,
+                 max_staleness: int | None = None, progress: ProgressCallback | None = None,
+                 env_pool: EnvPool | None = None, task_chooser: TaskChooser | None = None,
+                 on_episode: Callable[[Trajectory], None] | None = None,
+                 prefix_cache: bool | None = None) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
     Args:
@@ -99,21 +85,14 @@ async def stream(
         yield group
 
 
-async def drive_stream(
-    spec: RunSpec,
-    agent: Agent,
-    *,
-    concurrency: int = 32,
-    retries: int = 0,
-    policy_version: Callable[[], int] | None = None,
-    max_staleness: int | None = None,
-    progress: ProgressCallback | None = None,
-    env_pool: EnvPool | None = None,
-    task_chooser: TaskChooser | None = None,
-    on_episode: Callable[[Trajectory], None] | None = None,
-    prefix_cache: bool | None = None,
-) -> AsyncIterator[RolloutGroup]:
-    """The asyncio driver: :func:`stream` of a :class:`~rollgym.rollout.spec.RunSpec`."""
+async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, retries: int = 0,
+                       policy_version: Callable[[], int] | None = None, max_staleness: int | None = None,
+                       **engine_options: Any) -> AsyncIterator[RolloutGroup]:
+    """The asyncio driver: :func:`stream` of a :class:`~rollgym.rollout.spec.RunSpec`.
+
+    ``engine_options`` go to :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``,
+    ``env_pool``, ``task_chooser``, ``prefix_cache``).
+    """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
     if retries < 0:
@@ -121,9 +100,8 @@ async def drive_stream(
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
     limits = spec.limits
-    engine = Engine(spec, agent, env_pool=env_pool, task_chooser=task_chooser, progress=progress,
-                    on_episode=on_episode, prefix_cache=prefix_cache, keep_agent=False,
-                    make_env=make_env)
+    engine = Engine(spec, agent, keep_agent=False, make_env=make_env, **engine_options)
+    task_chooser = engine.plan.chooser
     plan = engine.plan
     engine.start()
     jobs = engine.jobs
