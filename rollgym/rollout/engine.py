@@ -165,11 +165,13 @@ class EpisodeJob:
     group_id: str
     env_id: str
     options: dict[str, Any] | None = None
+    source: str = "policy"
 
     def kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`~rollgym.rollout.episode.run_episode` for this job."""
         return {"options": self.options, "seed": self.seed, "agent_seed": self.agent_seed, "traj_id": self.traj_id,
-                "group_id": self.group_id, "sample_idx": self.sample_idx, "env_id": self.env_id}
+                "group_id": self.group_id, "sample_idx": self.sample_idx, "env_id": self.env_id,
+                "source": self.source}
 
 
 class EpisodePlayer:
