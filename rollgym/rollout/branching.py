@@ -87,9 +87,15 @@ class DrawsFromRng(Protocol):
 @runtime_checkable
 class SummarizingTurns(Protocol):
     """Summarizes its context and starts over (ReSum, :class:`~rollgym.agents.resum.SummarizingAgent`):
-    ``summary_turns`` are the indices of its summary turns, ``summarize_next`` forces or forbids the next one."""
+    ``summary_turns`` are the indices of its summary turns."""
 
     summary_turns: list[int]
+
+
+@runtime_checkable
+class ChoosesSummaries(Protocol):
+    """Can be told whether to summarize at its next reply (``summarize_next``: ``True``, ``False`` or ``None``)."""
+
     summarize_next: bool | None
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.rollout.branching import Branch, SummarizingTurns, summary_turns
+from rollgym.rollout.branching import Branch, ChoosesSummaries, summary_turns
 from rollgym.rollout.episode import EpisodeLimits
 from rollgym.rollout.types import Trajectory
 
@@ -75,7 +75,7 @@ async def agrow_resum_tree(env: Any, agent: Any, *, seed: int | None, roots: int
             return
         child = snapshot.fork(agent_seed=int(rng.integers(2**62)), traj_id=f"{group_id}-b{len(new)}")
         child.parent_id = parent.traj_id
-        if summarize is not None and isinstance(child.agent, SummarizingTurns):
+        if summarize is not None and isinstance(child.agent, ChoosesSummaries):
             child.agent.summarize_next = summarize
         new.append((child, kind))
 
@@ -86,7 +86,7 @@ async def agrow_resum_tree(env: Any, agent: Any, *, seed: int | None, roots: int
                 branch(snapshots[k], traj, "redraw", None)
             if contrast:
                 branch(snapshots[k], traj, "masked", False)
-        if contrast and not points and len(snapshots) > 1 and isinstance(played_agent, SummarizingTurns):
+        if contrast and not points and len(snapshots) > 1 and isinstance(played_agent, ChoosesSummaries):
             branch(snapshots[len(snapshots) // 2], traj, "injected", True)
     results = await asyncio.gather(*(_play(b) for b, _ in new))
     out += [_label(t, a, kind) for (t, _, a), (_, kind) in zip(results, new)]
