@@ -258,8 +258,9 @@ def run_suite(
     seed: int | None = None,
     limit: int | None = None,
     only: list[str] | None = None,
-    workers: int = 1,
+    workers: int | None = 1,
     progress: EntryProgress | None = None,
+    driver: str = "threads",
 ) -> dict[str, Any]:
     """Run ``suite`` with ``agent`` into the bundle folder ``out_dir`` and return the summary.
 
@@ -270,8 +271,10 @@ def run_suite(
         seed: Replace every entry's seed (a leaderboard's hidden test seed).
         limit: At most this many tasks per entry (a smaller task set, for smoke tests).
         only: Run only these entries (a partial run; the manifest records it).
-        workers: Episodes played at once per entry (threads; worth it for model servers).
+        workers: Episodes played at once per entry (worth it for model servers); ``None``: the driver's default.
         progress: Called as ``progress(entry_name, done, total)`` after every episode.
+        driver: How an entry's episodes run at once: ``"threads"`` or ``"async"`` (the episode engine's
+            drivers, :func:`~rollgym.rollout.engine.run_spec`); results do not depend on it.
 
     Example:
         >>> from rollgym.benchmarks.suite import load_suite
@@ -279,7 +282,8 @@ def run_suite(
         >>> summary["entries"]["countdown"]["accuracy"]["value"]  # doctest: +SKIP
         1.0
     """
-    from rollgym.rollout import collect
+    from rollgym.rollout.drivers import run_spec
+    from rollgym.rollout.spec import RunSpec
 
     folder = Path(out_dir)
     run = prepare_suite(suite, seed, limit, only)
@@ -303,20 +307,11 @@ def run_suite(
             def callback(done: int, total: int, name: str = name) -> None:
                 progress(name, done, total)
 
-        groups[entry.name] = collect(
-            agent.build(entry),
-            entry.env_id,
-            n_tasks=entry.n_tasks,
-            group_size=entry.group_size,
-            split=entry.split,
-            seed=entry.seed,
-            out=str(folder / TRANSCRIPTS / f"{entry.name}.jsonl"),
-            env_kwargs=entry.env_kwargs,
-            max_steps=entry.max_steps,
-            progress=callback,
-            workers=workers,
-            task_chooser=None if entry.level is None else FixedLevel(entry.level),
-        )
+        spec = RunSpec.of(entry.env_id, entry.n_tasks, entry.group_size, split=entry.split, seed=entry.seed,
+                          out=str(folder / TRANSCRIPTS / f"{entry.name}.jsonl"), env_kwargs=entry.env_kwargs,
+                          max_steps=entry.max_steps)
+        groups[entry.name] = run_spec(spec, agent.build(entry), driver=driver, parallel=workers, progress=callback,
+                                      task_chooser=None if entry.level is None else FixedLevel(entry.level))
         # A bundle is published: its transcripts must not hand out the suite's answers.
         strip_results_file(folder / TRANSCRIPTS / f"{entry.name}.jsonl")
     summary = compute_summary(run, runnable, groups)

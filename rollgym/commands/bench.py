@@ -18,7 +18,7 @@ import math
 import sys
 from typing import Any
 
-from rollgym.commands.options import parse_pairs
+from rollgym.commands.options import parse_pairs, positive_int
 
 
 def register(subparsers: Any) -> None:
@@ -50,7 +50,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, help="replace every entry's seed (a leaderboard's issued seed)")
     p.add_argument("--limit", type=int, help="at most this many tasks per entry (a smaller task set)")
     p.add_argument("--only", help="comma-separated entry names to run (a partial run)")
-    p.add_argument("--workers", type=int, default=1, help="episodes at once per entry (threads)")
+    p.add_argument("--driver", choices=["threads", "async"], default="threads",
+                   help="how an entry's episodes run at once: threads (default) or async (one event loop, model "
+                        "calls batched); results do not depend on it")
+    p.add_argument("--parallel", "--workers", dest="parallel", type=positive_int, default=None, metavar="N",
+                   help="episodes at once per entry (default: 1 with threads, 32 with async); --workers is its "
+                        "older name")
     p.add_argument("--tar", action="store_true", help="also pack the bundle into OUT.tar.gz")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_run)
@@ -191,8 +196,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 bars[entry] = progress.add_task(entry, total=total)
             progress.update(bars[entry], completed=done, total=total)
 
-        summary = run_suite(suite, agent, args.out, seed=args.seed, limit=args.limit, only=only, workers=args.workers,
-                            progress=on_progress)
+        summary = run_suite(suite, agent, args.out, seed=args.seed, limit=args.limit, only=only, workers=args.parallel,
+                            driver=args.driver, progress=on_progress)
     if args.tar:
         archive = pack_bundle(args.out)
         if not args.json:
