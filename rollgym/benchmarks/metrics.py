@@ -1,5 +1,7 @@
 """Evaluation metrics: pass@k, pass^k, Wilson intervals, bootstrap intervals, and a run summary.
 
+Intervals come back as :class:`~rollgym.core.estimate.Estimate` (re-exported here).
+
 All functions are pure. Random resampling takes a seed and uses its own
 :class:`numpy.random.Generator`, never global random state, so a summary is the
 same on every run.
@@ -22,6 +24,8 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from rollgym.core.estimate import Estimate
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -191,27 +195,6 @@ def expected_best_of_k(rewards: Sequence[float], k: int) -> float:
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A point estimate with a confidence interval."""
-
-    value: float
-    low: float
-    high: float
-
-    def format(self, percent: bool = False, digits: int = 3) -> str:
-        """Render as ``value [low, high]`` (in percent when asked)."""
-        if math.isnan(self.value):
-            return "n/a"
-        if percent:
-            return f"{100 * self.value:.1f}% [{100 * self.low:.1f}, {100 * self.high:.1f}]"
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
-
-    def to_dict(self) -> dict[str, float]:
-        """Return ``{"value", "low", "high"}``."""
-        return {"value": self.value, "low": self.low, "high": self.high}
-
-
-@dataclass(frozen=True)
 class Summary:
     """What an evaluation run measured.
 
@@ -296,16 +279,18 @@ def summarize(groups: Iterable[Any], confidence: float = 0.95, seed: int = 0, n_
     truncated = sum(1 for t in trajectories if t.status == "truncated")
     n = len(trajectories)
     low, high = wilson_interval(correct, n, confidence)
-    accuracy = Estimate(correct / n if n else math.nan, low, high)
+    accuracy = Estimate(correct / n if n else math.nan, low, high, n, "wilson")
     rewards = [counted_reward(t, abandoned_reward) for t in trajectories]
     if rewards:
-        mean_reward = Estimate(float(np.mean(rewards)), *bootstrap_interval(rewards, confidence, n_resamples, seed))
+        mean_reward = Estimate(float(np.mean(rewards)), *bootstrap_interval(rewards, confidence, n_resamples, seed),
+                               len(rewards), "bootstrap")
     else:
-        mean_reward = Estimate(math.nan, math.nan, math.nan)
+        mean_reward = Estimate(math.nan, math.nan, math.nan, 0, "bootstrap")
     pass_k: dict[int, Estimate] = {}
     if groups:
         smallest = min(len(g.trajectories) for g in groups)
         for k in range(1, smallest + 1):
             per_task = [pass_at_k(len(g.trajectories), sum(1 for t in g.trajectories if t.correct), k) for g in groups]
-            pass_k[k] = Estimate(float(np.mean(per_task)), *unit_interval(per_task, confidence, n_resamples, seed))
+            pass_k[k] = Estimate(float(np.mean(per_task)), *unit_interval(per_task, confidence, n_resamples, seed),
+                                 len(per_task), "bootstrap+wilson")
     return Summary(n, len(groups), correct, failures, truncated, accuracy, mean_reward, pass_k)
