@@ -169,6 +169,20 @@ def check_known(owner: str, given: Mapping[str, Any] | Iterable[str], valid: Ite
             raise ConfigError(f"{owner} has no option {key!r}{hint} Its options are {listed}.")
 
 
+def field_names(cls: type) -> frozenset[str]:
+    """The names a config dataclass takes on construction (an env's ``config_options`` are built from them).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class RunConfig:
+        ...     steps: int = 1
+        >>> sorted(field_names(RunConfig))
+        ['steps']
+    """
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+
+
 def configure(owner: str, cls: type[C], config: C | None = None, overrides: Mapping[str, Any] | None = None) -> C:
     """``config`` (or a fresh ``cls``) with ``overrides`` put on its fields: how a callee takes a config object,
     keyword arguments, or both.

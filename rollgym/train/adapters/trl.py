@@ -64,8 +64,7 @@ def task_rows(env_id: str, n: int, *, split: str = "train", start: int = 0, env_
     Tasks ``start .. start + n - 1`` of ``split``. With ``observation_in_prompt=False`` the user message
     is left empty, for :func:`environment_factory` whose ``reset`` returns the observation.
     """
-    if n < 1:
-        raise ConfigError(f"n must be at least 1, got {n}.")
+    check_int("n", n, 1)
     env = make(env_id, split=split, **(env_kwargs or {}))
     try:
         prompts = first_prompts(env, range(start, start + n), system_prompt=system_prompt,
@@ -312,8 +311,7 @@ def make_rollout_func(env_id: str, dataset: Any, *, env_kwargs: dict[str, Any] |
         if TASK_COLUMN not in row or "prompt" not in row:
             raise ConfigError("make_rollout_func needs rows with 'prompt' and 'task'; build them with make_dataset.")
         tasks[_prompt_key(row["prompt"])] = _task_of(row[TASK_COLUMN])
-    if max_turns < 1:
-        raise ConfigError(f"max_turns must be at least 1, got {max_turns}.")
+    check_int("max_turns", max_turns, 1)
     return RolloutFunc(env_id, tasks, env_kwargs=env_kwargs, max_turns=max_turns,
                        max_tokens_per_turn=max_tokens_per_turn, temperature=temperature, seed=seed,
                        system_prompt=system_prompt)
@@ -351,8 +349,7 @@ def seated_rows(groups: Sequence[Any], *, advantage: str = "per_role", baselines
     from rollgym.rollout.selfplay import split_by_role
     from rollgym.train.advantages import RoleBaselines, group_advantages, role_advantages
 
-    if advantage not in ("per_role", "rae"):
-        raise ConfigError(f"advantage must be 'per_role' or 'rae', got {advantage!r}.")
+    check_choice("advantage", advantage, ("per_role", "rae"))
     by_role = split_by_role(groups)
     if advantage == "rae":
         values = role_advantages(groups, baselines if baselines is not None else RoleBaselines())
