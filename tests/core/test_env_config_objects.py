@@ -51,7 +51,7 @@ def test_a_search_env_takes_a_search_config_or_its_fields():
     assert by_fields.reset(seed=1)[0] == by_object.reset(seed=1)[0]
     assert SearchEnv(config=by_object.config, max_turns=5).max_turns == 5
     assert "world_size" not in inspect.signature(SearchEnv.__init__).parameters
-    with pytest.raises(ConfigError, match="^SearchEnv has no option 'max_turn'; did you mean 'max_turns'"):
+    with pytest.raises(ConfigError, match=r"^SearchEnv has no option 'max_turn'; did you mean 'max_turns'"):
         SearchEnv(world_size=MIN_SIZE, max_turn=3)
 
 
@@ -59,7 +59,7 @@ def test_searchqa_takes_no_question_options():
     qa = SearchQAEnv(world_size=MIN_SIZE, max_turns=4)
     assert qa.config.max_turns == 4
     assert "difficulty" not in (env_options("SearchQA-v1") or ())
-    with pytest.raises(ConfigError, match="^SearchQAEnv has no option 'difficulty'"):
+    with pytest.raises(ConfigError, match=r"^SearchQAEnv has no option 'difficulty'"):
         SearchQAEnv(world_size=MIN_SIZE, difficulty="hard")
 
 
@@ -77,7 +77,7 @@ def test_a_math_env_takes_its_data_and_verify_configs_or_their_fields():
     assert MathEnv(verify=MathVerifyConfig(box_policy="last"), box_policy="all").verify_config.box_policy == "all"
     assert {"data", "verify", "box_policy", "prompt_template", "ignore_code_blocks"} <= set(
         env_options("MATH500-v1") or ())
-    with pytest.raises(ConfigError, match="^MathEnv has no option 'box_polcy'; did you mean 'box_policy'"):
+    with pytest.raises(ConfigError, match=r"^MathEnv has no option 'box_polcy'; did you mean 'box_policy'"):
         MathEnv(box_polcy="last")
-    with pytest.raises(ConfigError, match="^MATH500-v1 has no option 'max_answers'"):  # a grader knob, not an option
+    with pytest.raises(ConfigError, match=r"^MATH500-v1 has no option 'max_answers'"):  # a grader knob, not an option
         rollgym.make("MATH500-v1", max_answers=2)
