@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from statistics import NormalDist
 from typing import Any
 
@@ -113,12 +113,8 @@ def _wilson(p: float, n: int, z: float) -> tuple[float, float]:
     return low, high
 
 
-def bootstrap_interval(
-    values: Sequence[float] | np.ndarray,
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float]:
+def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000,
+                       seed: int = 0) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean of ``values``.
 
     Resamples with replacement using ``numpy.random.default_rng(seed)``, so the
@@ -148,12 +144,8 @@ def bootstrap_interval(
     return min(float(low), mean), max(float(high), mean)
 
 
-def unit_interval(
-    values: Sequence[float] | np.ndarray,
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float]:
+def unit_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000,
+                  seed: int = 0) -> tuple[float, float]:
     """An interval for the mean of per-task values in [0, 1] (pass@k, pass^k).
 
     The percentile bootstrap collapses to zero width when every task has the same
@@ -218,20 +210,14 @@ class Summary:
     truncated: int
     accuracy: Estimate
     mean_reward: Estimate
-    pass_at_k: dict[int, Estimate] = field(default_factory=dict)
+    pass_at_k: dict[int, Estimate]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return {
-            "episodes": self.episodes,
-            "tasks": self.tasks,
-            "correct": self.correct,
-            "failures": self.failures,
-            "truncated": self.truncated,
-            "accuracy": self.accuracy.to_dict(),
-            "mean_reward": self.mean_reward.to_dict(),
-            "pass_at_k": {str(k): e.to_dict() for k, e in self.pass_at_k.items()},
-        }
+        """Return a JSON-ready dict: the fields in order, each interval as :meth:`Estimate.to_dict` writes it."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update(accuracy=self.accuracy.to_dict(), mean_reward=self.mean_reward.to_dict(),
+                   pass_at_k={str(k): e.to_dict() for k, e in self.pass_at_k.items()})
+        return out
 
 
 #: Statuses of rollouts that ended without a result (a crash, an abandoned episode).

@@ -34,7 +34,13 @@ def test_a_summary_interval_writes_value_low_high_and_says_its_method():
     summary = metrics.summarize(groups, n_resamples=200)
     assert summary.accuracy.method == "wilson" and summary.accuracy.n == 6
     assert summary.mean_reward.method == "bootstrap" and summary.pass_at_k[1].method == "bootstrap+wilson"
-    assert list(summary.to_dict()["accuracy"]) == ["value", "low", "high"]
+    written = summary.to_dict()
+    assert list(written) == ["episodes", "tasks", "correct", "failures", "truncated", "accuracy", "mean_reward",
+                             "pass_at_k"]
+    assert (written["episodes"], written["correct"], list(written["pass_at_k"])) == (6, 3, ["1", "2"])
+    assert list(written["accuracy"]) == ["value", "low", "high"]
+    assert written["pass_at_k"]["2"] == summary.pass_at_k[2].to_dict()
+    json.dumps(written)
     acc = summary.accuracy
     assert acc.half_width == (acc.high - acc.low) / 2 and acc.mean == acc.value == 0.5
     assert acc.format(percent=True).startswith("50.0% [")

@@ -581,11 +581,11 @@ def trl_prompt_text(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> str:
                       "add_bos_token/add_eos_token off.")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TRLRunConfig:
-    """The settings of :func:`run_trl_grpo`, checked on construction.
+    """The settings of :func:`run_trl_grpo`, checked on construction (keyword arguments only).
 
-    The loss settings default to rollgym's :class:`~rollgym.train.grpo.GRPOConfig`.
+    The loss and optimiser settings default to rollgym's :class:`~rollgym.train.grpo.GRPOConfig`.
 
     Attributes:
         steps: Optimiser updates (at least 1).
@@ -610,19 +610,19 @@ class TRLRunConfig:
     """
 
     steps: int
-    group_size: int
-    learning_rate: float
+    eval_every: int = 0
+    seed: int
+    group_size: int  # sampling
+    micro_batch_size: int = 8
     max_tokens: int
     temperature: float
-    seed: int
-    eval_every: int = 0
-    clip_low: float = 0.2
+    clip_low: float = 0.2  # the loss
     clip_high: float = 0.2
     scale: str = "group"
     aggregation: str = "token"
-    max_grad_norm: float = 1.0
+    learning_rate: float  # the optimiser
     weight_decay: float = 0.0
-    micro_batch_size: int = 8
+    max_grad_norm: float = 1.0
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, 1)
