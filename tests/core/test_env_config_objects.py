@@ -26,6 +26,9 @@ def test_a_game_env_takes_a_play_config_or_its_fields():
     by_object = rollgym.make("Hex-v0", play_config=PlayConfig(reward_scheme="signed", max_retries=3)).unwrapped
     assert by_fields.play_config == by_object.play_config == PlayConfig(reward_scheme="signed", max_retries=3)
     assert by_fields.reset(seed=4)[0] == by_object.reset(seed=4)[0]
+    # benchmarks count an abandoned game as the lowest reward, read from either form
+    assert HexEnv.lowest_reward({"play_config": PlayConfig(reward_scheme="signed")}) == -1.0
+    assert HexEnv.lowest_reward({"play_config": PlayConfig(reward_scheme="signed"), "reward_scheme": "score"}) == 0.0
     overridden = HexEnv(play_config=PlayConfig(max_retries=3), max_retries=0)
     assert overridden.play_config.max_retries == 0
     # the base no longer re-lists PlayConfig's fields: they are its **options

@@ -224,7 +224,9 @@ class TwoPlayerTextEnv(TextEnv):
     @classmethod
     def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
         """A loss: -1 under ``reward_scheme="signed"``, else 0 (benchmarks count an abandoned game as this)."""
-        return -1.0 if kwargs.get("reward_scheme") == "signed" else 0.0
+        play = kwargs.get("play_config")
+        scheme = kwargs.get("reward_scheme", play.reward_scheme if isinstance(play, PlayConfig) else None)
+        return -1.0 if scheme == "signed" else 0.0
 
     # -- game hooks ---------------------------------------------------------
     @abstractmethod
