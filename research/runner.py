@@ -646,5 +646,5 @@ def verdict_of(data: dict[str, Any], a: str, b: str, metric: str | None = None) 
             if c.get("refused"):
                 raise KeyError(c["refused"])
             half = c["half_width"]
-            return Estimate(c["mean"], math.inf if half is None else half, c["n"])
+            return Estimate.symmetric(c["mean"], math.inf if half is None else half, c["n"])
     raise KeyError(f"{data['experiment']} has no comparison {a} - {b} on {metric}.")

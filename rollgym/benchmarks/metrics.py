@@ -1,5 +1,7 @@
 """Evaluation metrics: pass@k, pass^k, Wilson intervals, bootstrap intervals, and a run summary.
 
+Intervals come back as :class:`~rollgym.core.estimate.Estimate` (re-exported here).
+
 All functions are pure. Random resampling takes a seed and uses its own
 :class:`numpy.random.Generator`, never global random state, so a summary is the
 same on every run.
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from rollgym.core.estimate import Estimate
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
@@ -109,12 +113,8 @@ def _wilson(p: float, n: int, z: float) -> tuple[float, float]:
     return low, high
 
 
-def bootstrap_interval(
-    values: Sequence[float] | np.ndarray,
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float]:
+def bootstrap_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000,
+                       seed: int = 0) -> tuple[float, float]:
     """A percentile bootstrap interval for the mean of ``values``.
 
     Resamples with replacement using ``numpy.random.default_rng(seed)``, so the
@@ -144,12 +144,8 @@ def bootstrap_interval(
     return min(float(low), mean), max(float(high), mean)
 
 
-def unit_interval(
-    values: Sequence[float] | np.ndarray,
-    confidence: float = 0.95,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-) -> tuple[float, float]:
+def unit_interval(values: Sequence[float] | np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000,
+                  seed: int = 0) -> tuple[float, float]:
     """An interval for the mean of per-task values in [0, 1] (pass@k, pass^k).
 
     The percentile bootstrap collapses to zero width when every task has the same
@@ -191,27 +187,6 @@ def expected_best_of_k(rewards: Sequence[float], k: int) -> float:
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A point estimate with a confidence interval."""
-
-    value: float
-    low: float
-    high: float
-
-    def format(self, percent: bool = False, digits: int = 3) -> str:
-        """Render as ``value [low, high]`` (in percent when asked)."""
-        if math.isnan(self.value):
-            return "n/a"
-        if percent:
-            return f"{100 * self.value:.1f}% [{100 * self.low:.1f}, {100 * self.high:.1f}]"
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
-
-    def to_dict(self) -> dict[str, float]:
-        """Return ``{"value", "low", "high"}``."""
-        return {"value": self.value, "low": self.low, "high": self.high}
-
-
-@dataclass(frozen=True)
 class Summary:
     """What an evaluation run measured.
 
@@ -235,20 +210,14 @@ class Summary:
     truncated: int
     accuracy: Estimate
     mean_reward: Estimate
-    pass_at_k: dict[int, Estimate] = field(default_factory=dict)
+    pass_at_k: dict[int, Estimate]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return {
-            "episodes": self.episodes,
-            "tasks": self.tasks,
-            "correct": self.correct,
-            "failures": self.failures,
-            "truncated": self.truncated,
-            "accuracy": self.accuracy.to_dict(),
-            "mean_reward": self.mean_reward.to_dict(),
-            "pass_at_k": {str(k): e.to_dict() for k, e in self.pass_at_k.items()},
-        }
+        """Return a JSON-ready dict: the fields in order, each interval as :meth:`Estimate.to_dict` writes it."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update(accuracy=self.accuracy.to_dict(), mean_reward=self.mean_reward.to_dict(),
+                   pass_at_k={str(k): e.to_dict() for k, e in self.pass_at_k.items()})
+        return out
 
 
 #: Statuses of rollouts that ended without a result (a crash, an abandoned episode).
@@ -296,16 +265,18 @@ def summarize(groups: Iterable[Any], confidence: float = 0.95, seed: int = 0, n_
     truncated = sum(1 for t in trajectories if t.status == "truncated")
     n = len(trajectories)
     low, high = wilson_interval(correct, n, confidence)
-    accuracy = Estimate(correct / n if n else math.nan, low, high)
+    accuracy = Estimate(correct / n if n else math.nan, low, high, n, "wilson")
     rewards = [counted_reward(t, abandoned_reward) for t in trajectories]
     if rewards:
-        mean_reward = Estimate(float(np.mean(rewards)), *bootstrap_interval(rewards, confidence, n_resamples, seed))
+        mean_reward = Estimate(float(np.mean(rewards)), *bootstrap_interval(rewards, confidence, n_resamples, seed),
+                               len(rewards), "bootstrap")
     else:
-        mean_reward = Estimate(math.nan, math.nan, math.nan)
+        mean_reward = Estimate(math.nan, math.nan, math.nan, 0, "bootstrap")
     pass_k: dict[int, Estimate] = {}
     if groups:
         smallest = min(len(g.trajectories) for g in groups)
         for k in range(1, smallest + 1):
             per_task = [pass_at_k(len(g.trajectories), sum(1 for t in g.trajectories if t.correct), k) for g in groups]
-            pass_k[k] = Estimate(float(np.mean(per_task)), *unit_interval(per_task, confidence, n_resamples, seed))
+            pass_k[k] = Estimate(float(np.mean(per_task)), *unit_interval(per_task, confidence, n_resamples, seed),
+                                 len(per_task), "bootstrap+wilson")
     return Summary(n, len(groups), correct, failures, truncated, accuracy, mean_reward, pass_k)

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from rollgym.benchmarks.metrics import (
-    Estimate,
     bootstrap_interval,
     counted_reward,
     expected_best_of_k,
@@ -33,6 +32,7 @@ from rollgym.benchmarks.metrics import (
     wilson_interval,
 )
 from rollgym.benchmarks.suite import SuiteEntry
+from rollgym.core.estimate import Estimate
 from rollgym.core.registration import env_info
 from rollgym.rollout.types import RolloutGroup
 
@@ -46,7 +46,8 @@ def _estimate(values: Sequence[float], seed: int = 0, unit: bool = False) -> dic
         return {"value": math.nan, "low": math.nan, "high": math.nan}
     interval = unit_interval if unit else bootstrap_interval
     low, high = interval(values, 0.95, N_RESAMPLES, seed)
-    return Estimate(float(np.mean(values)), low, high).to_dict()
+    method = "bootstrap+wilson" if unit else "bootstrap"
+    return Estimate(float(np.mean(values)), low, high, len(values), method).to_dict()
 
 
 def _scored_rewards(group: RolloutGroup, abandoned_reward: float = 0.0) -> list[float]:

@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -36,6 +37,7 @@ from typing import Any, TypeVar
 from rollgym.core.errors import ConfigError
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 def did_you_mean(value: object, options: Iterable[str]) -> str:
@@ -63,14 +65,41 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
 
 
 def check_number(name: str, value: Any, low: float | None = None, high: float | None = None, *,
-                 low_name: str | None = None, high_name: str | None = None, allow_none: bool = False) -> Any:
-    """``value`` as a float if it is a finite real number within ``[low, high]``; else a :class:`ConfigError`."""
+                 low_name: str | None = None, high_name: str | None = None, allow_none: bool = False,
+                 above: float | None = None, below: float | None = None) -> Any:
+    """``value`` as a float if it is a finite real number within ``[low, high]``; else a :class:`ConfigError`.
+
+    ``above``/``below`` are exclusive bounds, used in place of ``low``/``high``: ``above=0`` for a
+    positive number, ``low=0, below=1`` for ``[0, 1)``.
+
+    Example:
+        >>> check_number("rae_decay", 1.0, 0, below=1)
+        Traceback (most recent call last):
+        ...
+        rollgym.core.errors.ConfigError: rae_decay must be in [0, 1), got 1.0.
+        >>> check_number("temperature", 0, above=0)
+        Traceback (most recent call last):
+        ...
+        rollgym.core.errors.ConfigError: temperature must be above 0, got 0.
+    """
     if value is None and allow_none:
         return value
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         suffix = " or None" if allow_none else ""
         raise ConfigError(f"{name} must be a finite number{suffix}, got {value!r}.")
-    _check_bounds(name, value, low, high, low_name, high_name)
+    if above is None and below is None:
+        _check_bounds(name, value, low, high, low_name, high_name)
+        return float(value)
+    lower = above if above is not None else low
+    upper = below if below is not None else high
+    if ((above is not None and not value > above) or (low is not None and value < low)
+            or (below is not None and not value < below) or (high is not None and value > high)):
+        if lower is None:
+            raise ConfigError(f"{name} must be below {upper}, got {value}.")
+        if upper is None:
+            raise ConfigError(f"{name} must be above {lower}, got {value}.")
+        left, right = "(" if above is not None else "[", ")" if below is not None else "]"
+        raise ConfigError(f"{name} must be in {left}{lower}, {upper}{right}, got {value}.")
     return float(value)
 
 
@@ -138,3 +167,55 @@ def check_known(owner: str, given: Mapping[str, Any] | Iterable[str], valid: Ite
             hint = did_you_mean(key, options) or "."
             listed = ", ".join(options) if options else "none"
             raise ConfigError(f"{owner} has no option {key!r}{hint} Its options are {listed}.")
+
+
+def field_names(cls: type) -> frozenset[str]:
+    """The names a config dataclass takes on construction (an env's ``config_options`` are built from them).
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class RunConfig:
+        ...     steps: int = 1
+        >>> sorted(field_names(RunConfig))
+        ['steps']
+    """
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def configure(owner: str, cls: type[C], config: C | None = None, overrides: Mapping[str, Any] | None = None) -> C:
+    """``config`` (or a fresh ``cls``) with ``overrides`` put on its fields: how a callee takes a config object,
+    keyword arguments, or both.
+
+    An override that is not a field fails as :func:`check_known` does; a required field left out, or a
+    ``config`` of another type, fails in one sentence; the values are checked by ``cls`` itself.
+
+    Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class RunConfig:
+        ...     steps: int
+        ...     seed: int = 0
+        ...     def __post_init__(self) -> None:
+        ...         check_int("steps", self.steps, 1)
+        >>> configure("run", RunConfig, overrides={"steps": 2})
+        RunConfig(steps=2, seed=0)
+        >>> configure("run", RunConfig, RunConfig(steps=2), {"seed": 1})
+        RunConfig(steps=2, seed=1)
+        >>> configure("run", RunConfig, overrides={"seed": 1})
+        Traceback (most recent call last):
+        ...
+        rollgym.core.errors.ConfigError: run needs steps.
+    """
+    overrides = dict(overrides or {})
+    fields = [f for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
+    check_known(owner, overrides, [f.name for f in fields])
+    if config is None:
+        missing = [f.name for f in fields if f.name not in overrides
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ConfigError(f"{owner} needs {', '.join(missing)}.")
+        return cls(**overrides)
+    if not isinstance(config, cls):
+        raise ConfigError(f"{owner} takes a {cls.__name__} as its config, got {type(config).__name__}.")
+    return dataclasses.replace(config, **overrides) if overrides else config  # type: ignore[type-var]

@@ -352,7 +352,8 @@ _MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")
 def env_options(env_id: str) -> tuple[str, ...] | None:
     """The keyword arguments ``make(env_id, ...)`` accepts, from the env class's constructors.
 
-    Follows ``**kwargs`` up the class hierarchy (a game env passes them to its base);
+    Follows ``**kwargs`` up the class hierarchy (a game env passes them to its base); a class
+    whose ``**options`` are the fields of its config dataclass lists them as ``config_options``.
     ``None`` when a constructor accepts arbitrary keywords, so no list is complete.
 
     Example:
@@ -380,6 +381,9 @@ def _options_of(entry_point: str) -> tuple[str, ...] | None:
                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             return tuple(sorted(options))
+        named = klass.__dict__.get("config_options") if inspect.isclass(klass) else None
+        if named is not None:  # its **options are these (the fields of its config dataclasses)
+            return tuple(sorted(options | set(named)))
     return None
 
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rollgym.core.agent import Agent
+from rollgym.core.config import check_choice, check_int, check_number
 from rollgym.core.deprecation import renamed
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import atomic_path
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
 
 #: The advantage estimators of :class:`GRPOConfig`.
 ADVANTAGES: tuple[str, ...] = ("group", "per_role", "rae")
+TEACHER_CREDITS: tuple[str, ...] = ("none", "add", "reweight")
+SCALES: tuple[str, ...] = ("group", "batch", "none")
+AGGREGATIONS: tuple[str, ...] = ("token", "sequence")
 
 CreditFn = Callable[[Sequence[RolloutGroup], dict[str, float]], TokenAdvantages]
 
@@ -136,35 +140,26 @@ class GRPOConfig:
     confidence_clip: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.tis_cap is not None and not self.tis_cap > 0:
-            raise ConfigError(f"tis_cap must be a positive number (e.g. 2.0) or None, got {self.tis_cap!r}.")
-        if self.advantage not in ADVANTAGES:
-            raise ConfigError(f"advantage must be one of {', '.join(map(repr, ADVANTAGES))}, got {self.advantage!r}.")
-        if not 0.0 <= self.rae_decay < 1.0:
-            raise ConfigError(f"rae_decay must be in [0, 1), got {self.rae_decay!r}.")
+        check_number("tis_cap", self.tis_cap, above=0, allow_none=True)
+        check_choice("advantage", self.advantage, ADVANTAGES)
+        check_number("rae_decay", self.rae_decay, 0, below=1)
         if self.distill_coef is not None:
             renamed("GRPOConfig", "distill_coef", "distill_reverse_kl", stacklevel=4)
             if self.distill_reverse_kl not in (0.0, self.distill_coef):
                 raise ConfigError("Pass distill_reverse_kl only (distill_coef is its old name).")
             object.__setattr__(self, "distill_reverse_kl", self.distill_coef)
             object.__setattr__(self, "distill_coef", None)
-        for name in ("distill_reverse_kl", "distill_forward_kl"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}.")
-        if self.distill_top_k < 1:
-            raise ConfigError(f"distill_top_k must be at least 1, got {self.distill_top_k}.")
-        if self.teacher_credit not in ("none", "add", "reweight"):
-            raise ConfigError(f"teacher_credit must be 'none', 'add' or 'reweight', got {self.teacher_credit!r}.")
-        if not 0.0 <= self.confidence_clip < 1.0:
-            raise ConfigError(f"confidence_clip must be in [0, 1), got {self.confidence_clip!r}.")
-        if self.learning_rate <= 0:
-            raise ConfigError(f"learning_rate must be positive, got {self.learning_rate}.")
-        if self.micro_batch_size < 1:
-            raise ConfigError(f"micro_batch_size must be at least 1, got {self.micro_batch_size}.")
-        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
-            raise ConfigError("clip_low must be in [0, 1) and clip_high >= 0.")
-        if self.aggregation not in ("token", "sequence"):
-            raise ConfigError(f"aggregation must be 'token' or 'sequence', got {self.aggregation!r}.")
+        check_number("distill_reverse_kl", self.distill_reverse_kl, 0)
+        check_number("distill_forward_kl", self.distill_forward_kl, 0)
+        check_int("distill_top_k", self.distill_top_k, 1)
+        check_choice("teacher_credit", self.teacher_credit, TEACHER_CREDITS)
+        check_number("confidence_clip", self.confidence_clip, 0, below=1)
+        check_number("learning_rate", self.learning_rate, above=0)
+        check_int("micro_batch_size", self.micro_batch_size, 1)
+        check_number("clip_low", self.clip_low, 0, below=1)
+        check_number("clip_high", self.clip_high, 0)
+        check_choice("scale", self.scale, SCALES)
+        check_choice("aggregation", self.aggregation, AGGREGATIONS)
 
 
 def rows_from_groups(groups: Sequence[RolloutGroup], advantages: dict[str, float],

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+
+from rollgym.core.estimate import Estimate
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -75,46 +75,8 @@ def minimum_detectable_effect(differences: Sequence[float]) -> float:
     return (t_quantile_975(n - 1) + t_quantile_80(n - 1)) * sd / math.sqrt(n)
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A mean with its 95% interval half-width over ``n`` values."""
-
-    mean: float
-    half_width: float
-    n: int
-
-    @property
-    def low(self) -> float:
-        return self.mean - self.half_width
-
-    @property
-    def high(self) -> float:
-        return self.mean + self.half_width
-
-    def verdict(self, higher: str = "higher", lower: str = "lower") -> str:
-        """``higher``/``lower`` when the interval excludes 0, else ``"no detectable difference"``."""
-        if self.n < 2 or not math.isfinite(self.half_width):
-            return "too few seeds"
-        if self.low > 0:
-            return higher
-        if self.high < 0:
-            return lower
-        return "no detectable difference"
-
-    def format(self, digits: int = 3, signed: bool = False) -> str:
-        """``"+0.123 ± 0.045"``."""
-        sign = "+" if signed else ""
-        return f"{self.mean:{sign}.{digits}f} ± {self.half_width:.{digits}f}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (an infinite or undefined half-width becomes ``None``)."""
-        finite = math.isfinite(self.half_width)
-        return {**asdict(self), "half_width": self.half_width if finite else None,
-                "low": self.low if finite else None, "high": self.high if finite else None}
-
-
 def estimate(values: Sequence[float]) -> Estimate:
-    """Mean and 95% t interval of ``values``.
+    """Mean and 95% t interval of ``values``, as a symmetric :class:`~rollgym.core.estimate.Estimate`.
 
     Example:
         >>> e = estimate([1.0, 2.0, 3.0])
@@ -123,12 +85,12 @@ def estimate(values: Sequence[float]) -> Estimate:
     """
     n = len(values)
     if n == 0:
-        return Estimate(math.nan, math.nan, 0)
+        return Estimate.symmetric(math.nan, math.nan, 0)
     mean = sum(values) / n
     if n < 2:
-        return Estimate(mean, math.inf, n)
+        return Estimate.symmetric(mean, math.inf, n)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    return Estimate(mean, t_quantile_975(n - 1) * sd / math.sqrt(n), n)
+    return Estimate.symmetric(mean, t_quantile_975(n - 1) * sd / math.sqrt(n), n)
 
 
 def paired(a: Sequence[float], b: Sequence[float]) -> Estimate:

@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from rollgym.core.errors import ConfigError
+from rollgym.core.config import check_choice, check_int, check_number
 from rollgym.core.extraction import match_braces
 from rollgym.core.task import Score, Task
 from rollgym.verifiers.math_claims import asks_for_percent, claim_mismatch
@@ -96,18 +96,12 @@ class MathVerifyConfig:
     rules: Rules = "v1"
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.timeout_s, (int, float)) and 0 < self.timeout_s <= 600):
-            raise ConfigError(f"timeout_s must be a number of seconds in (0, 600], got {self.timeout_s!r}.")
-        if not (isinstance(self.budget_s, (int, float)) and 0 < self.budget_s <= 3600):
-            raise ConfigError(f"budget_s must be a number of seconds in (0, 3600], got {self.budget_s!r}.")
-        if self.box_policy not in ("all", "last"):
-            raise ConfigError(f"box_policy must be 'all' or 'last', got {self.box_policy!r}.")
-        if self.rules not in ("v1", "v0"):
-            raise ConfigError(f"rules must be 'v1' or 'v0', got {self.rules!r}.")
+        check_number("timeout_s", self.timeout_s, above=0, high=600)  # seconds
+        check_number("budget_s", self.budget_s, above=0, high=3600)
+        check_choice("box_policy", self.box_policy, ("all", "last"))
+        check_choice("rules", self.rules, ("v1", "v0"))
         for name in ("max_answer_chars", "max_answers", "max_brace_depth", "max_power_tower"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}.")
+            check_int(name, getattr(self, name), 1)
 
 
 DEFAULT_CONFIG = MathVerifyConfig()

@@ -88,5 +88,5 @@ def test_the_trainer_applies_the_cap_and_reports_it(tiny_model_dir, tiny_backend
 
 @pytest.mark.parametrize("cap", [0.0, -1.0])
 def test_a_cap_that_is_not_positive_is_refused(cap):
-    with pytest.raises(ConfigError, match=r"^tis_cap must be a positive number"):
+    with pytest.raises(ConfigError, match=r"^tis_cap must be above 0"):
         GRPOConfig(tis_cap=cap)

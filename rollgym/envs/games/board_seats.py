@@ -20,7 +20,6 @@ import numpy as np
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.envs.games.base import GameState, MoveError
-from rollgym.envs.games.config import REWARD_SCHEMES
 from rollgym.envs.games.seats import SeatedGame
 from rollgym.envs.games.text_env import TwoPlayerTextEnv, extract_move_text
 
@@ -45,13 +44,11 @@ class BoardSeats(SeatedGame):
         if not isinstance(inner, TwoPlayerTextEnv):
             raise ConfigError("BoardSeats needs a board-game env (Chess, Chess960, ConnectFour or Hex); "
                               f"got {type(inner).__name__}.")
-        super().__init__(max_retries=inner.max_retries if max_retries is None else max_retries,
-                         illegal_move_policy=illegal_move_policy or inner.illegal_move_policy)
+        super().__init__(max_retries=inner.play_config.max_retries if max_retries is None else max_retries,
+                         illegal_move_policy=illegal_move_policy or inner.play_config.illegal_move_policy)
         self.board_env = inner
         self.env_id = inner.env_id
-        self.reward_scheme = inner.reward_scheme
-        if self.reward_scheme not in REWARD_SCHEMES:
-            raise ConfigError(f"reward_scheme must be one of {REWARD_SCHEMES}, got {self.reward_scheme!r}.")
+        self.reward_scheme = inner.play_config.reward_scheme  # checked by PlayConfig
         self.state: GameState | None = None
         self._moves: list[str] = []
 
@@ -141,7 +138,7 @@ class BoardSeats(SeatedGame):
             parts.append(f"Game over: you {'won' if result == 'win' else 'lost' if result == 'loss' else 'drew'}.")
             return "\n".join(parts)
         parts.append(f"You are {state.player_names[seat]}; it is your turn.")
-        if self.board_env.show_legal_moves:
+        if self.board_env.play_config.show_legal_moves:
             parts.append("Legal moves: " + " ".join(state.move_to_text(m) for m in state.legal_moves()))
         parts.append(f"Answer with `Final Answer: <move>`, where <move> is {self.board_env.move_hint}.")
         return "\n".join(parts)

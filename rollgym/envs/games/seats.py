@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from rollgym.core.agent import SeededAgent
+from rollgym.core.config import check_choice, check_int
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
@@ -69,11 +70,8 @@ class SeatedGame(ABC):
     legacy_ids: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, *, max_retries: int = 1, illegal_move_policy: str = "forfeit") -> None:
-        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-            raise ConfigError(f"max_retries must be an integer >= 0, got {max_retries!r}.")
-        if illegal_move_policy not in ILLEGAL_MOVE_POLICIES:
-            raise ConfigError(f"illegal_move_policy must be one of {', '.join(map(repr, ILLEGAL_MOVE_POLICIES))}, "
-                              f"got {illegal_move_policy!r}.")
+        check_int("max_retries", max_retries, 0)
+        check_choice("illegal_move_policy", illegal_move_policy, ILLEGAL_MOVE_POLICIES)
         self.max_retries = max_retries
         self.illegal_move_policy = illegal_move_policy
 

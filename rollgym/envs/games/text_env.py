@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rollgym.core.config import configure, field_names
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError, RollgymError
@@ -161,6 +162,8 @@ class TwoPlayerTextEnv(TextEnv):
             ``"stockfish-skill-<0..20>"``, ``"stockfish-elo-<E>"``, or a bot object with
             ``choose(state, rng)``; see :func:`rollgym.envs.games.bots.make_bot`.
         opponent_kwargs: extra arguments for :func:`~rollgym.envs.games.bots.make_bot`.
+        play_config: a :class:`~rollgym.envs.games.config.PlayConfig` with the options below, which
+            may instead (or as well, overriding it) be given one by one as keywords.
         agent_color: ``"alternate"`` (by task index parity), ``"random"`` (drawn per
             task), ``"first"`` or ``"second"``.
         illegal_move_policy: after ``max_retries`` unplayable answers in one turn,
@@ -184,39 +187,22 @@ class TwoPlayerTextEnv(TextEnv):
     move_hint: ClassVar[str] = "a move"
     move_example: ClassVar[str] = ""
 
+    #: The options a game env takes as keywords (or as one ``play_config=PlayConfig(...)``).
+    config_options: ClassVar[frozenset[str]] = field_names(PlayConfig)
+
     def __init__(
         self,
         *,
+        play_config: PlayConfig | None = None,
         opponent: Any = "random",
         opponent_kwargs: dict[str, Any] | None = None,
-        agent_color: str = "alternate",
-        illegal_move_policy: str = "forfeit",
-        max_retries: int = 1,
-        reward_scheme: str = "score",
-        show_legal_moves: bool = True,
-        random_opening_plies: int = 0,
-        tools: bool | list[str] = False,
-        tool_budget: int = 20,
-        tool_budget_per_move: int | None = None,
         split: str = "train",
         render_mode: str | None = None,
+        **options: Any,
     ) -> None:
-        self.play_config = PlayConfig(
-            agent_color=agent_color, illegal_move_policy=illegal_move_policy, max_retries=max_retries,
-            reward_scheme=reward_scheme, show_legal_moves=show_legal_moves,
-            random_opening_plies=random_opening_plies, tools=tuple(tools) if isinstance(tools, list) else tools,
-            tool_budget=tool_budget, tool_budget_per_move=tool_budget_per_move,
-        )
-        self.agent_color = agent_color
-        self.illegal_move_policy = illegal_move_policy
-        self.max_retries = max_retries
-        self.reward_scheme = reward_scheme
-        self.show_legal_moves = show_legal_moves
-        self.random_opening_plies = random_opening_plies
-        self.tool_names = self.play_config.tool_names
+        self.play_config = play = configure(type(self).__name__, PlayConfig, play_config, options)
+        self.tool_names = play.tool_names
         self.use_tools = bool(self.tool_names)
-        self.tool_budget = tool_budget
-        self.tool_budget_per_move = tool_budget_per_move
         self._move_calls = (0, 0)  # (moves played when counted, tool calls made since)
         self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
@@ -229,8 +215,8 @@ class TwoPlayerTextEnv(TextEnv):
         self.state: GameState | None = None
         self.agent_player = 0
         self._rng = np.random.default_rng(0)
-        self._retries_left = max_retries
-        self._tool_calls_left = tool_budget
+        self._retries_left = play.max_retries
+        self._tool_calls_left = play.tool_budget
         self._last_error: str | None = None
         self._move_texts: list[str] = []
         self._last_agent_move: str | None = None
@@ -238,7 +224,9 @@ class TwoPlayerTextEnv(TextEnv):
     @classmethod
     def lowest_reward(cls, kwargs: Mapping[str, Any]) -> float:
         """A loss: -1 under ``reward_scheme="signed"``, else 0 (benchmarks count an abandoned game as this)."""
-        return -1.0 if kwargs.get("reward_scheme") == "signed" else 0.0
+        play = kwargs.get("play_config")
+        scheme = kwargs.get("reward_scheme", play.reward_scheme if isinstance(play, PlayConfig) else None)
+        return -1.0 if scheme == "signed" else 0.0
 
     # -- game hooks ---------------------------------------------------------
     @abstractmethod
@@ -267,12 +255,12 @@ class TwoPlayerTextEnv(TextEnv):
 
     def draw_meta(self, rng: np.random.Generator, index: int) -> dict[str, Any]:
         """The task's game parameters; subclasses add to it (e.g. a Chess960 start number)."""
-        if self.agent_color == "alternate":
+        if self.play_config.agent_color == "alternate":
             player = index % 2
-        elif self.agent_color == "random":
+        elif self.play_config.agent_color == "random":
             player = int(rng.integers(2))
         else:
-            player = 0 if self.agent_color == "first" else 1
+            player = 0 if self.play_config.agent_color == "first" else 1
         return {"agent_player": player}
 
     def config_key(self) -> str:
@@ -281,7 +269,7 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _make_source(self, env_id: str) -> GameTaskSource:
         return GameTaskSource(env_id, new_state=self.new_state, draw_meta=self.draw_meta,
-                              random_opening_plies=self.random_opening_plies, prompt=self.rules_text())
+                              random_opening_plies=self.play_config.random_opening_plies, prompt=self.rules_text())
 
     @property
     def difficulty(self) -> Difficulty | None:
@@ -298,7 +286,7 @@ class TwoPlayerTextEnv(TextEnv):
     def _level_source(self, env_id: str, level: Level) -> GameTaskSource:
         board = {k: v for k, v in level.knobs.items() if k != "opponent"}
         return GameTaskSource(env_id, new_state=lambda meta: self.new_state({**meta, "board": board}),
-                              draw_meta=self.draw_meta, random_opening_plies=self.random_opening_plies,
+                              draw_meta=self.draw_meta, random_opening_plies=self.play_config.random_opening_plies,
                               prompt=self.level_rules_text(board), level=(level.name, dict(level.knobs)))
 
     def _opponent_for(self, meta: Mapping[str, Any]) -> Any:
@@ -328,8 +316,8 @@ class TwoPlayerTextEnv(TextEnv):
         for text in meta.get("opening", []):
             self._play(self.state.parse_move(text))
         self._rng = np.random.default_rng(int(meta.get("opponent_seed", 0)))
-        self._retries_left = self.max_retries
-        self._tool_calls_left = self.tool_budget
+        self._retries_left = self.play_config.max_retries
+        self._tool_calls_left = self.play_config.tool_budget
         self._move_calls = (0, 0)
         self._last_error = None
         events = []
@@ -384,7 +372,7 @@ class TwoPlayerTextEnv(TextEnv):
             chance = "this is your last try" if left == 0 else f"{left + 1} tries left"
             note = f"Your answer could not be played ({label}): {reason}. Try again ({chance})."
             return self._observation([note]), 0.0, False, False, self._info(error=label)
-        if self.illegal_move_policy == "random":
+        if self.play_config.illegal_move_policy == "random":
             moves = self.state.legal_moves()
             move = moves[int(self._rng.integers(len(moves)))]
             note = f"Your answer could not be played ({label}): {reason}. A random legal move was played for you: "
@@ -401,7 +389,7 @@ class TwoPlayerTextEnv(TextEnv):
             events[-1] += f"{text}."
         else:
             events.append(f"You played {text}.")
-        self._retries_left = self.max_retries
+        self._retries_left = self.play_config.max_retries
         if not self.state.is_terminal():
             events.append(self._opponent_moves())
         if self.state.is_terminal():
@@ -459,12 +447,12 @@ class TwoPlayerTextEnv(TextEnv):
             score = self.state.score(self.agent_player)
             result = {1.0: "win", 0.5: "draw", 0.0: "loss"}[score]
             termination = self.state.termination() or "end"
-        reward = score if self.reward_scheme == "score" else 2.0 * score - 1.0
+        reward = score if self.play_config.reward_scheme == "score" else 2.0 * score - 1.0
         self._result = {"result": result, "termination": termination, "score": score}
         # the terminal contract of every env: the Score fields; correct means won (a draw is not correct)
         self._final = Score(reward=reward, correct=result == "win", parsed=self._last_agent_move, error=error,
                             details={"result": result, "points": score, "termination": termination,
-                                     "reward_scheme": self.reward_scheme})
+                                     "reward_scheme": self.play_config.reward_scheme})
         events.append(f"Game over: you {'won' if result == 'win' else 'lost' if result == 'loss' else 'drew'} ({termination.replace('_', ' ')}).")  # noqa: E501
         observation = self._observation(events, final=True)
         return observation, reward, True, False, self._info(error=error, final=True)
@@ -485,7 +473,7 @@ class TwoPlayerTextEnv(TextEnv):
         if not final:
             me = state.player_names[self.agent_player]
             parts.append(f"You are {me}; it is your turn.")
-            if self.show_legal_moves:
+            if self.play_config.show_legal_moves:
                 parts.append("Legal moves: " + " ".join(state.move_to_text(m) for m in state.legal_moves()))
             parts.append(f"Answer with `Final Answer: <move>`, where <move> is {self.move_hint}.")
         return "\n".join(parts)
@@ -557,13 +545,13 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _calls_left(self) -> int:
         """Tool calls the agent may still make now: the episode budget, and the per-move one when set."""
-        if self.tool_budget_per_move is None:
+        if self.play_config.tool_budget_per_move is None:
             return self._tool_calls_left
         moves, used = self._move_calls
         if moves != len(self._move_texts):  # a move was played since: the per-move budget refills
             self._move_calls = (len(self._move_texts), 0)
             used = 0
-        return min(self._tool_calls_left, self.tool_budget_per_move - used)
+        return min(self._tool_calls_left, self.play_config.tool_budget_per_move - used)
 
     def _spend_call(self) -> None:
         self._tool_calls_left -= 1
@@ -596,7 +584,7 @@ class TwoPlayerTextEnv(TextEnv):
                 continue
             self._spend_call()
             replies.append(format_tool_response(call.name, self._run_tool(call.name, call.arguments)))
-        scope = " for this move" if self.tool_budget_per_move is not None else ""
+        scope = " for this move" if self.play_config.tool_budget_per_move is not None else ""
         replies.append(f"{self._calls_left()} tool calls left{scope}. Give your move as `Final Answer: <move>`.")
         return "\n".join(replies), 0.0, False, False, self._info()
 

@@ -120,7 +120,6 @@ class MathToolConfig:
         check_int("max_turns", self.max_turns, 1, 100)
         check_int("max_calls_per_turn", self.max_calls_per_turn, 1, 32)
         check_choice("sandbox", self.sandbox, SANDBOX_BACKENDS)
-        if check_number("sandbox_timeout_s", self.sandbox_timeout_s, 0, 600) == 0:
-            raise ConfigError("sandbox_timeout_s must be above 0 seconds, got 0.")
+        check_number("sandbox_timeout_s", self.sandbox_timeout_s, above=0, high=600)
         check_int("sandbox_memory_mb", self.sandbox_memory_mb, 64)
         check_int("max_output_chars", self.max_output_chars, 1, 1_000_000)

@@ -65,6 +65,9 @@ class MathEnv(MathProblemEnv, SingleTurnEnv):
     * ``box_policy`` (``"all"`` or ``"last"``), ``ignore_code_blocks`` (default ``True``),
       ``allow_final_answer_line`` (default ``False``): see :class:`~rollgym.verifiers.math.MathVerifyConfig`.
     * ``rules``: ``"v1"`` or ``"v0"``, set by the id (see Version History).
+    * ``data``, ``verify``: the options above as one :class:`~rollgym.envs.math.config.MathDataConfig`
+      (problem set) or :class:`~rollgym.verifiers.math.MathVerifyConfig` (grading); options given one
+      by one override theirs.
     * ``split``: only ``"test"``.
     * ``render_mode``: ``None``, ``"ansi"`` or ``"human"``.
 

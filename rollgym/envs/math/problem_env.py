@@ -10,9 +10,9 @@ with :func:`math_env_id`, show the same system prompt, and score the final answe
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
+from rollgym.core.config import check_known, configure, field_names
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import TextEnv
 from rollgym.core.errors import ConfigError
@@ -49,6 +49,10 @@ class MathProblemEnv(TextEnv):
 
     Its constructor takes the options both envs share (the problem set, the grading, the split);
     a subclass takes its own options, sets what :meth:`_make_source` reads, and passes the rest on.
+    The problem-set options are the fields of :class:`MathDataConfig` and the grading options those
+    of :class:`MathVerifyConfig` named in :attr:`verify_options`: give them one by one, or as
+    ``data=MathDataConfig(...)`` / ``verify=MathVerifyConfig(...)`` (options given one by one override
+    the object's; ``dataset`` always names the set).
     """
 
     system_prompt = SYSTEM_PROMPT
@@ -58,41 +62,32 @@ class MathProblemEnv(TextEnv):
     data_config: MathDataConfig
     _registered_id: str
 
+    #: The options beside ``dataset``: those of :class:`MathDataConfig` and these of :class:`MathVerifyConfig`.
+    verify_options: ClassVar[frozenset[str]] = frozenset(
+        {"timeout_s", "budget_s", "box_policy", "allow_final_answer_line", "rules"})
+    config_options: ClassVar[frozenset[str]] = field_names(MathDataConfig) | verify_options
+
     def __init__(
         self,
         dataset: str | None = "math500",
         *,
-        path: str | os.PathLike[str] | None = None,
-        hub: bool = True,
-        hf_dataset: str | None = None,
-        hf_split: str = "test",
-        hf_config: str | None = None,
-        problem_field: str = "problem",
-        answer_field: str = "answer",
-        id_field: str | None = None,
-        prompt_template: str = "default",
-        timeout_s: float = 5.0,
-        budget_s: float = 10.0,
-        box_policy: str = "all",
-        allow_final_answer_line: bool = False,
-        rules: str = "v1",
+        data: MathDataConfig | None = None,
+        verify: MathVerifyConfig | None = None,
         split: str = ONLY_SPLIT,
         render_mode: str | None = None,
+        **options: Any,
     ) -> None:
         require_symbolic_dependencies()  # fail at construction, not in the middle of a run
-        self._registered_id = math_env_id(dataset, tool=self.tool, rules=rules)
-        self.verify_config = MathVerifyConfig(
-            timeout_s=timeout_s,
-            budget_s=budget_s,
-            box_policy=box_policy,  # type: ignore[arg-type]
-            ignore_code_blocks=bool(self.ignore_code_blocks),
-            allow_final_answer_line=bool(allow_final_answer_line),
-            rules=rules,  # type: ignore[arg-type]
-        )
-        self.data_config = MathDataConfig(
-            dataset=dataset, path=path, hub=hub, hf_dataset=hf_dataset, hf_split=hf_split, hf_config=hf_config,
-            problem_field=problem_field, answer_field=answer_field, id_field=id_field, prompt_template=prompt_template,
-        )
+        owner = type(self).__name__
+        check_known(owner, options, self.config_options - {"dataset"})
+        graded = {k: v for k, v in options.items() if k in self.verify_options}
+        if "allow_final_answer_line" in graded:
+            graded["allow_final_answer_line"] = bool(graded["allow_final_answer_line"])
+        graded["ignore_code_blocks"] = bool(self.ignore_code_blocks)  # the env's, not an option
+        self.verify_config = configure(owner, MathVerifyConfig, verify, graded)
+        self._registered_id = math_env_id(dataset, tool=self.tool, rules=self.verify_config.rules)
+        self.data_config = configure(owner, MathDataConfig, data, {
+            **{k: v for k, v in options.items() if k not in self.verify_options}, "dataset": dataset})
         super().__init__(split=split, render_mode=render_mode)
         self.source.size(self.split)  # only "test" exists; anything else is a clear ConfigError
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
-from rollgym.core.config import check_choice
+from rollgym.core.config import check_choice, configure, field_names
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
@@ -18,7 +18,6 @@ from rollgym.envs.search.questions import QuestionSpec
 from rollgym.envs.search.scoring import answer_in_passages, returned_passages, score_answer
 from rollgym.envs.search.source import DIFFICULTIES, QA_MIX, SearchTaskSource, search_difficulty
 from rollgym.envs.search.tools import SearchSession, tool_schemas
-from rollgym.envs.search.world import DEFAULT_SIZE
 
 SYSTEM_PROMPT = (
     "You answer questions about a fictional world by searching its encyclopaedia. Tools: search(query, k) "
@@ -85,7 +84,8 @@ class SearchEnv(TextEnv):
     ``constraints`` (2 or 3), ``min_distractors``; ``mix=True`` draws from the single- to multi-hop mix of
     SearchQA. Also ``world_size`` (2000), ``world_seed`` (0), ``split``, ``max_turns`` (20),
     ``max_calls_per_turn`` (8), ``reward`` (``em`` or ``f1``), ``efficiency_weight`` (0.0), ``budget_scale``
-    (1.0), ``render_mode``.
+    (1.0), ``render_mode``. The options from ``world_size`` on (not ``split`` or ``render_mode``) are the fields
+    of :class:`~rollgym.envs.search.config.SearchConfig`: give them one by one, or as ``config=SearchConfig(...)``.
 
     ## Version History
     * v1: with ``reward="f1"``, an answer longer than the gold earns no partial credit (a hedge that
@@ -98,6 +98,9 @@ class SearchEnv(TextEnv):
     default_env_id = "Search-v1"
     system_prompt = SYSTEM_PROMPT
 
+    #: The options taken as keywords (or as one ``config=SearchConfig(...)``) beside the question's.
+    config_options: ClassVar[frozenset[str]] = field_names(SearchConfig)
+
     def __init__(
         self,
         difficulty: str | None = "medium",
@@ -107,31 +110,22 @@ class SearchEnv(TextEnv):
         constraints: int | None = None,
         min_distractors: int = 0,
         mix: bool = False,
-        world_size: int = DEFAULT_SIZE,
-        world_seed: int = 0,
+        *,
+        config: SearchConfig | None = None,
         split: str = "train",
-        max_turns: int = 20,
-        max_calls_per_turn: int = 8,
-        reward: str = "em",
-        efficiency_weight: float = 0.0,
-        budget_scale: float = 1.0,
-        hedge_guard: bool = True,
         render_mode: str | None = None,
+        **options: Any,
     ) -> None:
         specs = self._specs(difficulty, topology, hops, dispersion, constraints, min_distractors, mix)
-        self.config = SearchConfig(
-            world_size=world_size, world_seed=world_seed, max_turns=max_turns, max_calls_per_turn=max_calls_per_turn,
-            reward=reward, efficiency_weight=efficiency_weight, budget_scale=budget_scale, hedge_guard=hedge_guard,
-        )
-        self._source_args = (specs, world_size, world_seed)
+        self.config = config = configure(type(self).__name__, SearchConfig, config, options)
+        self._source_args = (specs, config.world_size, config.world_seed)
         super().__init__(split=split, render_mode=render_mode, max_observation_length=_MAX_OBSERVATION)
-        config = self.config
         self.max_turns, self.max_calls_per_turn = config.max_turns, config.max_calls_per_turn
         self.reward_mode = config.reward
         self.hedge_guard = config.hedge_guard
         self.efficiency_weight = config.efficiency_weight
         self.budget_scale = config.budget_scale  # training may lower it as it goes (see Rewards)
-        self.index = get_index(world_size, world_seed)
+        self.index = get_index(config.world_size, config.world_seed)
         self._tools_json = json.dumps(tool_schemas())
         self.session: SearchSession | None = None
         self.passages: list[tuple[str, str]] = []  # (doc_id, text) of every passage a tool returned this episode
@@ -279,10 +273,9 @@ class SearchQAEnv(SearchEnv):
 
     default_env_id = "SearchQA-v1"
 
-    def __init__(self, world_size: int = DEFAULT_SIZE, world_seed: int = 0, split: str = "train",
-                 max_turns: int = 20, max_calls_per_turn: int = 8, reward: str = "em",
-                 efficiency_weight: float = 0.0, budget_scale: float = 1.0, hedge_guard: bool = True,
-                 render_mode: str | None = None) -> None:
-        super().__init__(mix=True, world_size=world_size, world_seed=world_seed, split=split, max_turns=max_turns,
-                         max_calls_per_turn=max_calls_per_turn, reward=reward, efficiency_weight=efficiency_weight,
-                         budget_scale=budget_scale, hedge_guard=hedge_guard, render_mode=render_mode)
+    config_options: ClassVar[frozenset[str]] = field_names(SearchConfig)  # no question options here
+
+    def __init__(self, *, config: SearchConfig | None = None, split: str = "train", render_mode: str | None = None,
+                 **options: Any) -> None:
+        super().__init__(mix=True, config=configure(type(self).__name__, SearchConfig, config, options), split=split,
+                         render_mode=render_mode)

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rollgym.core.config import check_choice, check_int
 from rollgym.core.errors import ConfigError
 from rollgym.envs.search.corpus import Corpus
 from rollgym.envs.search.world import ATTRIBUTES, RELATIONS, World
@@ -104,18 +105,12 @@ class QuestionSpec:
     min_distractors: int = 0
 
     def __post_init__(self) -> None:
-        if self.topology not in TOPOLOGIES:
-            raise ConfigError(f"topology must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}.")
-        limits = {"chain": (1, 5), "intersection": (1, 1), "tree": (2, 4)}[self.topology]
-        if not isinstance(self.hops, int) or not limits[0] <= self.hops <= limits[1]:
-            raise ConfigError(f"hops for a {self.topology} question must be between {limits[0]} and {limits[1]}, "
-                              f"got {self.hops!r}.")
-        if self.dispersion is not None and self.dispersion not in (0, 1, 2):
-            raise ConfigError(f"dispersion must be 0, 1, 2 or None, got {self.dispersion!r}.")
-        if self.constraints not in (2, 3):
-            raise ConfigError(f"constraints must be 2 or 3, got {self.constraints!r}.")
-        if not isinstance(self.min_distractors, int) or not 0 <= self.min_distractors <= 50:
-            raise ConfigError(f"min_distractors must be an integer from 0 to 50, got {self.min_distractors!r}.")
+        check_choice("topology", self.topology, TOPOLOGIES)
+        low, high = {"chain": (1, 5), "intersection": (1, 1), "tree": (2, 4)}[self.topology]
+        check_int(f"hops for a {self.topology} question", self.hops, low, high)
+        check_choice("dispersion", self.dispersion, (0, 1, 2), allow_none=True)
+        check_choice("constraints", self.constraints, (2, 3))
+        check_int("min_distractors", self.min_distractors, 0, 50)
 
 
 @dataclass

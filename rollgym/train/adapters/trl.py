@@ -43,9 +43,11 @@ import json
 import re
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rollgym.core.config import check_choice, check_int, check_number, configure
 from rollgym.core.errors import ConfigError
 from rollgym.core.registration import make
 from rollgym.core.task import Task
@@ -62,8 +64,7 @@ def task_rows(env_id: str, n: int, *, split: str = "train", start: int = 0, env_
     Tasks ``start .. start + n - 1`` of ``split``. With ``observation_in_prompt=False`` the user message
     is left empty, for :func:`environment_factory` whose ``reset`` returns the observation.
     """
-    if n < 1:
-        raise ConfigError(f"n must be at least 1, got {n}.")
+    check_int("n", n, 1)
     env = make(env_id, split=split, **(env_kwargs or {}))
     try:
         prompts = first_prompts(env, range(start, start + n), system_prompt=system_prompt,
@@ -310,8 +311,7 @@ def make_rollout_func(env_id: str, dataset: Any, *, env_kwargs: dict[str, Any] |
         if TASK_COLUMN not in row or "prompt" not in row:
             raise ConfigError("make_rollout_func needs rows with 'prompt' and 'task'; build them with make_dataset.")
         tasks[_prompt_key(row["prompt"])] = _task_of(row[TASK_COLUMN])
-    if max_turns < 1:
-        raise ConfigError(f"max_turns must be at least 1, got {max_turns}.")
+    check_int("max_turns", max_turns, 1)
     return RolloutFunc(env_id, tasks, env_kwargs=env_kwargs, max_turns=max_turns,
                        max_tokens_per_turn=max_tokens_per_turn, temperature=temperature, seed=seed,
                        system_prompt=system_prompt)
@@ -349,8 +349,7 @@ def seated_rows(groups: Sequence[Any], *, advantage: str = "per_role", baselines
     from rollgym.rollout.selfplay import split_by_role
     from rollgym.train.advantages import RoleBaselines, group_advantages, role_advantages
 
-    if advantage not in ("per_role", "rae"):
-        raise ConfigError(f"advantage must be 'per_role' or 'rae', got {advantage!r}.")
+    check_choice("advantage", advantage, ("per_role", "rae"))
     by_role = split_by_role(groups)
     if advantage == "rae":
         values = role_advantages(groups, baselines if baselines is not None else RoleBaselines())
@@ -582,12 +581,70 @@ def trl_prompt_text(tokenizer: Any, messages: Sequence[dict[str, Any]]) -> str:
                       "add_bos_token/add_eos_token off.")
 
 
-def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], list[tuple[list[dict[str, Any]], Task]]],
-                 reward: Callable[[str, Task], float], steps: int, group_size: int, learning_rate: float,
-                 max_tokens: int, temperature: float, seed: int, evaluate: Callable[[int], float] | None = None,
-                 eval_every: int = 0, log_path: str | Path | None = None, clip_low: float = 0.2,
-                 clip_high: float = 0.2, scale: str = "group", aggregation: str = "token",
-                 max_grad_norm: float = 1.0, weight_decay: float = 0.0, micro_batch_size: int = 8) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class TRLRunConfig:
+    """The settings of :func:`run_trl_grpo`, checked on construction (keyword arguments only).
+
+    The loss and optimiser settings default to rollgym's :class:`~rollgym.train.grpo.GRPOConfig`.
+
+    Attributes:
+        steps: Optimiser updates (at least 1).
+        group_size: Completions per prompt (at least 2).
+        learning_rate: AdamW learning rate (above 0).
+        max_tokens: Most new tokens per completion (at least 1).
+        temperature: Sampling temperature (above 0: TRL samples every completion).
+        seed: TRL's seed (sampling, and the shuffle inside a step's batch, which changes no sum).
+        eval_every: Evaluate after every this many updates (0: only at the start and the end).
+        clip_low, clip_high: The PPO clip ``[1 - clip_low, 1 + clip_high]`` (``clip_low`` in [0, 1)).
+        scale: Scale of the advantages: ``"group"``, ``"batch"`` or ``"none"``.
+        aggregation: ``"token"`` (TRL's ``"dapo"`` loss) or ``"sequence"`` (TRL's ``"grpo"``).
+        max_grad_norm: Gradient clipping norm (0 or more).
+        weight_decay: AdamW weight decay (0 or more).
+        micro_batch_size: Most completions per forward pass (at least 1).
+
+    Example:
+        >>> TRLRunConfig(steps=2, group_size=1, learning_rate=1e-3, max_tokens=8, temperature=1.0, seed=0)
+        Traceback (most recent call last):
+        ...
+        rollgym.core.errors.ConfigError: group_size must be at least 2, got 1.
+    """
+
+    steps: int
+    eval_every: int = 0
+    seed: int
+    group_size: int  # sampling
+    micro_batch_size: int = 8
+    max_tokens: int
+    temperature: float
+    clip_low: float = 0.2  # the loss
+    clip_high: float = 0.2
+    scale: str = "group"
+    aggregation: str = "token"
+    learning_rate: float  # the optimiser
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_int("steps", self.steps, 1)
+        check_int("group_size", self.group_size, 2)
+        check_number("learning_rate", self.learning_rate, above=0)
+        check_int("max_tokens", self.max_tokens, 1)
+        check_number("temperature", self.temperature, above=0)
+        check_int("seed", self.seed)
+        check_int("eval_every", self.eval_every, 0)
+        check_number("clip_low", self.clip_low, 0, below=1)
+        check_number("clip_high", self.clip_high, 0)
+        check_choice("scale", self.scale, ("group", "batch", "none"))
+        check_choice("aggregation", self.aggregation, tuple(_LOSS_TYPES))
+        check_number("max_grad_norm", self.max_grad_norm, 0)
+        check_number("weight_decay", self.weight_decay, 0)
+        check_int("micro_batch_size", self.micro_batch_size, 1)
+
+
+def run_trl_grpo(model: Any, tokenizer: Any, config: TRLRunConfig | None = None, *,
+                 step_prompts: Callable[[int], list[tuple[list[dict[str, Any]], Task]]],
+                 reward: Callable[[str, Task], float], evaluate: Callable[[int], float] | None = None,
+                 log_path: str | Path | None = None, **settings: Any) -> dict[str, Any]:
     """Train ``model`` in place with TRL's ``GRPOTrainer``, on exactly the prompts rollgym's trainer would see.
 
     Step ``k`` (from 0) samples ``group_size`` completions of each prompt of ``step_prompts(k)`` (chat
@@ -626,17 +683,12 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
     Args:
         model: A transformers causal LM on the CPU (or one accelerator); trained in place.
         tokenizer: Its tokenizer, with a chat template.
+        config: The run's :class:`TRLRunConfig`; or leave it out and pass its fields as keyword
+            arguments (``steps=2, group_size=4, ...``), which also override a given ``config``'s.
         step_prompts: ``step_prompts(k)`` gives step ``k``'s ``(messages, task)`` pairs; called for every
             step before training starts.
         reward: ``reward(text, task)``: a completion's reward.
-        steps: Optimiser updates.
-        group_size: Completions per prompt (at least 2).
-        learning_rate: AdamW learning rate.
-        max_tokens: Most new tokens per completion.
-        temperature: Sampling temperature (above 0).
-        seed: TRL's seed (sampling, and the shuffle inside a step's batch, which changes no sum).
         evaluate: ``evaluate(step) -> float``, e.g. held-out greedy accuracy.
-        eval_every: Evaluate after every this many updates (0: only at the start and the end).
         log_path: JSONL file that receives TRL's log line of every step.
 
     Returns:
@@ -650,16 +702,8 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
     import time
 
     started = time.perf_counter()
-    if steps < 1 or group_size < 2 or max_tokens < 1 or micro_batch_size < 1 or eval_every < 0:
-        raise ConfigError("run_trl_grpo needs steps >= 1, group_size >= 2, max_tokens >= 1, micro_batch_size >= 1 "
-                          f"and eval_every >= 0, got {steps}, {group_size}, {max_tokens}, {micro_batch_size}, "
-                          f"{eval_every}.")
-    if temperature <= 0:
-        raise ConfigError(f"TRL samples every completion, so temperature must be above 0, got {temperature}.")
-    if aggregation not in _LOSS_TYPES:
-        raise ConfigError(f"aggregation must be 'token' or 'sequence', got {aggregation!r}.")
-    if scale not in ("group", "batch", "none"):
-        raise ConfigError(f"scale must be 'group', 'batch' or 'none', got {scale!r}.")
+    cfg = configure("run_trl_grpo", TRLRunConfig, config, settings)
+    steps, group_size, eval_every = cfg.steps, cfg.group_size, cfg.eval_every
     tasks: list[Task] = []
     rows: list[dict[str, Any]] = []
     per_step = 0
@@ -674,7 +718,7 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
             rows.append({"prompt": trl_prompt_text(tokenizer, messages), "row": len(tasks)})
             tasks.append(task)
     completions = per_step * group_size
-    micro = max(d for d in range(1, min(micro_batch_size, completions) + 1) if completions % d == 0)
+    micro = max(d for d in range(1, min(cfg.micro_batch_size, completions) + 1) if completions % d == 0)
 
     try:
         import datasets
@@ -729,13 +773,14 @@ def run_trl_grpo(model: Any, tokenizer: Any, *, step_prompts: Callable[[int], li
     with tempfile.TemporaryDirectory(prefix="rollgym-trl-") as output_dir:
         args = GRPOConfig(
             output_dir=output_dir, use_cpu=device.type == "cpu", bf16=False, report_to=[], save_strategy="no",
-            logging_steps=1, disable_tqdm=True, dataloader_num_workers=0, dataloader_pin_memory=False, seed=seed,
-            data_seed=seed, max_steps=steps, learning_rate=learning_rate, lr_scheduler_type="constant",
-            warmup_steps=0, weight_decay=weight_decay, max_grad_norm=max_grad_norm, optim="adamw_torch",
-            per_device_train_batch_size=micro, gradient_accumulation_steps=completions // micro,
-            num_generations=group_size, max_completion_length=max_tokens, temperature=temperature,
-            shuffle_dataset=False, num_iterations=1, beta=0.0, epsilon=clip_low, epsilon_high=clip_high,
-            scale_rewards=scale, loss_type=_LOSS_TYPES[aggregation], mask_truncated_completions=False,
+            logging_steps=1, disable_tqdm=True, dataloader_num_workers=0, dataloader_pin_memory=False,
+            seed=cfg.seed, data_seed=cfg.seed, max_steps=steps, learning_rate=cfg.learning_rate,
+            lr_scheduler_type="constant", warmup_steps=0, weight_decay=cfg.weight_decay,
+            max_grad_norm=cfg.max_grad_norm, optim="adamw_torch", per_device_train_batch_size=micro,
+            gradient_accumulation_steps=completions // micro, num_generations=group_size,
+            max_completion_length=cfg.max_tokens, temperature=cfg.temperature, shuffle_dataset=False,
+            num_iterations=1, beta=0.0, epsilon=cfg.clip_low, epsilon_high=cfg.clip_high, scale_rewards=cfg.scale,
+            loss_type=_LOSS_TYPES[cfg.aggregation], mask_truncated_completions=False,
             remove_unused_columns=False, log_completions=False,
         )
         trainer = GRPOTrainer(model=model, reward_funcs=[scored], args=args, processing_class=tokenizer,

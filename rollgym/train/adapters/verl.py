@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams
+from rollgym.core.config import check_int
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import atomic_path
 from rollgym.core.registration import make
@@ -138,8 +139,7 @@ def verl_rows(env_id: str, n: int, *, split: str = "train", start: int = 0,
     ``agent_name`` defaults to ``"rollgym"`` for multi-turn envs (route to :class:`RollgymAgentLoop`)
     and is left out for single-turn envs (verl's single-turn loop plus :func:`compute_score`).
     """
-    if n < 1:
-        raise ConfigError(f"n must be at least 1, got {n}.")
+    check_int("n", n, 1)
     kwargs = dict(env_kwargs or {})
     env = make(env_id, split=split, **kwargs)
     single_turn = callable(getattr(env.unwrapped, "verify", None))
