@@ -52,67 +52,16 @@ HACKS = [
     ("5", r"\boxed{5 \text{ or } 6 \text{ cm}}", "several_values"),
     ("5", r"\boxed{5 \text{ (approximately)}}", "wrong"),
     # an answer that asserts a relation the gold does not: never one of its sides
-    ("3", r"\boxed{3 \approx 4}", "relation"),
-    ("4", r"\boxed{3 \approx 4}", "relation"),
-    ("3", r"\boxed{3 \sim 4}", "relation"),
-    ("4", r"\boxed{3 \sim 4}", "relation"),
-    ("3", r"\boxed{3 \equiv 4}", "relation"),
-    ("4", r"\boxed{3 \equiv 4}", "relation"),
-    ("3", r"\boxed{3 \cong 4}", "relation"),
-    ("4", r"\boxed{3 \cong 4}", "relation"),
-    ("4", r"\boxed{3 \simeq 4}", "relation"),
-    ("4", r"\boxed{3 \propto 4}", "relation"),
-    ("4", r"\boxed{3 < 4}", "relation"),
-    ("4", r"\boxed{3 > 4}", "relation"),
-    ("4", r"\boxed{3 \le 4}", "relation"),
-    ("4", r"\boxed{3 \leq 4}", "relation"),
-    ("4", r"\boxed{3 \ge 4}", "relation"),
-    ("4", r"\boxed{3 \ne 4}", "relation"),
-    ("4", r"\boxed{3 \neq 4}", "relation"),
-    ("4", r"\boxed{3 \not= 4}", "relation"),
-    ("4", r"\boxed{3 \to 4}", "relation"),
-    ("4", r"\boxed{3 \rightarrow 4}", "relation"),
-    ("4", r"\boxed{3 \Rightarrow 4}", "relation"),
-    ("4", r"\boxed{3 \implies 4}", "relation"),
-    ("4", r"\boxed{3 \iff 4}", "relation"),
-    ("4", r"\boxed{3 \mid 4}", "relation"),
-    ("4", "\\boxed{3 \u2248 4}", "relation"),
-    ("4", "\\boxed{3 \u2264 4}", "relation"),
-    ("4", "\\boxed{3 \u2261 4}", "relation"),
     ("4", r"\boxed{x \approx 4}", "relation"),
     ("4", r"\boxed{x = 4 \approx 4.0}", "relation"),
     (r"x \in [-2,7]", r"\boxed{x \approx [-2,7]}", "relation"),
-    # notation math-verify skips, reading one of the numbers around it
-    ("4", r"\boxed{3 \oplus 4}", "notation"),
-    ("4", r"\boxed{3 \circ 4}", "notation"),
-    ("4", r"\boxed{3 \ast 4}", "notation"),
-    ("4", r"\boxed{3 \atop 4}", "notation"),
-    ("4", r"\boxed{3 \nsim 4}", "notation"),
-    ("4", r"\boxed{3 \coloneq 4}", "notation"),
-    ("4", r"\boxed{3 \hookrightarrow 4}", "notation"),
-    ("4", r"\boxed{3 \dagger 4}", "notation"),
-    ("4", "\\boxed{3 \u6216 4}", "notation"),  # Chinese "or"
-    ("3", "\\boxed{3\uff0c4}", "notation"),  # a fullwidth comma
-    ("4", r"\boxed{3 \bmod 4}", "relation"),
     ("4", r"\boxed{3 \pmod{4}}", "relation"),
-    ("4", r"\boxed{3 | 4}", "relation"),
-    ("4", r"\boxed{3 \vert 4}", "relation"),
-    ("4", r"\boxed{3 \enspace 4}", "several_values"),
+    # notation math-verify skips, reading one of the numbers around it
+    ("3", "\\boxed{3\uff0c4}", "notation"),  # a fullwidth comma
     # '=' with a different right side, or a chain the gold is not
     ("y = 2x + 3", r"\boxed{y = 2x + 3 = 7}", "relation"),
     ("x=5", r"\boxed{x = 5 = 6}", "relation"),
-    ("4", r"\boxed{3 = 4}", "equation"),
     ("4", r"\boxed{x = 3 = 4}", "equation"),
-    # every spelling of "equals" the claim reader knows is an '=' for the comparison too (issue 28)
-    ("4", r"\boxed{3 \doteq 4}", "equation"),
-    ("3", r"\boxed{3 \doteq 4}", "equation"),
-    ("4", r"\boxed{3 \coloneqq 4}", "equation"),
-    ("4", r"\boxed{3 \eqqcolon 4}", "equation"),
-    ("4", r"\boxed{3 \triangleq 4}", "equation"),
-    ("4", r"\boxed{3 := 4}", "equation"),
-    ("4", "\\boxed{3 \u2250 4}", "equation"),  # ≐
-    ("4", "\\boxed{3 \u2254 4}", "equation"),  # ≔
-    ("4", "\\boxed{3 \u225c 4}", "equation"),  # ≜
     ("y = 2x + 3", r"\boxed{y = 2x + 3 \doteq 7}", "relation"),
     # percent equivalence only when the gold or the problem is about percentages
     ("3", r"\boxed{300\%}", "percent"),
@@ -147,6 +96,27 @@ HACKS = [
     # a gold number is not a list, a variable expression or a base-10 reading of a base answer
     ("52_8", r"\boxed{52_{10}}", "wrong"),
     ("0", r"\boxed{0\cdot x + y}", "wrong"),
+]
+
+
+def between_3_and_4(spellings: list[str], error: str, golds: tuple[str, ...] = ("4",)) -> list[tuple[str, str, str]]:
+    r"""``\boxed{3 <spelling> 4}`` against each gold: the answer joins 3 and 4, so neither side alone is it."""
+    return [(gold, f"\\boxed{{3 {spelling} 4}}", error) for spelling in spellings for gold in golds]
+
+
+HACKS += [
+    # a relation the gold does not assert, refused whichever side the gold is
+    *between_3_and_4([r"\approx", r"\sim", r"\equiv", r"\cong"], "relation", golds=("3", "4")),
+    *between_3_and_4([r"\simeq", r"\propto", "<", ">", r"\le", r"\leq", r"\ge", r"\ne", r"\neq", r"\not=", r"\to",
+                      r"\rightarrow", r"\Rightarrow", r"\implies", r"\iff", r"\mid", "\u2248", "\u2264", "\u2261",
+                      r"\bmod", "|", r"\vert"], "relation"),
+    # notation math-verify skips, reading one of the numbers around it
+    *between_3_and_4([r"\oplus", r"\circ", r"\ast", r"\atop", r"\nsim", r"\coloneq", r"\hookrightarrow", r"\dagger",
+                      "\u6216"], "notation"),  # \u6216: Chinese "or"
+    *between_3_and_4([r"\enspace"], "several_values"),
+    # every spelling of "equals" the claim reader knows is an '=' for the comparison too (issue 28)
+    *between_3_and_4([r"\doteq"], "equation", golds=("3", "4")),
+    *between_3_and_4(["=", r"\coloneqq", r"\eqqcolon", r"\triangleq", ":=", "\u2250", "\u2254", "\u225c"], "equation"),
 ]
 
 
