@@ -31,15 +31,7 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
-from measure import (
-    percentiles,
-    print_latencies,
-    print_state_file_comparison,
-    report_figures,
-    state_hash,
-    tables_as_json,
-    timed,
-)
+from measure import percentiles, print_latencies, print_state_costs, report_figures, state_hash, tables_as_json, timed
 
 import rollgym  # noqa: F401  (registers the ids)
 
@@ -198,7 +190,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"ToolGen reset / ToolWorld-v1 reset (p50):    {p50 / report['reset_toolworld_v1']['p50_ms']:8.2f}x")
     print(f"rebuild / copy (p50):                        "
           f"{report['rebuild_from_schema']['p50_ms'] / report['reset_copy_only']['p50_ms']:8.1f}x")
-    print_state_file_comparison(report)
+    print_state_costs(report)
     print(f"world of {report['world_apps']} apps; JSON state {report['json_file_kb']:.0f} KiB")
     print(f"memory per live episode: {report['memory_per_episode_mb']:.2f} MiB (process {report['process_rss_mb']:.0f} "
           f"MiB with all 256 apps built)")

@@ -29,15 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
-from measure import (
-    percentiles,
-    print_latencies,
-    print_state_file_comparison,
-    report_figures,
-    state_hash,
-    tables_as_json,
-    timed,
-)
+from measure import percentiles, print_latencies, print_state_costs, report_figures, state_hash, tables_as_json, timed
 
 import rollgym  # noqa: F401  (registers ToolWorld-v1)
 from rollgym.envs.tools.api import Session, call_tool
@@ -117,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print_latencies(report, ("reset_env", "reset_copy_only", "rebuild_from_seed", "json_reload", "json_hash_once",
                              "grade_diff"))
     print(f"rebuild / rollgym reset (p50):               {report['rebuild_from_seed']['p50_ms'] / p50:8.1f}x")
-    print_state_file_comparison(report)
+    print_state_costs(report)
     print(f"JSON state file: {report['json_file_kb']:.0f} KiB")
     print(f"memory per live episode: {report['memory_per_episode_mb']:.2f} MiB")
     print(f"tool calls/s: {report['calls_per_s_direct']:.0f} direct, {report['calls_per_s_env_step']:.0f} via env.step")

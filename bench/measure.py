@@ -93,7 +93,7 @@ def print_latencies(report: dict[str, Any], keys: tuple[str, ...]) -> None:
         print(f"{key:44s} {report[key]['p50_ms']:10.3f} {report[key]['p95_ms']:10.3f}")
 
 
-def print_state_file_comparison(report: dict[str, Any]) -> None:
+def print_state_costs(report: dict[str, Any]) -> None:
     """The peer's reset and grading (reload the JSON state, hash it before and after) against a copy and a diff."""
     tau = report["json_reload"]["p50_ms"] + 2 * report["json_hash_once"]["p50_ms"]
     ours = report["reset_copy_only"]["p50_ms"] + report["grade_diff"]["p50_ms"]
