@@ -217,9 +217,13 @@ class SearchEnv(TextEnv):
             if "error" in result:
                 self.errors += 1
             parts.append(format_tool_response(call.name[:60], result))
+        return self._end_turn(parts, "turn")
+
+    def _end_turn(self, parts: list[str], unit: str) -> StepResult:
+        """The step result of a turn that did not answer: its tool responses joined, cut to the observation space."""
         observation = "\n".join(parts)
         if len(observation) > _MAX_OBSERVATION:  # stay inside the observation space; say so rather than cut silently
-            note = "\n[output cut: make fewer calls per turn]"
+            note = f"\n[output cut: make fewer calls per {unit}]"
             observation = observation[: _MAX_OBSERVATION - len(note)] + note
         if self.turn >= self.max_turns:
             return observation, 0.0, False, True, {**self._step_info(), "truncated_by": "max_turns"}

@@ -141,13 +141,7 @@ class ParallelSearchEnv(SearchEnv):
                 if "error" in result:
                     self.errors += 1
             parts.append(format_tool_response(call.name[:60], result))
-        observation = "\n".join(parts)
-        if len(observation) > _MAX_OBSERVATION:  # stay inside the observation space; say so rather than cut silently
-            note = "\n[output cut: make fewer calls per round]"
-            observation = observation[: _MAX_OBSERVATION - len(note)] + note
-        if self.turn >= self.max_turns:
-            return observation, 0.0, False, True, {**self._step_info(), "truncated_by": "max_turns"}
-        return observation, 0.0, False, False, self._step_info()
+        return self._end_turn(parts, "round")
 
     def _step_info(self) -> dict[str, Any]:
         info = super()._step_info()
