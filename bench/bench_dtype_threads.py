@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from model_runs import model_is_pulled
+
 MODEL = "qwen2.5-coder-0.5b-instruct"
 SETTINGS = (("float32", 1), ("float32", 2), ("bfloat16", 1), ("bfloat16", 2))
 
@@ -121,10 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="8 tokens, one repeat, nothing saved")
     args = parser.parse_args()
-    from rollgym.agents.backends.catalog import KNOWN_MODELS, is_pulled, model_dir
-
-    if not is_pulled(model_dir(MODEL), KNOWN_MODELS[MODEL]):
-        print(f"skipped: {MODEL} is not pulled (rollgym models pull {MODEL})")
+    if not model_is_pulled(MODEL):
         return
     load_before = os.getloadavg()[0]
     figures = measure(args.quick)

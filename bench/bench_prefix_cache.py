@@ -22,15 +22,13 @@ nothing saved). Without the pulled model it prints how to pull it and exits 0. W
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import gc
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from model_runs import model_is_pulled, quick_and_threads, timed
 
 MODEL = "smollm2-135m-instruct"
 ENV = "ToolWorld-Calendar-v1"
@@ -44,14 +42,6 @@ CALLS = [("calendar_search", {"query": "Haircut"}), ("calendar_get", {"event_id"
 
 #: Tool schemas written into the system prompt: ~1,550 prompt tokens for the group, ~750 for the episode's start.
 GROUP_TOOLS, EPISODE_TOOLS = 10, 4
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Wall and CPU seconds of ``fn()`` (after a garbage collection), and its result."""
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = fn()
-    return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
 def task_messages(tools_in_prompt: int) -> tuple[str, str, Any]:
@@ -156,14 +146,8 @@ def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, nothing saved")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    args = parser.parse_args()
-    from rollgym.agents.backends.catalog import KNOWN_MODELS, is_pulled, model_dir
-
-    if not is_pulled(model_dir(MODEL), KNOWN_MODELS[MODEL]):
-        print(f"skipped: {MODEL} is not pulled (rollgym models pull {MODEL})")
+    args = quick_and_threads(__doc__.splitlines()[0], threads=1, threads_help="torch threads (default 1)")
+    if not model_is_pulled(MODEL):
         return
     import torch
 

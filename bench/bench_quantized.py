@@ -27,7 +27,6 @@ prints how to pull it and exits 0. Writes ``bench/results/quantized.json`` (``--
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_speculative import copy_bandwidth, prompts_of
+from model_runs import start_cpu_run
 
 
 def bytes_per_token(model: Any) -> int:
@@ -94,15 +94,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="4 prompts, 8 tokens, one repeat, nothing saved")
     args = parser.parse_args()
-    import torch
-
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.backends.hf import TransformersBackend
     from rollgym.core.errors import ConfigError
 
-    torch.set_num_threads(args.threads)
-    os.environ.setdefault("ROLLGYM_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    load_before = os.getloadavg()[0]
+    load_before = start_cpu_run(args.threads)
     try:
         full = TransformersBackend.from_pretrained(args.model)
     except ConfigError as exc:

@@ -22,25 +22,15 @@ Without the pulled model it prints how to pull it and exits 0. Writes ``bench/re
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import gc
 import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from model_runs import model_is_pulled, quick_and_threads, timed
+
 MODEL = "smollm2-135m-instruct"
 BATCHES = (1, 2, 4, 8, 16, 32)
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Wall and CPU seconds of ``fn()`` (after a garbage collection), and its result."""
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = fn()
-    return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
 def countdown_prompts(tokenizer: Any, n: int) -> list[list[int]]:
@@ -156,14 +146,9 @@ def readme_rows(figures: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, nothing saved")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
-    args = parser.parse_args()
-    from rollgym.agents.backends.catalog import KNOWN_MODELS, is_pulled, model_dir
-
-    if not is_pulled(model_dir(MODEL), KNOWN_MODELS[MODEL]):
-        print(f"skipped: {MODEL} is not pulled (rollgym models pull {MODEL})")
+    args = quick_and_threads(__doc__.splitlines()[0], threads=0,
+                             threads_help="torch threads (default: torch's own choice)")
+    if not model_is_pulled(MODEL):
         return
     import torch
 

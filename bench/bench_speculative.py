@@ -22,11 +22,12 @@ to pull them and exits 0. Writes ``bench/results/speculative.json`` (``--quick``
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+from model_runs import start_cpu_run, timed
 
 FAMILIES = ("Countdown-v0", "MATH500-v1", "CodeGen-v0")
 
@@ -62,13 +63,6 @@ def prompts_of(env_id: str, tokenizer: Any, n: int) -> list[list[int]]:
     return out
 
 
-def timed(fn: Any) -> tuple[float, float, Any]:
-    gc.collect()
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = fn()
-    return time.perf_counter() - wall, time.process_time() - cpu, result
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="qwen2.5-coder-1.5b-instruct")
@@ -83,8 +77,6 @@ def main() -> int:
                              "on a CPU with bfloat16 matrix units)")
     parser.add_argument("--quick", action="store_true", help="one prompt per family, 16 tokens, nothing saved")
     args = parser.parse_args()
-    import os
-
     import torch
 
     from rollgym.agents.backends.base import SamplingParams
@@ -92,9 +84,7 @@ def main() -> int:
     from rollgym.agents.backends.speculative import SpeculativeDecoder, load_draft
     from rollgym.core.errors import ConfigError
 
-    torch.set_num_threads(args.threads)
-    os.environ.setdefault("ROLLGYM_DATA_DIR", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    load_before = os.getloadavg()[0]
+    load_before = start_cpu_run(args.threads)
     try:
         plain = TransformersBackend.from_pretrained(args.target, dtype=args.dtype)
         draft = load_draft(args.draft, plain.tokenizer, dtype=getattr(torch, args.dtype))

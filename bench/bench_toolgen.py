@@ -31,7 +31,7 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
-from measure import percentiles, report_figures, state_hash, tables_as_json, timed
+from measure import percentiles, print_latencies, print_state_costs, report_figures, state_hash, tables_as_json, timed
 
 import rollgym  # noqa: F401  (registers the ids)
 
@@ -183,19 +183,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.sweep:
         report["sweep"] = sweep()
 
-    print(f"{'measure':44s} {'p50 ms':>10s} {'p95 ms':>10s}")
-    for key in ("reset_env", "reset_env_test", "reset_env_unseen", "reset_env_v1", "reset_env_v1_unseen",
-                "reset_toolworld_v1", "reset_copy_only",
-                "rebuild_from_schema", "json_reload", "json_hash_once", "step_read", "step_write", "grade_diff",
-                "app_build", "tools_build"):
-        print(f"{key:44s} {report[key]['p50_ms']:10.3f} {report[key]['p95_ms']:10.3f}")
+    print_latencies(report, ("reset_env", "reset_env_test", "reset_env_unseen", "reset_env_v1", "reset_env_v1_unseen",
+                             "reset_toolworld_v1", "reset_copy_only", "rebuild_from_schema", "json_reload",
+                             "json_hash_once", "step_read", "step_write", "grade_diff", "app_build", "tools_build"))
     p50 = report["reset_env"]["p50_ms"]
     print(f"ToolGen reset / ToolWorld-v1 reset (p50):    {p50 / report['reset_toolworld_v1']['p50_ms']:8.2f}x")
     print(f"rebuild / copy (p50):                        "
           f"{report['rebuild_from_schema']['p50_ms'] / report['reset_copy_only']['p50_ms']:8.1f}x")
-    tau = report["json_reload"]["p50_ms"] + 2 * report["json_hash_once"]["p50_ms"]
-    ours = report["reset_copy_only"]["p50_ms"] + report["grade_diff"]["p50_ms"]
-    print(f"JSON reload + 2 hashes vs copy + diff (p50): {tau:8.3f} ms vs {ours:.3f} ms ({tau / ours:.1f}x)")
+    print_state_costs(report)
     print(f"world of {report['world_apps']} apps; JSON state {report['json_file_kb']:.0f} KiB")
     print(f"memory per live episode: {report['memory_per_episode_mb']:.2f} MiB (process {report['process_rss_mb']:.0f} "
           f"MiB with all 256 apps built)")

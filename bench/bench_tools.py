@@ -29,7 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 import psutil
-from measure import percentiles, report_figures, state_hash, tables_as_json, timed
+from measure import percentiles, print_latencies, print_state_costs, report_figures, state_hash, tables_as_json, timed
 
 import rollgym  # noqa: F401  (registers ToolWorld-v1)
 from rollgym.envs.tools.api import Session, call_tool
@@ -106,13 +106,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report["calls_per_s_env_step"] = steps * len(reads) / (time.perf_counter() - start)
 
     p50 = report["reset_env"]["p50_ms"]
-    print(f"{'measure':44s} {'p50 ms':>10s} {'p95 ms':>10s}")
-    for key in ("reset_env", "reset_copy_only", "rebuild_from_seed", "json_reload", "json_hash_once", "grade_diff"):
-        print(f"{key:44s} {report[key]['p50_ms']:10.3f} {report[key]['p95_ms']:10.3f}")
+    print_latencies(report, ("reset_env", "reset_copy_only", "rebuild_from_seed", "json_reload", "json_hash_once",
+                             "grade_diff"))
     print(f"rebuild / rollgym reset (p50):               {report['rebuild_from_seed']['p50_ms'] / p50:8.1f}x")
-    tau = report["json_reload"]["p50_ms"] + 2 * report["json_hash_once"]["p50_ms"]
-    ours = report["reset_copy_only"]["p50_ms"] + report["grade_diff"]["p50_ms"]
-    print(f"JSON reload + 2 hashes vs copy + diff (p50): {tau:8.3f} ms vs {ours:.3f} ms ({tau / ours:.1f}x)")
+    print_state_costs(report)
     print(f"JSON state file: {report['json_file_kb']:.0f} KiB")
     print(f"memory per live episode: {report['memory_per_episode_mb']:.2f} MiB")
     print(f"tool calls/s: {report['calls_per_s_direct']:.0f} direct, {report['calls_per_s_env_step']:.0f} via env.step")

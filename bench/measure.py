@@ -86,6 +86,20 @@ def state_hash(data: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def print_latencies(report: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """A table of the p50 and p95 milliseconds of each ``report[key]`` (as :func:`percentiles` gives them)."""
+    print(f"{'measure':44s} {'p50 ms':>10s} {'p95 ms':>10s}")
+    for key in keys:
+        print(f"{key:44s} {report[key]['p50_ms']:10.3f} {report[key]['p95_ms']:10.3f}")
+
+
+def print_state_costs(report: dict[str, Any]) -> None:
+    """The peer's reset and grading (reload the JSON state, hash it before and after) against a copy and a diff."""
+    tau = report["json_reload"]["p50_ms"] + 2 * report["json_hash_once"]["p50_ms"]
+    ours = report["reset_copy_only"]["p50_ms"] + report["grade_diff"]["p50_ms"]
+    print(f"JSON reload + 2 hashes vs copy + diff (p50): {tau:8.3f} ms vs {ours:.3f} ms ({tau / ours:.1f}x)")
+
+
 def add_browsergym_figures(parser: argparse.ArgumentParser) -> None:
     """The peer's step and reset latency (BrowserGym's defaults, measured by ``bench/bench_web.py``)."""
     parser.add_argument("--browsergym-step-s", type=float, default=3.5, help="BrowserGym's step latency, s")

@@ -249,8 +249,7 @@ def render_suite(label: str, rows: list[Row], links: Links) -> str:
                 text = f'{elo:.0f} <span class="ci">[{rating["low"]:.0f}, {rating["high"]:.0f}]</span>'
             cells.append(f'<td data-sort="{_sort_value(elo)}">{text}</td>')
         body_rows.append(f'<tr data-id="{escape(row.id)}">{"".join(cells)}</tr>')
-    table = (f'<table class="sortable" id="ranking"><thead><tr>{"".join(head)}</tr></thead>'
-             f'<tbody>{"".join(body_rows)}</tbody></table>')
+    table = _sortable_table("ranking", f'<tr>{"".join(head)}</tr>', body_rows)
     size_points = [Point(_num(r.model_size_b), _num(r.score), r.label, links.submission(r.id)) for r in rows]
     date_points = [Point(_epoch_days(r.created), _num(r.score), r.label, links.submission(r.id)) for r in rows]
     sized = [p for p in size_points if p.x > 0 and not math.isnan(p.y)]
@@ -330,11 +329,15 @@ def render_env(label: str, entry: str, rows: list[Row], links: Links) -> str:
     env_id = present[0].entry(entry).get("env_id", "") if present else ""
     body = (
         f'<h1><a href="{links.suite(label)}">{escape(label)}</a> / {escape(entry)}</h1>'
-        f"<p>env <code>{escape(str(env_id))}</code></p>"
-        f'<table class="sortable" id="env-ranking"><thead>{head}</thead><tbody>{"".join(body_rows)}</tbody></table>'
+        f"<p>env <code>{escape(str(env_id))}</code></p>{_sortable_table('env-ranking', head, body_rows)}"
         f'<div class="plots">{chart}</div>'
     )
     return page(f"{label} / {entry}", body, links)
+
+
+def _sortable_table(table_id: str, head: str, rows: list[str]) -> str:
+    """A table of ``rows`` under the header row ``head`` that the page's script sorts by a clicked column."""
+    return f'<table class="sortable" id="{table_id}"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _fmt_num(estimate: dict[str, Any]) -> str:

@@ -15,104 +15,54 @@ from tests.conftest import require_modules
 
 require_modules("sympy", "math_verify")  # the symbolic checks need the math extra
 
+
+def boxed(gold: str, answers: list[str], error: str) -> list[tuple[str, str, str]]:
+    r"""Each answer in a ``\boxed{}``, scored against ``gold``, must fail with ``error``."""
+    return [(gold, f"\\boxed{{{answer}}}", error) for answer in answers]
+
+
+def between_3_and_4(spellings: list[str], error: str, golds: tuple[str, ...] = ("4",)) -> list[tuple[str, str, str]]:
+    r"""``\boxed{3 <spelling> 4}`` against each gold: the answer joins 3 and 4, so neither side alone is it."""
+    return [case for gold in golds for case in boxed(gold, [f"3 {spelling} 4" for spelling in spellings], error)]
+
+
 HACKS = [
     # several different boxed answers (hedging): with box_policy="all" each distinct box must be right
     ("3", r"It is \boxed{3} or \boxed{4}.", "conflicting_answers"),
     ("3", r"\boxed{4} hmm, actually \boxed{3}", "conflicting_answers"),
     ("3", r"\boxed{1}\boxed{2}\boxed{3}\boxed{4}\boxed{5}\boxed{6}\boxed{7}\boxed{8}\boxed{9}", "too_many_answers"),
     # an answer plus alternatives, or a set, list or tuple around the one gold value
-    ("3", r"\boxed{3 \text{ or } 4}", "several_values"),
-    ("3", r"\boxed{3 or 4}", "several_values"),
-    ("3", r"\boxed{3, 4}", "several_values"),
-    ("3", r"\boxed{\{3,4\}}", "several_values"),
-    ("3", r"\boxed{3 \lor 4}", "several_values"),
-    ("3", r"\boxed{[3,4]}", "several_values"),
-    ("3", r"\boxed{(-\infty,\infty)}", "several_values"),
-    ("3", r"\boxed{3 \text{, } 4 \text{, } 5}", "several_values"),
-    ("3", r"\boxed{3 \text{ and } 4}", "several_values"),
-    ("3", r"\boxed{3; 4}", "several_values"),
-    ("3", r"\boxed{3 \quad 4}", "several_values"),
-    ("3", r"\boxed{3 \\ 4}", "several_values"),
-    ("3", r"\boxed{3 & 4}", "several_values"),
-    ("3", r"\boxed{\{3\}}", "several_values"),
-    ("3", r"\boxed{\left\{ 3 \right\}}", "several_values"),
-    ("3", r"\boxed{\lbrace 3 \rbrace}", "several_values"),
-    ("3", r"\boxed{[3]}", "several_values"),
-    ("3", r"\boxed{\langle 3 \rangle}", "several_values"),
-    ("3", r"\boxed{(3, 3)}", "several_values"),
-    ("3", r"\boxed{x \in \{3\}}", "several_values"),
-    ("3", r"\boxed{3 \cup 4}", "several_values"),
-    ("3", r"\boxed{\begin{pmatrix} 3 \end{pmatrix}}", "several_values"),
+    *boxed("3", [r"3 \text{ or } 4", "3 or 4", "3, 4", r"\{3,4\}", r"3 \lor 4", "[3,4]", r"(-\infty,\infty)",
+                 r"3 \text{, } 4 \text{, } 5", r"3 \text{ and } 4", "3; 4", r"3 \quad 4", r"3 \\ 4", "3 & 4", r"\{3\}",
+                 r"\left\{ 3 \right\}", r"\lbrace 3 \rbrace", "[3]", r"\langle 3 \rangle", "(3, 3)", r"x \in \{3\}",
+                 r"3 \cup 4", r"\begin{pmatrix} 3 \end{pmatrix}"], "several_values"),
     (r"\frac{1}{2}", r"\boxed{\frac{1}{2} \text{ or } \frac{1}{3}}", "several_values"),
     (r"\text{(C)}", r"\boxed{\text{(C) or (D)}}", "wrong"),
     (r"\text{(C)}", r"\boxed{ABCDE}", "wrong"),
     (r"\text{Evelyn}", r"\boxed{\text{Evelyn or Navin}}", "wrong"),
-    ("5", r"\boxed{\pm 5}", "several_values"),
-    ("5", r"\boxed{5 \text{ or more}}", "several_values"),
-    ("5", r"\boxed{5 \text{ or } 6 \text{ cm}}", "several_values"),
+    *boxed("5", [r"\pm 5", r"5 \text{ or more}", r"5 \text{ or } 6 \text{ cm}"], "several_values"),
     ("5", r"\boxed{5 \text{ (approximately)}}", "wrong"),
     # an answer that asserts a relation the gold does not: never one of its sides
-    ("3", r"\boxed{3 \approx 4}", "relation"),
-    ("4", r"\boxed{3 \approx 4}", "relation"),
-    ("3", r"\boxed{3 \sim 4}", "relation"),
-    ("4", r"\boxed{3 \sim 4}", "relation"),
-    ("3", r"\boxed{3 \equiv 4}", "relation"),
-    ("4", r"\boxed{3 \equiv 4}", "relation"),
-    ("3", r"\boxed{3 \cong 4}", "relation"),
-    ("4", r"\boxed{3 \cong 4}", "relation"),
-    ("4", r"\boxed{3 \simeq 4}", "relation"),
-    ("4", r"\boxed{3 \propto 4}", "relation"),
-    ("4", r"\boxed{3 < 4}", "relation"),
-    ("4", r"\boxed{3 > 4}", "relation"),
-    ("4", r"\boxed{3 \le 4}", "relation"),
-    ("4", r"\boxed{3 \leq 4}", "relation"),
-    ("4", r"\boxed{3 \ge 4}", "relation"),
-    ("4", r"\boxed{3 \ne 4}", "relation"),
-    ("4", r"\boxed{3 \neq 4}", "relation"),
-    ("4", r"\boxed{3 \not= 4}", "relation"),
-    ("4", r"\boxed{3 \to 4}", "relation"),
-    ("4", r"\boxed{3 \rightarrow 4}", "relation"),
-    ("4", r"\boxed{3 \Rightarrow 4}", "relation"),
-    ("4", r"\boxed{3 \implies 4}", "relation"),
-    ("4", r"\boxed{3 \iff 4}", "relation"),
-    ("4", r"\boxed{3 \mid 4}", "relation"),
-    ("4", "\\boxed{3 \u2248 4}", "relation"),
-    ("4", "\\boxed{3 \u2264 4}", "relation"),
-    ("4", "\\boxed{3 \u2261 4}", "relation"),
+    *between_3_and_4([r"\approx", r"\sim", r"\equiv", r"\cong"], "relation", golds=("3", "4")),
+    *between_3_and_4([r"\simeq", r"\propto", "<", ">", r"\le", r"\leq", r"\ge", r"\ne", r"\neq", r"\not=", r"\to",
+                      r"\rightarrow", r"\Rightarrow", r"\implies", r"\iff", r"\mid", "\u2248", "\u2264", "\u2261",
+                      r"\bmod", "|", r"\vert"], "relation"),
     ("4", r"\boxed{x \approx 4}", "relation"),
     ("4", r"\boxed{x = 4 \approx 4.0}", "relation"),
     (r"x \in [-2,7]", r"\boxed{x \approx [-2,7]}", "relation"),
-    # notation math-verify skips, reading one of the numbers around it
-    ("4", r"\boxed{3 \oplus 4}", "notation"),
-    ("4", r"\boxed{3 \circ 4}", "notation"),
-    ("4", r"\boxed{3 \ast 4}", "notation"),
-    ("4", r"\boxed{3 \atop 4}", "notation"),
-    ("4", r"\boxed{3 \nsim 4}", "notation"),
-    ("4", r"\boxed{3 \coloneq 4}", "notation"),
-    ("4", r"\boxed{3 \hookrightarrow 4}", "notation"),
-    ("4", r"\boxed{3 \dagger 4}", "notation"),
-    ("4", "\\boxed{3 \u6216 4}", "notation"),  # Chinese "or"
-    ("3", "\\boxed{3\uff0c4}", "notation"),  # a fullwidth comma
-    ("4", r"\boxed{3 \bmod 4}", "relation"),
     ("4", r"\boxed{3 \pmod{4}}", "relation"),
-    ("4", r"\boxed{3 | 4}", "relation"),
-    ("4", r"\boxed{3 \vert 4}", "relation"),
-    ("4", r"\boxed{3 \enspace 4}", "several_values"),
+    # notation math-verify skips, reading one of the numbers around it
+    *between_3_and_4([r"\oplus", r"\circ", r"\ast", r"\atop", r"\nsim", r"\coloneq", r"\hookrightarrow", r"\dagger",
+                      "\u6216"], "notation"),  # \u6216: Chinese "or"
+    *between_3_and_4([r"\enspace"], "several_values"),
+    ("3", "\\boxed{3\uff0c4}", "notation"),  # a fullwidth comma
     # '=' with a different right side, or a chain the gold is not
     ("y = 2x + 3", r"\boxed{y = 2x + 3 = 7}", "relation"),
     ("x=5", r"\boxed{x = 5 = 6}", "relation"),
-    ("4", r"\boxed{3 = 4}", "equation"),
     ("4", r"\boxed{x = 3 = 4}", "equation"),
     # every spelling of "equals" the claim reader knows is an '=' for the comparison too (issue 28)
-    ("4", r"\boxed{3 \doteq 4}", "equation"),
-    ("3", r"\boxed{3 \doteq 4}", "equation"),
-    ("4", r"\boxed{3 \coloneqq 4}", "equation"),
-    ("4", r"\boxed{3 \eqqcolon 4}", "equation"),
-    ("4", r"\boxed{3 \triangleq 4}", "equation"),
-    ("4", r"\boxed{3 := 4}", "equation"),
-    ("4", "\\boxed{3 \u2250 4}", "equation"),  # ≐
-    ("4", "\\boxed{3 \u2254 4}", "equation"),  # ≔
-    ("4", "\\boxed{3 \u225c 4}", "equation"),  # ≜
+    *between_3_and_4([r"\doteq"], "equation", golds=("3", "4")),
+    *between_3_and_4(["=", r"\coloneqq", r"\eqqcolon", r"\triangleq", ":=", "\u2250", "\u2254", "\u225c"], "equation"),
     ("y = 2x + 3", r"\boxed{y = 2x + 3 \doteq 7}", "relation"),
     # percent equivalence only when the gold or the problem is about percentages
     ("3", r"\boxed{300\%}", "percent"),

@@ -11,7 +11,7 @@ from rollgym.core.env import StepResult, TextEnv
 from rollgym.core.errors import ConfigError
 from rollgym.core.extraction import extract_tag
 from rollgym.core.task import Task
-from rollgym.core.toolcalls import format_tool_response, parse_tool_calls
+from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
 from rollgym.envs.search.config import SearchConfig
 from rollgym.envs.search.index import get_index
 from rollgym.envs.search.questions import QuestionSpec
@@ -205,15 +205,25 @@ class SearchEnv(TextEnv):
             if number >= self.max_calls_per_turn:
                 result: dict[str, Any] = {"error": f"skipped: at most {self.max_calls_per_turn} calls per turn."}
             else:
-                self.calls += 1
-                result = self.session.call(call.name, call.arguments)
-                self.passages.extend(returned_passages(result))
+                result = self._run_call(call)
             if "error" in result:
                 self.errors += 1
             parts.append(format_tool_response(call.name[:60], result))
+        return self._end_turn(parts, "turn")
+
+    def _run_call(self, call: ToolCall) -> dict[str, Any]:
+        """Run one tool call, counting it and keeping the passages it returned (for the evidence check)."""
+        assert self.session is not None  # _advance runs only after reset opened the session
+        self.calls += 1
+        result = self.session.call(call.name, call.arguments)
+        self.passages.extend(returned_passages(result))
+        return result
+
+    def _end_turn(self, parts: list[str], unit: str) -> StepResult:
+        """The step result of a turn that did not answer: its tool responses joined, cut to the observation space."""
         observation = "\n".join(parts)
         if len(observation) > _MAX_OBSERVATION:  # stay inside the observation space; say so rather than cut silently
-            note = "\n[output cut: make fewer calls per turn]"
+            note = f"\n[output cut: make fewer calls per {unit}]"
             observation = observation[: _MAX_OBSERVATION - len(note)] + note
         if self.turn >= self.max_turns:
             return observation, 0.0, False, True, {**self._step_info(), "truncated_by": "max_turns"}

@@ -13,7 +13,6 @@ from rollgym.core.task import Task
 from rollgym.core.toolcalls import ToolCall, format_tool_response, parse_tool_calls
 from rollgym.envs.search.comparison import ComparisonTaskSource
 from rollgym.envs.search.env import SearchEnv
-from rollgym.envs.search.scoring import returned_passages
 from rollgym.envs.search.world import DEFAULT_SIZE
 
 _MAX_OBSERVATION = 60_000
@@ -135,19 +134,11 @@ class ParallelSearchEnv(SearchEnv):
                                    "send it in the next round."}
             else:
                 seen[key] = number
-                self.calls += 1
-                result = self.session.call(call.name, call.arguments)
-                self.passages.extend(returned_passages(result))
+                result = self._run_call(call)
                 if "error" in result:
                     self.errors += 1
             parts.append(format_tool_response(call.name[:60], result))
-        observation = "\n".join(parts)
-        if len(observation) > _MAX_OBSERVATION:  # stay inside the observation space; say so rather than cut silently
-            note = "\n[output cut: make fewer calls per round]"
-            observation = observation[: _MAX_OBSERVATION - len(note)] + note
-        if self.turn >= self.max_turns:
-            return observation, 0.0, False, True, {**self._step_info(), "truncated_by": "max_turns"}
-        return observation, 0.0, False, False, self._step_info()
+        return self._end_turn(parts, "round")
 
     def _step_info(self) -> dict[str, Any]:
         info = super()._step_info()

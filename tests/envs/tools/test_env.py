@@ -182,6 +182,7 @@ def test_random_policy_is_seeded():
 def test_oracle_uses_public_information_only(monkeypatch):
     """While the oracle decides, the hidden expectation and direct reads of the base world are unavailable."""
     import rollgym.envs.tools.tasks.base as base
+    import rollgym.envs.tools.tasks.reads as reads
     from rollgym.envs.tools.tasks import TEMPLATES, calendar_payments, contacts_email, cross_app, notes_shopping
     from rollgym.envs.tools.world import World
 
@@ -194,7 +195,7 @@ def test_oracle_uses_public_information_only(monkeypatch):
         obs, info = env.reset(seed=seed)
         for _ in range(60):
             with monkeypatch.context() as patch:
-                for module in (base, calendar_payments, contacts_email, cross_app, notes_shopping):
+                for module in (base, reads, calendar_payments, contacts_email, cross_app, notes_shopping):
                     for helper in ("rows", "contact_names", "email_of"):
                         if hasattr(module, helper):
                             patch.setattr(module, helper, forbidden)

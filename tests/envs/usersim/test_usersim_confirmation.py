@@ -17,21 +17,13 @@ import rollgym
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.usersim.llm_user import LLMUser
 from rollgym.envs.usersim.policies import oracle_script
-from rollgym.envs.usersim.scenarios import SCENARIOS
 from rollgym.envs.usersim.user import SimulatedUser, default_device, describe_call, named_calls
+from tests.envs.usersim.conftest import irreversible_tasks
 
 Script = Generator[str, str, None]
 
 
-def _irreversible_tasks() -> list[tuple[str, int]]:
-    env = rollgym.make("UserSim-v1").unwrapped
-    found = [(split, i) for split in ("train", "test_unseen") for i in range(40)
-             if SCENARIOS[env.source.task(i, split).meta["scenario"]].irreversible][:8]
-    env.close()
-    return found
-
-
-TASKS = _irreversible_tasks()
+TASKS = irreversible_tasks(8)
 
 
 def play(script: Callable[[dict[str, Any]], Script], split: str, index: int,

@@ -17,8 +17,8 @@ import pytest
 import rollgym
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.usersim.policies import oracle_script
-from rollgym.envs.usersim.scenarios import SCENARIOS
 from rollgym.envs.usersim.user import QUESTIONS
+from tests.envs.usersim.conftest import irreversible_tasks
 
 Script = Generator[str, str, None]
 TASKS = [("train", i) for i in range(8)] + [("test", i) for i in range(4)] + [("test_unseen", i) for i in range(4)]
@@ -94,15 +94,7 @@ def test_asking_for_every_field_at_once_reveals_nothing(split: str, index: int) 
     assert reward == 0.0 and info["error"] == "user_left" and info["user"]["revealed"] == []
 
 
-def _irreversible_tasks() -> list[tuple[str, int]]:
-    env = rollgym.make("UserSim-v1").unwrapped
-    found = [(split, i) for split in ("train", "test_unseen") for i in range(40)
-             if SCENARIOS[env.source.task(i, split).meta["scenario"]].irreversible][:10]
-    env.close()
-    return found
-
-
-@pytest.mark.parametrize(("split", "index"), _irreversible_tasks())
+@pytest.mark.parametrize(("split", "index"), irreversible_tasks(10))
 def test_irreversible_actions_without_confirmation_score_zero(split: str, index: int) -> None:
     reward, info, _ = play(lambda task, meta: oracle_script(meta, confirm=False), split, index)
     assert reward == 0.0 and info["details"]["criteria"]["confirmed_before_irreversible"] is False

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, like, page_of, parse_time, time_window, tool
+from rollgym.envs.tools.owned import delete_owned, owner_only, remove_person
 from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
@@ -86,10 +87,7 @@ def _visible(session: Session, event_id: int) -> Any:
 
 
 def _owned(session: Session, event_id: int) -> Any:
-    row = _visible(session, event_id)
-    if row[1] != session.user:
-        raise ToolError("permission_denied", "Only the event's owner can change it; you are an invitee.")
-    return row
+    return owner_only(session, _visible(session, event_id), "Only the event's owner can change it; you are an invitee.")
 
 
 @tool("calendar", writes=False)
@@ -199,9 +197,7 @@ def calendar_delete(session: Session, event_id: int) -> dict[str, Any]:
         event_id: The event to delete.
     """
     _owned(session, event_id)
-    session.db("calendar").execute("DELETE FROM attendees WHERE event_id = ?", (event_id,))
-    session.db("calendar").execute("DELETE FROM events WHERE id = ?", (event_id,))
-    return {"event_id": event_id, "deleted": True}
+    return delete_owned(session, "calendar", "events", event_id, key="event_id", dependents=("attendees",))
 
 
 @tool("calendar", writes=True)
@@ -232,10 +228,8 @@ def calendar_uninvite(session: Session, event_id: int, email: str) -> dict[str, 
         email: The attendee's email address.
     """
     _owned(session, event_id)
-    cur = session.db("calendar").execute("DELETE FROM attendees WHERE event_id = ? AND email = ?",
-                                         (event_id, email.strip().lower()))
-    if cur.rowcount == 0:
-        raise ToolError("not_found", f"{email[:60]} is not invited to event {event_id}.")
+    remove_person(session, "calendar", "attendees", "event_id", event_id, email,
+                  f"{email[:60]} is not invited to event {event_id}.")
     return _row(session, _visible(session, event_id))
 
 

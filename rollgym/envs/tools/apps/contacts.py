@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any, Literal
 
 from rollgym.envs.tools.api import Session, ToolError, like, page_of, tool
+from rollgym.envs.tools.owned import delete_owned
 from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
@@ -145,8 +146,7 @@ def contacts_delete(session: Session, contact_id: int) -> dict[str, Any]:
         contact_id: The contact to delete.
     """
     _own(session, contact_id)
-    session.db("contacts").execute("DELETE FROM contacts WHERE id = ?", (contact_id,))
-    return {"contact_id": contact_id, "deleted": True}
+    return delete_owned(session, "contacts", "contacts", contact_id, key="contact_id")
 
 
 @tool("contacts", writes=False)

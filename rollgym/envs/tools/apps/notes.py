@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any
 
 from rollgym.envs.tools.api import TIME_FORMAT, Session, ToolError, like, page_of, tool
+from rollgym.envs.tools.owned import delete_owned, owner_only, remove_person
 from rollgym.envs.tools.people import WorldGen
 
 SCHEMA = """
@@ -81,10 +82,7 @@ def _editable(session: Session, note_id: int) -> Any:
 
 
 def _owned(session: Session, note_id: int) -> Any:
-    row = _visible(session, note_id)
-    if row[1] != session.user:
-        raise ToolError("permission_denied", "Only the note's owner can do that.")
-    return row
+    return owner_only(session, _visible(session, note_id), "Only the note's owner can do that.")
 
 
 @tool("notes", writes=False)
@@ -189,9 +187,7 @@ def notes_delete(session: Session, note_id: int) -> dict[str, Any]:
         note_id: The note to delete.
     """
     _owned(session, note_id)
-    session.db("notes").execute("DELETE FROM shares WHERE note_id = ?", (note_id,))
-    session.db("notes").execute("DELETE FROM notes WHERE id = ?", (note_id,))
-    return {"note_id": note_id, "deleted": True}
+    return delete_owned(session, "notes", "notes", note_id, key="note_id", dependents=("shares",))
 
 
 @tool("notes", writes=True)
@@ -224,8 +220,5 @@ def notes_unshare(session: Session, note_id: int, email: str) -> dict[str, Any]:
         email: Their email address.
     """
     _owned(session, note_id)
-    cur = session.db("notes").execute("DELETE FROM shares WHERE note_id = ? AND email = ?",
-                                      (note_id, email.strip().lower()))
-    if cur.rowcount == 0:
-        raise ToolError("not_found", "The note is not shared with that address.")
+    remove_person(session, "notes", "shares", "note_id", note_id, email, "The note is not shared with that address.")
     return _row(session, _visible(session, note_id))

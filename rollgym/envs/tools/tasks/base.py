@@ -11,17 +11,22 @@ parameters, so the oracle agent can run it from ``info["task_meta"]``.
 from __future__ import annotations
 
 from collections.abc import Generator
-from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
+from rollgym.envs.tools.tasks.reads import choose, contact_names, day_text, email_of, rows
+from rollgym.envs.tools.tasks.steps import Call, Step, call, contact_email, every, named
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.tools import AnswerKind, Expectation
 
-Call = tuple[str, dict[str, Any]]
+#: The reads and steps are re-exported here: the generated templates import them from this module.
+__all__ = [
+    "TEMPLATES", "VERSIONS", "Call", "Params", "Solution", "Step", "TaskTemplate", "Template", "call", "choose",
+    "contact_email", "contact_names", "day_text", "email_of", "every", "named", "rows", "templates_of",
+]
+
 Solution = Generator[Call, Any, str | None]
-Step = Generator[Call, Any, Any]
 Params = dict[str, Any]
 W = TypeVar("W")
 
@@ -86,66 +91,3 @@ class TaskTemplate(Template[World]):
 def templates_of(version: int) -> list[str]:
     """Names of the templates that ToolWorld version ``version`` draws from, sorted."""
     return sorted(n for n, t in TEMPLATES.items() if version in t.versions)
-
-
-# -- reading the base world (expectations and sampling) ---------------------------
-
-
-def rows(world: World, app: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run a read-only query on a base database."""
-    return [tuple(r) for r in world.dbs[app].execute(sql, params).fetchall()]
-
-
-def choose(rng: np.random.Generator, items: list[Any]) -> Any:
-    """One item drawn uniformly, or ``None`` from an empty list."""
-    return items[int(rng.integers(len(items)))] if items else None
-
-
-def day_text(day: str) -> str:
-    """``2025-03-14`` as ``Friday 2025-03-14``."""
-    return f"{datetime.strptime(day[:10], '%Y-%m-%d'):%A} {day[:10]}"
-
-
-def contact_names(world: World) -> list[str]:
-    """Names in the user's address book (the people a prompt may name)."""
-    return [r[0] for r in rows(world, "contacts", "SELECT name FROM contacts WHERE owner = ? ORDER BY name",
-                               world.me.email)]
-
-
-def email_of(world: World, name: str) -> str:
-    """A person's email address by full name."""
-    return next(p.email for p in world.people if p.name == name)
-
-
-# -- building blocks of reference solutions ---------------------------------------
-
-
-def call(tool: str, **arguments: Any) -> Step:
-    """Make one call and return its result (``yield from call(...)``)."""
-    result = yield tool, arguments
-    return result
-
-
-def every(tool: str, **arguments: Any) -> Generator[Call, Any, list[dict[str, Any]]]:
-    """Fetch every page of a paginated search and return all results."""
-    found: list[dict[str, Any]] = []
-    page = 1
-    while True:
-        result = yield tool, {**arguments, "page": page, "page_size": 50}
-        found += result.get("results", [])
-        if not result.get("has_more"):
-            return found
-        page += 1
-
-
-def named(tool: str, name: str) -> Step:
-    """Search with ``tool`` for ``name`` and return the first result called exactly that (a contact, a product)."""
-    found = yield from call(tool, query=name)
-    return next(r for r in found["results"] if r["name"] == name)
-
-
-def contact_email(name: str) -> Generator[Call, Any, str]:
-    """Look a person up in the address book and return their email address."""
-    result = yield "contacts_search", {"query": name}
-    exact = [c for c in result.get("results", []) if c["name"] == name]
-    return str(exact[0]["email"]) if exact else ""

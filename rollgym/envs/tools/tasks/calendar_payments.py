@@ -9,20 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rollgym.envs.tools.api import TIME_FORMAT
-from rollgym.envs.tools.tasks.base import (
-    Params,
-    Solution,
-    Step,
-    TaskTemplate,
-    call,
-    choose,
-    contact_email,
-    contact_names,
-    day_text,
-    email_of,
-    every,
-    rows,
-)
+from rollgym.envs.tools.tasks.base import Params, Solution, TaskTemplate
+from rollgym.envs.tools.tasks.reads import choose, contact_names, day_text, email_of, rows
+from rollgym.envs.tools.tasks.steps import Step, call, contact_email, every
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.tools import Expectation
 

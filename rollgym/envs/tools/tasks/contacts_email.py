@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rollgym.envs.tools.tasks.base import (
-    Params,
-    Solution,
-    TaskTemplate,
-    call,
-    choose,
-    contact_email,
-    contact_names,
-    email_of,
-    every,
-    named,
-    rows,
-)
+from rollgym.envs.tools.tasks.base import Params, Solution, TaskTemplate
+from rollgym.envs.tools.tasks.reads import choose, contact_names, email_of, rows
+from rollgym.envs.tools.tasks.steps import call, contact_email, every, named
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.tools import Expectation, contains, json_set
 

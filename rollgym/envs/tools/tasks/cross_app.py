@@ -6,22 +6,11 @@ from datetime import timedelta
 
 import numpy as np
 
-from rollgym.envs.tools.tasks.base import (
-    Params,
-    Solution,
-    Step,
-    TaskTemplate,
-    call,
-    choose,
-    contact_email,
-    contact_names,
-    day_text,
-    email_of,
-    every,
-    rows,
-)
+from rollgym.envs.tools.tasks.base import Params, Solution, TaskTemplate
 from rollgym.envs.tools.tasks.calendar_payments import find_event, own_future_events, shift
 from rollgym.envs.tools.tasks.notes_shopping import find_note, my_orders, own_notes
+from rollgym.envs.tools.tasks.reads import choose, contact_names, day_text, email_of, rows
+from rollgym.envs.tools.tasks.steps import Step, call, contact_email, every
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.tools import Expectation, contains, json_set
 

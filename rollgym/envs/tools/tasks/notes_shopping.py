@@ -6,21 +6,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from rollgym.envs.tools.tasks.base import (
-    Params,
-    Solution,
-    Step,
-    TaskTemplate,
-    call,
-    choose,
-    contact_email,
-    contact_names,
-    day_text,
-    email_of,
-    every,
-    named,
-    rows,
-)
+from rollgym.envs.tools.tasks.base import Params, Solution, TaskTemplate
+from rollgym.envs.tools.tasks.reads import choose, contact_names, day_text, email_of, rows
+from rollgym.envs.tools.tasks.steps import Step, call, contact_email, every, named
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.tools import Expectation, contains
 
