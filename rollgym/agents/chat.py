@@ -514,14 +514,7 @@ class RemoteChatAgent:
     system_prompt: str | None = None
 
     def __call__(self) -> ChatAgent:
-        from rollgym.agents.backends.openai_http import OpenAIBackend
+        from rollgym.agents.factory import build_llm_agent
 
-        tokenizer = None
-        if self.tokenizer is not None:
-            from transformers import AutoTokenizer
-
-            from rollgym.agents.backends.catalog import resolve_model
-
-            tokenizer = AutoTokenizer.from_pretrained(resolve_model(self.tokenizer))
-        backend = OpenAIBackend(self.url, model=self.model)
-        return ChatAgent(backend, self.sampling, tokenizer=tokenizer, system_prompt=self.system_prompt)
+        return build_llm_agent(self.url, sampling=self.sampling, tokenizer=self.tokenizer,
+                               system_prompt=self.system_prompt, backend_options={"model": self.model})

@@ -34,14 +34,16 @@ class BotAgent(Closeable):
     def __init__(self, bot: Any = "mcts-400", seed: int | None = None) -> None:
         self._owns_bot = isinstance(bot, str)  # a bot made here from its name is closed here
         self.bot = _bots.make_bot(bot) if isinstance(bot, str) else bot
-        self.name = str(getattr(self.bot, "name", "bot"))
+        if not isinstance(self.bot, _bots.GameBot):
+            raise ConfigError("A BotAgent plays a bot: pass a bot name such as 'mcts-400' or an object with name and "
+                              "choose().")
+        self.name = str(self.bot.name)
         self.rng = np.random.default_rng(seed)
 
     def close(self) -> None:
         """Stop the bot's engine (Stockfish) when this agent made the bot from its name; safe to call twice."""
-        closer = getattr(self.bot, "close", None)
-        if self._owns_bot and callable(closer):
-            closer()
+        if self._owns_bot and isinstance(self.bot, _bots.ClosingBot):
+            self.bot.close()
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:

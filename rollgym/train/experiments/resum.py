@@ -115,7 +115,7 @@ def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any
             traj = await root.aplay()
         finally:
             env.close()
-        traj.metrics["summary_turns"] = list(getattr(agent, "summary_turns", []))
+        traj.metrics["summary_turns"] = list(agent.summary_turns) if isinstance(agent, SummarizingAgent) else []
         return _solved_within(traj, list(agent.turns), budget)
 
     async def everything() -> list[tuple[bool, int, int]]:
