@@ -514,7 +514,9 @@ class RemoteChatAgent:
     system_prompt: str | None = None
 
     def __call__(self) -> ChatAgent:
-        from rollgym.agents.factory import build_llm_agent
+        from rollgym.agents.backends import make_backend
+        from rollgym.agents.backends.catalog import load_tokenizer
 
-        return build_llm_agent(self.url, sampling=self.sampling, tokenizer=self.tokenizer,
-                               system_prompt=self.system_prompt, backend_options={"model": self.model})
+        tokenizer = load_tokenizer(self.tokenizer) if self.tokenizer is not None else None
+        backend = make_backend(self.url, model=self.model)
+        return ChatAgent(backend, self.sampling, tokenizer=tokenizer, system_prompt=self.system_prompt)

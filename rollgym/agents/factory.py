@@ -1,8 +1,8 @@
 """One way to build an LLM agent from a model string: :func:`build_llm_agent`.
 
-``rollgym eval --model``, ``rollgym bench run --model`` and :class:`~rollgym.agents.chat.RemoteChatAgent`
-all build their :class:`~rollgym.agents.chat.ChatAgent` here, so a model string means the same backend
-(:mod:`rollgym.agents.backends.registry`) and the same sampling settings everywhere.
+``rollgym eval --model`` and ``rollgym bench run --model`` build their :class:`~rollgym.agents.chat.ChatAgent`
+here, so a model string means the same backend (:mod:`rollgym.agents.backends.registry`, which
+:class:`~rollgym.agents.chat.RemoteChatAgent` uses too) and the same sampling settings everywhere.
 """
 
 from __future__ import annotations
@@ -39,15 +39,6 @@ def sampling_params(settings: SamplingParams | Mapping[str, Any] | None) -> Samp
     if "stop" in params:
         params["stop"] = tuple(params["stop"])
     return SamplingParams(**params, extra=extra)
-
-
-def load_tokenizer(spec: str) -> Any:
-    """A tokenizer from a model folder, a pulled model's name or a hub id (for exact tokens over HTTP)."""
-    from transformers import AutoTokenizer
-
-    from rollgym.agents.backends.catalog import resolve_model
-
-    return AutoTokenizer.from_pretrained(resolve_model(spec))
 
 
 def build_llm_agent(
@@ -87,6 +78,8 @@ def build_llm_agent(
 
         backend = make_backend(model, **(backend_options or {}), **({"draft": draft} if draft else {}))
     if isinstance(tokenizer, str):
+        from rollgym.agents.backends.catalog import load_tokenizer
+
         tokenizer = load_tokenizer(tokenizer)
     from rollgym.agents.chat import ChatAgent
 

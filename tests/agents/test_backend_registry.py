@@ -95,7 +95,7 @@ def test_sampling_settings_keep_unknown_keys_as_extra() -> None:
     assert sampling_params(None) == SamplingParams()
 
 
-def test_remote_chat_agent_builds_through_the_factory(tiny_server: Any) -> None:
+def test_remote_chat_agent_builds_its_backend_through_the_registry(tiny_server: Any) -> None:
     agent = RemoteChatAgent(tiny_server.url, sampling=SamplingParams(max_tokens=4), model="tiny")()
     assert isinstance(agent, ChatAgent) and agent.backend.name == "openai"
     assert agent.sampling.max_tokens == 4 and agent.name == "llm" and agent.backend.model == "tiny"
