@@ -8,7 +8,7 @@ still works until rollgym 0.3.0, with a ``DeprecationWarning``.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -18,6 +18,13 @@ from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games import bots as _bots
 from rollgym.envs.games.base import GameState
 from rollgym.envs.games.replay import replay
+
+
+@runtime_checkable
+class ClosingBot(_bots.GameBot, Protocol):
+    """A bot that holds a resource (Stockfish's engine process) until ``close()``; whoever started it closes it."""
+
+    def close(self) -> None: ...
 
 
 class BotAgent(Closeable):
@@ -42,7 +49,7 @@ class BotAgent(Closeable):
 
     def close(self) -> None:
         """Stop the bot's engine (Stockfish) when this agent made the bot from its name; safe to call twice."""
-        if self._owns_bot and isinstance(self.bot, _bots.ClosingBot):
+        if self._owns_bot and isinstance(self.bot, ClosingBot):
             self.bot.close()
 
     def reset(self, seed: int | None = None) -> None:

@@ -9,9 +9,10 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from rollgym.agents.capabilities import require_capabilities
 from rollgym.commands.console import EXIT_INTERRUPTED, EpisodeStats, progress_bar, stderr, stdout
 from rollgym.commands.options import add_env_arg, parse_env_args, positive_int, seed_int
-from rollgym.core.agent import Agent, require_capabilities
+from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 
 

@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.results:
         results = load_results(args.results)
     elif game:
-        from rollgym.envs.games.bots import ClosingBot, make_bot
+        from rollgym.agents.game_bots import ClosingBot
+        from rollgym.envs.games.bots import make_bot
 
         names = [b.strip() for b in args.bots.split(",") if b.strip()]
         if len(set(names)) < 2:

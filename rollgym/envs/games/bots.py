@@ -38,13 +38,6 @@ class GameBot(Protocol):
     def choose(self, state: GameState, rng: np.random.Generator) -> Any: ...
 
 
-@runtime_checkable
-class ClosingBot(GameBot, Protocol):
-    """A bot that holds a resource (Stockfish's engine process) until ``close()``; whoever started it closes it."""
-
-    def close(self) -> None: ...
-
-
 class RandomBot:
     """A uniformly random legal move."""
 

@@ -133,7 +133,7 @@ class ChessEnv(TwoPlayerTextEnv):
         from rollgym.envs.games.records import chess_pgn
 
         assert self.state is not None
-        names = ["agent", str(self.opponent.name)]
+        names = ["agent", str(getattr(self.opponent, "name", "opponent"))]
         if self.agent_player == 1:
             names.reverse()
         result = getattr(self, "_result", None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -281,7 +281,6 @@ class SeatedGame(ABC):
             raise RuntimeError("Call reset() before playing a seated game.")
 
 
-@runtime_checkable
 class SeatBot(Protocol):
     """A scripted player for a seat: reads the seat's observation and info, answers in text."""
 
@@ -350,11 +349,10 @@ class SeatedTextEnv(TextEnv):
             raise ConfigError(f"agent_seat must be 0 to {seats - 1} or None (alternate), got {agent_seat!r}.")
         self.agent_seat_option = agent_seat
         self.opponent = self.make_bot(opponent) if isinstance(opponent, str) else opponent
-        if not isinstance(self.opponent, SeatBot):
-            raise ConfigError("opponent must be a bot name or an object with name, reset(seed) and "
-                              "act(observation, info).")
+        if not callable(getattr(self.opponent, "act", None)):
+            raise ConfigError("opponent must be a bot name or an object with act(observation, info).")
         self._own_opponent = self.opponent
-        self._opponent_name = opponent if isinstance(opponent, str) else self.opponent.name
+        self._opponent_name = opponent if isinstance(opponent, str) else getattr(opponent, "name", None)
         self._level_bots: dict[str, SeatBot] = {}
         super().__init__(split=split, render_mode=render_mode)
         self.game.serve(self.env_id)
