@@ -18,8 +18,8 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rollgym demo
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check rollgym tests bench examples
-	$(VENV)/bin/mypy rollgym
+	$(VENV)/bin/ruff check rollgym research tests bench examples
+	$(VENV)/bin/mypy rollgym research
 	$(VENV)/bin/lint-imports --no-cache
 
 # Two workers, one test file each at a time: browser, sandbox and server tests mostly wait, so the

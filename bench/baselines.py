@@ -138,9 +138,9 @@ def write_doc(doc: Path, text: str) -> None:
 
 def generate(bundle_path: str | Path) -> str:
     """Verify the bundle and make its tables (a ``SystemExit`` with the reasons when it does not verify)."""
-    from rollgym.benchmarks.bundle import open_bundle
     from rollgym.benchmarks.suite import builtin_suite
-    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.bundles.format import open_bundle
+    from rollgym.leaderboard.verify import verify_bundle
 
     with open_bundle(bundle_path) as bundle:
         report = verify_bundle(bundle)

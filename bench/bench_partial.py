@@ -27,7 +27,7 @@ All arms produce the same number of finished groups per step; the figure is step
 second (rollouts and training) and the ratio to synchronous. The APRIL paper reports
 up to 44% more rollout throughput on real engines; here only the scheduling differs.
 Held-out accuracy against wall time with a real model is the ``april`` experiment
-(``python -m rollgym.train.experiments april``).
+(``python -m research april``).
 
 Run: ``.venv/bin/python bench/bench_partial.py [--quick]``.
 """

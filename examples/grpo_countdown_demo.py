@@ -7,7 +7,7 @@ on oracle answers, trains it with rollgym's reference GRPO trainer once per seed
 and writes grpo_demo.json and grpo_demo.png to a new temporary folder (or --out).
 Only --doc writes docs/img/grpo_demo.* and the table in docs/training.md.
 ``--quick`` is a seconds-long smoke run. The strategy comparisons are
-``python -m rollgym.train.experiments``.
+``python -m research``.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from rollgym.core import (
     list_envs,
     make,
 )
+from rollgym.core.registration import SupersededEnvWarning
 
 
 def _installed_version() -> str:
@@ -50,6 +51,7 @@ __all__ = [
     "RollgymError",
     "Score",
     "SingleTurnEnv",
+    "SupersededEnvWarning",
     "Task",
     "TextEnv",
     "TextSpace",

@@ -38,16 +38,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import inspect
 import multiprocessing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import ModuleType
-from typing import Any, overload
+from typing import Any, Protocol, overload, runtime_checkable
 
 import numpy as np
 from gymnasium.vector.utils import shared_memory as _shared
 
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, SpawningAgent, capabilities
 from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError
 from rollgym.core.spaces import TextSpace
@@ -165,7 +164,8 @@ class VectorAgent(Closeable):
             raise ConfigError(f"autoreset must be 'next_step', 'same_step' or 'disabled', got {autoreset!r}.")
         self.num_envs, self.autoreset = num_envs, mode
         self.agents: list[Agent] = [_make(agent, first=i == 0) for i in range(num_envs)]
-        self.name = f"vector:{getattr(self.agents[0], 'name', type(self.agents[0]).__name__)}"
+        self._asynchronous = [capabilities(a).asynchronous for a in self.agents]  # read once, where accepted
+        self.name = f"vector:{_name(self.agents[0])}"
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def reset(self, seed: int | None = None) -> None:
@@ -197,7 +197,7 @@ class VectorAgent(Closeable):
                 if self.autoreset == "next_step":
                     actions[i] = ""  # the sub-env resets on this step and ignores its action
         todo = [i for i in range(self.num_envs) if actions[i] is None]
-        asynchronous = [i for i in todo if inspect.iscoroutinefunction(getattr(self.agents[i], "aact", None))]
+        asynchronous = [i for i in todo if self._asynchronous[i]]
         for i in todo:
             if i not in asynchronous:
                 actions[i] = self.agents[i].act(observations[i], per_env[i])
@@ -219,15 +219,30 @@ class VectorAgent(Closeable):
         self._loop = None
 
 
+def _name(agent: Agent) -> str:
+    try:
+        return str(agent.name)
+    except AttributeError:  # an agent without a name goes by its class
+        return type(agent).__name__
+
+
+@runtime_checkable
+class Acting(Protocol):
+    """Anything with ``act(observation, info)``: an agent, as opposed to a factory of agents."""
+
+    def act(self, observation: Any, info: dict[str, Any]) -> str: ...
+
+
 def _make(agent: Agent | Callable[[], Agent], *, first: bool) -> Agent:
-    if hasattr(agent, "act"):
+    if isinstance(agent, Acting):
         if first:
             return agent  # type: ignore[return-value]
-        spawn = getattr(agent, "spawn", None)
-        return spawn() if callable(spawn) else copy.deepcopy(agent)  # type: ignore[return-value]
+        if isinstance(agent, SpawningAgent):
+            return agent.spawn()
+        return copy.deepcopy(agent)  # type: ignore[return-value]
     if callable(agent):
         built = agent()
-        if not hasattr(built, "act"):
+        if not isinstance(built, Acting):
             raise ConfigError(f"The agent factory returned {type(built).__name__}, which has no act() method.")
         return built  # type: ignore[no-any-return]
     raise ConfigError(f"VectorAgent needs an agent with act() or a factory, got {type(agent).__name__}.")

@@ -60,7 +60,7 @@ def test_list_shows_every_env_with_its_description_by_family() -> None:
     envs = [rollgym.EnvInfo(i, "", d, f, ()) for i, f, d in json.loads(fresh.stdout)]
     assert envs, "import rollgym registers the envs"
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines() if "│" in line]
-    by_id = {row[1]: row for row in rows if len(row) == 3 and row[1]}
+    by_id = {row[1].removesuffix(" (superseded)"): row for row in rows if len(row) == 3 and row[1]}
     for info in envs:
         assert info.id in by_id, info.id
         assert by_id[info.id][2].split()[:2] == info.description.split()[:2]

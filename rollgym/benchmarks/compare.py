@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.benchmarks.bundle import Bundle, open_bundle
+from rollgym.bundles.format import Bundle, open_bundle
 from rollgym.rollout import load_results
 
 N_RESAMPLES = 10_000
@@ -77,7 +77,7 @@ def paired_bootstrap(
 
 
 def _per_task(bundle: Bundle, entry: str) -> tuple[list[str], list[float], int, int]:
-    groups = load_results(bundle.transcript(entry)).groups()
+    groups = load_results(bundle.results_file(entry)).groups()
     ids = [g.task.id if g.task else "" for g in groups]
     fractions = [sum(t.correct for t in g.trajectories) / len(g.trajectories) for g in groups if g.trajectories]
     correct = sum(t.correct for g in groups for t in g.trajectories)

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.bundle import (
+from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
+from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
+from rollgym.bundles.format import (
     BUNDLE_FORMAT,
     MANIFEST,
     SUMMARY,
     TRANSCRIPTS,
     read_json,
-    strip_transcript_answers,
+    strip_results_file,
     write_json,
 )
-from rollgym.benchmarks.report import headline, ladder_ratings, summarize_entry
-from rollgym.benchmarks.suite import SkippedEntry, Suite, SuiteEntry
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.curriculum import FixedLevel
 from rollgym.rollout.types import RolloutGroup
@@ -252,8 +252,9 @@ def run_suite(
     seed: int | None = None,
     limit: int | None = None,
     only: list[str] | None = None,
-    workers: int = 1,
+    workers: int | None = 1,
     progress: EntryProgress | None = None,
+    driver: str = "threads",
 ) -> dict[str, Any]:
     """Run ``suite`` with ``agent`` into the bundle folder ``out_dir`` and return the summary.
 
@@ -264,8 +265,10 @@ def run_suite(
         seed: Replace every entry's seed (a leaderboard's hidden test seed).
         limit: At most this many tasks per entry (a smaller task set, for smoke tests).
         only: Run only these entries (a partial run; the manifest records it).
-        workers: Episodes played at once per entry (threads; worth it for model servers).
+        workers: Episodes played at once per entry (worth it for model servers); ``None``: the driver's default.
         progress: Called as ``progress(entry_name, done, total)`` after every episode.
+        driver: How an entry's episodes run at once: ``"threads"`` or ``"async"`` (the episode engine's
+            drivers, :func:`~rollgym.rollout.engine.run_spec`); results do not depend on it.
 
     Example:
         >>> from rollgym.benchmarks.suite import load_suite
@@ -273,7 +276,8 @@ def run_suite(
         >>> summary["entries"]["countdown"]["accuracy"]["value"]  # doctest: +SKIP
         1.0
     """
-    from rollgym.rollout import collect
+    from rollgym.rollout.drivers import run_spec
+    from rollgym.rollout.spec import RunSpec
 
     folder = Path(out_dir)
     run = prepare_suite(suite, seed, limit, only)
@@ -297,22 +301,13 @@ def run_suite(
             def callback(done: int, total: int, name: str = name) -> None:
                 progress(name, done, total)
 
-        groups[entry.name] = collect(
-            agent.build(entry),
-            entry.env_id,
-            n_tasks=entry.n_tasks,
-            group_size=entry.group_size,
-            split=entry.split,
-            seed=entry.seed,
-            out=str(folder / TRANSCRIPTS / f"{entry.name}.jsonl"),
-            env_kwargs=entry.env_kwargs,
-            max_steps=entry.max_steps,
-            progress=callback,
-            workers=workers,
-            task_chooser=None if entry.level is None else FixedLevel(entry.level),
-        )
+        spec = RunSpec.of(entry.env_id, entry.n_tasks, entry.group_size, split=entry.split, seed=entry.seed,
+                          out=str(folder / TRANSCRIPTS / f"{entry.name}.jsonl"), env_kwargs=entry.env_kwargs,
+                          max_steps=entry.max_steps)
+        groups[entry.name] = run_spec(spec, agent.build(entry), driver=driver, parallel=workers, progress=callback,
+                                      task_chooser=None if entry.level is None else FixedLevel(entry.level))
         # A bundle is published: its transcripts must not hand out the suite's answers.
-        strip_transcript_answers(folder / TRANSCRIPTS / f"{entry.name}.jsonl")
+        strip_results_file(folder / TRANSCRIPTS / f"{entry.name}.jsonl")
     summary = compute_summary(run, runnable, groups)
     write_json(folder / SUMMARY, summary)
     finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -18,7 +18,7 @@ import math
 import sys
 from typing import Any
 
-from rollgym.commands.options import parse_pairs
+from rollgym.commands.options import parse_pairs, positive_int
 
 
 def register(subparsers: Any) -> None:
@@ -50,7 +50,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, help="replace every entry's seed (a leaderboard's issued seed)")
     p.add_argument("--limit", type=int, help="at most this many tasks per entry (a smaller task set)")
     p.add_argument("--only", help="comma-separated entry names to run (a partial run)")
-    p.add_argument("--workers", type=int, default=1, help="episodes at once per entry (threads)")
+    p.add_argument("--driver", choices=["threads", "async"], default="threads",
+                   help="how an entry's episodes run at once: threads (default) or async (one event loop, model "
+                        "calls batched); results do not depend on it")
+    p.add_argument("--parallel", "--workers", dest="parallel", type=positive_int, default=None, metavar="N",
+                   help="episodes at once per entry (default: 1 with threads, 32 with async); --workers is its "
+                        "older name")
     p.add_argument("--tar", action="store_true", help="also pack the bundle into OUT.tar.gz")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_run)
@@ -170,9 +175,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a suite into a bundle folder with a progress bar, then print the tables."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rollgym.benchmarks.bundle import pack_bundle
     from rollgym.benchmarks.runner import AgentSpec, prepare_suite, run_suite
     from rollgym.benchmarks.suite import load_suite
+    from rollgym.bundles.format import pack_bundle
 
     suite = load_suite(args.suite)
     agent = AgentSpec(agent=args.agent, model=args.model, sampling=parse_pairs(args.sampling, "--sampling"),
@@ -191,14 +196,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                 bars[entry] = progress.add_task(entry, total=total)
             progress.update(bars[entry], completed=done, total=total)
 
-        summary = run_suite(suite, agent, args.out, seed=args.seed, limit=args.limit, only=only, workers=args.workers,
-                            progress=on_progress)
+        summary = run_suite(suite, agent, args.out, seed=args.seed, limit=args.limit, only=only, workers=args.parallel,
+                            driver=args.driver, progress=on_progress)
     if args.tar:
         archive = pack_bundle(args.out)
         if not args.json:
             console.print(f"packed {archive}")
     if args.json:
-        from rollgym.benchmarks.bundle import clean_json
+        from rollgym.bundles.format import clean_json
 
         print(json.dumps(clean_json(summary)))
     else:
@@ -233,7 +238,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_pack(args: argparse.Namespace) -> int:
     """Pack a bundle folder into a .tar.gz."""
-    from rollgym.benchmarks.bundle import pack_bundle
+    from rollgym.bundles.format import pack_bundle
 
     print(pack_bundle(args.folder, args.out))
     return 0

@@ -37,8 +37,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=positive_int, default=512, help="generation cap per turn (default: 512)")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
-    p.add_argument("--concurrency", type=positive_int, default=32,
-                   help="episodes in flight with --model (default: 32)")
     p.add_argument("--n", type=positive_int, default=100, help="number of tasks (default: 100)")
     p.add_argument("--group-size", type=positive_int, default=4, help="rollouts per task (default: 4)")
     p.add_argument("--split", default="test", help="task split (default: test)")
@@ -46,7 +44,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", default=None, help="JSONL results file; rerunning with it resumes the run")
     p.add_argument("--max-steps", type=positive_int, default=100,
                    help="cap on agent actions per episode (default: 100)")
-    p.add_argument("--workers", type=positive_int, default=1, help="episodes played at once (default: 1)")
+    p.add_argument("--driver", choices=["threads", "async"], default=None,
+                   help="how episodes run at once: threads (each with its own env and agent) or async (one event "
+                        "loop, model calls batched); default: async with --model, threads otherwise. Results do "
+                        "not depend on it")
+    p.add_argument("--parallel", "--workers", "--concurrency", dest="parallel", type=positive_int, default=None,
+                   metavar="N", help="episodes played at once (default: 1 with threads, 32 with async); "
+                                     "--workers and --concurrency are its older names")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line instead of a table")
     add_env_arg(p)
     p.set_defaults(func=run)
@@ -105,11 +109,12 @@ def summary_table(summary: Any) -> Table:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run an agent on an env with :func:`~rollgym.rollout.collect` and print a summary."""
+    """Run an agent on an env with the episode engine (:func:`~rollgym.rollout.engine.run_spec`), print a summary."""
     from rollgym.agents import make_agent
     from rollgym.benchmarks.metrics import summarize
-    from rollgym.rollout import collect
-    from rollgym.rollout.collector import resolve_env
+    from rollgym.rollout.drivers import run_spec
+    from rollgym.rollout.engine import resolve_env
+    from rollgym.rollout.spec import RunSpec
 
     info = resolve_env(args.env)
     env_kwargs = parse_env_args(args.env_arg)
@@ -126,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
     if args.model and not search:  # read once here: the async collector awaits the agent's aact
         require_capabilities(agent, "asynchronous", purpose="evaluating a --model with the async collector")
     label = agent.name if args.model else args.agent
+    driver = args.driver or ("async" if args.model and not search else "threads")
+    spec = RunSpec.of(args.env, args.n, args.group_size, split=args.split, seed=args.seed, out=args.out,
+                      env_kwargs=env_kwargs, max_steps=args.max_steps)
     stats = EpisodeStats()
     with progress_bar(stats=True) as progress:
         bar = progress.add_task(f"{info.id} · {label}", total=args.n * args.group_size, **stats.fields())
@@ -139,20 +147,8 @@ def run(args: argparse.Namespace) -> int:
             progress.update(bar, completed=done, total=total, **stats.fields())
 
         try:
-            if args.model and not search:
-                from rollgym.rollout.stream import collect_async
-
-                groups = collect_async(
-                    agent, args.env, args.n, args.group_size, split=args.split, seed=args.seed,
-                    concurrency=args.concurrency, max_steps=args.max_steps, out=args.out, env_kwargs=env_kwargs,
-                    progress=report, on_episode=stats.add,
-                )
-            else:
-                groups = collect(
-                    agent, args.env, n_tasks=args.n, group_size=args.group_size, split=args.split, seed=args.seed,
-                    out=args.out, env_kwargs=env_kwargs, max_steps=args.max_steps, progress=report,
-                    workers=args.workers, on_episode=stats.add,
-                )
+            groups = run_spec(spec, agent, driver=driver, parallel=args.parallel, progress=report,
+                              on_episode=stats.add)
         except KeyboardInterrupt:
             hint = " Run the same command again to resume." if args.out else ""
             stderr.print(f"Interrupted.{hint}")

@@ -1,13 +1,13 @@
-"""``rollgym experiment``: run the powered experiments (paired seeds, 95% intervals, a table and a plot).
+"""``rollgym experiment``: removed; the powered experiments are research runs, not part of the installed library.
 
-Examples::
+They live in the repository's ``research/`` tree, beside ``bench/``, and run from a checkout::
 
-    rollgym experiment --list
-    rollgym experiment erils --quick                 # seconds; results in a new temporary folder
-    rollgym experiment erils t3rl --out results/     # the full runs
-    rollgym experiment all --doc                     # regenerate docs/experiments.md and its figures
+    git clone <rollgym's repository> && cd rollgym
+    python -m research --list
+    python -m research erils --quick
 
-The same as ``python -m rollgym.train.experiments``; see :mod:`rollgym.train.experiments`.
+The sub-command stays so that an old script gets one sentence that says where they went, not "invalid choice".
+The library never imports ``research`` (a test checks), so an installed wheel has no experiment to run.
 """
 
 from __future__ import annotations
@@ -15,21 +15,26 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rollgym.core.errors import ConfigError
+
+MOVED = ("`rollgym experiment` was removed: the experiments are research runs kept out of the installed package; "
+         "from a checkout of rollgym's repository (git clone it, then cd into it), run `python -m research NAME` "
+         "(`python -m research --list` lists them).")
+
 
 def register(subparsers: Any) -> None:
-    """Add the ``experiment`` sub-command."""
-    from rollgym.train.experiments.cli import add_arguments
-
+    """Add the ``experiment`` sub-command, which only says where the experiments went."""
     parser = subparsers.add_parser(
-        "experiment", help="run the strategy experiments: arms x paired seeds, 95%% intervals, tables and plots",
-        description="Run rollgym's powered experiments (ERILS, T^3RL, dynamic sampling, world-model fine-tune, "
-                    "APRIL). Results go to a temporary folder unless --out or --doc says otherwise.")
-    add_arguments(parser)
+        "experiment", help="removed: run `python -m research` from a checkout instead",
+        description=MOVED)
+    parser.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    for flag in ("--quick", "--doc", "--render", "--list", "--native-kernels"):  # the old flags, so that they too
+        parser.add_argument(flag, action="store_true", help=argparse.SUPPRESS)  # get the sentence, not a usage line
+    for option in ("--seeds", "--out", "--arms", "--threads"):
+        parser.add_argument(option, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the experiments the arguments name."""
-    from rollgym.train.experiments.cli import run_from_args
-
-    return run_from_args(args)
+    """Refuse with one sentence (exit status 2)."""
+    raise ConfigError(MOVED)

@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="leaderboard_action", metavar="ACTION")
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
-    p = actions.add_parser("verify", help="re-verify a bundle: regenerate tasks, replay transcripts, recompute scores")
+    p = actions.add_parser("verify",
+                           help="re-verify a bundle: regenerate tasks, replay its results files, recompute scores")
     p.add_argument("bundle", help="a bundle folder or .tar.gz")
     p.add_argument("--seed", type=int, help="the seed the bundle must have been run with (hidden test seeds)")
     p.add_argument("--full", action="store_true", help="reject bundles run with --limit")
@@ -94,7 +95,7 @@ def _limit_args(p: argparse.ArgumentParser) -> None:
 
 def _limits(args: argparse.Namespace) -> Any:
     """The archive limits the server and the worker share, from ``--max-upload-mb`` and ``--max-unpacked-mb``."""
-    from rollgym.benchmarks.archive import BundleLimits
+    from rollgym.bundles.archive import BundleLimits
 
     for name in ("max_upload_mb", "max_unpacked_mb"):
         if not getattr(args, name) > 0:
@@ -110,7 +111,7 @@ def _db_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Verify a bundle; exit 0 when it passes, 1 when it is rejected."""
-    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.leaderboard.verify import verify_bundle
 
     report = verify_bundle(args.bundle, expected_seed=args.seed, allow_limit=not args.full)
     if args.json:
@@ -172,7 +173,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from rollgym.benchmarks.bundle import pack_bundle
+    from rollgym.bundles.format import pack_bundle
 
     path = Path(args.bundle)
     if path.is_dir():

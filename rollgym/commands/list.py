@@ -9,7 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from rollgym.commands.console import stdout
-from rollgym.core.registration import list_envs
+from rollgym.core.registration import RETIRED_IN, list_envs
+
+#: What follows a superseded id in the table (docs/ids.md has the policy).
+SUPERSEDED_MARK = " (superseded)"
 
 
 def register(subparsers: Any) -> None:
@@ -21,7 +24,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print every registered env id with its one-line description, grouped by family."""
+    """Print every registered env id with its one-line description, grouped by family; superseded ids are marked."""
     envs = list_envs()
     if not envs:
         stdout.print("No envs are registered.")
@@ -34,9 +37,13 @@ def run(args: argparse.Namespace) -> int:
     for info in envs:
         if family is not None and info.family != family:
             table.add_section()
-        table.add_row(escape(info.family) if info.family != family else "", escape(info.id), escape(info.description))
+        name = escape(info.id) if info.superseded_by is None else f"[dim]{escape(info.id)}{SUPERSEDED_MARK}[/dim]"
+        table.add_row(escape(info.family) if info.family != family else "", name, escape(info.description))
         family = info.family
     stdout.print(table)
+    if any(info.superseded_by for info in envs):
+        stdout.print(f"{SUPERSEDED_MARK.strip()}: a later version replaces the id; making it warns, and it leaves "
+                     f"rollgym in {RETIRED_IN} (docs/ids.md).")
     if args.stats:
         stdout.print(stats_table())
     return 0

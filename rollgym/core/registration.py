@@ -11,6 +11,10 @@ generator, prompt, verifier, opponents, and the core code they use. The hash
 ignores docstrings, comments and formatting, so it changes exactly when code
 does; a change of hash without a ``-vN`` bump is a bug that
 ``tests/test_spec_hashes.py`` catches. Results and submissions carry the hash.
+
+An id that a later version replaces names it (``superseded_by``): making it warns once per process with
+:class:`SupersededEnvWarning`, naming the successor and the release it leaves in (:data:`RETIRED_IN`).
+docs/ids.md has the policy.
 """
 
 from __future__ import annotations
@@ -19,16 +23,25 @@ import difflib
 import functools
 import hashlib
 import json
+import sys
+import threading
+import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import gymnasium as gym
 
+from rollgym.core.deprecation import REMOVED_IN
 from rollgym.core.errors import ConfigError, UnknownEnvError
 from rollgym.core.spec_hash import closure_hash, import_closure, module_source_hash
 
-__all__ = ["EnvInfo", "env_info", "list_envs", "make", "module_source_hash", "private_state", "register_env"]
+__all__ = ["RETIRED_IN", "EnvInfo", "SupersededEnvWarning", "env_info", "list_envs", "make", "module_source_hash",
+           "private_state", "register_env", "superseded_ids", "warn_superseded"]
+
+#: The release in which every id that is superseded now leaves rollgym: the next minor release, when the
+#: deprecated names go too.
+RETIRED_IN = REMOVED_IN
 
 _REGISTRY: dict[str, EnvInfo] = {}
 
@@ -63,6 +76,9 @@ class EnvInfo:
             average; 0 unless a fixed legal move is a real, if weak, strategy of the game (a fixed
             proposal in a negotiation). The battery checks constant answers stay at or under it,
             and under the oracle.
+        superseded_by: The id that replaces this one (a later version that closes a hole or fixes its
+            grading), or ``None`` for a current id. Making a superseded id warns with
+            :class:`SupersededEnvWarning`; its tasks and scores stay as they were until it leaves.
     """
 
     id: str
@@ -77,6 +93,7 @@ class EnvInfo:
     grader: str | None = None
     cost: str = "light"
     reward_floor: float = 0.0
+    superseded_by: str | None = None
 
     @cached_property
     def hashed_modules(self) -> tuple[str, ...]:
@@ -134,12 +151,14 @@ def register_env(
     grader: str | None = None,
     cost: str = "light",
     reward_floor: float = 0.0,
+    superseded_by: str | None = None,
 ) -> EnvInfo:
     """Register ``id`` with Gymnasium and record its :class:`EnvInfo`.
 
     rollgym's own families (entry points under ``rollgym.envs``) must declare ``private_state``
     and ``grader`` (see :class:`EnvInfo`), so that the attack battery can check them; an id that
-    does not is refused.
+    does not is refused. An id that a later version replaces names it in ``superseded_by``: making
+    it then warns (see :func:`warn_superseded`).
 
     Example:
         >>> info = register_env("Demo-v0", "rollgym.envs.countdown:CountdownEnv",
@@ -150,13 +169,90 @@ def register_env(
     """
     check_declarations(id, entry_point, family, private_state, grader, cost)
     kwargs = dict(kwargs or {})
+    if superseded_by == id:
+        raise ConfigError(f"register_env({id!r}): an id cannot supersede itself.")
     info = EnvInfo(id, entry_point, description, family, tuple(components), kwargs, oracle, random_policy,
-                   private_state, grader, cost, float(reward_floor))
+                   private_state, grader, cost, float(reward_floor), superseded_by)
     if id in gym.registry and id in _REGISTRY and _REGISTRY[id] == info:
         return _REGISTRY[id]
-    gym.register(id=id, entry_point=entry_point, kwargs=kwargs, max_episode_steps=max_episode_steps)
+    creator = entry_point if superseded_by is None else SupersededEntryPoint(entry_point, id)
+    gym.register(id=id, entry_point=creator, kwargs=kwargs, max_episode_steps=max_episode_steps)
     _REGISTRY[id] = info
     return info
+
+
+class SupersededEnvWarning(DeprecationWarning):
+    """Warned when a superseded env id is made: it names the successor and the release the id leaves in.
+
+    Shown once per id and process (rollgym adds a ``default`` filter for this category, as Gymnasium does
+    for its own deprecations). Silence it with
+    ``warnings.filterwarnings("ignore", category=rollgym.SupersededEnvWarning)``.
+    """
+
+
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+warnings.filterwarnings("default", category=SupersededEnvWarning)
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside rollgym and Gymnasium (the user's call)."""
+    frame = sys._getframe(2)  # warn_superseded's caller: stacklevel 2 of its warnings.warn
+    level = 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).partition(".")[0] in ("rollgym", "gymnasium"):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level if frame is not None else 2
+
+
+def warn_superseded(env_id: str) -> None:
+    """Warn with :class:`SupersededEnvWarning` the first time a superseded id is made in this process.
+
+    ``gym.make`` and :func:`make` call it (through the id's registered entry point); a current id or an
+    unknown one passes silently.
+
+    Example:
+        >>> import rollgym, warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_superseded("Countdown-v0")
+        >>> caught
+        []
+    """
+    info = _REGISTRY.get(_bare_id(env_id))
+    if info is None or info.superseded_by is None:
+        return
+    with _WARNED_LOCK:
+        if info.id in _WARNED:
+            return
+        _WARNED.add(info.id)
+    warnings.warn(
+        f"{info.id} is superseded by {info.superseded_by} and leaves rollgym in release {RETIRED_IN}; use "
+        f"{info.superseded_by} (results on {info.id} stay reproducible with rollgym < {RETIRED_IN}, see docs/ids.md).",
+        SupersededEnvWarning, stacklevel=_caller_stacklevel())
+
+
+class SupersededEntryPoint(str):
+    """The Gymnasium entry point of a superseded id: the ``"module:Class"`` text, callable so that making warns.
+
+    Gymnasium calls a callable entry point to build the env; this one warns (:func:`warn_superseded`) and
+    builds the class its text names. Being that text, it compares, prints, copies and pickles as the plain
+    string did, so a spec reads the same as before (only ``EnvSpec.to_json``, which refuses every callable
+    entry point, refuses it).
+    """
+
+    env_id: str
+
+    def __new__(cls, entry_point: str, env_id: str = "") -> SupersededEntryPoint:
+        self = super().__new__(cls, entry_point)
+        self.env_id = env_id
+        return self
+
+    def __call__(self, **kwargs: Any) -> gym.Env[Any, Any]:
+        from gymnasium.envs.registration import load_env_creator
+
+        warn_superseded(self.env_id)
+        return load_env_creator(str(self))(**kwargs)  # type: ignore[return-value]
 
 
 GRADERS = ("pure", "sandbox")
@@ -238,6 +334,17 @@ def list_envs() -> list[EnvInfo]:
     return sorted(_REGISTRY.values(), key=lambda e: (e.family, e.id))
 
 
+def superseded_ids() -> dict[str, str]:
+    """Every superseded id with the id that supersedes it.
+
+    Example:
+        >>> import rollgym
+        >>> superseded_ids()["ConnectFour-v0"]
+        'ConnectFour-v1'
+    """
+    return {info.id: info.superseded_by for info in list_envs() if info.superseded_by is not None}
+
+
 # gym.make's own keyword arguments, taken before the env's constructor sees the rest
 _MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker", "render_mode")
 
@@ -283,7 +390,8 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     before anything is built, naming the closest option and listing them all. An older
     version of an id (``MATH500-v0`` beside ``MATH500-v1``) is made without Gymnasium's
     "out of date" warning: rollgym keeps old versions registered on purpose, so that
-    results stay comparable.
+    results stay comparable. A superseded one warns once with :class:`SupersededEnvWarning`
+    (as ``gym.make`` does), naming its successor and the release it leaves in.
 
     Example:
         >>> import rollgym

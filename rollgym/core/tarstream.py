@@ -7,7 +7,7 @@ sizes never sees the bytes that cost the most. Here the gzip stream is read thro
 padding included) and raises :class:`ArchiveTooLarge` before it hands out one byte past
 its budget; the tar headers (the POSIX ustar layout, 512-byte blocks) are parsed by
 :func:`parse_header`. Callers decide which members they accept: the leaderboard's bundle
-reader (:mod:`rollgym.benchmarks.archive`) refuses extension headers outright, the
+reader (:mod:`rollgym.bundles.archive`) refuses extension headers outright, the
 Terminal env's check reads them (:func:`iter_members`) under a small cap of their own.
 
 Errors are :class:`ArchiveError` with a predicate for the caller's subject

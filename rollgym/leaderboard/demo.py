@@ -53,13 +53,13 @@ def run_demo(
     Returns:
         The bundles, summaries, verification verdicts and the site's index page.
     """
-    from rollgym.benchmarks.bundle import pack_bundle
     from rollgym.benchmarks.runner import AgentSpec, run_suite
     from rollgym.benchmarks.suite import load_suite
-    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.bundles.format import pack_bundle
     from rollgym.leaderboard.db import Store
     from rollgym.leaderboard.ingest import add_local
     from rollgym.leaderboard.site import export_site
+    from rollgym.leaderboard.verify import verify_bundle
 
     say = log or (lambda _line: None)
     root = Path(out_dir)

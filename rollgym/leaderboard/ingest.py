@@ -4,7 +4,7 @@ The server's upload handler, ``rollgym leaderboard add`` and ``rollgym demo`` al
 call :func:`ingest_archive`, so every submission is checked the same way:
 
 1. the archive is streamed and checked against the shared :class:`BundleLimits`
-   before anything is unpacked (:func:`~rollgym.benchmarks.archive.check_archive`);
+   before anything is unpacked (:func:`~rollgym.bundles.archive.check_archive`);
 2. its manifest is read from the stream (never unpacked to disk) and checked field
    by field; the suite it names must be a built-in suite of this rollgym, by
    registry name and version (a path is never opened);
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rollgym.benchmarks.archive import DEFAULT_LIMITS, MANIFEST, BundleError, BundleLimits, read_member
-from rollgym.benchmarks.bundle import MAX_LABEL_CHARS, check_manifest
+from rollgym.bundles.archive import DEFAULT_LIMITS, MANIFEST, BundleError, BundleLimits, read_member
+from rollgym.bundles.format import MAX_LABEL_CHARS, check_manifest
 from rollgym.core.errors import ConfigError
 from rollgym.core.io import move_into_place
 from rollgym.leaderboard.db import DuplicateBundleError, Store, Submission, TicketError
@@ -115,7 +115,7 @@ def check_bundle_archive(path: str | os.PathLike[str], limits: BundleLimits = DE
     Raises:
         IngestError: with one sentence; the sentence never quotes a file of this machine.
     """
-    from rollgym.benchmarks.verify import finished_suite
+    from rollgym.leaderboard.verify import finished_suite
 
     archive = Path(path)
     try:
@@ -232,7 +232,7 @@ def add_local(
         >>> add_local("runs/oracle", "sqlite:///lb.db", "lb-data")["status"]  # doctest: +SKIP
         'accepted'
     """
-    from rollgym.benchmarks.bundle import pack_bundle
+    from rollgym.bundles.format import pack_bundle
     from rollgym.leaderboard.worker import VerificationWorker
 
     store = Store(db)

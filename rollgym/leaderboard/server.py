@@ -47,7 +47,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from rollgym.benchmarks.archive import DEFAULT_LIMITS, BundleLimits
+from rollgym.bundles.archive import DEFAULT_LIMITS, BundleLimits
 from rollgym.core.errors import ConfigError
 from rollgym.leaderboard import ingest
 from rollgym.leaderboard.db import Store, Submission, TicketError, utcnow
@@ -171,7 +171,7 @@ def create_app(settings: Settings) -> FastAPI:
         if not settings.secret:
             return _error(400, "This leaderboard uses the suites' public seeds; upload bundles without a ticket.")
         from rollgym.benchmarks.suite import builtin_suite, parse_suite_label
-        from rollgym.benchmarks.verify import hidden_seed
+        from rollgym.leaderboard.verify import hidden_seed
 
         secret = settings.secret
         try:

@@ -14,7 +14,7 @@ import time
 import traceback
 from typing import Any
 
-from rollgym.benchmarks.archive import DEFAULT_LIMITS, BundleLimits
+from rollgym.bundles.archive import DEFAULT_LIMITS, BundleLimits
 from rollgym.leaderboard.db import Store, Submission
 
 log = logging.getLogger("rollgym.leaderboard")
@@ -23,7 +23,7 @@ log = logging.getLogger("rollgym.leaderboard")
 def verify_submission(sub: Submission, *, allow_limit: bool, limits: BundleLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Verify a stored submission's bundle; return the fields of its verdict."""
     from rollgym.benchmarks.report import headline
-    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.leaderboard.verify import verify_bundle
 
     if not sub.bundle_path:
         return {"status": "rejected", "reasons": ["The submission has no bundle."]}

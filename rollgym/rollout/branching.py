@@ -52,14 +52,61 @@ import types
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from rollgym.core.errors import RollgymError
 from rollgym.rollout.echo import EchoOptions, Pruner, branch_width, sequence_confidence
-from rollgym.rollout.episode import EpisodeLimits, _Episode, _reset_kwargs
+from rollgym.rollout.episode import EpisodeLimits, EpisodeRecorder, reset_kwargs
 from rollgym.rollout.types import Trajectory
+
+
+@runtime_checkable
+class ForksItself(Protocol):
+    """Has ``fork(seed)``: its own mid-episode copy (the fork half of
+    :class:`~rollgym.core.agent.ForkingAgent`, which also asks for ``name`` and ``turns``)."""
+
+    def fork(self, seed: int | None = None) -> Any: ...
+
+
+@runtime_checkable
+class KeepsTurns(Protocol):
+    """Keeps its episode's turn records (``turns``: token ids, logprobs, entropies), which a branch shares."""
+
+    turns: list[Any]
+
+
+@runtime_checkable
+class DrawsFromRng(Protocol):
+    """Samples from its own NumPy generator ``rng``; a deep-copied branch of it is reseeded."""
+
+    rng: Any
+
+
+@runtime_checkable
+class SummarizingTurns(Protocol):
+    """Summarizes its context and starts over (ReSum, :class:`~rollgym.agents.resum.SummarizingAgent`):
+    ``summary_turns`` are the indices of its summary turns."""
+
+    summary_turns: list[int]
+
+
+@runtime_checkable
+class ChoosesSummaries(Protocol):
+    """Can be told whether to summarize at its next reply (``summarize_next``: ``True``, ``False`` or ``None``)."""
+
+    summarize_next: bool | None
+
+
+def agent_turns(agent: Any) -> list[Any]:
+    """The agent's own turn records (empty for an agent that keeps none)."""
+    return list(agent.turns or []) if isinstance(agent, KeepsTurns) else []
+
+
+def summary_turns(agent: Any) -> list[int]:
+    """The indices of the agent's summary turns (empty for an agent that never summarizes)."""
+    return list(agent.summary_turns) if isinstance(agent, SummarizingTurns) else []
 
 __all__ = [
     "Branch", "ForkPoint", "NotForkable", "agrow_tree", "clone_env", "fork_candidates", "grow_tree",
@@ -184,11 +231,10 @@ def clone_env(env: Any) -> Any:
 
 def fork_agent(agent: Any, seed: int | None) -> Any:
     """A copy of ``agent`` mid-episode: its own ``fork(seed)`` when it has one, else a deep copy reseeded."""
-    fork = getattr(agent, "fork", None)
-    if callable(fork):
-        return fork(seed)
+    if isinstance(agent, ForksItself):
+        return agent.fork(seed)
     child = copy.deepcopy(agent)
-    if seed is not None and hasattr(child, "rng"):
+    if seed is not None and isinstance(child, DrawsFromRng):
         child.rng = np.random.default_rng(seed)
     return child
 
@@ -207,7 +253,7 @@ class Branch:
     Build the root with :meth:`start`; :meth:`aplay` plays to the end; :meth:`fork` copies it.
     """
 
-    def __init__(self, env: Any, agent: Any, episode: _Episode, *, seed: int | None, env_id: str,
+    def __init__(self, env: Any, agent: Any, episode: EpisodeRecorder, *, seed: int | None, env_id: str,
                  traj_id: str, group_id: str, parent_id: str | None = None, fork_point: ForkPoint | None = None
                  ) -> None:
         self.env, self.agent, self.episode = env, agent, episode
@@ -224,9 +270,9 @@ class Branch:
               traj_id: str = "root", group_id: str = "", limits: EpisodeLimits | None = None,
               options: dict[str, Any] | None = None) -> Branch:
         """Reset ``env`` and ``agent`` and return the root branch, before its first reply."""
-        ep = _Episode(agent, limits or EpisodeLimits())
+        ep = EpisodeRecorder(agent, limits or EpisodeLimits())
         try:
-            ep.begin(env, *env.reset(seed=seed, **_reset_kwargs(options)))
+            ep.begin(env, *env.reset(seed=seed, **reset_kwargs(options)))
         except Exception as exc:
             ep.fail("reset", exc)
         if not ep.done:
@@ -262,17 +308,16 @@ class Branch:
             raise RollgymError("A finished episode cannot be forked; fork it before its last step.")
         env = clone_env(self.env)
         agent = fork_agent(self.agent, agent_seed)
-        ep = _Episode(agent, self.episode.limits)
+        ep = EpisodeRecorder(agent, self.episode.limits)
         for key, value in vars(self.episode).items():
-            if key not in ("agent", "limits", "task", "started"):
+            if key not in ("agent", "can", "limits", "task", "started"):
                 setattr(ep, key, copy.deepcopy(value))
         ep.task = self.episode.task
         child = Branch(env, agent, ep, seed=self.seed, env_id=self.env_id, traj_id=traj_id, group_id=self.group_id,
                        parent_id=self.traj_id, fork_point=ForkPoint(self.turn, len(prefix_ids)))
-        child.shared_turns = len(getattr(agent, "turns", None) or []) or self.turn
+        child.shared_turns = len(agent_turns(agent)) or self.turn
         if prefix_ids or injected_ids:
-            aact = getattr(agent, "aact", None)
-            if not callable(aact) or "prefix_ids" not in inspect.signature(aact).parameters:
+            if not ep.can.awaits or "prefix_ids" not in inspect.signature(agent.aact).parameters:
                 raise NotForkable(f"{type(agent).__name__} cannot continue a reply from a token prefix; fork at a "
                                   "turn instead, or use a ChatAgent with a tokenizer.")
             logprobs = list(prefix_logprobs) + [0.0] * len(injected_ids) if prefix_logprobs or not prefix_ids else []
@@ -294,7 +339,7 @@ class Branch:
                 if len(logprobs) == len(ids):
                     agent.set_prefix_scores(logprobs, entropies)
                 action = await agent.aact(ep.observation, ep.info, prefix_ids=ids)
-            elif callable(getattr(agent, "aact", None)):
+            elif ep.can.awaits:
                 action = await agent.aact(ep.observation, ep.info)
             else:
                 action = agent.act(ep.observation, ep.info)
@@ -339,7 +384,7 @@ class Branch:
         point = self.fork_point
         if point is None:
             return 0
-        turns = getattr(self.agent, "turns", None) or []
+        turns = agent_turns(self.agent)
         return sum(len(getattr(t, "output_ids", ())) for t in turns[:self.shared_turns]) + point.token + self.injected
 
     def trajectory(self, sample_idx: int = 0) -> Trajectory:
@@ -476,11 +521,11 @@ async def agrow_tree(env: Any, agent: Any, *, seed: int | None, roots: int, toke
             pruner.adopt(branch.traj_id, branch.parent_id)
 
             def stop(b: Branch) -> bool:
-                return pruner.check(b.traj_id, getattr(b.agent, "turns", None) or [], skip=b.own_start())
+                return pruner.check(b.traj_id, agent_turns(b.agent), skip=b.own_start())
         traj = await branch.aplay(snapshots=snapshots, should_stop=stop)
-        turns = getattr(branch.agent, "turns", None)  # the agent's own records carry the entropies
-        turns = list(turns) if turns and len(turns) == len(traj.turns) else list(traj.turns)
-        summaries = set(getattr(branch.agent, "summary_turns", ()))  # ReSum's summaries are not episode turns
+        turns = agent_turns(branch.agent)  # the agent's own records carry the entropies
+        turns = turns if turns and len(turns) == len(traj.turns) else list(traj.turns)
+        summaries = set(summary_turns(branch.agent))  # ReSum's summaries are not episode turns
         if summaries:  # and a reply after one is not forked inside (its snapshot is from before the summary)
             turns = [_NoCandidates() if i - 1 in summaries else t for i, t in enumerate(turns) if i not in summaries]
         return traj, snapshots, turns

@@ -42,19 +42,19 @@ import asyncio
 import json
 import math
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, capabilities
 from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.optional import import_optional
-from rollgym.rollout.collector import RunPlan, _validate
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode
+from rollgym.rollout.collector import make_env
+from rollgym.rollout.engine import Engine, EpisodeJob, EpisodePlayer
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits
 from rollgym.rollout.placement import Needs, env_needs
-from rollgym.rollout.store import assemble_groups
+from rollgym.rollout.spec import RunSpec
 from rollgym.rollout.types import RolloutGroup
 
 ProgressCallback = Callable[[int, int], None]
@@ -86,49 +86,50 @@ class EnvWorker:
         self.agent_factory = agent_factory
         self.limits = limits
         self.concurrency = concurrency
-        self.envs: list[Any] = []
-        self.agents: list[Any] = []
+        self.players: list[EpisodePlayer] = []
+        self.asynchronous: bool | None = None
         context = ray.get_runtime_context()
         self.place = {"node": context.get_node_id(), "node_ip": ray.util.get_node_ip_address(),
                       "worker": context.get_actor_id()}
         self.slots: asyncio.Semaphore | None = None
 
-    async def play(self, task_index: int, args: dict[str, Any]) -> bytes:
+    def _player(self) -> EpisodePlayer:
+        if self.players:
+            return self.players.pop()
+        agent = self.agent_factory()
+        if self.asynchronous is None:
+            self.asynchronous = capabilities(agent).asynchronous
+        return EpisodePlayer(self.make(), agent, self.make, self.limits)
+
+    async def play(self, job: EpisodeJob) -> bytes:
         """Play one episode and return its results-file line."""
-        from rollgym.rollout.store import EpisodeRecord
-
-        env = self.envs.pop() if self.envs else self.make()
-        agent = self.agents.pop() if self.agents else self.agent_factory()
+        player = self._player()
         try:
-            trajectory, task = await arun_episode(env, agent, limits=self.limits, **args)
-            if trajectory.status == "failed" and trajectory.info.get("failure", {}).get("stage") in {"reset", "step"}:
-                env.close()  # a crashed env may be in any state: start a fresh one
-                env = self.make()
+            record = await player.aplay(job)
         finally:
-            self.envs.append(env)
-            self.agents.append(agent)
-        trajectory.metrics.update(self.place)
-        return EpisodeRecord(task_index, task, trajectory).to_line()
+            self.players.append(player)
+        record.trajectory.metrics.update(self.place)
+        return record.to_line()
 
-    async def play_many(self, jobs: list[tuple[int, dict[str, Any]]]) -> list[bytes]:
+    async def play_many(self, jobs: list[EpisodeJob]) -> list[bytes]:
         """Play a batch of episodes; return their results-file lines in order.
 
         Agents that await a model play up to ``concurrency`` episodes at once (across
         the worker's calls); others play one after another, which costs less.
         """
-        if not self.agents:
-            self.agents.append(self.agent_factory())
-        if not callable(getattr(self.agents[-1], "aact", None)):
-            return [await self.play(i, args) for i, args in jobs]
+        if not self.players:
+            self.players.append(self._player())
+        if not self.asynchronous:
+            return [await self.play(job) for job in jobs]
         if self.slots is None:
             self.slots = asyncio.Semaphore(self.concurrency)
         slots = self.slots
 
-        async def one(i: int, args: dict[str, Any]) -> bytes:
+        async def one(job: EpisodeJob) -> bytes:
             async with slots:
-                return await self.play(i, args)
+                return await self.play(job)
 
-        return list(await asyncio.gather(*(one(i, args) for i, args in jobs)))
+        return list(await asyncio.gather(*(one(job) for job in jobs)))
 
     def where(self) -> dict[str, Any]:
         """The worker's node id, node IP, actor id and process id (tests kill it)."""
@@ -223,26 +224,12 @@ def _connect(ray: Any, address: str | None) -> None:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
 
 
-def collect_ray(
-    agent_factory: Callable[[], Agent],
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    split: str = "test",
-    seed: int = 0,
-    out: str | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    *,
-    address: str | None = None,
-    needs: Needs | None = None,
-    num_workers: int = 2,
-    episodes_per_worker: int = 8,
-    limits: EpisodeLimits | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    progress: ProgressCallback | None = None,
-    on_result: Callable[[int, list[Any]], None] | None = None,
-    max_worker_restarts: int | None = None,
-) -> list[RolloutGroup]:
+def collect_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, split: str = "test",
+                seed: int = 0, out: str | None = None, env_kwargs: dict[str, Any] | None = None, *,
+                address: str | None = None, needs: Needs | None = None, num_workers: int = 2,
+                episodes_per_worker: int = 8, limits: EpisodeLimits | None = None, max_steps: int = DEFAULT_MAX_STEPS,
+                progress: ProgressCallback | None = None, on_result: Callable[[int, list[Any]], None] | None = None,
+                max_worker_restarts: int | None = None) -> list[RolloutGroup]:
     """Play ``n_tasks`` × ``group_size`` episodes on Ray workers; see the module docstring.
 
     Args:
@@ -267,26 +254,30 @@ def collect_ray(
         >>> groups[0].trajectories[0].metrics["node"]  # doctest: +SKIP
         '5f0c...'
     """
-    run = _RayRun(agent_factory, env_id, n_tasks, group_size, split, seed, out, env_kwargs, address=address,
-                  needs=needs, num_workers=num_workers, episodes_per_worker=episodes_per_worker,
-                  limits=limits or EpisodeLimits(max_steps=max_steps), progress=progress, on_result=on_result,
-                  max_worker_restarts=max_worker_restarts)
+    spec = RunSpec.of(env_id, n_tasks, group_size, split=split, seed=seed, out=out, env_kwargs=env_kwargs,
+                      limits=limits, max_steps=max_steps)
+    return drive_ray(spec, agent_factory, address=address, needs=needs, num_workers=num_workers,
+                     episodes_per_worker=episodes_per_worker, progress=progress, on_result=on_result,
+                     max_worker_restarts=max_worker_restarts)
+
+
+def drive_ray(spec: RunSpec, agent_factory: Callable[[], Agent], *, address: str | None = None,
+              needs: Needs | None = None, num_workers: int = 2, episodes_per_worker: int = 8,
+              progress: ProgressCallback | None = None, on_result: Callable[[int, list[Any]], None] | None = None,
+              max_worker_restarts: int | None = None, kept: RayWorkers | None = None) -> list[RolloutGroup]:
+    """The Ray driver: play ``spec`` on env-worker actors; :func:`collect_ray`'s result."""
+    run = _RayRun(spec, agent_factory, address=address, needs=needs, num_workers=num_workers,
+                  episodes_per_worker=episodes_per_worker, progress=progress, on_result=on_result,
+                  max_worker_restarts=max_worker_restarts, kept=kept)
     for _ in run.episodes():
         pass
-    return _finish(run.plan, group_size, n_tasks)
+    run.engine.plan.close_writer()
+    return run.engine.groups()
 
 
-async def stream_ray(
-    agent_factory: Callable[[], Agent],
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    split: str = "test",
-    seed: int = 0,
-    out: str | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    **options: Any,
-) -> AsyncIterator[RolloutGroup]:
+async def stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int,
+                     split: str = "test", seed: int = 0, out: str | None = None,
+                     env_kwargs: dict[str, Any] | None = None, **options: Any) -> AsyncIterator[RolloutGroup]:
     """:func:`~rollgym.rollout.stream` on Ray: yield each task's group as soon as its G episodes finish.
 
     Takes :func:`collect_ray`'s arguments (``address``, ``needs``, ``num_workers``,
@@ -320,14 +311,16 @@ async def _stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: 
                       limits: EpisodeLimits | None = None, max_steps: int = DEFAULT_MAX_STEPS,
                       progress: ProgressCallback | None = None, max_worker_restarts: int | None = None,
                       kept: RayWorkers | None = None) -> AsyncIterator[tuple[int, RolloutGroup]]:
-    run = _RayRun(agent_factory, env_id, n_tasks, group_size, split, seed, out, env_kwargs, address=address,
-                  needs=needs, num_workers=num_workers, episodes_per_worker=episodes_per_worker,
-                  limits=limits or EpisodeLimits(max_steps=max_steps), progress=progress, on_result=None,
+    spec = RunSpec.of(env_id, n_tasks, group_size, split=split, seed=seed, out=out, env_kwargs=env_kwargs,
+                      limits=limits, max_steps=max_steps)
+    run = _RayRun(spec, agent_factory, address=address, needs=needs, num_workers=num_workers,
+                  episodes_per_worker=episodes_per_worker, progress=progress, on_result=None,
                   max_worker_restarts=max_worker_restarts, kept=kept)
-    remaining = Counter(i for i, _ in run.jobs)
+    engine = run.engine
+    remaining = engine.remaining()
     for i in range(n_tasks):
         if remaining[i] == 0:
-            yield i, _take_group(run.plan, i)
+            yield i, engine.take_group(i)
     episodes = run.episodes()
 
     def advance() -> int | None:
@@ -340,11 +333,10 @@ async def _stream_ray(agent_factory: Callable[[], Agent], env_id: str, n_tasks: 
                 break
             remaining[index] -= 1
             if remaining[index] == 0:
-                yield index, _take_group(run.plan, index)
+                yield index, engine.take_group(index)
     finally:
         await asyncio.to_thread(episodes.close)  # stops the workers and closes the results file
-        if run.plan.writer is not None:
-            run.plan.writer.close()
+        engine.plan.close_writer()
 
 
 class RayWorkers(Closeable):
@@ -397,11 +389,10 @@ class RayWorkers(Closeable):
                 on_result: Callable[[int, list[Any]], None] | None = None) -> list[RolloutGroup]:
         """Play ``n_tasks`` × ``group_size`` episodes on the kept workers: :func:`collect_ray`'s result."""
         self._check_open()
-        run = _RayRun(self.agent_factory, self.env_id, n_tasks, group_size, self.split, seed, out, self.env_kwargs,
-                      progress=progress, on_result=on_result, kept=self, **self.options)
-        for _ in run.episodes():
-            pass
-        return _finish(run.plan, group_size, n_tasks)
+        options = {k: v for k, v in self.options.items() if k != "limits"}
+        spec = RunSpec.of(self.env_id, n_tasks, group_size, split=self.split, seed=seed, out=out,
+                          env_kwargs=self.env_kwargs, limits=self.options["limits"])
+        return drive_ray(spec, self.agent_factory, progress=progress, on_result=on_result, kept=self, **options)
 
     async def stream(self, n_tasks: int, group_size: int, seed: int = 0, out: str | None = None, *,
                      progress: ProgressCallback | None = None) -> AsyncIterator[RolloutGroup]:
@@ -422,40 +413,30 @@ class RayWorkers(Closeable):
         self.closed = True
 
 
-def _take_group(plan: RunPlan, i: int) -> RolloutGroup:
-    """Group ``i`` from the plan's records, which it leaves (a streamed run keeps no finished group)."""
-    episodes = [plan.records.pop((i, j)) for j in range(plan.group_size) if (i, j) in plan.records]
-    return assemble_groups(episodes, plan.group_size)[0]
-
-
 class _RayRun:
     """One run on Ray: the plan, and :meth:`episodes`, the driver's loop, which yields each finished task index."""
 
-    def __init__(self, agent_factory: Callable[[], Agent], env_id: str, n_tasks: int, group_size: int, split: str,
-                 seed: int, out: str | None, env_kwargs: dict[str, Any] | None, *, address: str | None,
-                 needs: Needs | None, num_workers: int, episodes_per_worker: int, limits: EpisodeLimits,
+    def __init__(self, spec: RunSpec, agent_factory: Callable[[], Agent], *, address: str | None,
+                 needs: Needs | None, num_workers: int, episodes_per_worker: int,
                  progress: ProgressCallback | None, on_result: Callable[[int, list[Any]], None] | None,
                  max_worker_restarts: int | None, kept: RayWorkers | None = None) -> None:
         self.ray = _import_ray()
         self.kept = kept
-        _validate(n_tasks, group_size, seed, limits.max_steps)
         if num_workers < 1 or episodes_per_worker < 1:
             raise ConfigError("num_workers and episodes_per_worker must be at least 1.")
         if not callable(agent_factory):
             raise ConfigError("agent_factory must be a picklable callable that returns an agent, e.g. OracleAgent.")
-        probe = agent_factory()
-        self.plan = plan = RunPlan.prepare(probe, env_id, n_tasks, group_size, split, seed, out, env_kwargs,
-                                           limits.max_steps)
-        plan.env.close()
+        # the engine checks the env and the agent here; the workers build their own envs and agents
+        self.engine = engine = Engine(spec, agent_factory(), progress=progress, make_env=make_env)
+        engine.discard_env()
+        self.plan = plan = engine.plan
         self.needs = needs or env_needs(plan.info.id, plan.env_kwargs)
         self.restarts_left = max(8, 2 * num_workers) if max_worker_restarts is None else max_worker_restarts
-        self.jobs = plan.jobs()
-        self.total = n_tasks * group_size
-        self.done = self.total - len(self.jobs)
-        self.address, self.num_workers, self.progress, self.on_result = address, num_workers, progress, on_result
-        self.worker_args = (plan.info.id, split, plan.env_kwargs, agent_factory, limits, episodes_per_worker)
-        if progress is not None:
-            progress(self.done, self.total)
+        self.jobs = engine.jobs
+        self.address, self.num_workers, self.on_result = address, num_workers, on_result
+        self.worker_args = (plan.info.id, spec.split, plan.env_kwargs, agent_factory, spec.limits,
+                            episodes_per_worker)
+        engine.start()
 
     def episodes(self) -> Generator[int, None, None]:
         """Play every job; yield the task index of each episode once it is recorded (and written)."""
@@ -475,11 +456,7 @@ class _RayRun:
         in_flight: dict[Any, tuple[list[tuple[int, int]], _Worker]] = {}
 
         def submit(batch: list[tuple[int, int]], worker: _Worker) -> None:
-            calls = []
-            for i, j in batch:
-                args = plan.job_args(i, j)
-                args.pop("max_steps")
-                calls.append((i, args))
+            calls = [self.engine.job(i, j) for i, j in batch]
             in_flight[worker.handle.play_many.remote(calls)] = (batch, worker)
             worker.in_flight += 1
 
@@ -511,12 +488,9 @@ class _RayRun:
                         fleet.replace(worker)
                     continue
                 for (i, _), line in zip(batch, lines):
-                    plan.record_line(i, line)
-                    self.done += 1
-                    if self.progress is not None:
-                        self.progress(self.done, self.total)
+                    self.engine.finish_line(i, line)
                     if self.on_result is not None:
-                        self.on_result(self.done, [w.handle for w in fleet.workers])
+                        self.on_result(self.engine.done, [w.handle for w in fleet.workers])
                     yield i
         finally:
             if self.kept is None:
@@ -525,8 +499,7 @@ class _RayRun:
             else:  # kept for the next run; a batch abandoned here (a stream closed early) just finishes unread
                 for worker in fleet.workers:
                     worker.in_flight = 0
-            if plan.writer is not None:
-                plan.writer.close()
+            plan.close_writer()
 
     def _start_fleet(self) -> _Fleet:
         """Start ``num_workers`` workers spread over the alive nodes that offer what they need."""
@@ -535,8 +508,7 @@ class _RayRun:
         fleet = _Fleet(ray, actor, needs, self.worker_args, per_node=1)
         nodes = fleet.nodes()
         if not nodes:
-            if plan.writer is not None:
-                plan.writer.close()
+            plan.close_writer()
             offer = (f"--resources='{json.dumps(dict.fromkeys(needs.resources, 4))}'" if needs.resources
                      else "--num-cpus=4")
             raise ClusterError(f"No alive node of the Ray cluster offers what a {plan.info.id} worker needs "
@@ -546,8 +518,3 @@ class _RayRun:
         fleet.start(self.num_workers, nodes)
         return fleet
 
-
-def _finish(plan: RunPlan, group_size: int, n_tasks: int) -> list[RolloutGroup]:
-    if plan.writer is not None:
-        plan.writer.close()
-    return assemble_groups(list(plan.records.values()), group_size, n_tasks)

@@ -2,7 +2,7 @@
 
 An episode is a loop of ``agent.act`` (or ``await agent.aact``) and
 ``env.step`` until the env terminates or truncates, or a limit is reached.
-:class:`_Episode` records what happened (messages, turns, rewards, timings,
+:class:`EpisodeRecorder` records what happened (messages, turns, rewards, timings,
 the failure if any) and builds the :class:`Trajectory`; :func:`run_episode`
 and :func:`arun_episode` are the two drivers over it.
 
@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
@@ -37,6 +37,55 @@ DEFAULT_MAX_STEPS = 100
 _BULKY_INFO_KEYS = frozenset({"system_prompt", "tools"})
 
 T = TypeVar("T")
+
+
+# What an episode asks of its agent beyond ``act``, one member each: an agent may have any of them
+# (a text agent that only keeps rewards, a token agent without a budget counter). The full
+# capabilities of model agents are :mod:`rollgym.core.agent`'s protocols; these are their parts.
+
+
+@runtime_checkable
+class AwaitsActions(Protocol):
+    """Has ``aact``: the async driver awaits it instead of calling ``act``."""
+
+    def aact(self, observation: Any, info: dict[str, Any]) -> Awaitable[str]: ...
+
+
+@runtime_checkable
+class KeepsTokenRecord(Protocol):
+    """Has ``token_record()``: the trajectory's token fields, read once when the episode ends."""
+
+    def token_record(self) -> Any: ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """Has ``tokens_used()``: the tokens its context has grown by (for ``max_total_tokens``)."""
+
+    def tokens_used(self) -> int: ...
+
+
+@runtime_checkable
+class TakesRewards(Protocol):
+    """Has ``record_reward(r)``: it is told each step's reward."""
+
+    def record_reward(self, reward: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class EpisodeAgent:
+    """What one agent can do in an episode, read once when the episode takes it."""
+
+    awaits: bool
+    keeps_tokens: bool
+    counts_tokens: bool
+    takes_rewards: bool
+
+    @classmethod
+    def of(cls, agent: Any) -> EpisodeAgent:
+        """The members ``agent`` has (see the protocols above)."""
+        return cls(awaits=isinstance(agent, AwaitsActions), keeps_tokens=isinstance(agent, KeepsTokenRecord),
+                   counts_tokens=isinstance(agent, CountsTokens), takes_rewards=isinstance(agent, TakesRewards))
 
 
 @dataclass(frozen=True)
@@ -57,7 +106,9 @@ class EpisodeLimits:
                 raise ConfigError(f"{name} must be positive or None, got {value!r}.")
 
 
-class _Failure:
+class Failure:
+    """Why an episode failed: the stage (``reset``, ``act``, ``step``, ...) and the exception."""
+
     def __init__(self, stage: str, exc: BaseException) -> None:
         self.stage = stage
         self.exc = exc
@@ -72,7 +123,7 @@ class _Failure:
         return info
 
 
-class _ReportedFailure(_Failure):
+class ReportedFailure(Failure):
     """A failure the env reported in ``info["failure"]`` when it ended the episode."""
 
     def __init__(self, report: Mapping[str, Any]) -> None:
@@ -112,13 +163,12 @@ def _as_turn(value: Any) -> Turn:
     )
 
 
-def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
-    record_fn = getattr(agent, "token_record", None)
-    if not callable(record_fn):
+    if not isinstance(agent, KeepsTokenRecord):
         return {}, {}
     try:
-        record = record_fn()
+        record = agent.token_record()
         turns = [_as_turn(t) for t in getattr(record, "turns", [])]
         for turn, reward in zip(turns, step_rewards):
             if turn.reward is None:
@@ -138,10 +188,9 @@ def _token_fields(agent: Agent, step_rewards: list[float]) -> tuple[dict[str, An
     return fields, notes
 
 
-def _tokens_used(agent: Agent) -> int:
+def _tokens_used(agent: Any, counts: bool) -> int:
     """Tokens the agent's context has grown by (model and env tokens), or 0 for text agents."""
-    used = getattr(agent, "tokens_used", None)
-    return int(used() if callable(used) else used or 0)
+    return int(agent.tokens_used()) if counts else 0
 
 
 def _observation(observation: Any) -> Any:
@@ -154,11 +203,17 @@ def _observation_text(observation: Any) -> str:
     return str(observation.get("text", "")) if isinstance(observation, dict) else str(observation)
 
 
-class _Episode:
-    """What one episode did so far; turns into a :class:`Trajectory` at the end."""
+class EpisodeRecorder:
+    """What one episode did so far; turns into a :class:`Trajectory` at the end.
+
+    The drivers (:func:`run_episode`, :func:`arun_episode`, self-play's seats, tree rollouts'
+    branches) feed it: :meth:`begin` with the reset, :meth:`acted` with each action, :meth:`stepped`
+    with each step's result, :meth:`fail` with an exception; :meth:`trajectory` builds the result.
+    """
 
     def __init__(self, agent: Agent, limits: EpisodeLimits) -> None:
         self.agent = agent
+        self.can = EpisodeAgent.of(agent)
         self.limits = limits
         self.messages: list[dict[str, str]] = []
         self.turns: list[Turn] = []
@@ -166,7 +221,7 @@ class _Episode:
         self.info: dict[str, Any] = {}
         self.observation: Any = ""
         self.task: Task | None = None
-        self.failure: _Failure | None = None
+        self.failure: Failure | None = None
         self.status: Status = "truncated"
         self.agent_s = 0.0
         self.env_s = 0.0
@@ -176,7 +231,7 @@ class _Episode:
         self.started = time.perf_counter()
 
     def fail(self, stage: str, exc: BaseException) -> None:
-        self.failure = _Failure(stage, exc)
+        self.failure = Failure(stage, exc)
         self.done = True
 
     def begin(self, env: Any, observation: Any, info: Any) -> None:
@@ -195,7 +250,7 @@ class _Episode:
             self.info = {**self.info, "truncated_by": "max_steps"}
             return True
         budget = self.limits.max_total_tokens
-        if budget is not None and _tokens_used(self.agent) >= budget:
+        if budget is not None and _tokens_used(self.agent, self.can.counts_tokens) >= budget:
             self.info = {**self.info, "truncated_by": "token_budget"}
             return True
         return False
@@ -225,17 +280,17 @@ class _Episode:
             self.status = "completed" if terminated else "truncated"
             self.done = True
             if isinstance(info.get("failure"), Mapping):
-                self.failure = _ReportedFailure(info["failure"])
-        elif self.limits.max_total_tokens is not None and _tokens_used(self.agent) >= self.limits.max_total_tokens:
+                self.failure = ReportedFailure(info["failure"])
+        elif (self.limits.max_total_tokens is not None
+              and _tokens_used(self.agent, self.can.counts_tokens) >= self.limits.max_total_tokens):
             self.info = {**self.info, "truncated_by": "token_budget"}
             self.done = True
 
     def give_reward(self) -> None:
         """Tell agents with ``record_reward`` the last step's reward; a failure there fails the rollout."""
-        record_reward = getattr(self.agent, "record_reward", None)
-        if callable(record_reward) and self.step_rewards:
+        if self.can.takes_rewards and self.step_rewards:
             try:
-                record_reward(self.step_rewards[-1])
+                self.agent.record_reward(self.step_rewards[-1])  # type: ignore[attr-defined]
             except Exception as exc:
                 self.fail("record_reward", exc)
 
@@ -337,26 +392,15 @@ def _throw(protocol: Generator[str, Any, None], exc: BaseException) -> str | Non
         return None
 
 
-def _reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
+def reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """``{"options": ...}`` for ``env.reset`` when there are options (envs without options never see the key)."""
     return {"options": dict(options)} if options else {}
 
 
-def run_episode(
-    env: Any,
-    agent: Agent,
-    *,
-    seed: int | None,
-    agent_seed: int | None = None,
-    traj_id: str = "",
-    group_id: str = "",
-    sample_idx: int = 0,
-    env_id: str = "",
-    max_steps: int = DEFAULT_MAX_STEPS,
-    source: str = "policy",
-    limits: EpisodeLimits | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> tuple[Trajectory, Task | None]:
+def run_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | None = None, traj_id: str = "",
+                group_id: str = "", sample_idx: int = 0, env_id: str = "", max_steps: int = DEFAULT_MAX_STEPS,
+                source: str = "policy", limits: EpisodeLimits | None = None,
+                options: Mapping[str, Any] | None = None) -> tuple[Trajectory, Task | None]:
     """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
 
     ``options`` go to ``env.reset`` (e.g. ``{"difficulty": 2}``, as a curriculum chooses them).
@@ -375,13 +419,13 @@ def run_episode(
         1.0
     """
     limits = limits or EpisodeLimits(max_steps=max_steps)
-    ep = _Episode(agent, limits)
+    ep = EpisodeRecorder(agent, limits)
     protocol = ep.play(env, agent_seed)
     call: str | None = next(protocol)
     while call is not None:
         try:
             if call == "reset":
-                result = env.reset(seed=seed, **_reset_kwargs(options))
+                result = env.reset(seed=seed, **reset_kwargs(options))
             elif call == "act":
                 result = agent.act(ep.observation, ep.info)
             elif call == "step":
@@ -415,21 +459,10 @@ async def _await(coro: Awaitable[T], timeout: float | None) -> T:
         raise StepTimeout(f"the agent took longer than {timeout} s to act") from exc
 
 
-async def arun_episode(
-    env: Any,
-    agent: Agent,
-    *,
-    seed: int | None,
-    agent_seed: int | None = None,
-    traj_id: str = "",
-    group_id: str = "",
-    sample_idx: int = 0,
-    env_id: str = "",
-    source: str = "policy",
-    limits: EpisodeLimits | None = None,
-    pause: Callable[[], Awaitable[None]] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> tuple[Trajectory, Task | None]:
+async def arun_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | None = None, traj_id: str = "",
+                       group_id: str = "", sample_idx: int = 0, env_id: str = "", source: str = "policy",
+                       limits: EpisodeLimits | None = None, pause: Callable[[], Awaitable[None]] | None = None,
+                       options: Mapping[str, Any] | None = None) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
     Agents with ``aact`` (LLM agents) are awaited, so many episodes share one event
@@ -441,14 +474,12 @@ async def arun_episode(
     (partial rollouts, :mod:`rollgym.rollout.partial`).
     """
     limits = limits or EpisodeLimits()
-    ep = _Episode(agent, limits)
+    ep = EpisodeRecorder(agent, limits)
     timeout = limits.step_timeout_s
     remote = getattr(env, "unwrapped", env)
     areset, astep = getattr(remote, "areset", None), getattr(remote, "astep", None)
 
-    aact = getattr(agent, "aact", None)
-    if not callable(aact):
-        aact = None
+    aact = agent.aact if ep.can.awaits else None  # type: ignore[attr-defined]
 
     async def play() -> None:
         # Without a step timeout, sync calls run inline (no coroutine or thread around each one).
@@ -458,7 +489,7 @@ async def arun_episode(
             result: Any = None
             try:
                 if call == "reset":
-                    extra = _reset_kwargs(options)
+                    extra = reset_kwargs(options)
                     if callable(areset):  # remote envs (rollgym.remote) are awaited, not blocked on
                         result = await _await(areset(seed=seed, **extra), timeout)
                     elif timeout is None:

@@ -55,13 +55,13 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, BackedAgent
 from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError
-from rollgym.rollout.collector import RunPlan
-from rollgym.rollout.episode import EpisodeLimits, arun_episode
+from rollgym.rollout.collector import make_env
+from rollgym.rollout.engine import EpisodePlayer, RunPlan, spawn_agent, stale_reason
+from rollgym.rollout.episode import EpisodeLimits
 from rollgym.rollout.store import EpisodeRecord, assemble_groups
-from rollgym.rollout.stream import _spawn, _stale
 from rollgym.rollout.types import RolloutGroup
 
 if TYPE_CHECKING:
@@ -201,9 +201,9 @@ class PartialRollouts(Closeable):
             raise ConfigError("With chunk_tokens, generations park inside a step, so step_timeout_s would count "
                               "parked time; leave it unset or use chunk_tokens=None.")
         self.gate = Gate()
-        template = _spawn(agent)
+        template = spawn_agent(agent)
         if chunk_tokens is not None:
-            backend = getattr(template, "backend", None)
+            backend = template.backend if isinstance(template, BackedAgent) else None
             if backend is None:
                 raise ConfigError(f"chunk_tokens needs an agent that generates through .backend (a ChatAgent); "
                                   f"{type(agent).__name__} has none.")
@@ -217,14 +217,13 @@ class PartialRollouts(Closeable):
         self.max_staleness = max_staleness
         self.max_restarts = max_restarts
         if policy_version is None:
-            backend = getattr(agent, "backend", None)
+            backend = agent.backend if isinstance(agent, BackedAgent) else None
             policy_version = (lambda: int(getattr(backend, "policy_version", 0))) if backend is not None else (
                 lambda: 0)
         self.policy_version = policy_version
         self.plan = RunPlan.prepare(agent, env_id, _MAX_TASKS, group_size, split, seed, None, env_kwargs,
-                                    self.limits.max_steps, task_chooser=task_chooser)
-        self._envs: list[Any] = [self.plan.env]
-        self._agents: list[Agent] = [template]
+                                    self.limits.max_steps, task_chooser=task_chooser, make_env=make_env)
+        self._players: list[EpisodePlayer] = [EpisodePlayer(self.plan.env, template, self.plan.new_env, self.limits)]
         self._groups: dict[int, _GroupState] = {}
         self._ready: list[tuple[int, _GroupState]] = []
         self._restarts: dict[tuple[int, int], int] = {}
@@ -247,7 +246,7 @@ class PartialRollouts(Closeable):
         comparison with synchronous collection charges them; ``chunk_calls``: engine calls made by
         chunked generation; ``steps``: :meth:`step` calls.
         """
-        backend = getattr(self.template, "backend", None)
+        backend = self.template.backend if isinstance(self.template, BackedAgent) else None
         return {"steps": self.steps, "resent_prefix_tokens": int(getattr(backend, "resent_tokens", 0)),
                 "chunk_calls": int(getattr(backend, "chunk_calls", 0))}
 
@@ -280,7 +279,7 @@ class PartialRollouts(Closeable):
         self._submit(shutdown())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
-        for env in self._envs:
+        for env in [player.env for player in self._players]:
             env.close()
         self._loop.close()
 
@@ -330,19 +329,13 @@ class PartialRollouts(Closeable):
         task.add_done_callback(self._tasks.discard)
 
     async def _play(self, i: int, j: int) -> None:
-        env = self._envs.pop() if self._envs else self.plan.new_env()
-        player = self._agents.pop() if self._agents else _spawn(self.template)
-        args = self.plan.job_args(i, j)
-        args.pop("max_steps")
+        player = self._players.pop() if self._players else EpisodePlayer(
+            self.plan.new_env(), spawn_agent(self.template), self.plan.new_env, self.limits)
         try:
-            traj, task = await arun_episode(env, player, limits=self.limits, pause=self.gate.wait, **args)
-            stage = traj.info.get("failure", {}).get("stage")
-            if traj.status == "failed" and stage in {"reset", "step", "episode"}:
-                env.close()  # a crashed env may be in any state: start a fresh one
-                env = self.plan.new_env()
+            record = await player.aplay(self.plan.job(i, j), pause=self.gate.wait)
             if self._restarts.get((i, j)):
-                traj.metrics["restarts"] = self._restarts[(i, j)]
-            self._groups[i].records[j] = EpisodeRecord(i, task, traj)
+                record.trajectory.metrics["restarts"] = self._restarts[(i, j)]
+            self._groups[i].records[j] = record
             self._complete(i)
         except asyncio.CancelledError:
             raise
@@ -351,8 +344,7 @@ class PartialRollouts(Closeable):
             self._changed.set()
         finally:
             self.gate.leave()
-            self._envs.append(env)
-            self._agents.append(player)
+            self._players.append(player)
 
     def _complete(self, i: int) -> None:
         """Hand group ``i`` out once all its rollouts are in and none is too old; replay the stale ones."""
@@ -363,7 +355,7 @@ class PartialRollouts(Closeable):
             current = self.policy_version()
             for j, record in list(state.records.items()):
                 traj = record.trajectory
-                reason = _stale(traj, current, self.max_staleness) if traj.usable else None
+                reason = stale_reason(traj, current, self.max_staleness) if traj.usable else None
                 if reason is None:
                     continue
                 if self._restarts.get((i, j), 0) >= self.max_restarts:

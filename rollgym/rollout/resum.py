@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.rollout.branching import Branch
+from rollgym.rollout.branching import Branch, ChoosesSummaries, summary_turns
 from rollgym.rollout.episode import EpisodeLimits
 from rollgym.rollout.types import Trajectory
 
@@ -31,7 +31,7 @@ __all__ = ["agrow_resum_tree", "grow_resum_tree", "summary_points"]
 
 def summary_points(agent: Any) -> list[int]:
     """The episode turns (replies) that a summary preceded, from the agent's ``summary_turns`` records."""
-    records = sorted(getattr(agent, "summary_turns", ()))
+    records = sorted(summary_turns(agent))
     return [index - before for before, index in enumerate(records)]
 
 
@@ -42,7 +42,7 @@ async def _play(branch: Branch) -> tuple[Trajectory, list[Branch], Any]:
 
 
 def _label(traj: Trajectory, agent: Any, kind: str | None) -> Trajectory:
-    traj.metrics["summaries"] = len(getattr(agent, "summary_turns", ()))
+    traj.metrics["summaries"] = len(summary_turns(agent))
     if kind is not None:
         traj.metrics["resum_branch"] = kind
     return traj
@@ -75,7 +75,7 @@ async def agrow_resum_tree(env: Any, agent: Any, *, seed: int | None, roots: int
             return
         child = snapshot.fork(agent_seed=int(rng.integers(2**62)), traj_id=f"{group_id}-b{len(new)}")
         child.parent_id = parent.traj_id
-        if summarize is not None and hasattr(child.agent, "summarize_next"):
+        if summarize is not None and isinstance(child.agent, ChoosesSummaries):
             child.agent.summarize_next = summarize
         new.append((child, kind))
 
@@ -86,7 +86,7 @@ async def agrow_resum_tree(env: Any, agent: Any, *, seed: int | None, roots: int
                 branch(snapshots[k], traj, "redraw", None)
             if contrast:
                 branch(snapshots[k], traj, "masked", False)
-        if contrast and not points and len(snapshots) > 1 and hasattr(played_agent, "summarize_next"):
+        if contrast and not points and len(snapshots) > 1 and isinstance(played_agent, ChoosesSummaries):
             branch(snapshots[len(snapshots) // 2], traj, "injected", True)
     results = await asyncio.gather(*(_play(b) for b, _ in new))
     out += [_label(t, a, kind) for (t, _, a), (_, kind) in zip(results, new)]

@@ -31,7 +31,7 @@ from typing import Any
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, _Episode, _ReportedFailure
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, EpisodeRecorder, ReportedFailure
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 __all__ = ["collect_seated", "play_seated", "round_robin", "seat_seed", "split_by_role"]
@@ -82,7 +82,7 @@ def play_seated(
     names = list(players) if players is not None else [f"seat{i}" for i in range(n)]
     if len(names) != n:
         raise ConfigError(f"players must name {n} seats, got {len(names)}.")
-    eps = [_Episode(agent, EpisodeLimits(max_steps=max(1, max_steps))) for agent in agents]
+    eps = [EpisodeRecorder(agent, EpisodeLimits(max_steps=max(1, max_steps))) for agent in agents]
     started = [False] * n
     seeds = list(agent_seeds) if agent_seeds is not None else [seat_seed(seed, episode, s) for s in range(n)]
     failed_seat: int | None = None
@@ -136,7 +136,7 @@ def play_seated(
     for seat, ep in enumerate(eps):
         if failed_seat is not None:
             if failed_seat != seat and ep.failure is None:
-                ep.failure = _ReportedFailure({"type": "SeatFailed",
+                ep.failure = ReportedFailure({"type": "SeatFailed",
                                                "message": f"seat {failed_seat} failed, so the game has no result"})
             continue
         observation, info = game.observe(seat)

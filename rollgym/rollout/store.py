@@ -115,6 +115,7 @@ IDENTITY_FIELDS: tuple[str, ...] = (
     "env_kwargs",
     "max_steps",
     "reset_options",  # absent (None) unless the run had fixed reset options, e.g. one difficulty level
+    "task_indices",  # absent (None) unless the run named its tasks by index (RunSpec.task_indices)
 )
 
 
@@ -139,12 +140,8 @@ class EpisodeRecord:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EpisodeRecord:
         """Build a record from a parsed episode line."""
-        task = data.get("task")
-        return cls(
-            task_index=int(data["task_index"]),
-            task=None if task is None else Task.from_dict(task),
-            trajectory=Trajectory.from_dict(data["trajectory"]),
-        )
+        task, trajectory = data.get("task"), Trajectory.from_dict(data["trajectory"])
+        return cls(int(data["task_index"]), None if task is None else Task.from_dict(task), trajectory)
 
 
 @dataclass

@@ -24,18 +24,18 @@ end and returns the groups in task order, like :func:`collect`.
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
-from rollgym.rollout.collector import RunPlan, _validate, use_prefix_cache
-from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, arun_episode, run_episode
+from rollgym.rollout.collector import make_env
+from rollgym.rollout.engine import Engine, EpisodePlayer, stale_reason
+from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits
 from rollgym.rollout.pool import EnvPool
-from rollgym.rollout.store import EpisodeRecord, assemble_groups
+from rollgym.rollout.spec import RunSpec
+from rollgym.rollout.store import EpisodeRecord
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 if TYPE_CHECKING:
@@ -49,39 +49,13 @@ ProgressCallback = Callable[[int, int], None]
 YIELD_EVERY_S = 0.002
 
 
-def _spawn(agent: Agent) -> Agent:
-    spawn = getattr(agent, "spawn", None)
-    return spawn() if callable(spawn) else copy.deepcopy(agent)
-
-
-def _stale(traj: Trajectory, current: int, max_staleness: int) -> str | None:
-    versions = traj.metrics.get("policy_versions") or []
-    if versions and current - min(versions) > max_staleness:
-        return f"stale: produced by policy version {min(versions)}, current {current}, max staleness {max_staleness}"
-    return None
-
-
-async def stream(
-    agent: Agent,
-    env_id: str,
-    n_tasks: int,
-    group_size: int,
-    *,
-    split: str = "test",
-    seed: int = 0,
-    concurrency: int = 32,
-    limits: EpisodeLimits | None = None,
-    env_kwargs: dict[str, Any] | None = None,
-    out: str | None = None,
-    retries: int = 0,
-    policy_version: Callable[[], int] | None = None,
-    max_staleness: int | None = None,
-    progress: ProgressCallback | None = None,
-    env_pool: EnvPool | None = None,
-    task_chooser: TaskChooser | None = None,
-    on_episode: Callable[[Trajectory], None] | None = None,
-    prefix_cache: bool | None = None,
-) -> AsyncIterator[RolloutGroup]:
+async def stream(agent: Agent, env_id: str, n_tasks: int, group_size: int, *, split: str = "test", seed: int = 0,
+                 concurrency: int = 32, limits: EpisodeLimits | None = None, env_kwargs: dict[str, Any] | None = None,
+                 out: str | None = None, retries: int = 0, policy_version: Callable[[], int] | None = None,
+                 max_staleness: int | None = None, progress: ProgressCallback | None = None,
+                 env_pool: EnvPool | None = None, task_chooser: TaskChooser | None = None,
+                 on_episode: Callable[[Trajectory], None] | None = None,
+                 prefix_cache: bool | None = None) -> AsyncIterator[RolloutGroup]:
     """Yield one :class:`RolloutGroup` per task as soon as its G rollouts finish.
 
     Args:
@@ -102,76 +76,78 @@ async def stream(
         on_episode: Called with every finished :class:`Trajectory` (first those found in ``out``).
         prefix_cache: Switch the agent's backend's prefix cache on or off, as for :func:`collect`.
     """
-    limits = limits or EpisodeLimits()
-    _validate(n_tasks, group_size, seed, limits.max_steps)
+    spec = RunSpec.of(env_id, n_tasks, group_size, split=split, seed=seed, out=out, env_kwargs=env_kwargs,
+                      limits=limits)
+    async for group in drive_stream(spec, agent, concurrency=concurrency, retries=retries,
+                                    policy_version=policy_version, max_staleness=max_staleness, progress=progress,
+                                    env_pool=env_pool, task_chooser=task_chooser, on_episode=on_episode,
+                                    prefix_cache=prefix_cache):
+        yield group
+
+
+async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, retries: int = 0,
+                       policy_version: Callable[[], int] | None = None, max_staleness: int | None = None,
+                       **engine_options: Any) -> AsyncIterator[RolloutGroup]:
+    """The asyncio driver: :func:`stream` of a :class:`~rollgym.rollout.spec.RunSpec`.
+
+    ``engine_options`` go to :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``,
+    ``env_pool``, ``task_chooser``, ``prefix_cache``).
+    """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
     if retries < 0:
         raise ConfigError(f"retries must be >= 0, got {retries!r}.")
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
-    use_prefix_cache(agent, prefix_cache)
-    plan = RunPlan.prepare(agent, env_id, n_tasks, group_size, split, seed, out, env_kwargs, limits.max_steps,
-                           env_pool=env_pool, task_chooser=task_chooser)
-    plan.choose_all()
-    jobs = plan.jobs()
-    total = n_tasks * group_size
-    done = total - len(jobs)
-    if on_episode is not None:
-        for resumed in plan.records.values():
-            on_episode(resumed.trajectory)
-    if progress is not None:
-        progress(done, total)
+    limits = spec.limits
+    engine = Engine(spec, agent, keep_agent=False, make_env=make_env, **engine_options)
+    task_chooser = engine.plan.chooser
+    plan = engine.plan
+    engine.start()
+    jobs = engine.jobs
     # Jobs start in task order and at most `concurrency` run at once, so groups finish roughly in order
     # and a yielded group's records are dropped: memory stays flat however many tasks a run has.
-    remaining = Counter(i for i, _ in jobs)
-    envs: list[Any] = [plan.env]
-    players: list[Agent] = []
-    finished: asyncio.Queue[tuple[int, EpisodeRecord] | BaseException] = asyncio.Queue()
+    remaining = engine.remaining()
+    players: list[EpisodePlayer] = []
+    finished: asyncio.Queue[EpisodeRecord | BaseException] = asyncio.Queue()
 
-    async def play(i: int, j: int) -> tuple[int, EpisodeRecord]:
-        env = envs.pop() if envs else plan.new_env()
-        player = players.pop() if players else _spawn(agent)
-        args = plan.job_args(i, j)
-        args.pop("max_steps")
+    async def play(i: int, j: int) -> EpisodeRecord:
+        player = players.pop() if players else engine.player()
+        job = engine.job(i, j)
         attempts = 0
         try:
             while True:
                 attempts += 1
                 if inline:  # no timeouts, no awaitable agent or env: the synchronous driver, without coroutines
-                    traj, task = run_episode(env, player, limits=limits, **args)
+                    record = player.play(job)
                 else:
-                    traj, task = await arun_episode(env, player, limits=limits, **args)
+                    record = await player.aplay(job)
+                traj = record.trajectory
                 reason = None
                 if policy_version is not None and max_staleness is not None:
-                    reason = _stale(traj, policy_version(), max_staleness)
+                    reason = stale_reason(traj, policy_version(), max_staleness)
                 if reason is not None:
                     traj.status, traj.reward = "aborted", None
                     traj.info = {**traj.info, "aborted": reason}
-                stage = traj.info.get("failure", {}).get("stage")
-                if traj.status == "failed" and stage in {"reset", "step", "episode"}:
-                    env.close()  # a crashed or timed-out env may be in any state: start a fresh one
-                    env = plan.new_env()
                 if traj.usable or attempts > retries:
                     if attempts > 1:
                         traj.metrics["attempts"] = attempts
-                    return i, EpisodeRecord(i, task, traj)
+                    return record
         finally:
-            envs.append(env)
             players.append(player)
 
-    def report(future: asyncio.Future[tuple[int, EpisodeRecord]]) -> None:
+    def report(future: asyncio.Future[EpisodeRecord]) -> None:
         if not future.cancelled():
             exc = future.exception()
             finished.put_nowait(exc if exc is not None else future.result())
 
     queued = iter(jobs)
-    running: set[asyncio.Future[tuple[int, EpisodeRecord]]] = set()
+    running: set[asyncio.Future[EpisodeRecord]] = set()
     # A synchronous agent on an in-process env, without timeouts, never yields to the loop: its episodes
     # would run one after another inside their tasks anyway, so they run here directly, without a task
     # each. A remote env (rollgym.remote: areset/astep) awaits the network, so its episodes overlap.
     remote = getattr(plan.env, "unwrapped", plan.env)
-    inline = (not callable(getattr(agent, "aact", None)) and limits.step_timeout_s is None
+    inline = (not engine.caps.asynchronous and limits.step_timeout_s is None
               and limits.episode_timeout_s is None and not callable(getattr(remote, "astep", None)))
 
     def launch() -> None:
@@ -186,16 +162,16 @@ async def stream(
 
     next_yield = 0.0
     try:
-        for i in range(n_tasks):
+        for i in range(spec.n_tasks):
             if remaining[i] == 0:
-                yield _group(plan, i)
+                yield engine.take_group(i)
         launch()
         while True:
             if inline:
                 job = next(queued, None)
                 if job is None:
                     break
-                i, record = await play(*job)
+                record = await play(*job)
                 if time.perf_counter() >= next_yield:  # let the loop's other tasks run, at least every 2 ms
                     await asyncio.sleep(0)
                     next_yield = time.perf_counter() + YIELD_EVERY_S
@@ -205,17 +181,13 @@ async def stream(
                 result = await finished.get()
                 if isinstance(result, BaseException):
                     raise result
-                i, record = result
-            plan.record(i, record)
-            done += 1
-            if on_episode is not None:
-                on_episode(record.trajectory)
-            if progress is not None:
-                progress(done, total)
+                record = result
+            i = record.task_index
+            engine.finish(record)
             remaining[i] -= 1
             launch()
             if remaining[i] == 0:
-                group = _group(plan, i)
+                group = engine.take_group(i)
                 if task_chooser is not None:
                     task_chooser.observe(group)
                 yield group
@@ -227,16 +199,7 @@ async def stream(
             future.cancel()
         if leftover:
             await asyncio.gather(*leftover, return_exceptions=True)
-        for env in envs:
-            plan.release(env)
-        if plan.writer is not None:
-            plan.writer.close()
-
-
-def _group(plan: RunPlan, i: int) -> RolloutGroup:
-    """Group ``i`` from the plan's records, which it leaves (a streamed run keeps no finished group)."""
-    episodes = [plan.records.pop((i, j)) for j in range(plan.group_size) if (i, j) in plan.records]
-    return assemble_groups(episodes, plan.group_size)[0]
+        engine.close([player.env for player in players])
 
 
 def collect_async(
@@ -260,11 +223,22 @@ def collect_async(
         >>> [t.reward for t in groups[0].trajectories]
         [1.0, 1.0]
     """
-    limits = limits or EpisodeLimits(max_steps=max_steps)
+    known = {"out", "env_kwargs", "retries", "policy_version", "max_staleness", "progress", "env_pool",
+             "task_chooser", "on_episode", "prefix_cache"}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise TypeError(f"collect_async() got an unexpected keyword argument {unknown[0]!r}")
+    fields = {k: kwargs.pop(k) for k in ("out", "env_kwargs") if k in kwargs}
+    spec = RunSpec.of(env_id, n_tasks, group_size, split=split, seed=seed, limits=limits, max_steps=max_steps,
+                      **fields)
+    return drive_async(spec, agent, concurrency=concurrency, **kwargs)
+
+
+def drive_async(spec: RunSpec, agent: Agent, *, concurrency: int = 32, **options: Any) -> list[RolloutGroup]:
+    """The asyncio driver to the end: :func:`drive_stream` run on a new event loop; the groups in task order."""
 
     async def run() -> list[RolloutGroup]:
-        return [g async for g in stream(agent, env_id, n_tasks, group_size, split=split, seed=seed,
-                                        concurrency=concurrency, limits=limits, **kwargs)]
+        return [g async for g in drive_stream(spec, agent, concurrency=concurrency, **options)]
 
     groups = asyncio.run(run())
     return sorted(groups, key=lambda g: g.group_id)

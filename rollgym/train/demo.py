@@ -18,7 +18,8 @@ It writes its JSON and plot to a new temporary folder (or ``--out``), never over
 tracked files; only ``--doc`` (same as ``--doc docs/training.md``) writes
 ``docs/img/grpo_demo.*`` and the table in ``docs/training.md``.
 The strategy comparisons (external rollouts, verified voting, dynamic sampling,
-partial rollouts) are powered experiments in :mod:`rollgym.train.experiments`.
+partial rollouts) are powered experiments in the repository's ``research/`` tree (``python -m research``
+from a checkout).
 
 The prompts omit the env's one-line system prompt (``ChatAgent(system_prompt="")``)
 to keep sequences short on a CPU.

@@ -49,17 +49,15 @@ def collect_groups(agent_factory: Callable[[], Agent], env_id: str, n_tasks: int
     if not isinstance(ray, (bool, str)):
         return _on_kept_workers(ray, env_id, n_tasks, group_size, seed=seed, split=split, env_kwargs=env_kwargs,
                                 max_steps=max_steps)
-    if ray is False:
-        from rollgym.rollout import collect_async
-
-        return collect_async(agent_factory(), env_id, n_tasks, group_size, split=split, seed=seed,
-                             concurrency=concurrency, max_steps=max_steps, env_kwargs=env_kwargs)
     if ray == "":
         raise ConfigError(f"ray must be False, True or a cluster address such as '10.0.0.1:6379', got {ray!r}.")
-    from rollgym.rollout.distributed import collect_ray
+    from rollgym.rollout.drivers import run_spec
+    from rollgym.rollout.spec import RunSpec
 
-    return collect_ray(agent_factory, env_id, n_tasks, group_size, split=split, seed=seed, env_kwargs=env_kwargs,
-                       address=None if ray is True else ray, num_workers=num_workers, max_steps=max_steps)
+    spec = RunSpec.of(env_id, n_tasks, group_size, split=split, seed=seed, env_kwargs=env_kwargs, max_steps=max_steps)
+    if ray is False:  # one engine, two drivers: the same episodes here or on Ray's workers
+        return run_spec(spec, agent_factory(), driver="async", parallel=concurrency)
+    return run_spec(spec, agent_factory, driver="ray", parallel=num_workers, address=None if ray is True else ray)
 
 
 def _on_kept_workers(workers: Any, env_id: str, n_tasks: int, group_size: int, *, seed: int, split: str,

@@ -155,6 +155,24 @@ def state_criteria(rules: Sequence[Rule], *, goal: str | None, gate: str, goal_w
     return out
 
 
+def state_rubric(rules: Sequence[Rule], *, goal: str | None, gate: str, gate_description: str = "",
+                 answer: Criterion | None = None, partial_credit: bool = True) -> Rubric:
+    """The rubric of a task graded by the state-diff grader: :func:`state_criteria` over ``rules`` and, for a
+    question, its ``answer`` criterion right after the goal (first when there is no goal). A missing answer is
+    the error to report only when there is an ``answer`` criterion.
+
+    Example:
+        >>> says_done = Criterion("answer", 1.0, lambda ctx: ctx.answer == "done")
+        >>> rubric = state_rubric([], goal=None, gate="nothing_else", answer=says_done)
+        >>> [c.name for c in rubric.criteria], rubric.grade(GradeContext(answer="done")).reward
+        (['answer', 'nothing_else'], 1.0)
+    """
+    criteria = state_criteria(rules, goal=goal, gate=gate, gate_description=gate_description)
+    if answer is not None:
+        criteria.insert(0 if goal is None else 1, answer)
+    return Rubric(criteria, partial_credit=partial_credit, asks_answer=answer is not None)
+
+
 def collateral_gate(name: str, rules: Sequence[Rule], description: str = "") -> Criterion:
     """A zero-weight gate that fails when any table changed in a way ``rules`` do not allow."""
     return state_criteria(rules, goal=None, gate=name, gate_description=description)[0]
@@ -162,4 +180,4 @@ def collateral_gate(name: str, rules: Sequence[Rule], description: str = "") -> 
 
 
 
-__all__ = ["Criterion", "GradeContext", "Outcome", "Rubric", "collateral_gate", "state_criteria"]
+__all__ = ["Criterion", "GradeContext", "Outcome", "Rubric", "collateral_gate", "state_criteria", "state_rubric"]

@@ -125,10 +125,10 @@ def test_bad_settings_say_which() -> None:
 def test_the_experiment_counts_answers_only_while_replies_and_summaries_fit_the_budget() -> None:
     from types import SimpleNamespace
 
-    from rollgym.train.experiments.resum import _solved_within
+    from research.resum import solved_within
 
     turns = [SimpleNamespace(output_ids=[1] * n) for n in (5, 6, 5)]  # an answer, a summary, an answer
     traj = SimpleNamespace(step_rewards=[0.0, 1.0], metrics={"summary_turns": [1]})
-    assert _solved_within(traj, turns, 16) == (True, 2, 1)  # 5 + 6 + 5: the second answer fits, and is right
-    assert _solved_within(traj, turns, 15) == (False, 1, 1)  # the summary's tokens count: the right answer does not
-    assert _solved_within(traj, turns, 10) == (False, 1, 0)  # fit, nor the summary with 10
+    assert solved_within(traj, turns, 16) == (True, 2, 1)  # 5 + 6 + 5: the second answer fits, and is right
+    assert solved_within(traj, turns, 15) == (False, 1, 1)  # the summary's tokens count: the right answer does not
+    assert solved_within(traj, turns, 10) == (False, 1, 0)  # fit, nor the summary with 10

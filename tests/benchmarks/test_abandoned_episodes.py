@@ -17,7 +17,7 @@ from rollgym.agents import AGENTS, OracleAgent
 from rollgym.benchmarks.metrics import counted_reward, summarize
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import load_suite
-from rollgym.benchmarks.verify import verify_bundle
+from rollgym.leaderboard.verify import verify_bundle
 
 
 class Quitter(OracleAgent):

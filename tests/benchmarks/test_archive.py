@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rollgym.benchmarks.archive import (
+from rollgym.bundles.archive import (
     BundleError,
     BundleLimits,
     _CountingGzip,
@@ -23,7 +23,7 @@ from rollgym.benchmarks.archive import (
     extract_archive,
     read_member,
 )
-from rollgym.benchmarks.bundle import open_bundle, pack_bundle
+from rollgym.bundles.format import open_bundle, pack_bundle
 from tests.benchmarks.archives import MIB, bundle_members, member, raw_header, tar_gz, zero_bomb
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from rollgym.benchmarks.bundle import check_manifest, pack_bundle
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import (
     builtin_suite,
@@ -21,8 +20,9 @@ from rollgym.benchmarks.suite import (
     suite_versions,
     versions_phrase,
 )
-from rollgym.benchmarks.verify import verify_bundle
+from rollgym.bundles.format import check_manifest, pack_bundle
 from rollgym.core.errors import ConfigError
+from rollgym.leaderboard.verify import verify_bundle
 
 CANARY = "canary-7f3a91-do-not-echo"
 

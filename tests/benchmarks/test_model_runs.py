@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import load_suite
-from rollgym.benchmarks.verify import verify_bundle
+from rollgym.leaderboard.verify import verify_bundle
 
 
 def test_a_model_served_over_http_runs_and_verifies(tiny_server: object, tmp_path: Path) -> None:

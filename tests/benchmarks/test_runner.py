@@ -136,8 +136,8 @@ def test_a_run_begun_before_a_re_pin_resumes_only_through_the_lineage_and_verifi
     when the old hash is in ``spec_lineage.json`` (its transcript keeps the hash it began with, the entry not
     yet begun is played under the new one) and the bundle verifies; without the lineage it is a different run."""
     from rollgym.benchmarks.suite import parse_suite
-    from rollgym.benchmarks.verify import verify_bundle
     from rollgym.core import registration
+    from rollgym.leaderboard.verify import verify_bundle
 
     entries = [{"name": "begun", "env": "Countdown-v0", "n_tasks": 3, "group_size": 2},
                {"name": "not-begun", "env": "Countdown-v0", "n_tasks": 2, "seed": 5}]

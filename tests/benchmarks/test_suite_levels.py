@@ -12,8 +12,8 @@ import pytest
 from rollgym.agents import OracleAgent
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import LevelError, Suite, SuiteEntry, builtin_suite, entry_tasks, parse_suite
-from rollgym.benchmarks.verify import verify_bundle
 from rollgym.core.errors import ConfigError
+from rollgym.leaderboard.verify import verify_bundle
 from rollgym.rollout import collect
 from rollgym.rollout.curriculum import FixedLevel
 

@@ -18,9 +18,9 @@ import pytest
 
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import builtin_suite, builtin_suites, load_suite, parse_suite_label, suite_versions
-from rollgym.benchmarks.verify import verify_bundle
 from rollgym.core.errors import ConfigError
 from rollgym.leaderboard.ingest import check_bundle_archive
+from rollgym.leaderboard.verify import verify_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 #: A shipped version never changes: the hash of its config (entries, sizes, seeds, kwargs), pinned.

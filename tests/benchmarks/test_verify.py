@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rollgym.benchmarks.bundle import BundleError, open_bundle, pack_bundle
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import load_suite
-from rollgym.benchmarks.verify import hidden_seed, verify_bundle
+from rollgym.bundles.format import BundleError, open_bundle, pack_bundle
+from rollgym.leaderboard.verify import hidden_seed, verify_bundle
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -71,3 +71,18 @@ def test_the_moved_leaderboard_name_warns_with_the_version():
 
     with pytest.warns(DeprecationWarning, match=re.escape(f"rollgym {REMOVED_IN}")):
         assert leaderboard.add_local.__module__ == "rollgym.leaderboard.ingest"
+
+
+@pytest.mark.parametrize(("old", "name", "new"), [
+    ("rollgym.envs.tools.checker", "Expectation", "rollgym.verifiers.tools"),
+    ("rollgym.envs.tools.checker", "grade", "rollgym.verifiers.tools"),
+    ("rollgym.envs.web.tasks.rubric", "normalize_text", "rollgym.verifiers.web"),
+    ("rollgym.envs.web.tasks.rubric", "Rubric", "rollgym.verifiers.rubric"),
+    ("rollgym.envs.web.gen.answers", "matches", "rollgym.verifiers.web"),
+])
+def test_the_moved_graders_warn_and_serve_the_new_object(old, name, new):
+    import importlib
+
+    with pytest.warns(DeprecationWarning, match=f"{name} moved to {new}.{name}.*0.3.0"):
+        moved = getattr(importlib.import_module(old), name)
+    assert moved is getattr(importlib.import_module(new), name)

@@ -143,9 +143,9 @@ def wait_for(url: str, submission_id: str, states: set[str], timeout: float = 24
 def bundle_archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Genuine .tar.gz bundles of the quick suite (two tasks per entry) for the oracle and random agents."""
     require_module("fastapi")
-    from rollgym.benchmarks.bundle import pack_bundle
     from rollgym.benchmarks.runner import AgentSpec, run_suite
     from rollgym.benchmarks.suite import load_suite
+    from rollgym.bundles.format import pack_bundle
 
     root = tmp_path_factory.mktemp("lb-bundles")
     out = {}

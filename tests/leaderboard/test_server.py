@@ -87,7 +87,7 @@ def test_malformed_and_oversized_uploads_are_refused(server: Server, token: str)
 
 def test_a_tampered_bundle_is_rejected_with_its_reason(server: Server, token: str, bundle_archives: dict[str, Path],
                                                        tmp_path: Path) -> None:
-    from rollgym.benchmarks.bundle import open_bundle, pack_bundle
+    from rollgym.bundles.format import open_bundle, pack_bundle
 
     folder = tmp_path / "tampered"
     with open_bundle(bundle_archives["random"]) as bundle:
@@ -138,9 +138,9 @@ def test_a_restart_in_the_middle_of_verification_loses_nothing(server_factory: o
 
 
 def test_hidden_seeds_need_a_ticket_and_its_seed(server_factory: object, tmp_path: Path) -> None:
-    from rollgym.benchmarks.bundle import pack_bundle
     from rollgym.benchmarks.runner import AgentSpec, run_suite
     from rollgym.benchmarks.suite import load_suite
+    from rollgym.bundles.format import pack_bundle
 
     srv = server_factory("--secret", "s3cret")  # type: ignore[operator]
     token = add_submitter(srv.db, "carol")

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from rollgym.benchmarks.bundle import pack_bundle
 from rollgym.benchmarks.runner import AgentSpec, run_suite
 from rollgym.benchmarks.suite import load_suite
-from rollgym.benchmarks.verify import hidden_seed
+from rollgym.bundles.format import pack_bundle
+from rollgym.leaderboard.verify import hidden_seed
 from tests.leaderboard.conftest import Server, add_submitter, submit, wait_for
 
 SECRET = "s3cret-for-tests"

@@ -279,7 +279,7 @@ def test_a_resum_branch_continues_after_an_injected_phrase_that_is_masked(tiny_b
 
 
 def test_the_experiment_counts_rollouts_only_while_their_tokens_fit_the_budget() -> None:
-    from rollgym.train.experiments.branching import within_budget
+    from research.budget import within_budget
 
     def made(sampled: int) -> Trajectory:
         return Trajectory("t", "g", 0, "Countdown-v0", None, None, completion_ids=[1] * 5,

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from rollgym.benchmarks.suite import load_suite
-from rollgym.train.experiments import get
-from rollgym.train.experiments.generalization import (
+from research import get
+from research.generalization import (
     ENV_KWARGS,
     SPLITS,
     demonstrations,
     render_side_by_side,
     side_by_side,
 )
-from rollgym.train.experiments.runner import run_experiment
+from research.runner import run_experiment
+from rollgym.benchmarks.suite import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "docs" / "experiments" / "generalization.json"

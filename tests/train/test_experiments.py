@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rollgym.core.errors import ConfigError
-from rollgym.train.experiments import EXPERIMENTS, get
-from rollgym.train.experiments.runner import (
+from research import EXPERIMENTS, get
+from research.runner import (
     ArmResult,
     Experiment,
     doc_section,
@@ -20,6 +19,7 @@ from rollgym.train.experiments.runner import (
     run_experiment,
     verdict_of,
 )
+from rollgym.core.errors import ConfigError
 from rollgym.train.stats import estimate, minimum_detectable_effect, paired, t_quantile_80, t_quantile_975
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_the_runner_pairs_seeds_resumes_and_renders(tmp_path):
     assert calls[12:] == [("base", 6), ("better", 6)] and again["n_seeds"] == 7
     table = render_markdown(again)
     assert "| better − base | score | +0.0" in table and "higher" in table and "seeds 0-6" in table
-    assert "python -m rollgym.train.experiments toy --seeds 7" in table
+    assert "python -m research toy --seeds 7" in table
     first = again["comparisons"][0]
     assert first["mde"] == pytest.approx(minimum_detectable_effect(
         [b - a for a, b in zip(again["arms"]["base"]["per_seed"], again["arms"]["better"]["per_seed"])]))
@@ -103,7 +103,7 @@ def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_p
     """Every experiment's ``--quick`` form end to end, in one process (``all``): the imports are paid once."""
     pytest.importorskip("torch")
     pytest.importorskip("matplotlib")
-    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", "all", "--quick", "--out",
+    done = subprocess.run([sys.executable, "-m", "research", "all", "--quick", "--out",
                            str(tmp_path)], capture_output=True, text=True, timeout=1800, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     for name in EXPERIMENTS:
@@ -123,12 +123,22 @@ def test_a_quick_run_from_the_command_line_writes_json_markdown_and_a_plot(tmp_p
 
 
 def test_the_command_refuses_doc_with_quick_and_unknown_names(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "rollgym.train.experiments", "erils", "--quick", "--doc"],
+    done = subprocess.run([sys.executable, "-m", "research", "erils", "--quick", "--doc"],
                           capture_output=True, text=True, timeout=300, cwd=REPO)
     assert done.returncode == 2 and "--doc" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "rollgym.cli", "experiment", "nope"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "research", "nope"], capture_output=True, text=True,
                           timeout=300, cwd=REPO)
     assert done.returncode == 2 and "Unknown experiment 'nope'" in done.stderr
+
+
+def test_rollgym_experiment_says_in_one_sentence_where_the_experiments_went():
+    """The experiments left the installed library: the old sub-command names ``python -m research`` and a checkout."""
+    for argv in (["experiment", "nope"], ["experiment", "--list"], ["experiment", "erils", "--quick", "--out", "x"]):
+        done = subprocess.run([sys.executable, "-m", "rollgym.cli", *argv], capture_output=True, text=True,
+                              timeout=300, cwd=REPO)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "python -m research NAME" in done.stderr and "checkout" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
@@ -163,7 +173,7 @@ def test_every_experiment_has_a_documented_table_or_is_pending():
 WARM_MODULE = '''
 import torch
 
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research.runner import ArmResult, Experiment
 
 
 def prepare(config, workdir):
@@ -209,7 +219,7 @@ def test_the_recorded_warm_up_hash_is_recomputed_in_a_fresh_process_with_other_t
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("the pinned kernel level is x86's AVX2")
     _warm_experiment(tmp_path)  # writes warm_exp.py
-    head = "import sys; sys.path.insert(0, sys.argv[1])\nfrom rollgym.train.experiments import runner\n"
+    head = "import sys; sys.path.insert(0, sys.argv[1])\nfrom research import runner\n"
     record = head + ("runner.pin_kernels(); runner.pin_threads(1)\nimport warm_exp\n"
                      "runner.run_experiment(warm_exp.EXPERIMENT, sys.argv[2], progress=False)\n")
     recompute = head + ("pin = sys.argv[2] == 'pin'\nif pin: runner.pin_kernels(); runner.pin_threads(1)\n"
@@ -257,9 +267,9 @@ def test_a_resume_from_another_warm_up_is_refused_and_a_differing_reference_warn
 
 def test_the_t3rl_control_rewards_verified_tool_use_with_no_vote():
     """tool-reward: 1 for a rollout the env verified, 0 otherwise, whatever the answers agree on; no pseudo-label."""
+    from research.t3rl import ARMS, EXPERIMENT, ToolRewardScorer
     from rollgym.core import Task
     from rollgym.rollout.types import RolloutGroup, Trajectory
-    from rollgym.train.experiments.t3rl import ARMS, EXPERIMENT, ToolRewardScorer
 
     def traj(i, parsed, verified, status="completed"):
         info = {"parsed": parsed, **({} if verified is None else {"verified": verified})}
@@ -287,7 +297,7 @@ def test_the_committed_april_warm_up_is_rebuilt_bit_for_bit_here(tmp_path):
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip("the pinned kernel level is x86's AVX2")
     recorded = json.loads((REPO / "docs" / "experiments" / "april.json").read_text())["starting_point"]
-    script = ("import json, sys, pathlib\nfrom rollgym.train.experiments import runner\n"
+    script = ("import json, sys, pathlib\nfrom research import runner\n"
               "runner.pin_kernels(); runner.pin_threads(1)\nexp = runner.get('april')\n"
               "context = exp.prepare(exp.configs['full'], pathlib.Path(sys.argv[1]))\n"
               "print(json.dumps(runner.starting_point(exp, context)))\n")
@@ -312,7 +322,7 @@ def _runs(values, starts):
 def test_arms_from_different_warm_ups_are_not_compared():
     """Paired controls: two arms whose runs record different warm-up hashes get no difference, one sentence
     instead; a run with no recorded starting point counts as different, never as paired."""
-    from rollgym.train.experiments.runner import summarize
+    from research.runner import summarize
 
     exp = toy([])
     values = {"base": [0.1, 0.2, 0.3], "better": [0.2, 0.4, 0.5]}
@@ -366,7 +376,7 @@ def test_a_committed_file_without_starting_points_renders_as_not_shown_paired():
 
 
 def test_no_mde_is_printed_when_the_differences_have_no_spread():
-    from rollgym.train.experiments.runner import summarize
+    from research.runner import summarize
 
     values = {"base": [0.1, 0.2, 0.3], "better": [0.6, 0.7, 0.8]}  # +0.5 on every seed
     data = summarize(toy([]), {"gap": 0.05}, "full", _runs(values, {"base": "a" * 64, "better": "a" * 64}), 3,
@@ -388,7 +398,7 @@ def test_the_power_sentence_says_what_an_mde_does_and_does_not_say():
 
 
 def test_the_summary_table_is_generated_from_every_committed_comparison():
-    from rollgym.train.experiments.summary import committed_results, render_summary, summary_section
+    from research.summary import committed_results, render_summary, summary_section
 
     results = committed_results(REPO / "docs" / "experiments")
     assert {d["experiment"] for d in results} == {p.stem for p in COMMITTED}

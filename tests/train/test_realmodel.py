@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from research.realmodel import LEVEL_N2, label_measures, reward_of_text, shaped_reward
 from rollgym.core.registration import make
-from rollgym.train.experiments.realmodel import LEVEL_N2, label_measures, reward_of_text, shaped_reward
 
 
 @pytest.fixture()
@@ -78,8 +78,8 @@ def _results(arm: str, metrics: list[float], blocks: list[float], config: dict |
 
 
 def test_the_two_trainers_are_compared_seed_by_seed(tmp_path):
+    from research.realmodel_trl import compare_trainers, plot_side_by_side, render_comparison
     from rollgym.core.errors import ConfigError
-    from rollgym.train.experiments.realmodel_trl import compare_trainers, plot_side_by_side, render_comparison
 
     ours = _results("grpo", [0.0, 0.1, 0.3], [0.9, 1.0, 1.0])
     theirs = _results("trl", [0.1, 0.2, 0.4], [0.0, 0.1, 0.0])
@@ -104,7 +104,7 @@ def test_the_documented_trainer_comparison_is_the_committed_results():
     import json
     from pathlib import Path
 
-    from rollgym.train.experiments.realmodel_trl import compare_trainers, render_comparison
+    from research.realmodel_trl import compare_trainers, render_comparison
 
     repo = Path(__file__).resolve().parents[2]
     theirs_path = repo / "docs" / "experiments" / "realmodel-trl.json"

@@ -7,14 +7,23 @@ import json
 
 import pytest
 
+from research import countdown, get, run_experiment
+from research import realmodel_qwen as q
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import Trajectory
-from rollgym.train.experiments import countdown, get, run_experiment
-from rollgym.train.experiments import realmodel_qwen as q
 
 RIGHT = "```python\ndef transform(xs):\n    return [x * 2 for x in xs]\n```"
 WRONG = "```python\ndef transform(xs):\n    return xs\n```"
 
+
+
+def test_the_full_runs_checkpoints_are_keyed_by_the_settings_alone(tmp_path):
+    """A long run resumes from ``<settings hash>/<arm>-seed<s>``: the hash covers the settings, not where the
+    experiment's code lives, so moving it (rollgym/train/experiments -> research/) resumes the same folders."""
+    full = get("realmodel-qwen").configs["full"]
+    assert q.checkpoint_dir(full, "grpo", 0, tmp_path) == tmp_path / "fe08935098af" / "grpo-seed0"
+    assert q.checkpoint_dir({**full, "grpo_steps": full["grpo_steps"] + 1}, "grpo", 0, tmp_path).parent.name != \
+        "fe08935098af"
 
 def test_the_settings_validate_and_the_design_holds():
     exp = get("realmodel-qwen")
@@ -70,9 +79,9 @@ def test_the_held_out_tasks_are_distinct_by_content_and_never_trained_on():
 def test_mixed_precision_trains_the_top_blocks_in_float32(tmp_path):
     import torch
 
+    from research.realmodel import freeze_all_but_top
     from rollgym.agents.backends.hf import TransformersBackend
     from rollgym.agents.backends.tiny import build_tiny_model
-    from rollgym.train.experiments.realmodel import freeze_all_but_top
 
     backend = TransformersBackend.from_pretrained(str(build_tiny_model(tmp_path / "tiny", seed=0)), dtype="bfloat16")
     model = backend.model

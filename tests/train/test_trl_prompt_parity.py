@@ -19,11 +19,11 @@ require_module("torch")
 require_module("trl")
 import torch  # noqa: E402
 
+from research.realmodel import BASE, trl_messages  # noqa: E402
 from rollgym.agents.backends.base import Generation, SamplingParams  # noqa: E402
 from rollgym.agents.chat import ChatAgent  # noqa: E402
 from rollgym.core.registration import make  # noqa: E402
 from rollgym.train.adapters.trl import run_trl_grpo, trl_prompt_text  # noqa: E402
-from rollgym.train.experiments.realmodel import BASE, trl_messages  # noqa: E402
 
 REAL_MODELS = ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct")
 

@@ -538,7 +538,7 @@ def test_a_program_computing_the_answer_from_the_problem_is_verified_on_fresh_in
 
 def test_the_t3rl_experiments_rows_are_templated_and_its_tool_behaviour_is_verified(
         tmp_path: os.PathLike[str]) -> None:
-    from rollgym.train.experiments.t3rl import problems, template, tool_text
+    from research.t3rl import problems, template, tool_text
 
     rows = problems(4, 0)[0]
     env = _templated_env(tmp_path, *({"id": r["id"], "problem": r["problem"], "answer": r["answer"],

@@ -50,12 +50,12 @@ _POLICIES = "rollgym.envs.code.policies"
 
 
 def _register(env_id: str, entry_point: str, description: str, components: list[str], oracle: str,
-              random_policy: str = "code_random_policy") -> None:
+              random_policy: str = "code_random_policy", superseded_by: str | None = None) -> None:
     """Register a code id; ``oracle`` and ``random_policy`` name functions of :mod:`rollgym.envs.code.policies`."""
     register_env(env_id, entry_point, description=description, family="code", components=components,
                  oracle=f"{_POLICIES}:{oracle}", random_policy=f"{_POLICIES}:{random_policy}",
                  private_state="rollgym.envs.code.private:code_private", grader="sandbox",
-                 cost="heavy" if env_id.startswith("RepoRepairReal-") else "light")
+                 cost="heavy" if env_id.startswith("RepoRepairReal-") else "light", superseded_by=superseded_by)
 
 
 _register(
@@ -102,10 +102,12 @@ _register(
     "RepoRepairReal-v0",
     "rollgym.envs.code.repo_real.env:RepoRepairRealEnv",
     description="Fix AST-injected bugs in real Python projects (sdists fetched by `rollgym data build repo-real`); "
-                "graded by each project's own hidden tests; split test_unseen holds held-out projects.",
+                "graded by each project's own hidden tests; split test_unseen holds held-out projects. "
+                "Superseded by -v1: a patch can fake pytest's report.",
     components=_REPO_REAL,
     oracle="repo_real_oracle",
     random_policy="repo_repair_random_policy",
+    superseded_by="RepoRepairReal-v1",
 )
 _register(
     "RepoRepairReal-v1",

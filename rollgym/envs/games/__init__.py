@@ -26,6 +26,7 @@ for _version, _opponent, _note in (("v1", "greedy", ""),
         random_policy=_RANDOM,
         private_state=_BOARD_PRIVATE,
         grader="pure",
+        superseded_by="ConnectFour-v1" if _version == "v0" else None,
     )
 register_env(
     "Hex-v0",
@@ -70,6 +71,7 @@ for _version, _note in (("v1", ""), ("v0", _KEPT)):
         random_policy="rollgym.agents.seat_bots:random_seat_action",
         private_state="rollgym.envs.games.private:kuhn_private",
         grader="pure",
+        superseded_by="KuhnPoker-v1" if _version == "v0" else None,
     )
     register_env(
         f"Negotiation-{_version}",
@@ -82,4 +84,5 @@ for _version, _note in (("v1", ""), ("v0", _KEPT)):
         private_state="rollgym.envs.games.private:negotiation_private",
         grader="pure",
         reward_floor=0.35,  # a fixed proposal gets a deal from the fair bot: 0.265 a game over 40 seeds (oracle 0.706)
+        superseded_by="Negotiation-v1" if _version == "v0" else None,
     )

@@ -69,4 +69,5 @@ for _version, _note in _VERSIONS:
                 oracle=_ORACLE,
                 private_state="rollgym.core.private:task_answer",
                 grader="pure",  # the reward is a verifier of the text; the python tool never grades
+                superseded_by=f"{_name}{_suffix}-v1" if _version == "v0" else None,
             )

@@ -18,11 +18,12 @@ for _version, _guard, _note in [("v1", True, ""), ("v0", False, _SUPERSEDED)]:
     register_env(f"Search-{_version}", "rollgym.envs.search.env:SearchEnv", family="search",
                  kwargs={"hedge_guard": _guard},
                  description="Multi-hop questions over a fictional encyclopaedia with search/open/find tools; "
-                             f"difficulty by hops, topology and evidence dispersion.{_note}", **_POLICIES)
+                             f"difficulty by hops, topology and evidence dispersion.{_note}",
+                 superseded_by="Search-v1" if _note else None, **_POLICIES)
     register_env(f"SearchQA-{_version}", "rollgym.envs.search.env:SearchQAEnv", family="search",
                  kwargs={"hedge_guard": _guard},
                  description="Search QA mix from single-hop to multi-hop questions over a fictional "
-                             f"encyclopaedia.{_note}", **_POLICIES)
+                             f"encyclopaedia.{_note}", superseded_by="SearchQA-v1" if _note else None, **_POLICIES)
 
 register_env("SearchParallel-v0", "rollgym.envs.search.parallel:ParallelSearchEnv", family="search",
              description="Which of A, B and C came first? Comparison questions over the fictional encyclopaedia "

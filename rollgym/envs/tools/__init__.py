@@ -18,7 +18,7 @@ _COMPONENTS = ["rollgym.envs.tools.env", "rollgym.envs.tools.api", "rollgym.envs
                "rollgym.envs.tools.apps.calendar", "rollgym.envs.tools.apps.payments",
                "rollgym.envs.tools.apps.notes", "rollgym.envs.tools.apps.shopping",
                "rollgym.envs.tools.apps.supervisor", "rollgym.core.toolschema",
-               "rollgym.verifiers.statediff", "rollgym.verifiers.rubric"]
+               "rollgym.verifiers.statediff", "rollgym.verifiers.rubric", "rollgym.verifiers.tools"]
 _POLICIES: dict[str, Any] = {"oracle": "rollgym.envs.tools.policies:oracle_policy",
              "random_policy": "rollgym.envs.tools.policies:random_policy",
              "private_state": "rollgym.core.private:task_answer", "grader": "pure"}
@@ -32,11 +32,11 @@ for _version, _note in ((1, ""), (0, _OLD)):
     register_env(f"ToolWorld-v{_version}", "rollgym.envs.tools.env:ToolWorldEnv", family="tools",
                  components=_COMPONENTS, kwargs={"version": _version},
                  description=f"Errands across six simulated apps (AppWorld-style), graded by database diff.{_note}",
-                 **_POLICIES)
+                 superseded_by="ToolWorld-v1" if _version == 0 else None, **_POLICIES)
     for _family, _name in _SCENARIOS.items():
         register_env(f"ToolWorld-{_name}-v{_version}", "rollgym.envs.tools.env:ToolWorldEnv", family="tools",
                      components=_COMPONENTS, kwargs={"scenario": _family, "version": _version},
                      description=f"ToolWorld restricted to the {_family.replace('_', '-')} task templates.{_note}",
-                     **_POLICIES)
+                     superseded_by=f"ToolWorld-{_name}-v1" if _version == 0 else None, **_POLICIES)
 
 __all__ = ["SCENARIO_IDS"]

@@ -9,12 +9,13 @@ from rollgym.core.errors import ConfigError
 from rollgym.core.task import Score, Task
 from rollgym.envs.tools import apps as _apps  # noqa: F401  (the app modules register their tools)
 from rollgym.envs.tools.api import Session, call_tool, tool_schemas
-from rollgym.envs.tools.checker import diff_world, grade, legacy_verdict
+from rollgym.envs.tools.checker import diff_world
 from rollgym.envs.tools.episode import ToolEpisodeEnv, check_limits
 from rollgym.envs.tools.scope import solution_tools
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import VERSIONS
 from rollgym.envs.tools.tasks.source import toolworld_difficulty
+from rollgym.verifiers.tools import grade, legacy_verdict
 
 SYSTEM_PROMPT = (
     "You are an assistant that acts for one user inside a world of apps (contacts, email, calendar, payments, "

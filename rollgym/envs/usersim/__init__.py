@@ -16,4 +16,5 @@ for _rules, _note in (("v1", ""), ("v0", _SUPERSEDED)):
                              "conversation checks. Split test_unseen holds the calendar domain." + _note,
                  oracle="rollgym.envs.usersim.policies:oracle_policy",
                  random_policy="rollgym.envs.usersim.policies:random_policy",
-                 private_state="rollgym.core.private:task_answer", grader="pure")
+                 private_state="rollgym.core.private:task_answer", grader="pure",
+                 superseded_by="UserSim-v1" if _rules == "v0" else None)

@@ -1,6 +1,6 @@
 """Grading a UserSim episode: the shared state-diff grader plus the conversation's checks.
 
-The app state is graded exactly as ToolWorld grades it (:func:`rollgym.envs.tools.checker.rubric`: every required
+The app state is graded exactly as ToolWorld grades it (:func:`rollgym.verifiers.tools.rubric`: every required
 change happened, nothing else changed in any table of the six apps). The rubric adds, all required (binary reward):
 
 * ``user_device_as_goal``: the user's phone ends as the task needs it (a locked app unlocked, nothing else
@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rollgym.core.task import Score
-from rollgym.envs.tools.checker import diff_world, rubric
+from rollgym.envs.tools.checker import diff_world
 from rollgym.envs.tools.tasks import TEMPLATES
 from rollgym.envs.tools.world import World
 from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric
+from rollgym.verifiers.tools import rubric
 
 
 @dataclass

@@ -22,11 +22,10 @@ _COMPONENTS = [
     "rollgym.envs.web.sites.travel",
     "rollgym.envs.web.tasks",
     "rollgym.envs.web.tasks.base",
-    "rollgym.envs.web.tasks.rubric",
     "rollgym.envs.web.tasks.shop",
     "rollgym.envs.web.tasks.forum",
     "rollgym.envs.web.tasks.travel",
-    "rollgym.verifiers.statediff", "rollgym.verifiers.rubric",
+    "rollgym.verifiers.statediff", "rollgym.verifiers.rubric", "rollgym.verifiers.web",
 ]
 
 _SITES = [
@@ -54,6 +53,7 @@ for _name, _sites, _what in _SITES:
             private_state="rollgym.core.private:task_answer",
             grader="pure",  # a diff of the site's database, read by the server, never by the page
             cost="heavy",  # a real Chromium per episode
+            superseded_by=f"{_name}-v2" if _version != "v2" else None,
         )
 
 _GEN_COMPONENTS = [
@@ -68,7 +68,6 @@ _GEN_COMPONENTS = [
     "rollgym.envs.web.gen.render",
     "rollgym.envs.web.gen.site",
     "rollgym.envs.web.gen.forms",
-    "rollgym.envs.web.gen.answers",
     "rollgym.envs.web.gen.driver",
     "rollgym.envs.web.gen.mechanisms",
     "rollgym.envs.web.gen.changes",

@@ -21,11 +21,11 @@ from typing import Any
 
 import gymnasium as gym
 
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, capabilities
 from rollgym.core.registration import make
 from rollgym.core.task import Task
-from rollgym.rollout.collector import run_episode
-from rollgym.rollout.episode import EpisodeLimits, arun_episode
+from rollgym.rollout.engine import EpisodeJob, EpisodePlayer, agent_name, spawn_agent
+from rollgym.rollout.episode import EpisodeLimits
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 
@@ -81,47 +81,38 @@ def play_tasks(
     group sample differently but reproducibly; the transformers backend still batches them,
     since each row carries its own seed.
     """
-    import copy
-
     kwargs = dict(env_kwargs or {})
+    caps = capabilities(agent)  # read once, here where the agent is accepted
     n = len(tasks)
     pool: list[Any] = envs if envs is not None else []
     limits = EpisodeLimits(max_steps=max_turns)
 
-    def episode_args(i: int, player: Any) -> dict[str, Any]:
-        return {
-            "seed": seed + i, "agent_seed": _agent_seed(seed, i),
-            "traj_id": f"{group_ids[i] if group_ids else tasks[i].id}-{i}",
-            "group_id": group_ids[i] if group_ids else tasks[i].id,
-            "sample_idx": sample_idx[i] if sample_idx else i, "env_id": env_id, "limits": limits,
-            "source": "policy" if getattr(player, "name", "") == "llm" else f"external:{player.name}",
-        }
+    def job(i: int, player: Any) -> EpisodeJob:
+        group_id = group_ids[i] if group_ids else tasks[i].id
+        return EpisodeJob(task_index=i, sample_idx=sample_idx[i] if sample_idx else i, seed=seed + i,
+                          agent_seed=_agent_seed(seed, i), traj_id=f"{group_id}-{i}", group_id=group_id,
+                          env_id=env_id, source="policy" if agent_name(player) == "llm" else f"external:{player.name}")
 
     def new_env() -> Any:
         return make_env() if make_env is not None else make(env_id, **kwargs)
 
-    def spawn() -> Any:
-        return agent.spawn() if hasattr(agent, "spawn") else copy.deepcopy(agent)
-
-    def release(env: Any, traj: Trajectory) -> None:
-        if traj.status == "failed" and traj.info.get("failure", {}).get("stage") in {"reset", "step"}:
-            env.close()  # a crashed env may be in any state: the pool gets a fresh one
-            env = new_env()
-        pool.append(env)
+    def player(i: int) -> EpisodePlayer:
+        """The engine's player on a pooled env reset to task ``i`` (a crashed env is replaced by a fresh one)."""
+        env = pool.pop() if pool else new_env()
+        return EpisodePlayer(FixedTask(env, tasks[i]), spawn_agent(agent, caps),
+                             lambda: FixedTask(new_env(), tasks[i]), limits)
 
     def one(i: int) -> Trajectory:
-        env = pool.pop() if pool else new_env()
-        player = spawn()
-        traj, _ = run_episode(FixedTask(env, tasks[i]), player, **episode_args(i, player))
-        release(env, traj)
-        return traj
+        p = player(i)
+        record = p.play(job(i, p.agent))
+        pool.append(p.env.env)
+        return record.trajectory
 
     async def one_async(i: int) -> Trajectory:
-        env = pool.pop() if pool else new_env()
-        player = spawn()
-        traj, _ = await arun_episode(FixedTask(env, tasks[i]), player, **episode_args(i, player))
-        release(env, traj)
-        return traj
+        p = player(i)
+        record = await p.aplay(job(i, p.agent))
+        pool.append(p.env.env)
+        return record.trajectory
 
     async def all_async() -> list[Trajectory]:
         return list(await asyncio.gather(*(one_async(i) for i in range(n))))
@@ -129,7 +120,7 @@ def play_tasks(
     if n == 0:
         return []
     try:
-        if callable(getattr(agent, "aact", None)):
+        if caps.asynchronous:
             try:
                 asyncio.get_running_loop()
             except RuntimeError:  # no loop in this thread: the usual case (a trainer's rollout hook)

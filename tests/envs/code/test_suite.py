@@ -17,7 +17,7 @@ def test_the_code_suite_runs_with_the_oracle_and_random_and_verifies(humaneval_t
     require_binary("bwrap")
     from rollgym.benchmarks.runner import AgentSpec, run_suite
     from rollgym.benchmarks.suite import load_suite
-    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.leaderboard.verify import verify_bundle
 
     suite = load_suite("code")
     assert {e.env_id for e in suite.entries} == {"HumanEval-v0", "CodeGen-v0", "RepoRepair-v0", "Terminal-v0"}

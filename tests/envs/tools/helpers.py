@@ -6,9 +6,9 @@ from typing import Any
 
 from rollgym.core.task import Task
 from rollgym.envs.tools.api import Session, call_tool
-from rollgym.envs.tools.checker import Expectation
 from rollgym.envs.tools.env import new_session
 from rollgym.envs.tools.tasks import TEMPLATES, task_world
+from rollgym.verifiers.tools import Expectation
 
 
 def expectation(task: Task) -> Expectation:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from rollgym.envs.tools.api import REGISTRY, ToolSpec, call_tool
-from rollgym.envs.tools.checker import check_answer, diff_world
+from rollgym.envs.tools.checker import diff_world
 from rollgym.envs.tools.env import new_session
 from rollgym.envs.tools.tasks import ToolTaskSource, task_world
 from rollgym.envs.tools.world import build_world
+from rollgym.verifiers.tools import check_answer
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ import pytest
 import rollgym  # noqa: F401  (registers the ids)
 from rollgym.core.toolcalls import ToolCall
 from rollgym.envs.tools import SCENARIO_IDS
-from rollgym.envs.tools.checker import CONSTANT_ANSWERS, diff_world, grade
+from rollgym.envs.tools.checker import diff_world
 from rollgym.envs.tools.env import new_session
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import templates_of
+from rollgym.verifiers.tools import CONSTANT_ANSWERS, grade
 
 from .helpers import expectation
 

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from rollgym.envs.tools.api import REGISTRY, Session, call_tool
-from rollgym.envs.tools.checker import GATE, diff_world
+from rollgym.envs.tools.checker import diff_world
 from rollgym.envs.tools.env import evaluate_session
 from rollgym.envs.tools.policies import run_reference
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import templates_of
+from rollgym.verifiers.tools import GATE
 
 from .helpers import expectation, fresh
 

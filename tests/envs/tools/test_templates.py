@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rollgym.envs.tools.checker import GATE
 from rollgym.envs.tools.env import evaluate_session
 from rollgym.envs.tools.policies import run_reference
 from rollgym.envs.tools.tasks import TEMPLATES, ToolTaskSource, task_world
 from rollgym.envs.tools.tasks.base import rows
+from rollgym.verifiers.tools import GATE
 
 from .helpers import DAMAGES, damage, expectation, fresh
 

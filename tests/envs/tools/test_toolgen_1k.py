@@ -17,13 +17,13 @@ import pytest
 import rollgym
 from rollgym.agents.base import OracleAgent
 from rollgym.envs.tools.api import Session
-from rollgym.envs.tools.checker import CONSTANT_ANSWERS
 from rollgym.envs.tools.generated import catalog, census
 from rollgym.envs.tools.generated.env import new_session
 from rollgym.envs.tools.generated.grading import diff_apps, grade
 from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of
 from rollgym.envs.tools.generated.store import NOW
 from rollgym.envs.tools.generated.tools import call
+from rollgym.verifiers.tools import CONSTANT_ANSWERS
 from tests.conftest import require_module
 from tests.serve.conftest import play_oracle_over_mcp
 

@@ -11,10 +11,10 @@ import pytest
 
 import rollgym  # noqa: F401  (registers the ids)
 from rollgym.core.toolcalls import ToolCall
-from rollgym.envs.tools.checker import CONSTANT_ANSWERS
 from rollgym.envs.tools.generated.env import new_session
 from rollgym.envs.tools.generated.grading import diff_apps, grade
 from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_of
+from rollgym.verifiers.tools import CONSTANT_ANSWERS
 
 # constants the redraw rule does not know, among them answers a lazy agent might try on these apps
 OTHER_CONSTANTS = ("11", "12", "15", "20", "25", "50", "100", "-1", "42", "0.5", "1.00", "maybe", "done", "ok",

@@ -16,9 +16,9 @@ import rollgym
 from rollgym.agents.base import OracleAgent, RandomAgent
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
-from rollgym.envs.tools.checker import GATE
 from rollgym.envs.tools.generated import SCENARIO_IDS, catalog
 from rollgym.envs.tools.generated.policies import solve_every_template
+from rollgym.verifiers.tools import GATE
 
 from .helpers import play
 

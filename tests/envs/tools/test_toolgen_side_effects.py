@@ -17,7 +17,6 @@ import pytest
 
 from rollgym.core.task import Task
 from rollgym.envs.tools.api import Session
-from rollgym.envs.tools.checker import GATE
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.env import evaluate_session, new_session, world_tools
 from rollgym.envs.tools.generated.grading import diff_apps
@@ -27,6 +26,7 @@ from rollgym.envs.tools.generated.source import ToolGenTaskSource, expectation_o
 from rollgym.envs.tools.generated.store import people
 from rollgym.envs.tools.generated.templates import as_argument, eligible, fresh_value
 from rollgym.envs.tools.generated.tools import call
+from rollgym.verifiers.tools import GATE
 
 Avoid = set[tuple[str, str, int]]
 

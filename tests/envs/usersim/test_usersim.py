@@ -217,7 +217,7 @@ def test_conversation_suite_bundles_verify_by_replay(agent: str, tmp_path: Any) 
     """Re-verification replays every recorded action: the user's replies must come out the same."""
     from rollgym.benchmarks.runner import AgentSpec, run_suite
     from rollgym.benchmarks.suite import load_suite
-    from rollgym.benchmarks.verify import verify_bundle
+    from rollgym.leaderboard.verify import verify_bundle
 
     run_suite(load_suite("conversation"), AgentSpec(agent=agent), tmp_path, limit=1)
     report = verify_bundle(tmp_path)

@@ -7,7 +7,8 @@ import pytest
 from rollgym.core.seeding import SPLITS
 from rollgym.envs.web.server import fresh_copy, query_base
 from rollgym.envs.web.tasks import TEMPLATES, WebTaskSource, grade_task, template_of
-from rollgym.envs.web.tasks.rubric import GradeContext, normalize_text, parse_money
+from rollgym.verifiers.rubric import GradeContext
+from rollgym.verifiers.web import normalize_text, parse_money
 
 ALL = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
 

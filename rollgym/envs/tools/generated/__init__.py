@@ -24,7 +24,7 @@ _COMPONENTS = [f"{_HERE}.{m}" for m in ("domains", "schema", "store", "tools", "
                                         "env")] + [
     "rollgym.envs.tools.api", "rollgym.envs.tools.checker", "rollgym.envs.tools.apps.supervisor",
     "rollgym.envs.tools.tasks.base", "rollgym.envs.tools.world", "rollgym.core.toolschema",
-    "rollgym.core.seeding", "rollgym.verifiers.statediff", "rollgym.verifiers.rubric"]
+    "rollgym.core.seeding", "rollgym.verifiers.statediff", "rollgym.verifiers.rubric", "rollgym.verifiers.tools"]
 _POLICIES: dict[str, Any] = {"oracle": f"{_HERE}.policies:oracle_policy",
                              "random_policy": "rollgym.envs.tools.policies:random_policy",
                              "private_state": "rollgym.core.private:task_answer", "grader": "pure"}

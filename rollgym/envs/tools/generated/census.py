@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from rollgym.core.seeding import split_of_key
-from rollgym.envs.tools.checker import is_degenerate
 from rollgym.envs.tools.generated import catalog
+from rollgym.verifiers.tools import is_degenerate
 
 DRAWS = 6
 """Seeded draws per template."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from rollgym.envs.tools.checker import Expectation
 from rollgym.envs.tools.generated.schema import AppSchema
 from rollgym.envs.tools.generated.store import GenApp
 from rollgym.envs.tools.generated.templates import (
@@ -20,6 +19,7 @@ from rollgym.envs.tools.generated.templates import (
     tool,
 )
 from rollgym.envs.tools.tasks.base import Params, Solution, call, choose, every
+from rollgym.verifiers.tools import Expectation
 
 
 class Owner(AppTemplate):

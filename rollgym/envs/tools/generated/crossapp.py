@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rollgym.envs.tools.checker import Expectation
 from rollgym.envs.tools.generated.schema import AppSchema
 from rollgym.envs.tools.generated.store import GenApp
 from rollgym.envs.tools.generated.templates import (
@@ -43,6 +42,7 @@ from rollgym.envs.tools.generated.templates import (
     values_text,
 )
 from rollgym.envs.tools.tasks.base import Params, Solution, call, choose, every
+from rollgym.verifiers.tools import Expectation
 
 
 def _party_id(app: GenApp, email: str) -> int | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from rollgym.envs.tools.checker import Expectation
 from rollgym.envs.tools.generated.domains import DOMAINS
 from rollgym.envs.tools.generated.schema import AppSchema, Entity
 from rollgym.envs.tools.generated.store import GenApp, people
@@ -23,6 +22,7 @@ from rollgym.envs.tools.generated.templates import (
     values_text,
 )
 from rollgym.envs.tools.tasks.base import Params, Solution, call, choose
+from rollgym.verifiers.tools import Expectation
 
 
 class Update(AppTemplate):

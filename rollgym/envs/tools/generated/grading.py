@@ -1,7 +1,7 @@
 """Grading of generated tasks with the shared state-diff grader and the whole-world gate.
 
 A generated task states its required end state as a ToolWorld
-:class:`~rollgym.envs.tools.checker.Expectation` (rows to update with their new values,
+:class:`~rollgym.verifiers.tools.Expectation` (rows to update with their new values,
 rows to delete, rows to insert, the answer). :func:`grade` turns it into an allow-list
 and grades the episode with :mod:`rollgym.verifiers.statediff` and
 :mod:`rollgym.verifiers.rubric` over **every table of every app of the episode's world**
@@ -18,10 +18,10 @@ import sqlite3
 from collections.abc import Iterable
 
 from rollgym.core.task import Score
-from rollgym.envs.tools.checker import GATE, Expectation, diff_bases, expectation_rubric, required_rules
 from rollgym.envs.tools.generated.catalog import app
 from rollgym.verifiers.rubric import GradeContext, Rubric
 from rollgym.verifiers.statediff import Rule, StateDiff
+from rollgym.verifiers.tools import GATE, Expectation, diff_bases, expectation_rubric, required_rules
 
 __all__ = ["GATE", "diff_apps", "grade", "rubric", "rules"]
 

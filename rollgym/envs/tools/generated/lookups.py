@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.envs.tools.checker import AnswerKind, Expectation
 from rollgym.envs.tools.generated.schema import AppSchema
 from rollgym.envs.tools.generated.store import GenApp
 from rollgym.envs.tools.generated.templates import (
@@ -25,6 +24,7 @@ from rollgym.envs.tools.generated.templates import (
     tool,
 )
 from rollgym.envs.tools.tasks.base import Params, Solution, choose, every
+from rollgym.verifiers.tools import AnswerKind, Expectation
 
 
 class Lookup(AppTemplate):

@@ -16,11 +16,11 @@ import numpy as np
 
 from rollgym.core.task import Task
 from rollgym.envs.tools.api import Session
-from rollgym.envs.tools.checker import is_degenerate
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.env import evaluate_session, new_session, world_tools
 from rollgym.envs.tools.generated.tools import call
 from rollgym.envs.tools.policies import drive_reference, reference_oracle
+from rollgym.verifiers.tools import is_degenerate
 
 _oracle = reference_oracle(lambda meta: catalog.template(meta["template"]).solve(dict(meta["params"])))
 

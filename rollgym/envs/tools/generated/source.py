@@ -6,7 +6,7 @@ four apps), its public parameters and the *world* it runs in: the task's apps pl
 pick the right tools and the whole-world gate watches apps the task does not name.
 
 * ``train``, ``validation`` and ``test`` draw from the 208 seen apps and are disjoint
-  by content (:func:`~rollgym.core.seeding.draw_in_split` on the template and parameters);
+  by content (:func:`~rollgym.envs.genworld.draw.draw_instance` on the template and parameters);
 * ``test_unseen`` draws from the 48 apps of the six held-out domains only.
 
 ``generation=1`` (``ToolGen-v1``) draws from the 1,024-app pool instead (832 seen apps, 192 in
@@ -14,7 +14,7 @@ pick the right tools and the whole-world gate watches apps the task does not nam
 
 Each draw picks a scenario group uniformly (lookup, edit, action, chain, cross_app), then
 an app, a kind of that group and a target; an instance that doing nothing with a constant
-answer would pass (see :data:`~rollgym.envs.tools.checker.CONSTANT_ANSWERS`) is redrawn.
+answer would pass (see :data:`~rollgym.verifiers.tools.CONSTANT_ANSWERS`) is redrawn.
 """
 
 from __future__ import annotations
@@ -27,17 +27,19 @@ import numpy as np
 
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
-from rollgym.core.seeding import content_digest, draw_in_split, task_rng
+from rollgym.core.seeding import content_digest, task_rng
 from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Task
-from rollgym.envs.tools.checker import Expectation, is_degenerate
+from rollgym.envs.genworld.draw import draw_instance
 from rollgym.envs.tools.generated import catalog
 from rollgym.envs.tools.generated.crossapp import CROSS_KINDS
 from rollgym.envs.tools.generated.kinds import KINDS
 from rollgym.envs.tools.generated.store import NOW
 from rollgym.envs.tools.generated.templates import GROUPS, GenTemplate
+from rollgym.verifiers.tools import Expectation, is_degenerate
 
 FAMILY = "ToolGen"
+MAX_ATTEMPTS = 10_000
 Candidate = tuple[str, dict[str, Any], list[str]]
 
 
@@ -192,14 +194,15 @@ class ToolGenTaskSource(UnboundedSource):
         """Task ``index`` of ``split`` (``train``, ``validation``, ``test`` or ``test_unseen``)."""
         if split not in catalog.SPLITS:
             raise ConfigError(f"Unknown split {split!r}; use one of {', '.join(catalog.SPLITS)}.")
-        if split == "test_unseen":
-            # every unseen app is outside train already: any draw will do
-            rng = task_rng(f"{FAMILY}/test_unseen", "test", index)
-            name, params, world = self._candidate(split, rng)
-        else:
-            (name, params, world), _ = draw_in_split(
-                FAMILY, split, index, lambda r: self._candidate(split, r),
-                key=lambda c: json.dumps([c[0], c[1]], sort_keys=True))
+        unseen = split == "test_unseen"  # every unseen app is outside train already: any draw will do
+        name, params, world = draw_instance(
+            (lambda _: task_rng(f"{FAMILY}/test_unseen", "test", index)) if unseen
+            else (lambda attempt: task_rng(FAMILY, split, index, attempt)),
+            lambda rng: self._candidate(split, rng), split=split,
+            key=None if unseen else lambda c: json.dumps([c[0], c[1]], sort_keys=True),
+            max_attempts=1 if unseen else MAX_ATTEMPTS,
+            failure=f"Could not draw a {split} instance for {FAMILY} in {MAX_ATTEMPTS} attempts; the configuration "
+                    "allows too few distinct instances.")
         template = catalog.template(name)
         expectation = template.expect({a: catalog.app(a) for a in template.apps}, params)
         digest = content_digest(name, json.dumps(params, sort_keys=True), length=8)

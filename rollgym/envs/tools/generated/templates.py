@@ -21,11 +21,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rollgym.envs.tools.checker import AnswerKind
 from rollgym.envs.tools.generated.domains import PHRASES
 from rollgym.envs.tools.generated.schema import Action, AppSchema, Entity, Field
 from rollgym.envs.tools.generated.store import TODAY, GenApp, day
 from rollgym.envs.tools.tasks.base import Call, Template, call, every
+from rollgym.verifiers.tools import AnswerKind
 
 Apps = dict[str, GenApp]
 Row = dict[str, Any]

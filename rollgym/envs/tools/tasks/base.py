@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
-from rollgym.envs.tools.checker import AnswerKind, Expectation
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.tools import AnswerKind, Expectation
 
 Call = tuple[str, dict[str, Any]]
 Solution = Generator[Call, Any, str | None]

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rollgym.envs.tools.api import TIME_FORMAT
-from rollgym.envs.tools.checker import Expectation
 from rollgym.envs.tools.tasks.base import (
     Params,
     Solution,
@@ -25,6 +24,7 @@ from rollgym.envs.tools.tasks.base import (
     rows,
 )
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.tools import Expectation
 
 TITLES = ["Budget check-in", "Roadmap chat", "Tennis", "Lunch", "Study session", "Pair programming"]
 

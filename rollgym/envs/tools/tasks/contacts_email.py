@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from rollgym.envs.tools.checker import Expectation, contains, json_set
 from rollgym.envs.tools.tasks.base import (
     Params,
     Solution,
@@ -19,6 +18,7 @@ from rollgym.envs.tools.tasks.base import (
     rows,
 )
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.tools import Expectation, contains, json_set
 
 RELATIONSHIPS = ["friend", "family", "coworker", "neighbor"]
 SUBJECTS = ["Saturday plans", "Quick question", "Thanks!", "Notes from today", "Book club", "Running late"]

@@ -6,7 +6,6 @@ from datetime import timedelta
 
 import numpy as np
 
-from rollgym.envs.tools.checker import Expectation, contains, json_set
 from rollgym.envs.tools.tasks.base import (
     Params,
     Solution,
@@ -24,6 +23,7 @@ from rollgym.envs.tools.tasks.base import (
 from rollgym.envs.tools.tasks.calendar_payments import find_event, own_future_events, shift
 from rollgym.envs.tools.tasks.notes_shopping import find_note, my_orders, own_notes
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.tools import Expectation, contains, json_set
 
 RELATIONSHIPS = ["friend", "family", "coworker", "neighbor"]
 

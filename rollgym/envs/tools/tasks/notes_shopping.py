@@ -6,7 +6,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from rollgym.envs.tools.checker import Expectation, contains
 from rollgym.envs.tools.tasks.base import (
     Params,
     Solution,
@@ -23,6 +22,7 @@ from rollgym.envs.tools.tasks.base import (
     rows,
 )
 from rollgym.envs.tools.world import World
+from rollgym.verifiers.tools import Expectation, contains
 
 NEW_NOTES = [("Grocery list", "eggs, rice, lemons"), ("Call plan", "call the bank on Tuesday"),
              ("Gift ideas for mum", "scarf or a cookbook"), ("Weekend", "hike if it is sunny"),

@@ -12,9 +12,9 @@ from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, draw_in_split
 from rollgym.core.task import Task
-from rollgym.envs.tools.checker import is_degenerate
 from rollgym.envs.tools.tasks.base import TEMPLATES, VERSIONS, TaskTemplate, templates_of
 from rollgym.envs.tools.world import World, base_world
+from rollgym.verifiers.tools import is_degenerate
 
 N_WORLDS = 16
 WORLD_SEED_BASE = 5000
@@ -82,7 +82,7 @@ class ToolTaskSource:
 
     ``version`` picks the task rules: version 0 draws every instance in which doing nothing with no answer
     fails; version 1 (the default) also redraws any instance that a constant answer (``"0"``, ``""``,
-    ``"yes"``, ... see :data:`~rollgym.envs.tools.checker.CONSTANT_ANSWERS`) would solve without a call, and
+    ``"yes"``, ... see :data:`~rollgym.verifiers.tools.CONSTANT_ANSWERS`) would solve without a call, and
     asks for the items instead of a count.
     """
 

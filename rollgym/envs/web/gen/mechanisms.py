@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.envs.web.gen.answers import guessable
 from rollgym.envs.web.gen.domain import TODAY
 from rollgym.envs.web.gen.driver import Driver
 from rollgym.envs.web.gen.kinds import FieldSpec, Kind
@@ -32,6 +31,7 @@ from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks.base import Solution, answer, click
 from rollgym.verifiers.statediff import Rule, added, deleted
+from rollgym.verifiers.web import guessable
 
 Drawn = tuple[dict[str, Any], Any] | None
 _PHRASES = ("Thanks for the clear write-up", "Please double-check the details", "Following up on this today",

@@ -26,17 +26,18 @@ import numpy as np
 
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
-from rollgym.core.seeding import content_digest, split_of_key, stable_int
+from rollgym.core.seeding import content_digest, stable_int
 from rollgym.core.task import Score, Task
+from rollgym.envs.genworld.draw import draw_instance
 from rollgym.envs.web.gen import changes
 from rollgym.envs.web.gen import mechanisms as m
-from rollgym.envs.web.gen.answers import matches
 from rollgym.envs.web.gen.domain import site_keys, site_spec
 from rollgym.envs.web.gen.kinds import KINDS, Kind, TemplateSpec
 from rollgym.envs.web.server import query_base, site
 from rollgym.envs.web.tasks.base import SITE_GATE
-from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_criteria
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_rubric
 from rollgym.verifiers.statediff import Query, Rule, diff_snapshots, snapshot
+from rollgym.verifiers.web import matches
 
 MECHANISMS: dict[str, m.Mechanism] = {
     "extreme": m.Extreme(), "kth": m.Kth(), "lookup": m.Lookup(), "find_by_code": m.FindByCode(),
@@ -167,25 +168,25 @@ class GenTaskSource:
         if not isinstance(index, int) or index < 0:
             raise ConfigError(f"Task index must be a non-negative integer, got {index!r}.")
         keys = split_sites(split, self.kinds, self.sites)
-        for attempt in range(MAX_ATTEMPTS):
-            rng = _rng(split, index, attempt)
+
+        def candidate(rng: np.random.Generator) -> tuple[str, GenTemplate, dict[str, Any], Any] | None:
             key = keys[int(rng.integers(len(keys)))]
             spec = site_spec(key)
             names = [f"{spec.kind.key}.{t.name}" for t in spec.kind.templates]
             if self.templates is not None:
                 names = [n for n in names if n in self.templates]
                 if not names:
-                    continue
+                    return None
             template = TEMPLATES[names[int(rng.integers(len(names)))]]
             drawn = template.mechanism.sample(context(key), template.spec.options, rng)
-            if drawn is None:
-                continue
-            params, answer = drawn
-            content = json.dumps([key, template.name, params], sort_keys=True)
-            if split != "test_unseen" and split_of_key(content) != split:
-                continue
-            return self._make(key, template, params, answer)
-        raise ConfigError(f"Could not draw a {split} task in {MAX_ATTEMPTS} attempts; widen kinds, sites or templates.")
+            return None if drawn is None else (key, template, *drawn)
+
+        key, template, params, answer = draw_instance(
+            lambda attempt: _rng(split, index, attempt), candidate, split=split,
+            key=None if split == "test_unseen" else lambda c: json.dumps([c[0], c[1].name, c[2]], sort_keys=True),
+            max_attempts=MAX_ATTEMPTS,
+            failure=f"Could not draw a {split} task in {MAX_ATTEMPTS} attempts; widen kinds, sites or templates.")
+        return self._make(key, template, params, answer)
 
     def _make(self, key: str, template: GenTemplate, params: dict[str, Any], answer: Any) -> Task:
         spec = site_spec(key)
@@ -222,13 +223,12 @@ def rubric_of(task: Task) -> Rubric:
         kind, unit = template.mechanism.answer_type(context(task.meta["site"]), template.spec.options,
                                                     task.meta["params"])
         expected = task.answer
-        criteria = [Criterion("answer_correct", 1.0, lambda ctx: matches(kind, expected, ctx.answer, unit),
-                              "the answer is the value the site holds")]
-        criteria += state_criteria(rules, goal=None, gate=SITE_GATE,
-                                   gate_description="no row of any table changed beyond the user's sign-ins")
-        return Rubric(criteria)
-    gate = "no row of any table of the site changed beyond what the task allows"
-    return Rubric(state_criteria(rules, goal="goal_reached", gate=SITE_GATE, gate_description=gate), asks_answer=False)
+        answer = Criterion("answer_correct", 1.0, lambda ctx: matches(kind, expected, ctx.answer, unit),
+                           "the answer is the value the site holds")
+        return state_rubric(rules, goal=None, gate=SITE_GATE, answer=answer,
+                            gate_description="no row of any table changed beyond the user's sign-ins")
+    return state_rubric(rules, goal="goal_reached", gate=SITE_GATE,
+                        gate_description="no row of any table of the site changed beyond what the task allows")
 
 
 @cache

@@ -22,8 +22,8 @@ from rollgym.core.task import Score, Task
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.tasks import forum, shop, travel
 from rollgym.envs.web.tasks.base import SITE_GATE, TaskTemplate
-from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, Query, Rubric
-from rollgym.verifiers.statediff import Snapshot, StateDiff, diff_snapshots, snapshot
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric
+from rollgym.verifiers.statediff import Query, Snapshot, StateDiff, diff_snapshots, snapshot
 
 TEMPLATES: dict[str, TaskTemplate] = {t.name: t for t in [*shop.TEMPLATES, *forum.TEMPLATES, *travel.TEMPLATES]}
 SITE_KEYS = ("shop", "forum", "travel")

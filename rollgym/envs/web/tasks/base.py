@@ -22,9 +22,9 @@ import numpy as np
 from rollgym.envs.web.observation import Element, PageView
 from rollgym.envs.web.server import query_base
 from rollgym.envs.web.sites import SITES
-from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, Rubric, changed_ids, new_rows
-from rollgym.verifiers.rubric import collateral_gate
+from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, collateral_gate
 from rollgym.verifiers.statediff import Rule, added, deleted
+from rollgym.verifiers.web import changed_ids, new_rows
 
 SITE_GATE = "site_unchanged_beyond_task"
 """The whole-site gate: no row of any table of the site changed beyond what the task allows."""

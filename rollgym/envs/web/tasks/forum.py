@@ -19,8 +19,9 @@ from rollgym.envs.web.tasks.base import (
     select,
     sign_in,
 )
-from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, answer_equals, changed_ids, new_rows
+from rollgym.verifiers.rubric import Criterion, GradeContext
 from rollgym.verifiers.statediff import Rule, added, changed
+from rollgym.verifiers.web import answer_equals, changed_ids, new_rows
 
 PHRASES = [
     "water early in the morning",

@@ -20,16 +20,9 @@ from rollgym.envs.web.tasks.base import (
     select,
     sign_in,
 )
-from rollgym.envs.web.tasks.rubric import (
-    Criterion,
-    GradeContext,
-    answer_equals,
-    changed_ids,
-    new_rows,
-    normalize_text,
-    parse_money,
-)
+from rollgym.verifiers.rubric import Criterion, GradeContext
 from rollgym.verifiers.statediff import Rule, added, changed
+from rollgym.verifiers.web import answer_equals, changed_ids, new_rows, normalize_text, parse_money
 
 SORT_LABELS = {"cheapest": "Price: low to high", "most expensive": "Price: high to low"}
 

@@ -12,8 +12,9 @@ import numpy as np
 from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.sites.travel import AIRPORTS, FIRST_DAY, LAST_DAY, SURNAMES
 from rollgym.envs.web.tasks.base import Solution, TaskTemplate, answer, click, fill, goto, select, sign_in
-from rollgym.envs.web.tasks.rubric import Criterion, GradeContext, answer_equals, changed_ids, new_rows, normalize_text
+from rollgym.verifiers.rubric import Criterion, GradeContext
 from rollgym.verifiers.statediff import Rule, added, changed
+from rollgym.verifiers.web import answer_equals, changed_ids, new_rows, normalize_text
 
 GIVEN = ["Alex", "Billie", "Charlie", "Dani", "Eli", "Frankie", "Jo", "Kim", "Robin", "Sam", "Toni", "Yuki"]
 FLIGHT_RE = re.compile(r"[A-Z]{2}\d+")

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from rollgym.core.errors import ConfigError
-from rollgym.envs.web.gen.answers import CONSTANT_ANSWERS, matches, read_date, read_int, read_money
 from rollgym.envs.web.gen.domain import site_keys
 from rollgym.envs.web.gen.kinds import KINDS
 from rollgym.envs.web.gen.tasks import GEN_SPLITS, TEMPLATES, GenTaskSource, grade_answer, rubric_of
 from rollgym.envs.web.server import fresh_copy
 from rollgym.verifiers.rubric import GradeContext
 from rollgym.verifiers.statediff import StateDiff
+from rollgym.verifiers.web import CONSTANT_ANSWERS, matches, read_date, read_int, read_money
 
 SOURCE = GenTaskSource("WebGen-v0")
 OTHER_CONSTANTS = ("11", "12", "20", "25", "50", "100", "42", "1.00", "$0.00", "0 USD", "2026-03-01", "today",

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.runner import ArmResult, Experiment
 
 ARMS = ("no-filter", "filter", "refill")
 

@@ -1,6 +1,6 @@
 """ECHO's rollout controls (adaptive width, confidence pruning) against entropy trees and independent samples.
 
-The setting of :mod:`~rollgym.train.experiments.branching` (the warmed-up tiny Countdown model, the same tasks
+The setting of :mod:`~research.branching` (the warmed-up tiny Countdown model, the same tasks
 per seed, the same budget of policy-sampled tokens per task, rollouts counted in the order they were made
 while they fit the budget), with three arms:
 
@@ -19,89 +19,48 @@ task. Sampling only, no training step.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.branching import _independent, within_budget
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.budget import budget_experiment, budget_result, for_each_task, setting, task_rollouts
+from research.runner import ArmResult
 
 ARMS = ("independent", "tree-entropy", "tree-width", "tree-echo")
 
 
 def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
-    from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
-    from rollgym.core.registration import make
-    from rollgym.rollout.branching import agrow_tree
     from rollgym.rollout.echo import EchoOptions
 
-    backend = countdown.fresh(ctx)
-    tasks = countdown.train_tasks(config, 0, seed, n=config["tasks"])
-    budget, roots = config["token_budget"], config["roots"]
-    agent = ChatAgent(backend, SamplingParams(max_tokens=config["max_tokens"], temperature=config["temperature"]),
-                      system_prompt="")
+    backend, sampling, tasks = setting(ctx, config, seed)
+    agent = ChatAgent(backend, sampling, system_prompt="")
     echo = EchoOptions(adaptive_width=True, max_width=config["max_width"],
                        prune_below=config["prune_below"] if arm == "tree-echo" else None,
                        tail_window=config["tail_window"], patience=config["patience"])
 
-    async def one(index: int, task: Any) -> tuple[list[Any], int]:
-        env = make(config["env_id"], split="train", **config["env_kwargs"])
-        seed_of_task = seed * 1_000_003 + index
-        options = {"task": task}
-        try:
-            if arm == "independent":
-                trajs = await _independent(env, agent.spawn(), seed=seed_of_task, options=options, budget=budget,
-                                           roots=roots, agent_seed=seed_of_task, group_id=f"t{index}")
-            else:
-                trajs = await agrow_tree(
-                    env, agent.spawn(), seed=seed_of_task, options=options, roots=roots, token_budget=budget,
-                    forks_per_round=config["forks"], min_gap=config["min_gap"], agent_seed=seed_of_task,
-                    group_id=f"t{index}", echo=None if arm == "tree-entropy" else echo)
-            kept = within_budget(trajs, budget)
-            return kept, sum(bool(t.metrics.get("pruned")) for t in kept)
-        finally:
-            env.close()
+    async def one(index: int, task: Any) -> list[Any]:
+        return await task_rollouts(arm, agent.spawn(), config, seed, index, task,
+                                   echo=None if arm == "tree-entropy" else echo)
 
-    async def everything() -> list[tuple[list[Any], int]]:
-        return list(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
-
-    results = asyncio.run(everything())
-    groups = [g for g, _ in results]
-    n = len(groups)
-    solved = [any(t.correct for t in g) for g in groups]
-    mixed = [any(t.correct for t in g) and not all(t.correct for t in g) for g in groups]
-    sizes = [len(g) for g in groups]
-    tokens = [sum(int(sum(t.loss_mask)) for t in g) for g in groups]
-    extras = {"rollouts_per_task": sum(sizes) / n, "informative_groups": sum(mixed) / n,
-              "pruned_per_task": sum(p for _, p in results) / n}
-    cost = {"policy_tokens": float(sum(tokens)), "rollouts": float(sum(sizes))}
-    return ArmResult(sum(solved) / n, cost, [], extras)
+    return budget_result(for_each_task(tasks, one),
+                         pruned_per_task=lambda group: sum(bool(t.metrics.get("pruned")) for t in group))
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = budget_experiment(
     name="echo",
     title="ECHO's adaptive branch width and confidence pruning against entropy trees and independent samples",
     question="At the same budget of policy-sampled tokens per task, do ECHO's rollout controls (branch width from "
              "entropy and group confidence, pruning of persistently unsure branches) solve more tasks than plain "
              "entropy-forked trees and than independent rollouts?",
-    metric="pass@budget",
     arms=ARMS,
-    baseline="independent",
     comparisons=(("tree-echo", "independent"), ("tree-echo", "tree-entropy"), ("tree-width", "tree-entropy"),
                  ("tree-echo", "tree-width")),
     secondary=("rollouts_per_task", "informative_groups", "pruned_per_task"),
-    prepare=countdown.prepare,
     run=run,
-    configs={
-        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 40, "token_budget": 64, "roots": 2, "forks": 2,
-                 "min_gap": 2, "eval_tasks": 300, "max_width": 3, "prune_below": 0.8, "tail_window": 8,
-                 "patience": 2},
-        "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "forks": 2, "min_gap": 2,
-                  "max_width": 3, "prune_below": 0.8, "tail_window": 8, "patience": 2},
-    },
-    seeds=8,
-    plot_curves=False,
+    full={"tasks": 40, "token_budget": 64, "roots": 2, "forks": 2, "min_gap": 2, "max_width": 3, "prune_below": 0.8,
+          "tail_window": 8, "patience": 2},
+    quick={"tasks": 3, "token_budget": 40, "roots": 2, "forks": 2, "min_gap": 2, "max_width": 3, "prune_below": 0.8,
+           "tail_window": 8, "patience": 2},
     notes="The setting of the branching experiment (its warm-up recipe, temperature 0.7, max 16 tokens a reply, "
           "budget 64 policy-sampled tokens per task, rollouts counted while they fit) on 40 tasks per seed. "
           "tree-width and tree-echo: max width 3; tree-echo prunes below a tail confidence of 0.8 (the mean "

@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.runner import ArmResult, Experiment
 
 ARMS = ("synchronous", "april")
 

@@ -26,7 +26,7 @@ The setting below was found by that search (reported in docs/experiments.md):
 
 Arms: ``base`` (the untrained model's accuracy; the same on every seed) and ``grpo`` (rollgym's
 :class:`~rollgym.train.grpo.GRPOTrainer`). The twin experiment ``realmodel-trl``
-(:mod:`rollgym.train.experiments.realmodel_trl`) runs ``trl``, TRL's ``GRPOTrainer`` through
+(:mod:`research.realmodel_trl`) runs ``trl``, TRL's ``GRPOTrainer`` through
 :func:`rollgym.train.adapters.trl.run_trl_grpo` on the same tasks, rewards, group size, learning rate and
 steps, with the same settings, so its runs pair with these seed by seed. Each seed draws its own
 training tasks and sampling seeds. A run checkpoints every ``checkpoint_every`` steps under the cache
@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from research import countdown
+from research.runner import ArmResult, Experiment, Prepared, markdown_table
 from rollgym.rollout.types import RolloutGroup, Trajectory
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.runner import ArmResult, Experiment
 
 MODEL = "smollm2-135m-instruct"
 
@@ -74,13 +74,9 @@ BASE: dict[str, Any] = {
 
 
 @dataclass
-class RealModel:
+class RealModel(Prepared):
     """The loaded model, its starting weights (the trainable part), and its held-out accuracy before training."""
 
-    model: Any
-    tokenizer: Any
-    start: dict[str, Any]
-    config: dict[str, Any]
     accuracy_base: float
     extras_base: dict[str, float]
     checkpoints: Path | None = None
@@ -206,6 +202,16 @@ def backend_of(ctx: RealModel) -> Any:
     return TransformersBackend(ctx.model, ctx.tokenizer, max_batch=128, batch_window_s=0.02)
 
 
+def resumed(trainer: Any, latest: Path, fresh: dict[str, Any], run: str) -> dict[str, Any]:
+    """The run's state saved with the checkpoint ``latest`` (the trainer restored to it, and ``run`` says so),
+    else ``fresh``: a run resumes where it stopped."""
+    if not latest.exists():
+        return fresh
+    state: dict[str, Any] = trainer.load_checkpoint(latest)
+    print(f"{run}: resumed at step {trainer.global_step}", flush=True)
+    return state
+
+
 def checkpoint_dir(config: dict[str, Any], arm: str, seed: int, root: Path | None = None) -> Path:
     """Where a run's checkpoints live: keyed by the settings, so a changed setting never resumes an old run."""
     from rollgym.agents.backends.catalog import cache_root
@@ -239,10 +245,8 @@ def run_grpo(ctx: RealModel, seed: int, config: dict[str, Any]) -> ArmResult:
                                                                micro_batch_size=8, seed=seed))
     folder = checkpoint_dir(config, "grpo", seed, ctx.checkpoints)
     latest = folder / "latest.pt"
-    state: dict[str, Any] = {"curve": [[0, ctx.accuracy_base]], "rewards": [], "strict": [], "seconds": 0.0}
-    if latest.exists():
-        state = trainer.load_checkpoint(latest)
-        print(f"[realmodel] grpo seed {seed}: resumed at step {trainer.global_step}", flush=True)
+    state = resumed(trainer, latest, {"curve": [[0, ctx.accuracy_base]], "rewards": [], "strict": [], "seconds": 0.0},
+                    f"[realmodel] grpo seed {seed}")
     started = time.perf_counter() - state["seconds"]
     while trainer.global_step < config["grpo_steps"]:
         step = trainer.global_step
@@ -358,22 +362,18 @@ def pilot(overrides: dict[str, Any], seed: int = 0, out: str | Path | None = Non
     return record
 
 
-def warm_state(ctx: RealModel) -> dict[str, Any]:
-    return ctx.start
-
-
-def labels_table(runs: Sequence[dict[str, Any]]) -> str:
-    """The share of each error label in the held-out replies, per arm (mean over seeds)."""
+def labels_table(runs: Sequence[dict[str, Any]], *, seeds: bool = False) -> str:
+    """The share of each error label in the held-out replies, per arm (mean over seeds), labels in name order;
+    ``seeds`` adds how many seeds each arm has and puts ``correct`` first."""
     arms: dict[str, list[dict[str, float]]] = {}
     for r in runs:
         if r["extras"].get("labels"):
             arms.setdefault(r["arm"], []).append(r["extras"]["labels"])
-    keys = sorted({k for rows in arms.values() for row in rows for k in row})
-    lines = ["| arm | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
-    for arm, rows in arms.items():
-        lines.append(f"| {arm} | " + " | ".join(f"{sum(r.get(k, 0.0) for r in rows) / len(rows):.2f}" for k in keys)
-                     + " |")
-    return "\n".join(lines)
+    keys = sorted({k for rows in arms.values() for row in rows for k in row},
+                  key=(lambda k: (k != "correct", k)) if seeds else None)
+    table = [[arm, *([len(rows)] if seeds else []), *(f"{sum(r.get(k, 0.0) for r in rows) / len(rows):.2f}"
+                                                       for k in keys)] for arm, rows in arms.items()]
+    return "\n".join(markdown_table(["arm", *(["seeds"] if seeds else []), *keys], table))
 
 
 EXPERIMENT = Experiment(
@@ -394,7 +394,6 @@ EXPERIMENT = Experiment(
     secondary=("answer_block", "offered_numbers"),
     seeds=3,
     quick_seeds=1,
-    warm_state=warm_state,
     notes="Compute per trained arm and seed: grpo_steps x tasks_per_step x group_size sampled replies; the "
           "trainable part is the top train_layers blocks. The base arm is the untrained model (no variance "
           "across seeds: the held-out tasks are fixed).",

@@ -11,7 +11,7 @@ detectable difference" when the interval contains 0, and its minimum detectable
 effect (the paired difference found with 80% power at alpha 0.05 over these seeds,
 :func:`~rollgym.train.stats.minimum_detectable_effect`). Each run records the starting point it began from, and
 two arms are compared only when all their runs record the same one
-(:mod:`~rollgym.train.experiments.pairing`); otherwise the comparison is refused with one sentence.
+(:mod:`~research.pairing`); otherwise the comparison is refused with one sentence.
 
 Results are written as JSON after every run (an interrupted run resumes when
 started again with the same settings), then rendered to Markdown and a PNG.
@@ -30,18 +30,22 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from research.pairing import NOT_PAIRED, START_KEYS, data_pairing_problem, pairing_problem
 from rollgym.core.doc_sections import replace_section, section_of
 from rollgym.core.errors import ConfigError
-from rollgym.train.experiments.pairing import NOT_PAIRED, START_KEYS, data_pairing_problem, pairing_problem
 from rollgym.train.figures import save_figure
 from rollgym.train.stats import Estimate, estimate, minimum_detectable_effect
 
 SCHEMA = 1
+#: How the runner was started before it moved out of the installed library into the repository's ``research/``
+#: tree; the results files written then record it, and the tables show today's command instead.
+LEGACY_COMMAND = "python -m rollgym.train.experiments"
+COMMAND = "python -m research"
 
 
 @dataclass
@@ -60,6 +64,17 @@ class ArmResult:
     cost: dict[str, float] = field(default_factory=dict)
     curve: list[tuple[float, float]] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    """What a ``prepare`` step made for every run: the model, its tokenizer, its starting weights (``start``, the
+    state every run begins from; its hash is the run's recorded starting point) and the settings."""
+
+    model: Any
+    tokenizer: Any
+    start: dict[str, Any]
+    config: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -150,10 +165,11 @@ def state_hash(state: Any) -> str:
 
 
 def _warm_state(exp: Experiment, context: Any) -> Any:
-    """The prepared model's weights: ``exp.warm_state(context)``, else a ``warm`` state_dict or a ``net`` module."""
+    """The prepared model's weights: ``exp.warm_state(context)``, else a ``start`` or ``warm`` state_dict (a
+    :class:`Prepared` context's starting weights) or a ``net`` module."""
     if exp.warm_state is not None:
         return exp.warm_state(context)
-    for key in ("warm", "net", "model"):
+    for key in ("start", "warm", "net", "model"):
         value = context.get(key) if isinstance(context, dict) else getattr(context, key, None)
         if value is None:
             continue
@@ -258,7 +274,7 @@ def run_experiment(exp: Experiment, out: str | Path, *, quick: bool = False, see
     if n_seeds < 1:
         raise ConfigError(f"seeds must be at least 1, got {n_seeds}.")
     path = Path(out) / f"{exp.name}.json"
-    command = f"python -m rollgym.train.experiments {exp.name}" + (" --quick" if quick else "") + (
+    command = f"{COMMAND} {exp.name}" + (" --quick" if quick else "") + (
         f" --seeds {n_seeds}" if n_seeds != (exp.quick_seeds if quick else exp.seeds) else "")
     runs: list[dict[str, Any]] = []
     start: dict[str, Any] | None = None  # the starting point the runs in the file came from
@@ -460,9 +476,30 @@ def _cost_text(cost: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:,.0f}" if abs(v) >= 10 else f"{k} {v:.2f}" for k, v in cost.items()) or "-"
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table's lines: the header row, its rule, then one line per row (cells as ``str`` gives them).
+
+    Example:
+        >>> markdown_table(["arm", "accuracy"], [["base", "0.25"]])
+        ['| arm | accuracy |', '|---|---|', '| base | 0.25 |']
+    """
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+
+
 def seeds_text(c: dict[str, Any]) -> str:
     """A comparison's seeds: how many, and their range."""
     return f"{len(c['seeds'])} ({c['seeds'][0]}-{c['seeds'][-1]})" if c["seeds"] else "0"
+
+
+def today_command(command: str) -> str:
+    """A recorded command as it is run today (a results file written before the move names the old module).
+
+    Example:
+        >>> today_command("python -m rollgym.train.experiments erils")
+        'python -m research erils'
+    """
+    return COMMAND + command[len(LEGACY_COMMAND):] if command.startswith(LEGACY_COMMAND + " ") else command
 
 
 def render_markdown(data: dict[str, Any]) -> str:
@@ -489,7 +526,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines += ["", note]
     lines += ["", POWER_TEXT.format(n=data["n_seeds"])]
     cfg = json.dumps(data["config"], sort_keys=True)
-    command = data["command"] or f"python -m rollgym.train.experiments {data['experiment']}"
+    command = today_command(data["command"] or f"python -m research {data['experiment']}")
     lines += ["", f"Settings: `{cfg}`; seeds 0-{data['n_seeds'] - 1} (paired: seed s gives every arm the same tasks "
                   f"and sampling seeds); reproduce with `{command}` (the run time and machine are in the JSON)."]
     start = data.get("starting_point")
@@ -510,19 +547,19 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 
 EXPERIMENTS: dict[str, str] = {
-    "erils": "rollgym.train.experiments.erils",
-    "t3rl": "rollgym.train.experiments.t3rl",
-    "dynamic": "rollgym.train.experiments.dynamic",
-    "worldmodel": "rollgym.train.experiments.worldmodel",
-    "april": "rollgym.train.experiments.april",
-    "generalization": "rollgym.train.experiments.generalization",
-    "realmodel": "rollgym.train.experiments.realmodel",
-    "realmodel-trl": "rollgym.train.experiments.realmodel_trl",
-    "realmodel-qwen": "rollgym.train.experiments.realmodel_qwen",
-    "selfplay": "rollgym.train.experiments.selfplay",
-    "branching": "rollgym.train.experiments.branching",
-    "echo": "rollgym.train.experiments.echo",
-    "resum": "rollgym.train.experiments.resum",
+    "erils": "research.erils",
+    "t3rl": "research.t3rl",
+    "dynamic": "research.dynamic",
+    "worldmodel": "research.worldmodel",
+    "april": "research.april",
+    "generalization": "research.generalization",
+    "realmodel": "research.realmodel",
+    "realmodel-trl": "research.realmodel_trl",
+    "realmodel-qwen": "research.realmodel_qwen",
+    "selfplay": "research.selfplay",
+    "branching": "research.branching",
+    "echo": "research.echo",
+    "resum": "research.resum",
 }
 """Every experiment's module by name. They are imported by name only when asked for (:func:`get`): each
 imports this runner, which imports none of them, so the package's imports run one way."""

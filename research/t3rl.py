@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from research.runner import ArmResult, Experiment, difference_text, markdown_table, mde_text, paired_comparison
 from rollgym.rollout.types import RolloutGroup
-from rollgym.train.experiments.runner import ArmResult, Experiment, difference_text, mde_text, paired_comparison
 
 ARMS = ("ttrl", "t3rl", "tool-reward")
 SWEEP = (1.0, 2.0, 3.0, 5.0, 10.0)
@@ -201,11 +201,11 @@ def prepare(config: dict[str, Any], workdir: Path) -> Setting:
     """Problem files, the tokenizer and tiny model, and the warm-up on tool and shortcut demonstrations."""
     import torch
 
+    from research.countdown import demo_config
     from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
     from rollgym.train.adapters.episodes import play_tasks
     from rollgym.train.demo import build_demo_model
-    from rollgym.train.experiments.countdown import demo_config
     from rollgym.train.sft import Demonstration, sft_train
 
     setting = Setting(config, workdir)
@@ -340,22 +340,24 @@ def render_sweep(data: dict[str, Any]) -> str:
     runs = [r for r in data["runs"] if r["arm"] == "t3rl" and "label_acc_w1" in r["extras"]]
     if not runs:
         return ""
-    lines = ["Weight sweep (pseudo-label accuracy of verification-weighted voting on the warm model's first-step "
-             "groups, 8 groups of 8 rollouts per seed; weight 1 is TTRL):", "",
-             "| verified_weight | label accuracy (mean ± 95% CI) | per seed |", "|---|---|---|"]
-    for w in SWEEP:
-        values = [r["extras"][f"label_acc_w{w:g}"] for r in runs]
-        e = estimate(values)
-        lines.append(f"| {w:g} | {e.format(3)} | {', '.join(f'{v:.3f}' for v in values)} |")
-    lines += ["", "Paired differences of label accuracy between weights (the same groups score every weight):", "",
-              "| weights | difference (mean ± 95% CI) | MDE (80% power) | reading |", "|---|---|---|---|"]
+    def accuracies(w: float) -> list[float]:
+        return [r["extras"][f"label_acc_w{w:g}"] for r in runs]
+
+    sweep = [[f"{w:g}", estimate(accuracies(w)).format(3), ", ".join(f"{v:.3f}" for v in accuracies(w))]
+             for w in SWEEP]
+    seeds = [int(r["seed"]) for r in runs]
+    differences = []
     for i, high in enumerate(SWEEP):
         for low in SWEEP[:i]:
-            seeds = [int(r["seed"]) for r in runs]
-            diffs = [r["extras"][f"label_acc_w{high:g}"] - r["extras"][f"label_acc_w{low:g}"] for r in runs]
+            diffs = [h - lo for h, lo in zip(accuracies(high), accuracies(low))]
             c = paired_comparison(f"{high:g}", f"{low:g}", "label accuracy", seeds, diffs)
-            lines.append(f"| {high:g} − {low:g} | {difference_text(c, 3)} | {mde_text(c, 3)} | {c['verdict']} |")
-    return "\n".join(lines)
+            differences.append([f"{high:g} − {low:g}", difference_text(c, 3), mde_text(c, 3), c["verdict"]])
+    return "\n".join([
+        "Weight sweep (pseudo-label accuracy of verification-weighted voting on the warm model's first-step "
+        "groups, 8 groups of 8 rollouts per seed; weight 1 is TTRL):", "",
+        *markdown_table(["verified_weight", "label accuracy (mean ± 95% CI)", "per seed"], sweep),
+        "", "Paired differences of label accuracy between weights (the same groups score every weight):", "",
+        *markdown_table(["weights", "difference (mean ± 95% CI)", "MDE (80% power)", "reading"], differences)])
 
 
 EXPERIMENT = Experiment(

@@ -1,8 +1,9 @@
 """Powered experiments: every strategy against its baseline with paired seeds, 95% intervals, a table and a plot.
 
-``python -m rollgym.train.experiments NAME [--quick] [--seeds N] [--out DIR] [--doc]``
-(or ``rollgym experiment NAME ...``). Each experiment lives in its own module and
-exposes ``EXPERIMENT`` (:class:`~rollgym.train.experiments.runner.Experiment`):
+``python -m research NAME [--quick] [--seeds N] [--out DIR] [--doc]``, from the root of a checkout: research
+runs, kept beside ``bench/`` and out of the installed package (rollgym never imports them; they import
+rollgym). Each experiment lives in its own module and
+exposes ``EXPERIMENT`` (:class:`~research.runner.Experiment`):
 
 - ``erils``: on-policy / external joint / external per-source / length-controlled (Countdown, tiny model);
 - ``t3rl``: TTRL against T^3RL test-time RL on MATHTool-style arithmetic with the real sandbox;
@@ -27,6 +28,6 @@ Results go to a scratch folder by default; ``--doc`` writes ``docs/experiments/N
 
 from __future__ import annotations
 
-from rollgym.train.experiments.runner import EXPERIMENTS, ArmResult, Experiment, get, render_markdown, run_experiment
+from research.runner import EXPERIMENTS, ArmResult, Experiment, get, render_markdown, run_experiment
 
 __all__ = ["EXPERIMENTS", "ArmResult", "Experiment", "get", "render_markdown", "run_experiment"]

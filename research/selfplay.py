@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research.runner import ArmResult, Experiment
 
 ARMS = ("per-seat-grpo", "rae")
 #: The decision points: (seat, history) with the two actions there.

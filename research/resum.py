@@ -1,6 +1,6 @@
 """ReSum's summarize-and-continue against independent samples and in-context retries, at the same token budget.
 
-The warmed-up tiny Countdown model of :mod:`~rollgym.train.experiments.countdown`, the same tasks for a seed
+The warmed-up tiny Countdown model of :mod:`~research.countdown`, the same tasks for a seed
 and the same budget of policy-sampled tokens per task in every arm (replies and summaries alike); a task is
 solved when an attempt made within the budget is correct. Attempts come from :class:`RetryCountdown`: a
 wrong answer gets "That is not right. Try again." and the episode goes on, up to ``attempts`` answers.
@@ -17,12 +17,11 @@ budget here, not whether a trained summarizer helps.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.branching import within_budget
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.budget import budget_experiment, for_each_task, setting, task_rollouts, task_seed
+from research.runner import ArmResult
 
 ARMS = ("independent", "retry", "resum")
 RETRY = "That is not right. Try again."
@@ -60,7 +59,7 @@ def _retry_env(config: dict[str, Any]) -> Any:
     return RetryCountdown()
 
 
-def _solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int, int]:
+def solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int, int]:
     """Whether an answer made within ``budget`` sampled tokens (summaries counted) was correct; the answers and
     the summaries made within it."""
     spent, answers, made, rewards = 0, 0, 0, list(traj.step_rewards)
@@ -79,34 +78,22 @@ def _solved_within(traj: Any, turns: list[Any], budget: int) -> tuple[bool, int,
 
 
 def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any]) -> ArmResult:
-    from rollgym.agents.backends.base import SamplingParams
     from rollgym.agents.chat import ChatAgent
     from rollgym.agents.resum import SummarizingAgent
-    from rollgym.core.registration import make
     from rollgym.rollout.branching import Branch
     from rollgym.rollout.episode import EpisodeLimits
-    from rollgym.train.experiments.branching import _independent
 
-    backend = countdown.fresh(ctx)
-    tasks = countdown.train_tasks(config, 0, seed, n=config["tasks"])
+    backend, sampling, tasks = setting(ctx, config, seed)
     budget = config["token_budget"]
-    sampling = SamplingParams(max_tokens=config["max_tokens"], temperature=config["temperature"])
     plain = ChatAgent(backend, sampling, system_prompt="")
     summarizing = SummarizingAgent(backend, sampling, window=config["window"], summary_tokens=config["max_tokens"],
                                    system_prompt="")
 
     async def one(index: int, task: Any) -> tuple[bool, int, int]:
-        seed_of_task = seed * 1_000_003 + index
-        options = {"task": task}
         if arm == "independent":
-            env = make(config["env_id"], split="train", **config["env_kwargs"])
-            try:
-                trajs = await _independent(env, plain.spawn(), seed=seed_of_task, options=options, budget=budget,
-                                           roots=config["roots"], agent_seed=seed_of_task, group_id=f"t{index}")
-            finally:
-                env.close()
-            kept = within_budget(trajs, budget)
+            kept = await task_rollouts(arm, plain.spawn(), config, seed, index, task)
             return any(t.correct for t in kept), len(kept), 0
+        seed_of_task, options = task_seed(seed, index), {"task": task}
         env = _retry_env(config)
         agent = (summarizing if arm == "resum" else plain).spawn()
         try:
@@ -116,38 +103,27 @@ def run(ctx: countdown.TinyCountdown, arm: str, seed: int, config: dict[str, Any
         finally:
             env.close()
         traj.metrics["summary_turns"] = list(agent.summary_turns) if isinstance(agent, SummarizingAgent) else []
-        return _solved_within(traj, list(agent.turns), budget)
+        return solved_within(traj, list(agent.turns), budget)
 
-    async def everything() -> list[tuple[bool, int, int]]:
-        return list(await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks))))
-
-    results = asyncio.run(everything())
+    results = for_each_task(tasks, one)
     n = len(results)
     extras = {"answers_per_task": sum(a for _, a, _ in results) / n,
               "summaries_per_task": sum(s for _, _, s in results) / n}
     return ArmResult(sum(s for s, _, _ in results) / n, {"tasks": float(n)}, [], extras)
 
 
-EXPERIMENT = Experiment(
+EXPERIMENT = budget_experiment(
     name="resum",
     title="ReSum's summarize-and-continue against independent samples and in-context retries",
     question="At the same budget of policy-sampled tokens per task, does one episode of retries that summarizes and "
              "continues when its context reaches a window solve more tasks than independent samples, and than the "
              "same retries in a growing context?",
-    metric="pass@budget",
     arms=ARMS,
-    baseline="independent",
     comparisons=(("resum", "independent"), ("resum", "retry"), ("retry", "independent")),
     secondary=("answers_per_task", "summaries_per_task"),
-    prepare=countdown.prepare,
     run=run,
-    configs={
-        "full": {**countdown.BASE, "sft_steps": 150, "tasks": 40, "token_budget": 128, "roots": 2, "attempts": 12,
-                 "window": 128, "eval_tasks": 300},
-        "quick": {**countdown.QUICK, "tasks": 3, "token_budget": 40, "roots": 2, "attempts": 4, "window": 64},
-    },
-    seeds=8,
-    plot_curves=False,
+    full={"tasks": 40, "token_budget": 128, "roots": 2, "attempts": 12, "window": 128},
+    quick={"tasks": 3, "token_budget": 40, "roots": 2, "attempts": 4, "window": 64},
     notes="The branching experiment's warm-up recipe, temperature 0.7, max 16 tokens a reply and a summary, "
           "budget 128 policy-sampled tokens per task, 40 tasks per seed. Retry episodes allow 12 answers; the "
           "budget is counted over the turns in order (a summary's tokens count), and an answer or a summary "

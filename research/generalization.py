@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research.runner import ArmResult, Experiment, markdown_table
 
 ENV = "ToolGen-v0"
 ENV_KWARGS: dict[str, Any] = {"kinds": ["create_party", "create_item"], "distractors": 0,
@@ -333,17 +333,14 @@ def _cell(solved: int, n: int, per_seed: Sequence[float]) -> dict[str, Any]:
 
 def render_side_by_side(data: dict[str, Any]) -> str:
     """The Markdown table of :func:`side_by_side`: rate [95% Wilson interval] (per seed)."""
-    head = "| agent | train (seen tasks) | test (new tasks, seen apps) | test_unseen (held-out apps) |"
-    lines = ["Train vs test vs test_unseen (success over all seeds, 95% Wilson interval, per seed in brackets):",
-             "", head, "|---|---|---|---|"]
-    for row in side_by_side(data):
-        cells = []
-        for split in SPLITS:
-            c = row["cells"][split]
-            seeds = f" ({', '.join(f'{v:.2f}' for v in c['per_seed'])})" if c["per_seed"] else ""
-            cells.append(f"{c['rate']:.3f} [{c['low']:.2f}, {c['high']:.2f}]{seeds}")
-        lines.append(f"| {row['agent']} | {' | '.join(cells)} |")
-    return "\n".join(lines)
+    def cell(c: dict[str, Any]) -> str:
+        seeds = f" ({', '.join(f'{v:.2f}' for v in c['per_seed'])})" if c["per_seed"] else ""
+        return f"{c['rate']:.3f} [{c['low']:.2f}, {c['high']:.2f}]{seeds}"
+
+    header = ["agent", "train (seen tasks)", "test (new tasks, seen apps)", "test_unseen (held-out apps)"]
+    rows = [[row["agent"], *(cell(row["cells"][split]) for split in SPLITS)] for row in side_by_side(data)]
+    return "\n".join(["Train vs test vs test_unseen (success over all seeds, 95% Wilson interval, per seed in "
+                      "brackets):", "", *markdown_table(header, rows)])
 
 
 EXPERIMENT = Experiment(

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.train.experiments import countdown
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research import countdown
+from research.runner import ArmResult, Experiment
 
 ARMS = ("on-policy", "external-joint", "external-per-source", "external-length", "external-joint-length")
 #: The arms whose external rollouts share the on-policy group's baseline (joint reward processing).

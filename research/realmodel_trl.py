@@ -1,7 +1,7 @@
 """The real-model experiment's twin: TRL's ``GRPOTrainer`` on the very settings of ``realmodel``.
 
 Same model, tasks, shaped reward, group size, learning rate, steps and held-out evaluation as
-:mod:`rollgym.train.experiments.realmodel` (whose docstring describes them); the ``trl`` arm trains
+:mod:`research.realmodel` (whose docstring describes them); the ``trl`` arm trains
 through :func:`rollgym.train.adapters.trl.run_trl_grpo`. The ``base`` arm is the same untrained model,
 so seed ``s`` here pairs with seed ``s`` there.
 """
@@ -14,10 +14,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from research import realmodel
+from research.pairing import run_start
+from research.runner import by_arm, extra, mde_text, paired_comparison, save_figure
 from rollgym.core.errors import ConfigError
-from rollgym.train.experiments import realmodel
-from rollgym.train.experiments.pairing import run_start
-from rollgym.train.experiments.runner import by_arm, extra, mde_text, paired_comparison, save_figure
 from rollgym.train.stats import estimate
 
 EXPERIMENT = dataclasses.replace(
@@ -125,7 +125,7 @@ def render_comparison(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rollgym.train.experiments.realmodel_trl [GRPO_JSON TRL_JSON OUT_PNG]``: print the paired
+    """``python -m research.realmodel_trl [GRPO_JSON TRL_JSON OUT_PNG]``: print the paired
     comparison of the two trainers and draw them side by side (defaults: the committed files)."""
     import sys
 

@@ -1,7 +1,7 @@
 """The summary table at the top of ``docs/experiments.md``: every comparison of every committed results file.
 
 Like each experiment's own table it is a pure function of the JSON (:func:`render_summary`), written between
-markers (:func:`write_summary_section`, by ``python -m rollgym.train.experiments all --render --doc``) and
+markers (:func:`write_summary_section`, by ``python -m research all --render --doc``) and
 checked against the committed files by a test, so no finding in it can drift from its numbers.
 
 Example:
@@ -15,26 +15,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from research.pairing import NOT_PAIRED, data_pairing_problem
+from research.runner import EXPERIMENTS, difference_text, mde_text, seeds_text
 from rollgym.core.doc_sections import replace_section, section_of
-from rollgym.train.experiments.pairing import NOT_PAIRED, data_pairing_problem
-from rollgym.train.experiments.runner import EXPERIMENTS, difference_text, mde_text, seeds_text
 
 MARKERS = ("<!-- experiments-summary:begin -->", "<!-- experiments-summary:end -->")
 
-#: The name and section anchor each experiment has in ``docs/experiments.md``.
-LABELS: dict[str, tuple[str, str]] = {
-    "realmodel": ("Real model (SmolLM2-135M)", "realmodel"),
-    "realmodel-trl": ("Real model, TRL's trainer", "realmodel"),
-    "realmodel-qwen": ("Real model (Qwen2.5-Coder-0.5B), CodeGen", "realmodel-qwen"),
-    "erils": ("ERILS", "erils"),
-    "t3rl": ("T^3RL", "t3rl"),
-    "dynamic": ("Dynamic sampling", "dynamic"),
-    "worldmodel": ("World model", "worldmodel"),
-    "april": ("APRIL", "april"),
-    "generalization": ("Generalization", "generalization"),
-    "selfplay": ("Self-play", "selfplay"),
-    "branching": ("Branching", "branching"),
+#: The name each experiment has in the summary (else its title) ...
+NAMES: dict[str, str] = {
+    "realmodel": "Real model (SmolLM2-135M)", "realmodel-trl": "Real model, TRL's trainer",
+    "realmodel-qwen": "Real model (Qwen2.5-Coder-0.5B), CodeGen", "erils": "ERILS", "t3rl": "T^3RL",
+    "dynamic": "Dynamic sampling", "worldmodel": "World model", "april": "APRIL", "generalization": "Generalization",
+    "selfplay": "Self-play", "branching": "Branching",
 }
+#: ... and its section's anchor in ``docs/experiments.md``, where that is not its own name.
+ANCHORS: dict[str, str] = {"realmodel-trl": "realmodel"}
 
 
 def _order(data: dict[str, Any]) -> int:
@@ -48,7 +43,8 @@ def render_summary(results: Sequence[dict[str, Any]]) -> str:
              "| reading |", "|---|---|---|---|---|---|---|"]
     unpaired = []
     for data in sorted(results, key=_order):
-        name, anchor = LABELS.get(data["experiment"], (data["title"], data["experiment"]))
+        name = NAMES.get(data["experiment"], data["title"])
+        anchor = ANCHORS.get(data["experiment"], data["experiment"])
         digits = int(data.get("digits", 3))
         first = True
         for c in data["comparisons"]:
@@ -61,7 +57,7 @@ def render_summary(results: Sequence[dict[str, Any]]) -> str:
                          f"| {NOT_PAIRED if problem else c['verdict']} |")
             first = False
     lines += ["", "Generated from `docs/experiments/*.json` by `render_summary` (every comparison each file holds; "
-                  "`python -m rollgym.train.experiments all --render --doc` rewrites it). A reading of "
+                  "`python -m research all --render --doc` rewrites it). A reading of "
                   f"\"{NOT_PAIRED}\" marks a comparison whose arms' runs do not record one starting point"
                   + (f" ({', '.join(unpaired)}: see each table's note)" if unpaired else "")
                   + "; its difference, where the file recorded one, is shown with no reading."]

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.train.experiments.runner import ArmResult, Experiment
+from research.runner import ArmResult, Experiment
 
 ARMS = ("supervised", "reward-ft", "l1-ft")
 

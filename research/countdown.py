@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from research.runner import Prepared
 from rollgym.rollout.types import RolloutGroup
 
 BASE: dict[str, Any] = {
@@ -33,13 +34,9 @@ QUICK_GRPO: dict[str, Any] = {**QUICK, "tasks_per_step": 2, "group_size": 2, "ev
 
 
 @dataclass
-class TinyCountdown:
-    """A warmed-up tiny model and what every run needs."""
+class TinyCountdown(Prepared):
+    """A warmed-up tiny model (``start``: the warm weights) and its held-out accuracy."""
 
-    model: Any
-    tokenizer: Any
-    warm: dict[str, Any]
-    config: dict[str, Any]
     accuracy_warm: float
 
 
@@ -121,7 +118,7 @@ def fresh(ctx: TinyCountdown) -> Any:
     """The model reset to the warm weights, and a backend over it."""
     from rollgym.agents.backends.hf import TransformersBackend
 
-    ctx.model.load_state_dict(ctx.warm)
+    ctx.model.load_state_dict(ctx.start)
     return TransformersBackend(ctx.model, ctx.tokenizer, max_batch=512, batch_window_s=0.02)
 
 

@@ -36,15 +36,14 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from research import countdown, realmodel
+from research.runner import ArmResult, Experiment, Prepared
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.types import RolloutGroup, Trajectory
-from rollgym.train.experiments import countdown, realmodel
-from rollgym.train.experiments.runner import ArmResult, Experiment
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
 
@@ -148,13 +147,9 @@ def content_key(task: Any) -> str:
 
 
 @dataclass
-class QwenContext:
+class QwenContext(Prepared):
     """The loaded model, its starting weights (the trainable part), the held-out tasks and the base measures."""
 
-    model: Any
-    tokenizer: Any
-    start: dict[str, Any]
-    config: dict[str, Any]
     held_out: list[Any]
     accuracy_base: float = 0.0
     extras_base: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -282,11 +277,8 @@ def run_trained(ctx: QwenContext, arm: str, seed: int, config: dict[str, Any]) -
     trainer = GRPOTrainer(ctx.model, ctx.tokenizer, GRPOConfig(learning_rate=config["learning_rate"],
                                                                micro_batch_size=4, seed=seed))
     latest = checkpoint_dir(config, arm, seed, ctx.checkpoints) / "latest.pt"
-    state: dict[str, Any] = {"curve": [[0, ctx.accuracy_base]], "rewards": [], "strict": [], "format": [],
-                             "seconds": 0.0}
-    if latest.exists():
-        state = trainer.load_checkpoint(latest)
-        print(f"[realmodel-qwen] {arm} seed {seed}: resumed at step {trainer.global_step}", flush=True)
+    state = realmodel.resumed(trainer, latest, {"curve": [[0, ctx.accuracy_base]], "rewards": [], "strict": [],
+                                                "format": [], "seconds": 0.0}, f"[realmodel-qwen] {arm} seed {seed}")
     started = time.perf_counter() - state["seconds"]
     while trainer.global_step < config["grpo_steps"]:
         step = trainer.global_step
@@ -324,30 +316,12 @@ def run(ctx: QwenContext, arm: str, seed: int, config: dict[str, Any]) -> ArmRes
     return run_trained(ctx, arm, seed, config)
 
 
-def warm_state(ctx: QwenContext) -> dict[str, Any]:
-    return ctx.start
-
-
-def labels_table(runs: Sequence[dict[str, Any]]) -> str:
-    """The share of each held-out reply label per arm (mean over seeds), and how many seeds each arm has."""
-    arms: dict[str, list[dict[str, float]]] = {}
-    for r in runs:
-        if r["extras"].get("labels"):
-            arms.setdefault(r["arm"], []).append(r["extras"]["labels"])
-    keys = sorted({k for rows in arms.values() for row in rows for k in row}, key=lambda k: (k != "correct", k))
-    lines = ["| arm | seeds | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
-    for arm, rows in arms.items():
-        lines.append(f"| {arm} | {len(rows)} | "
-                     + " | ".join(f"{sum(r.get(k, 0.0) for r in rows) / len(rows):.2f}" for k in keys) + " |")
-    return "\n".join(lines)
-
-
 def render_extra(data: dict[str, Any]) -> str:
     distinct = sorted({(r["extras"].get("held_out_tasks"), r["extras"].get("held_out_distinct"))
                        for r in data["runs"] if r["extras"].get("held_out_tasks") is not None})
     told = "; ".join(f"{n} tasks, {d} distinct by reference solution" for n, d in distinct) or "not recorded"
     return (f"Held-out set: {told}.\n\nHeld-out reply labels, greedy (share of the held-out tasks; the base row "
-            f"is the model before training, the others after):\n\n" + labels_table(data["runs"]))
+            f"is the model before training, the others after):\n\n" + realmodel.labels_table(data["runs"], seeds=True))
 
 
 EXPERIMENT = Experiment(
@@ -365,7 +339,6 @@ EXPERIMENT = Experiment(
     secondary=("well_formed",),
     seeds=5,
     quick_seeds=1,
-    warm_state=warm_state,
     notes="Compute per trained arm and seed: grpo_steps x tasks_per_step x group_size sampled replies; the "
           "trainable part is the top train_layers blocks (float32 over a bfloat16 rest). The base arm is the "
           "untrained model (no variance across seeds: the held-out tasks are fixed). Run with --native-kernels.",

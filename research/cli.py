@@ -1,4 +1,4 @@
-"""The experiment runner's command line (``python -m rollgym.train.experiments`` and ``rollgym experiment``)."""
+"""The experiment runner's command line, ``python -m research`` (from the root of a checkout)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollgym.core.errors import ConfigError
-from rollgym.train.experiments import EXPERIMENTS, get
-from rollgym.train.experiments.runner import (
+from research import EXPERIMENTS, get
+from research.runner import (
     pin_kernels,
     pin_threads,
     plot,
@@ -20,13 +19,14 @@ from rollgym.train.experiments.runner import (
     run_experiment,
     write_doc_section,
 )
-from rollgym.train.experiments.summary import write_summary_section
+from research.summary import write_summary_section
+from rollgym.core.errors import ConfigError
 
 DOC = Path("docs") / "experiments.md"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The runner's arguments, shared by both entry points."""
+    """The runner's arguments."""
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"experiments to run: {', '.join(EXPERIMENTS)} or all")
     parser.add_argument("--quick", action="store_true", help="a small configuration that runs in seconds to minutes")
     parser.add_argument("--seeds", type=int, default=None, help="paired seeds (default: the experiment's, >= 5)")
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the experiments that ``args`` name; returns the exit status."""
-    if not getattr(args, "native_kernels", False) and not pin_kernels():
+    if not args.native_kernels and not pin_kernels():
         print("warning: torch was loaded before the experiment command could pin its CPU kernels to AVX2; this run "
               "uses the machine's own (its starting_point records which).", file=sys.stderr)
     if args.list or not args.names:
@@ -98,8 +98,8 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m rollgym.train.experiments NAME [--quick] [--seeds N] [--out DIR | --doc]``."""
-    parser = argparse.ArgumentParser(prog="python -m rollgym.train.experiments",
+    """Command line: ``python -m research NAME [--quick] [--seeds N] [--out DIR | --doc]``."""
+    parser = argparse.ArgumentParser(prog="python -m research",
                                      description="Powered experiments: arms x paired seeds, 95%% intervals.")
     add_arguments(parser)
     args = parser.parse_args(argv)
