@@ -128,10 +128,10 @@ def run(args: argparse.Namespace) -> int:
         agent = make_search_agent(args)
     else:
         agent = make_llm_agent(args) if args.model else make_agent(args.agent)
-    if args.model and not search:  # read once here: the async collector awaits the agent's aact
-        require_capabilities(agent, "asynchronous", purpose="evaluating a --model with the async collector")
     label = agent.name if args.model else args.agent
     driver = args.driver or ("async" if args.model and not search else "threads")
+    if args.model and not search and driver == "async":  # read once here: aact batches the model's calls
+        require_capabilities(agent, "asynchronous", purpose="--driver async with --model (model calls batched)")
     spec = RunSpec.of(args.env, args.n, args.group_size, split=args.split, seed=args.seed, out=args.out,
                       env_kwargs=env_kwargs, max_steps=args.max_steps)
     stats = EpisodeStats()
