@@ -514,14 +514,9 @@ class RemoteChatAgent:
     system_prompt: str | None = None
 
     def __call__(self) -> ChatAgent:
-        from rollgym.agents.backends.openai_http import OpenAIBackend
+        from rollgym.agents.backends import make_backend
+        from rollgym.agents.backends.catalog import load_tokenizer
 
-        tokenizer = None
-        if self.tokenizer is not None:
-            from transformers import AutoTokenizer
-
-            from rollgym.agents.backends.catalog import resolve_model
-
-            tokenizer = AutoTokenizer.from_pretrained(resolve_model(self.tokenizer))
-        backend = OpenAIBackend(self.url, model=self.model)
+        tokenizer = load_tokenizer(self.tokenizer) if self.tokenizer is not None else None
+        backend = make_backend(self.url, model=self.model)
         return ChatAgent(backend, self.sampling, tokenizer=tokenizer, system_prompt=self.system_prompt)

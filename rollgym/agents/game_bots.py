@@ -8,7 +8,7 @@ still works until rollgym 0.3.0, with a ``DeprecationWarning``.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -18,6 +18,13 @@ from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games import bots as _bots
 from rollgym.envs.games.base import GameState
 from rollgym.envs.games.replay import replay
+
+
+@runtime_checkable
+class ClosingBot(_bots.GameBot, Protocol):
+    """A bot that holds a resource (Stockfish's engine process) until ``close()``; whoever started it closes it."""
+
+    def close(self) -> None: ...
 
 
 class BotAgent(Closeable):
@@ -34,14 +41,16 @@ class BotAgent(Closeable):
     def __init__(self, bot: Any = "mcts-400", seed: int | None = None) -> None:
         self._owns_bot = isinstance(bot, str)  # a bot made here from its name is closed here
         self.bot = _bots.make_bot(bot) if isinstance(bot, str) else bot
-        self.name = str(getattr(self.bot, "name", "bot"))
+        if not isinstance(self.bot, _bots.GameBot):
+            raise ConfigError("A BotAgent plays a bot: pass a bot name such as 'mcts-400' or an object with name and "
+                              "choose().")
+        self.name = str(self.bot.name)
         self.rng = np.random.default_rng(seed)
 
     def close(self) -> None:
         """Stop the bot's engine (Stockfish) when this agent made the bot from its name; safe to call twice."""
-        closer = getattr(self.bot, "close", None)
-        if self._owns_bot and callable(closer):
-            closer()
+        if self._owns_bot and isinstance(self.bot, ClosingBot):
+            self.bot.close()
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:

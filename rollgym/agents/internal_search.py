@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.agents.model_search import ModelEvaluator, _GameAgent, game_title, position_text
+from rollgym.agents.backends.scoring import require_local_model
+from rollgym.agents.model_search import ModelEvaluator, SearchingGameAgent, game_title, position_text
 from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState, MoveError
 from rollgym.envs.games.text_env import extract_move_text
@@ -178,7 +179,7 @@ def tree_prompt(state: GameState, width: int, replies: int) -> str:
     )
 
 
-class InternalSearchAgent(_GameAgent):
+class InternalSearchAgent(SearchingGameAgent):
     """The model searches in its own context: it writes a tree of futures and a choice, which is parsed and checked.
 
     Args:
@@ -203,9 +204,7 @@ class InternalSearchAgent(_GameAgent):
                 raise ConfigError(f"The internal search's {label} must be a positive integer, got {number!r}.")
         if fallback not in FALLBACKS:
             raise ConfigError(f"Unknown fallback {fallback!r}; use one of {', '.join(FALLBACKS)}.")
-        if getattr(backend, "generate_ids", None) is None or getattr(backend, "tokenizer", None) is None:
-            raise ConfigError("Internal search needs a local transformers model (a model folder, a pulled model's "
-                              "name or a hub id), not a URL or vllm:PATH.")
+        require_local_model(backend, "Internal search", "generate_ids", "tokenizer")
         self.backend = backend
         self.width, self.replies = width, replies
         self.temperature = temperature

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from rollgym.agents.backends.scoring import pair_logprobs
+from rollgym.agents.backends.scoring import pair_logprobs, require_local_model
+from rollgym.core.agent import SeededAgent
 from rollgym.core.errors import ConfigError
 from rollgym.envs.games.base import GameState
 from rollgym.envs.games.mcts import MCTS, RandomRolloutEvaluator
@@ -122,9 +123,7 @@ class ModelEvaluator:
     def __init__(self, backend: Any, value: str = "judge", cache_size: int = 20_000) -> None:
         if value not in VALUE_MODES:
             raise ConfigError(f"Unknown value mode {value!r}; use one of {', '.join(VALUE_MODES)}.")
-        if getattr(backend, "tokenizer", None) is None or getattr(backend, "model", None) is None:
-            raise ConfigError("Model-guided search needs a local transformers model (a model folder, a pulled "
-                              "model's name or a hub id), not a URL or vllm:PATH.")
+        require_local_model(backend, "Model-guided search", "tokenizer", "model")
         self.backend = backend
         self.value_mode = value
         self.cache_size = cache_size
@@ -215,17 +214,13 @@ class ModelMCTSBot:
         return self.search.search(state, rng).move
 
 
-class _GameAgent:
-    """A game bot as a text agent: the position comes from ``info``; the reply is ``Final Answer: <move>``."""
+class SearchingGameAgent(SeededAgent):
+    """A game bot as a text agent: the position comes from ``info``; the reply is ``Final Answer: <move>``.
+
+    The base of the model-guided searches (:class:`ModelMCTSAgent`, the internal search); subclasses write
+    ``choose``."""
 
     name = "game-agent"
-
-    def __init__(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
 
     def check_env(self, env_id: str) -> None:
         """Raise :class:`ConfigError` before any work when ``env_id`` is not one of the four board games."""
@@ -243,7 +238,7 @@ class _GameAgent:
         return f"Final Answer: {state.move_to_text(self.choose(state, self.rng))}"
 
 
-class ModelMCTSAgent(_GameAgent):
+class ModelMCTSAgent(SearchingGameAgent):
     """:class:`ModelMCTSBot` as a text agent, for ``rollgym eval ENV --agent model-mcts --model M``."""
 
     def __init__(self, backend: Any, simulations: int = 16, value: str = "judge", seed: int | None = None) -> None:

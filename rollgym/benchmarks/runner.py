@@ -93,18 +93,12 @@ class AgentSpec:
             from rollgym.agents import make_agent
 
             return make_agent(self.agent)
-        from rollgym.agents.backends import SamplingParams, make_backend
-        from rollgym.agents.chat import ChatAgent
+        from rollgym.agents.backends import make_backend
+        from rollgym.agents.factory import build_llm_agent
 
-        if self._backend is None:
+        if self._backend is None:  # one backend for every entry's agent
             self._backend = make_backend(str(self.model))
-        settings = {**entry.sampling, **self.sampling}
-        known = {f.name for f in dataclasses.fields(SamplingParams)}
-        extra = {k: v for k, v in settings.items() if k not in known}
-        params = {k: v for k, v in settings.items() if k in known and k != "extra"}
-        if "stop" in params:
-            params["stop"] = tuple(params["stop"])
-        return ChatAgent(self._backend, SamplingParams(**params, extra=extra))
+        return build_llm_agent(str(self.model), sampling={**entry.sampling, **self.sampling}, backend=self._backend)
 
 
 def machine_info() -> dict[str, Any]:

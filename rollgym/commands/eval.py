@@ -9,6 +9,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from rollgym.agents.capabilities import require_capabilities
 from rollgym.commands.console import EXIT_INTERRUPTED, EpisodeStats, progress_bar, stderr, stdout
 from rollgym.commands.options import add_env_arg, parse_env_args, positive_int, seed_int
 from rollgym.core.agent import Agent
@@ -61,11 +62,11 @@ SEARCH_AGENTS = ("model-mcts", "internal-search")
 
 def make_search_agent(args: argparse.Namespace) -> Agent:
     """A model-guided search agent (:mod:`rollgym.agents.model_search`, :mod:`rollgym.agents.internal_search`)."""
-    from rollgym.agents.backends import make_backend
+    from rollgym.agents.backends import backend_kind, make_backend
 
     if not args.model:
         raise ConfigError(f"--agent {args.agent} needs --model: a model folder, a pulled model's name or a hub id.")
-    if args.model.startswith(("http://", "https://", "vllm:")):
+    if not backend_kind(args.model).local:
         raise ConfigError(f"--agent {args.agent} scores moves with a local transformers model; pass a model folder, "
                           "a pulled model's name or a hub id as --model, not a URL or vllm:PATH.")
     backend = make_backend(args.model)
@@ -83,27 +84,13 @@ def make_search_agent(args: argparse.Namespace) -> Agent:
 
 
 def make_llm_agent(args: argparse.Namespace) -> Agent:
-    """A :class:`~rollgym.agents.chat.ChatAgent` over ``--model`` (a folder, hub id, vllm:PATH or URL)."""
-    from rollgym.agents.backends import make_backend
-    from rollgym.agents.backends.base import SamplingParams
-    from rollgym.agents.chat import ChatAgent
+    """A ChatAgent over ``--model``, built by :func:`~rollgym.agents.factory.build_llm_agent`."""
+    from rollgym.agents.factory import build_llm_agent
 
-    draft = getattr(args, "draft", None)
-    if draft and args.model.startswith(("http://", "https://", "vllm:")):
-        raise ConfigError("--draft works with a local transformers model only; drop it or pass a model folder or "
-                          "a pulled model's name as --model.")
-    backend = make_backend(args.model, **({"draft": draft} if draft else {}))
-    tokenizer = None
-    if args.tokenizer:
-        from transformers import AutoTokenizer
-
-        from rollgym.agents.backends.catalog import resolve_model
-
-        tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.tokenizer))
-    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
-    agent = ChatAgent(backend, sampling, tokenizer=tokenizer)
-    agent.name = f"llm:{args.model}"  # the results file's identity names the model
-    return agent
+    sampling = {"max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p}
+    # the results file's identity names the model
+    return build_llm_agent(args.model, sampling=sampling, tokenizer=args.tokenizer or None,
+                           draft=getattr(args, "draft", None), name=f"llm:{args.model}")
 
 
 def summary_table(summary: Any) -> Table:
@@ -143,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         agent = make_llm_agent(args) if args.model else make_agent(args.agent)
     label = agent.name if args.model else args.agent
     driver = args.driver or ("async" if args.model and not search else "threads")
+    if args.model and not search and driver == "async":  # read once here: aact batches the model's calls
+        require_capabilities(agent, "asynchronous", purpose="--driver async with --model (model calls batched)")
     spec = RunSpec.of(args.env, args.n, args.group_size, split=args.split, seed=args.seed, out=args.out,
                       env_kwargs=env_kwargs, max_steps=args.max_steps)
     stats = EpisodeStats()

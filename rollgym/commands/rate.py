@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.results:
         results = load_results(args.results)
     elif game:
+        from rollgym.agents.game_bots import ClosingBot
         from rollgym.envs.games.bots import make_bot
 
         names = [b.strip() for b in args.bots.split(",") if b.strip()]
@@ -94,9 +95,8 @@ def run(args: argparse.Namespace) -> int:
                                          on_game=lambda _: progress.advance(task))
         finally:
             for bot in bots.values():
-                closer = getattr(bot, "close", None)
-                if callable(closer):
-                    closer()
+                if isinstance(bot, ClosingBot):
+                    bot.close()
         if args.out:
             save_results(results, args.out)
     else:

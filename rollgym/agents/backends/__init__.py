@@ -11,31 +11,26 @@ from rollgym.agents.backends.base import (
     Prompt,
     SamplingParams,
 )
+from rollgym.agents.backends.registry import BackendKind, backend_kind, known_backends, register_backend
 from rollgym.core.errors import ConfigError
 
 
 def make_backend(spec: str, **kwargs: Any) -> Backend:
-    """A backend from a string: an ``http(s)://`` URL, ``vllm:PATH``, or a model folder / known name / hub id.
+    """A backend from a model string: an ``http(s)://`` URL, ``vllm:PATH``, or a model folder / known name / hub id.
 
-    A known name (``rollgym models list``, e.g. ``smollm2-135m-instruct``) means its pulled folder.
+    The prefix picks the backend from :mod:`rollgym.agents.backends.registry` (add one with
+    :func:`register_backend`); a known name (``rollgym models list``, e.g. ``smollm2-135m-instruct``) means
+    its pulled folder.
 
     Example:
         >>> backend = make_backend("http://127.0.0.1:8000/v1")  # doctest: +SKIP
     """
     if not spec:
         raise ConfigError("Pass a model folder, a hub id, vllm:PATH or an http(s):// URL.")
-    if spec.startswith(("http://", "https://")):
-        from rollgym.agents.backends.openai_http import OpenAIBackend
-
-        return OpenAIBackend(spec, **kwargs)
-    if spec.startswith("vllm:"):
-        from rollgym.agents.backends.catalog import resolve_model
-        from rollgym.agents.backends.vllm_backend import VLLMBackend
-
-        return VLLMBackend(resolve_model(spec[len("vllm:"):]), **kwargs)
-    from rollgym.agents.backends.hf import TransformersBackend
-
-    return TransformersBackend.from_pretrained(spec, **kwargs)
+    return backend_kind(spec).factory(spec, **kwargs)
 
 
-__all__ = ["Backend", "BackendError", "Generation", "Prompt", "SamplingParams", "make_backend"]
+__all__ = [
+    "Backend", "BackendError", "BackendKind", "Generation", "Prompt", "SamplingParams", "backend_kind",
+    "known_backends", "make_backend", "register_backend",
+]

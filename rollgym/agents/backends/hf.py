@@ -23,7 +23,7 @@ from typing import Any
 from rollgym.agents.backends.base import Generation, Prompt, SamplingParams, check_prompts
 from rollgym.agents.backends.prefix_cache import DEFAULT_MAX_BYTES as DEFAULT_PREFIX_CACHE_BYTES
 from rollgym.agents.backends.prefix_cache import PrefixCache
-from rollgym.agents.backends.speculative import SpeculationStats, SpeculativeDecoder, load_draft
+from rollgym.agents.backends.speculative import SpeculationStats, SpeculativeDecoder, load_draft, tempered_scores
 from rollgym.core.errors import ConfigError, MissingDependencyError
 
 
@@ -370,16 +370,7 @@ class TransformersBackend:
         torch = self._torch
         if sampling.greedy:
             return logits.argmax(dim=-1)
-        scores = logits / sampling.temperature
-        if sampling.top_k and sampling.top_k > 0:
-            kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
-            scores = scores.masked_fill(scores < kth, float("-inf"))
-        if sampling.top_p < 1.0:
-            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
-            cumulative = torch.softmax(sorted_scores, dim=-1).cumsum(dim=-1)
-            drop = cumulative - torch.softmax(sorted_scores, dim=-1) >= sampling.top_p
-            sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
-            scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
+        scores = tempered_scores(torch, logits, sampling)
         cdf = torch.softmax(scores.double(), dim=-1).cumsum(dim=-1)
         chosen = torch.searchsorted(cdf, (uniform * cdf[:, -1]).unsqueeze(-1)).view(-1)
         # a uniform at the very top of the CDF can land past the last token with nonzero mass

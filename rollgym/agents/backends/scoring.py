@@ -19,6 +19,21 @@ from typing import Any
 from rollgym.core.errors import ConfigError
 
 
+def require_local_model(backend: Any, purpose: str, *members: str) -> None:
+    """One sentence when ``backend`` is not a local transformers model: it lacks one of ``members`` (``model``,
+    ``tokenizer``, ``generate_ids``...), which ``purpose`` needs to score or decode text in this process.
+
+    Example:
+        >>> require_local_model(object(), "Model-guided search", "model")
+        Traceback (most recent call last):
+        ...
+        rollgym.core.errors.ConfigError: Model-guided search needs a local transformers model (a model folder, ...
+    """
+    if any(getattr(backend, name, None) is None for name in members):
+        raise ConfigError(f"{purpose} needs a local transformers model (a model folder, a pulled model's name or a "
+                          "hub id), not a URL or vllm:PATH.")
+
+
 def continuation_logprobs(backend: Any, prompt_ids: Sequence[int], continuations: Sequence[Sequence[int]],
                           *, max_batch: int = 32) -> list[float]:
     """The summed raw log-probability of each continuation (token ids) after ``prompt_ids``.
@@ -50,11 +65,8 @@ def pair_logprobs(backend: Any, pairs: Sequence[tuple[Sequence[int], Sequence[in
     200-token position and seven one-token moves cost 207 tokens, not 1,400). Without it, every pair
     is a full right-padded row of one batch. Both give the same numbers (up to float rounding).
     """
-    model = getattr(backend, "model", None)
-    torch = getattr(backend, "_torch", None)
-    if model is None or torch is None:
-        raise ConfigError("Scoring continuations needs a local transformers model; pass a model folder, a pulled "
-                          "model's name or a hub id, not a URL or vllm:PATH.")
+    require_local_model(backend, "Scoring continuations", "model", "_torch")
+    model, torch = backend.model, backend._torch
     rows = [([int(t) for t in p], [int(t) for t in c]) for p, c in pairs]
     if any(not p for p, _ in rows):
         raise ConfigError("The prompt to score continuations after has no tokens.")

@@ -72,6 +72,14 @@ def processed_probs(torch: Any, logits: Any, sampling: SamplingParams) -> Any:
     logits = logits.double()
     if sampling.greedy:
         return torch.nn.functional.one_hot(logits.argmax(dim=-1), logits.shape[-1]).double()
+    return torch.softmax(tempered_scores(torch, logits, sampling), dim=-1)
+
+
+def tempered_scores(torch: Any, logits: Any, sampling: SamplingParams) -> Any:
+    """``logits`` over the temperature, with the tokens outside top-k and top-p set to ``-inf`` (same dtype).
+
+    Plain and speculative decoding draw from the softmax of these, so both sample one distribution.
+    """
     scores = logits / sampling.temperature
     if sampling.top_k and sampling.top_k > 0:
         kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
@@ -82,7 +90,7 @@ def processed_probs(torch: Any, logits: Any, sampling: SamplingParams) -> Any:
         drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= sampling.top_p
         sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
         scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
-    return torch.softmax(scores, dim=-1)
+    return scores
 
 
 def _draw(torch: Any, probs: Any, generator: Any) -> int:
