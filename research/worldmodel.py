@@ -43,9 +43,9 @@ def evaluate(net: Any, config: dict[str, Any], seed: int, workdir: Path, arm: st
     from rollgym.agents.worldmodels import FlowWarpWorldModel
     from rollgym.envs.worldmodel.env import WorldModelEnv
     from rollgym.envs.worldmodel.report import run_episode
-    from rollgym.envs.worldmodel.train import _save
+    from rollgym.envs.worldmodel.train import save_model
 
-    path = _save(net, workdir / f"{arm}-{seed}.pt")
+    path = save_model(net, workdir / f"{arm}-{seed}.pt")
     model = FlowWarpWorldModel(path)
     env = WorldModelEnv(size=config["size"], min_chunks=config["chunks"], max_chunks=config["chunks"],
                         mode="autoregressive")

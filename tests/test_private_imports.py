@@ -63,29 +63,16 @@ def test_no_module_of_rollout_imports_a_private_name() -> None:
     assert offenders == []
 
 
-#: Offenders outside rollout/ when the check was written (issue 44's other parts own these files); the list
-#: may only shrink: a new one fails the test.
-KNOWN_OUTSIDE_ROLLOUT = {
-    "rollgym/agents/internal_search.py: from rollgym.agents.model_search import _GameAgent",
-    "rollgym/core/env.py: from rollgym.core.registration import _REGISTRY",
-    "rollgym/envs/code/terminal_gen/checks.py: from rollgym.envs.code.terminal.env import _archive_matches",
-    "rollgym/envs/code/terminal_gen/checks.py: from rollgym.envs.code.terminal.env import _modes",
-    "rollgym/envs/web/gen/changes.py: from rollgym.envs.web.gen.mechanisms import _extreme",
-    "rollgym/envs/web/gen/changes.py: from rollgym.envs.web.gen.mechanisms import _open_extreme",
-    "rollgym/envs/web/gen/changes.py: from rollgym.envs.web.gen.mechanisms import _which",
-    "rollgym/envs/worldmodel/env.py: from rollgym.core.registration import _REGISTRY",
-    "rollgym/train/experiments/echo.py: from rollgym.train.experiments.branching import _independent",
-    "rollgym/train/experiments/resum.py: from rollgym.train.experiments.branching import _independent",
-    "rollgym/train/experiments/worldmodel.py: from rollgym.envs.worldmodel.train import _save",
-    "rollgym/verifiers/math_claims.py: from rollgym.verifiers.math_normalize import _bracketed",
-}
-
-
-def _without_line(found: str) -> str:
-    path, _line, rest = found.split(":", 2)
-    return f"{path}:{rest}"
-
-
 def test_no_module_of_rollgym_imports_another_modules_private_name() -> None:
-    found = {_without_line(line) for line in private_imports()}
-    assert sorted(found - KNOWN_OUTSIDE_ROLLOUT) == []  # a new offender (a fixed one may leave the list)
+    assert private_imports() == []
+
+
+def test_the_research_runs_import_no_private_name_of_rollgym() -> None:
+    research = ROOT.parent / "research"
+    found = []
+    for path in sorted(research.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += [f"{path.name}:{node.lineno}: {node.module}.{alias.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rollgym")
+                  for alias in node.names if alias.name.startswith("_") and not alias.name.endswith("__")]
+    assert found == []

@@ -205,10 +205,9 @@ class TextEnv(gym.Env[str, str], ABC):
     @property
     def spec_hash(self) -> str | None:
         """The content hash of this env's id, or ``None`` for an unregistered env."""
-        from rollgym.core.registration import _REGISTRY
+        from rollgym.core.registration import content_hash_of
 
-        info = _REGISTRY.get(self.env_id)
-        return info.content_hash if info is not None else None
+        return content_hash_of(self.env_id)
 
     @property
     def tools(self) -> list[dict[str, Any]]:

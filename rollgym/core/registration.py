@@ -306,6 +306,12 @@ def env_info(env_id: str) -> EnvInfo:
     raise UnknownEnvError(f"Unknown env id {env_id!r}.{hint} Run `rollgym list` to see every id.")
 
 
+def content_hash_of(env_id: str) -> str | None:
+    """The content hash of a registered id, or ``None`` for an id rollgym has not registered (no error)."""
+    info = _REGISTRY.get(_bare_id(env_id))
+    return info.content_hash if info is not None else None
+
+
 def private_state(env: gym.Env[Any, Any]) -> dict[str, Any]:
     """What the running episode of ``env`` hides from the agent, by its id's declared hook.
 

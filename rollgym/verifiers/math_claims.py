@@ -40,8 +40,8 @@ from collections import Counter
 from rollgym.verifiers.math_normalize import (
     RELATION_CHARS,
     RELATION_COMMANDS,
-    _bracketed,
     as_equals,
+    bracketed_parts,
     clean_latex,
     is_text_answer,
     parse_number,
@@ -156,7 +156,7 @@ def lists_several_values(text: str) -> bool:
         return True
     if len(split_top_level(flat, ",")) > 1 or len(split_top_level(flat, ";")) > 1 or "\\\\" in flat or "&" in flat:
         return True
-    bracketed = _bracketed(flat)
+    bracketed = bracketed_parts(flat)
     if bracketed and len(split_top_level(bracketed[1], ",")) > 1:
         return True
     commands = set(re.findall(r"\\([a-zA-Z]+)", flat))

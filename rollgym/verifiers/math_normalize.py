@@ -351,7 +351,7 @@ def split_assignment(text: str) -> Assignment:
 _LIST_OPEN = {"(": ")", "[": "]", "\\{": "\\}"}
 
 
-def _bracketed(s: str) -> tuple[str, str, str] | None:
+def bracketed_parts(s: str) -> tuple[str, str, str] | None:
     for opener, closer in _LIST_OPEN.items():
         if s.startswith(opener) and s.endswith(closer) and len(s) > len(opener) + len(closer):
             inner = s[len(opener) : -len(closer)]
@@ -440,7 +440,7 @@ def quick_compare(gold: str, pred: str, *, rules: str = "v1") -> QuickResult:
     if parse_number(pu) is not None and _not_a_scalar(gu, related):
         return QuickResult(False, "shape", g, p)
     gl, pl = _number_list(gu), _number_list(pu)
-    gbr, pbr = _bracketed(gu), _bracketed(pu)
+    gbr, pbr = bracketed_parts(gu), bracketed_parts(pu)
     if gl is not None and pl is not None:
         return QuickResult(sorted(gl) == sorted(pl), "list", g, p)
     if (gl is not None and pbr and pbr[0] != "\\{") or (pl is not None and gbr and gbr[0] != "\\{"):
@@ -463,7 +463,7 @@ def _not_a_scalar(s: str, related: Callable[[str], bool]) -> bool:
     or an expression with a free variable (a letter other than ``e`` and ``i`` outside commands)."""
     if len(split_top_level(s, ",")) > 1 or "\\cup" in s or "\\begin" in s or related(s):
         return True
-    bracketed = _bracketed(s)
+    bracketed = bracketed_parts(s)
     if bracketed and len(split_top_level(bracketed[1], ",")) > 1:
         return True
     return bool(_VARIABLE_RE.search(_COMMAND_RE.sub("", s)))

@@ -38,6 +38,38 @@ class GameBot(Protocol):
     def choose(self, state: GameState, rng: np.random.Generator) -> Any: ...
 
 
+@runtime_checkable
+class ChoosesMoves(Protocol):
+    """Anything with ``choose(state, rng)``: what an env accepts as its opponent (a name is optional)."""
+
+    def choose(self, state: GameState, rng: np.random.Generator) -> Any: ...
+
+
+@runtime_checkable
+class NamedBot(Protocol):
+    """A bot that says its name (game records and prompts use it)."""
+
+    name: str
+
+
+@runtime_checkable
+class ClosingBot(Protocol):
+    """A bot that holds a resource (Stockfish's engine process) until ``close()``."""
+
+    def close(self) -> None: ...
+
+
+def bot_name(bot: object, default: str) -> str:
+    """``bot.name`` for a named bot, else ``default``."""
+    return str(bot.name) if isinstance(bot, NamedBot) else default
+
+
+def close_bot(bot: object) -> None:
+    """Close a bot that holds a resource; nothing for one that holds none."""
+    if isinstance(bot, ClosingBot):
+        bot.close()
+
+
 class RandomBot:
     """A uniformly random legal move."""
 

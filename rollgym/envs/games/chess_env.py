@@ -8,6 +8,7 @@ import numpy as np
 
 from rollgym.core.difficulty import Level
 from rollgym.envs.games.base import GameState
+from rollgym.envs.games.bots import bot_name
 from rollgym.envs.games.chess_state import STANDARD_START, ChessState
 from rollgym.envs.games.config import ChessConfig
 from rollgym.envs.games.text_env import TwoPlayerTextEnv
@@ -133,7 +134,7 @@ class ChessEnv(TwoPlayerTextEnv):
         from rollgym.envs.games.records import chess_pgn
 
         assert self.state is not None
-        names = ["agent", str(getattr(self.opponent, "name", "opponent"))]
+        names = ["agent", bot_name(self.opponent, "opponent")]
         if self.agent_player == 1:
             names.reverse()
         result = getattr(self, "_result", None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from rollgym.core.errors import ConfigError
 from rollgym.core.sources import UnboundedSource
 from rollgym.core.task import Score, Task
 from rollgym.envs.games.base import MoveError
+from rollgym.envs.games.bots import NamedBot
 from rollgym.envs.games.config import ILLEGAL_MOVE_POLICIES
 
 __all__ = ["OUT_OF_TURN", "SeatBot", "SeatedGame", "SeatedTextEnv"]
@@ -279,6 +280,13 @@ class SeatedGame(ABC):
             raise RuntimeError("Call reset() before playing a seated game.")
 
 
+@runtime_checkable
+class ActsInSeat(Protocol):
+    """Anything with ``act(observation, info)``: what a seated env accepts as its opponent."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str: ...
+
+
 class SeatBot(Protocol):
     """A scripted player for a seat: reads the seat's observation and info, answers in text."""
 
@@ -347,10 +355,11 @@ class SeatedTextEnv(TextEnv):
             raise ConfigError(f"agent_seat must be 0 to {seats - 1} or None (alternate), got {agent_seat!r}.")
         self.agent_seat_option = agent_seat
         self.opponent = self.make_bot(opponent) if isinstance(opponent, str) else opponent
-        if not callable(getattr(self.opponent, "act", None)):
+        if not isinstance(self.opponent, ActsInSeat):
             raise ConfigError("opponent must be a bot name or an object with act(observation, info).")
         self._own_opponent = self.opponent
-        self._opponent_name = opponent if isinstance(opponent, str) else getattr(opponent, "name", None)
+        named = isinstance(opponent, NamedBot)
+        self._opponent_name = opponent if isinstance(opponent, str) else (opponent.name if named else None)
         self._level_bots: dict[str, SeatBot] = {}
         super().__init__(split=split, render_mode=render_mode)
         self.game.serve(self.env_id)

@@ -34,7 +34,7 @@ from rollgym.core.seeding import draw_in_split
 from rollgym.core.task import Score, Task
 from rollgym.core.toolcalls import ParsedToolCalls, format_tool_response, parse_tool_calls
 from rollgym.envs.games.base import GameState, MoveError
-from rollgym.envs.games.bots import make_bot
+from rollgym.envs.games.bots import ChoosesMoves, NamedBot, bot_name, close_bot, make_bot
 from rollgym.envs.games.config import AGENT_COLORS, ILLEGAL_MOVE_POLICIES, REWARD_SCHEMES, TOOL_NAMES, PlayConfig
 
 __all__ = ["AGENT_COLORS", "ILLEGAL_MOVE_POLICIES", "OPPONENT_FAILED", "REWARD_SCHEMES", "TOOL_NAMES", "GameTaskSource",
@@ -206,7 +206,7 @@ class TwoPlayerTextEnv(TextEnv):
         self._move_calls = (0, 0)  # (moves played when counted, tool calls made since)
         self._owns_opponent = isinstance(opponent, str)  # close only the bots this env started
         self.opponent = make_bot(opponent, **(opponent_kwargs or {})) if isinstance(opponent, str) else opponent
-        if not callable(getattr(self.opponent, "choose", None)):
+        if not isinstance(self.opponent, ChoosesMoves):
             raise ConfigError("opponent must be a bot name such as 'random' or 'mcts-400', or an object with choose().")
         self._own_opponent = self.opponent
         self._level_bots: dict[str, Any] = {}  # bots of difficulty levels, started on first use
@@ -276,7 +276,8 @@ class TwoPlayerTextEnv(TextEnv):
         """The game's :attr:`levels` (opponent strength, and board size where a level sets it)."""
         if not self.levels:
             return None
-        own = {"opponent": getattr(self._own_opponent, "name", None), **self.board_options()}
+        name = self._own_opponent.name if isinstance(self._own_opponent, NamedBot) else None
+        own = {"opponent": name, **self.board_options()}
         default = next((i for i, level in enumerate(self.levels)
                         if all(own.get(k) == v for k, v in level.knobs.items())), None)
         return Difficulty(self.levels, default=default,
@@ -332,7 +333,7 @@ class TwoPlayerTextEnv(TextEnv):
         me = self.state.player_names[self.agent_player]
         intro = (
             f"{self.system_prompt}\n\nYou play {me} ({'first' if self.agent_player == 0 else 'second'}); "
-            f"your opponent is {getattr(self.opponent, 'name', 'a bot')}."
+            f"your opponent is {bot_name(self.opponent, 'a bot')}."
         )
         return self._observation(events, intro=intro)
 
@@ -398,7 +399,7 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _opponent_moves(self) -> str:
         assert self.state is not None
-        name = getattr(self.opponent, "name", "the opponent")
+        name = bot_name(self.opponent, "the opponent")
         try:
             move = self.opponent.choose(self.state.copy(), self._rng)
         except Exception as exc:  # e.g. chess.engine.EngineTerminatedError: the episode fails, step does not raise
@@ -424,12 +425,10 @@ class TwoPlayerTextEnv(TextEnv):
 
     def _restart_opponent(self) -> None:
         """Close the bot after a failure (a bot with an engine starts a new one on its next move)."""
-        closer = getattr(self.opponent, "close", None)
-        if callable(closer):
-            try:
-                closer()
-            except Exception:  # the process may be gone already; the next move starts a new one
-                pass
+        try:
+            close_bot(self.opponent)
+        except Exception:  # the process may be gone already; the next move starts a new one
+            pass
 
     def _play(self, move: Any) -> str:
         """Play ``move`` on the real board and return its text (kept for the history)."""
@@ -523,7 +522,7 @@ class TwoPlayerTextEnv(TextEnv):
         from rollgym.envs.games.records import game_record
 
         assert self.state is not None
-        names = ["agent", getattr(self.opponent, "name", "opponent")]
+        names = ["agent", bot_name(self.opponent, "opponent")]
         if self.agent_player == 1:
             names.reverse()
         return game_record(self.state, players=names, result=getattr(self, "_result", None))
@@ -531,9 +530,7 @@ class TwoPlayerTextEnv(TextEnv):
     def close(self) -> None:
         bots = [*self._level_bots.values(), *([self._own_opponent] if self._owns_opponent else [])]
         for bot in bots:
-            closer = getattr(bot, "close", None)
-            if callable(closer):
-                closer()
+            close_bot(bot)
         super().close()
 
     # -- tools --------------------------------------------------------------

@@ -192,10 +192,9 @@ class WorldModelEnv(gym.Env[dict[str, np.ndarray], np.ndarray]):
     @property
     def spec_hash(self) -> str | None:
         """The content hash of this env's id (``None`` if unregistered)."""
-        from rollgym.core.registration import _REGISTRY
+        from rollgym.core.registration import content_hash_of
 
-        info = _REGISTRY.get(self.env_id)
-        return info.content_hash if info is not None else None
+        return content_hash_of(self.env_id)
 
     @property
     def difficulty(self) -> Difficulty:

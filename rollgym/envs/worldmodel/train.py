@@ -144,7 +144,7 @@ def _clips(t: dict[str, Any], rng: np.random.Generator, batch: int, context: int
     return frames[:, :context], frames[:, context:], actions, poses, t["view_ids"][vi]
 
 
-def _save(net: Any, path: Path) -> Path:
+def save_model(net: Any, path: Path) -> Path:
     torch = _torch()
     state = {k: v.detach().clone() for k, v in net.state_dict().items()}
     state["_width"] = torch.tensor(net.width)
@@ -286,13 +286,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.stage in ("supervised", "all"):
         net, _ = train_supervised(data, args.steps, batch=args.batch, width=args.width)
         out = args.out or HERE / "flowwarp_supervised.pt"
-        print(f"wrote {_save(net, out)}")
+        print(f"wrote {save_model(net, out)}")
     if args.stage in ("finetune", "all"):
         init = (args.out or HERE / "flowwarp_supervised.pt") if args.stage == "all" else args.init
         net = load_net(init)
         net, _ = finetune_with_reward(net, data, args.finetune_steps, batch=args.finetune_batch, unroll=args.unroll)
         out = args.out_finetuned if args.stage == "all" or args.out is None else args.out
-        print(f"wrote {_save(net, out)}")
+        print(f"wrote {save_model(net, out)}")
     print(f"done in {time.perf_counter() - began:.0f} s")
 
 

@@ -110,16 +110,16 @@ def test_training_from_scratch_at_small_size_beats_copy_last_and_the_finetune_be
 
     from rollgym.envs.worldmodel.dataset import simulate_dataset
     from rollgym.envs.worldmodel.models import FlowWarpWorldModel
-    from rollgym.envs.worldmodel.train import _save, finetune_with_reward, train_supervised
+    from rollgym.envs.worldmodel.train import finetune_with_reward, save_model, train_supervised
 
     torch.set_num_threads(1)
     data = simulate_dataset(24, 16, size=48)  # train split: never the scenes evaluated below
     net, losses = train_supervised(data, 400, batch=8, width=12, lr=3e-3, seed=0, log_every=0)
     assert np.mean(losses[-20:]) < np.mean(losses[:20])
-    supervised = _save(copy.deepcopy(net), tmp_path / "sup.pt")
+    supervised = save_model(copy.deepcopy(net), tmp_path / "sup.pt")
     net, rewards = finetune_with_reward(net, data, 40, batch=8, unroll=12, lr=2e-4, log_every=0)
     assert np.isfinite(rewards).all()
-    finetuned = _save(net, tmp_path / "ft.pt")
+    finetuned = save_model(net, tmp_path / "ft.pt")
 
     env = WorldModelEnv(size=48, min_chunks=3, max_chunks=3, mode="autoregressive")
     copy_last = evaluate(CopyLastModel(), env, **HELD_OUT)

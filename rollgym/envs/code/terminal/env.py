@@ -141,7 +141,7 @@ class TerminalEnv(ShellToolEnv):
         return check_state(self.session, self.task)
 
 
-def _modes(session: Session) -> dict[str, int]:
+def file_modes(session: Session) -> dict[str, int]:
     """Every path below the working folder -> its ``lstat`` mode, listed by the supervisor; ``{}`` if it
     could not be listed whole."""
     result = session.run(Job(return_modes=True))
@@ -168,7 +168,7 @@ def check_state(session: Session, task: Task) -> Score:
         answer = files.get("answer.txt", b"").decode("utf-8", "replace").strip()
         return _verdict(answer == expect["answer"], got=answer[:50])
     if kind == "permissions":
-        modes = _modes(session)
+        modes = file_modes(session)
         execs = all(p in modes and modes[p] & 0o100 for p in expect["executable"])
         plain = all(p in modes and not modes[p] & 0o111 for p in expect["not_executable"])
         private = all(p in modes and modes[p] & 0o777 == 0o600 for p in expect["mode_600"])
@@ -176,9 +176,9 @@ def check_state(session: Session, task: Task) -> Score:
         return _verdict(execs and plain and private and contents, executable=execs, others_plain=plain,
                         mode_600=private, contents_kept=contents)
     if kind == "archive":
-        return _verdict(*_archive_matches(files.get("backup.tar.gz"), expect["members"]))
+        return _verdict(*archive_matches(files.get("backup.tar.gz"), expect["members"]))
     # script: run it on hidden inputs, one run each; its output is compared here
-    modes = _modes(session)
+    modes = file_modes(session)
     if "count.sh" not in modes or not modes["count.sh"] & 0o100:
         return _verdict(False, reason="count.sh is missing or not executable")
     for i, (text, want) in enumerate(zip(expect["inputs"], expect["outputs"])):
@@ -190,7 +190,7 @@ def check_state(session: Session, task: Task) -> Score:
     return _verdict(True, hidden_inputs=len(expect["inputs"]))
 
 
-def _archive_matches(data: bytes | None, members: dict[str, str]) -> tuple[bool, ...] | Any:
+def archive_matches(data: bytes | None, members: dict[str, str]) -> tuple[bool, ...] | Any:
     """Read ``backup.tar.gz`` through a stream that counts every inflated byte, headers included."""
     if data is None:
         return False, {"reason": "backup.tar.gz is missing"}

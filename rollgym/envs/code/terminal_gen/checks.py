@@ -12,7 +12,7 @@ import zlib
 from typing import Any
 
 from rollgym.core.task import Score
-from rollgym.envs.code.terminal.env import MAX_INFLATED_BYTES, SESSION_LIMITS, _archive_matches, _modes
+from rollgym.envs.code.terminal.env import MAX_INFLATED_BYTES, SESSION_LIMITS, archive_matches, file_modes
 from rollgym.envs.code.terminal_gen.spec import Check, Spec
 from rollgym.sandbox import File, Job, Session
 
@@ -27,7 +27,7 @@ def check_spec(session: Session, spec: Spec) -> Score:
     """Run every check of ``spec`` on the session's final state; the first that fails names the reason."""
     checks: list[Check] = spec["checks"]
     files = session.read_files(["*"])
-    modes = _modes(session) if any(c["type"] in ("mode", "absent") for c in checks) else {}
+    modes = file_modes(session) if any(c["type"] in ("mode", "absent") for c in checks) else {}
     for i, check in enumerate(checks):
         ok, reason = _one(session, check, files, modes)
         if not ok:
@@ -66,7 +66,7 @@ def _one(session: Session, check: Check, files: dict[str, bytes], modes: dict[st
     if kind == "archive":
         if path not in files:
             return False, f"{path} is missing"
-        ok, details = _archive_matches(files.get(path), check["members"])
+        ok, details = archive_matches(files.get(path), check["members"])
         reason = details.get("reason") if isinstance(details, dict) else None
         return bool(ok), f"{path}: {reason or details}"
     if kind == "gzip":

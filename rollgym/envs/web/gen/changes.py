@@ -18,11 +18,11 @@ from rollgym.envs.web.gen.mechanisms import (
     Ctx,
     Drawn,
     Mechanism,
-    _extreme,
-    _open_extreme,
-    _which,
     creds,
+    draw_extreme,
+    extreme_phrase,
     new_value,
+    open_extreme,
     pick,
     shown,
     typed,
@@ -119,18 +119,19 @@ class CreateRecordExtreme(CreateRecord):
     """Make a record on the item that a category's listing ranks first by a field (found, not named)."""
 
     def _item(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
-        return _extreme(ctx, opt, rng)
+        return draw_extreme(ctx, opt, rng)
 
     def _what(self, ctx: Ctx, p: dict[str, Any]) -> str:
         return ""
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
         values = f", with {_with_values(ctx, p['values'])}" if p["values"] else ""
-        return f"{ctx.sign_in_text(p)}. Find {_which(ctx, opt, p)} and {ctx.kind.record.phrase} it{values}. {DONE}"
+        target = extreme_phrase(ctx, opt, p)
+        return f"{ctx.sign_in_text(p)}. Find {target} and {ctx.kind.record.phrase} it{values}. {DONE}"
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
         view = yield from drv.sign_in(view, p["username"], p["password"])
-        view = yield from _open_extreme(drv, opt, p, view)
+        view = yield from open_extreme(drv, opt, p, view)
         view = yield click(drv.results(view)[0])
         yield from _fill_record(drv, view, p["values"])
         yield answer("done")

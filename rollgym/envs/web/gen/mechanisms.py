@@ -172,7 +172,7 @@ class Mechanism:
 # -- questions ------------------------------------------------------------------------------------------------------
 
 
-def _extreme(ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
+def draw_extreme(ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
     """A scope of the listing and the item it ranks first by a field.
 
     The scope is a category, a category and a value of an enum field, or such a value across the whole site.
@@ -208,7 +208,7 @@ def _superlative(ctx: Ctx, opt: dict[str, Any]) -> str:
     return ctx.kind.field(opt["field"]).words[0 if opt["order"] == "asc" else 1]
 
 
-def _which(ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
+def extreme_phrase(ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
     """``the cheapest product [in the Kitchen department] [whose brand is Hoford]``."""
     k = ctx.kind
     text = f"the {_superlative(ctx, opt)} {k.singular}"
@@ -219,8 +219,8 @@ def _which(ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
     return text + ("" if "category" in p else " on the whole site")
 
 
-def _open_extreme(drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Any:
-    """Open the listing that ranks the item of :func:`_extreme` first."""
+def open_extreme(drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Any:
+    """Open the listing that ranks the item of :func:`draw_extreme` first."""
     filters = dict([p["filter"]]) if "filter" in p else None
     view = yield from drv.open_listing(view, category=p.get("category"), sort=(opt["field"], opt["order"]),
                                        filters=filters)
@@ -231,14 +231,14 @@ class Extreme(Mechanism):
     """The item of a category with the lowest or highest value of a field; answered by name."""
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
-        found = _extreme(ctx, opt, rng)
+        found = draw_extreme(ctx, opt, rng)
         return None if found is None else (found[0], found[1]["name"])
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
-        return f"On {ctx.site.name}, find {_which(ctx, opt, p)}. Answer with the {ctx.kind.singular}'s name."
+        return f"On {ctx.site.name}, find {extreme_phrase(ctx, opt, p)}. Answer with the {ctx.kind.singular}'s name."
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
-        view = yield from _open_extreme(drv, opt, p, view)
+        view = yield from open_extreme(drv, opt, p, view)
         yield answer(drv.results(view)[0].name)
 
 
@@ -316,15 +316,15 @@ class ChainCode(Mechanism):
     """The code of the extreme item of a category: find it, open it, read its code."""
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
-        found = _extreme(ctx, opt, rng)
+        found = draw_extreme(ctx, opt, rng)
         return None if found is None else (found[0], found[1]["code"])
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
         code = ctx.kind.code_label
-        return f"On {ctx.site.name}, what is the {code} of {_which(ctx, opt, p)}? Answer with the {code} only."
+        return f"On {ctx.site.name}, what is the {code} of {extreme_phrase(ctx, opt, p)}? Answer with the {code} only."
 
     def solve(self, drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: PageView) -> Solution:
-        view = yield from _open_extreme(drv, opt, p, view)
+        view = yield from open_extreme(drv, opt, p, view)
         view = yield click(drv.results(view)[0])
         yield answer(drv.read(view, drv.site.kind.code_label))
 
