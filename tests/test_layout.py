@@ -8,7 +8,6 @@ and the wheel's package discovery does not pick it up.
 from __future__ import annotations
 
 import ast
-import importlib
 from pathlib import Path
 
 import pytest
@@ -77,19 +76,6 @@ def test_bench_and_leaderboard_share_the_one_bundles_package() -> None:
         outside = {m for m in graph.find_modules_directly_imported_by(module)
                    if m.startswith("rollgym.") and not m.startswith(("rollgym.bundles", "rollgym.core"))}
         assert not outside, (module, outside)
-
-
-@pytest.mark.parametrize(("old", "new", "name"), [
-    ("rollgym.benchmarks.bundle", "rollgym.bundles.format", "pack_bundle"),
-    ("rollgym.benchmarks.bundle", "rollgym.bundles.format", "open_bundle"),
-    ("rollgym.benchmarks.archive", "rollgym.bundles.archive", "BundleLimits"),
-    ("rollgym.benchmarks.verify", "rollgym.leaderboard.verify", "verify_bundle"),
-    ("rollgym.benchmarks.verify", "rollgym.leaderboard.verify", "hidden_seed"),
-])
-def test_the_old_bundle_paths_warn_and_give_the_moved_objects(old: str, new: str, name: str) -> None:
-    with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to {new}.{name}"):
-        moved = getattr(importlib.import_module(old), name)
-    assert moved is getattr(importlib.import_module(new), name)
 
 
 def test_results_file_is_the_one_name_and_the_transcript_names_still_work(tmp_path: Path) -> None:

@@ -79,10 +79,17 @@ def test_the_moved_leaderboard_name_warns_with_the_version():
     ("rollgym.envs.web.tasks.rubric", "normalize_text", "rollgym.verifiers.web"),
     ("rollgym.envs.web.tasks.rubric", "Rubric", "rollgym.verifiers.rubric"),
     ("rollgym.envs.web.gen.answers", "matches", "rollgym.verifiers.web"),
+    ("rollgym.benchmarks.bundle", "pack_bundle", "rollgym.bundles.format"),
+    ("rollgym.benchmarks.bundle", "open_bundle", "rollgym.bundles.format"),
+    ("rollgym.benchmarks.archive", "BundleLimits", "rollgym.bundles.archive"),
+    ("rollgym.benchmarks.verify", "verify_bundle", "rollgym.leaderboard.verify"),
+    ("rollgym.benchmarks.verify", "hidden_seed", "rollgym.leaderboard.verify"),
 ])
-def test_the_moved_graders_warn_and_serve_the_new_object(old, name, new):
+def test_the_moved_names_warn_and_serve_the_new_object(old, name, new):
+    """One table of every name that moved (graders to ``rollgym.verifiers``, bundle code to ``rollgym.bundles`` and
+    ``rollgym.leaderboard``): the old path warns with the new path and the version, and gives the same object."""
     import importlib
 
-    with pytest.warns(DeprecationWarning, match=f"{name} moved to {new}.{name}.*0.3.0"):
+    with pytest.warns(DeprecationWarning, match=re.escape(f"{old}.{name} moved to {new}.{name}") + ".*0.3.0"):
         moved = getattr(importlib.import_module(old), name)
     assert moved is getattr(importlib.import_module(new), name)

@@ -7,16 +7,7 @@ import numpy as np
 
 from rollgym.envs.tools.generated.schema import AppSchema
 from rollgym.envs.tools.generated.store import GenApp
-from rollgym.envs.tools.generated.templates import (
-    Apps,
-    AppTemplate,
-    Row,
-    action_changes,
-    eligible,
-    find,
-    ref_of,
-    tool,
-)
+from rollgym.envs.tools.generated.templates import Apps, AppTemplate, Row, action_changes, eligible, find, ref_of, tool
 from rollgym.envs.tools.tasks.base import Params, Solution, call, choose, every
 from rollgym.verifiers.tools import Expectation
 

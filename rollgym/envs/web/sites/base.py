@@ -194,6 +194,8 @@ class Site:
     name: str = ""
     schema: str = ""
     nav: tuple[tuple[str, str], ...] = ()
+    #: The site's pages as ``(method, path pattern, name of the handler method)``, in the order requests try them.
+    pages: tuple[tuple[str, str, str], ...] = ()
 
     def __init__(self) -> None:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
@@ -204,7 +206,9 @@ class Site:
 
     # -- subclass hooks -----------------------------------------------------
     def setup_routes(self) -> None:
-        """Register the site's handlers with :meth:`route`."""
+        """Register the site's handlers with :meth:`route`: by default the rows of :attr:`pages`, in order."""
+        for method, pattern, handler in self.pages:
+            self.route(method, pattern, getattr(self, handler))
 
     def seed(self, conn: sqlite3.Connection) -> None:
         """Fill a fresh database (schema already created) with the site's fixed content."""

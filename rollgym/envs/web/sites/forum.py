@@ -176,6 +176,11 @@ class ForumSite(Site):
     name = "Commons Q&A"
     schema = SCHEMA
     nav = (("/", "Boards"), ("/search", "Search"), ("/new", "New thread"))
+    pages = (("GET", r"/", "home"), ("GET", r"/b/([a-z]+)", "board"), ("GET", r"/t/(\d+)", "thread"),
+             ("POST", r"/t/(\d+)/reply", "reply"), ("POST", r"/t/(\d+)/lock", "lock"),
+             ("POST", r"/p/(\d+)/vote", "vote"), ("POST", r"/p/(\d+)/delete", "delete"),
+             ("GET", r"/new", "new_form"), ("POST", r"/new", "new_submit"),
+             ("GET", r"/search", "search"), ("GET", r"/u/([A-Za-z0-9_]+)", "profile"))
 
     def seed(self, conn: sqlite3.Connection) -> None:
         rng = random.Random(4242)
@@ -229,19 +234,6 @@ class ForumSite(Site):
                     )
                 if rng.random() < 0.08:
                     conn.execute("UPDATE threads SET locked = 1 WHERE id = ?", (tid,))
-
-    def setup_routes(self) -> None:
-        self.route("GET", r"/", self.home)
-        self.route("GET", r"/b/([a-z]+)", self.board)
-        self.route("GET", r"/t/(\d+)", self.thread)
-        self.route("POST", r"/t/(\d+)/reply", self.reply)
-        self.route("POST", r"/t/(\d+)/lock", self.lock)
-        self.route("POST", r"/p/(\d+)/vote", self.vote)
-        self.route("POST", r"/p/(\d+)/delete", self.delete)
-        self.route("GET", r"/new", self.new_form)
-        self.route("POST", r"/new", self.new_submit)
-        self.route("GET", r"/search", self.search)
-        self.route("GET", r"/u/([A-Za-z0-9_]+)", self.profile)
 
     def _thread_rows(self, rows: list[sqlite3.Row]) -> str:
         body = "".join(

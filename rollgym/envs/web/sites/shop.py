@@ -125,6 +125,12 @@ class ShopSite(Site):
     name = "Northwind Market"
     schema = SCHEMA
     nav = (("/search", "Catalogue"), ("/cart", "Cart"), ("/orders", "Orders"), ("/account", "Account"))
+    pages = (("GET", r"/", "home"), ("GET", r"/search", "search"), ("GET", r"/product/(\d+)", "product"),
+             ("GET", r"/cart", "cart"), ("POST", r"/cart/add", "cart_add"), ("POST", r"/cart/update", "cart_update"),
+             ("GET", r"/checkout", "checkout_form"), ("POST", r"/checkout", "checkout_submit"),
+             ("GET", r"/orders", "orders"), ("GET", r"/orders/(\d+)", "order_detail"),
+             ("POST", r"/orders/(\d+)/cancel", "order_cancel"),
+             ("GET", r"/account", "account"), ("POST", r"/account", "account_save"))
 
     def seed(self, conn: sqlite3.Connection) -> None:
         rng = random.Random(20260301)
@@ -190,21 +196,6 @@ class ShopSite(Site):
                         random_address(rng),
                     ),
                 )
-
-    def setup_routes(self) -> None:
-        self.route("GET", r"/", self.home)
-        self.route("GET", r"/search", self.search)
-        self.route("GET", r"/product/(\d+)", self.product)
-        self.route("GET", r"/cart", self.cart)
-        self.route("POST", r"/cart/add", self.cart_add)
-        self.route("POST", r"/cart/update", self.cart_update)
-        self.route("GET", r"/checkout", self.checkout_form)
-        self.route("POST", r"/checkout", self.checkout_submit)
-        self.route("GET", r"/orders", self.orders)
-        self.route("GET", r"/orders/(\d+)", self.order_detail)
-        self.route("POST", r"/orders/(\d+)/cancel", self.order_cancel)
-        self.route("GET", r"/account", self.account)
-        self.route("POST", r"/account", self.account_save)
 
     # -- catalogue ----------------------------------------------------------
     def _tile(self, row: sqlite3.Row) -> str:

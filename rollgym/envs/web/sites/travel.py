@@ -98,6 +98,12 @@ class TravelSite(Site):
     name = "Wayfarer Travel"
     schema = SCHEMA
     nav = (("/", "Search"), ("/hotels", "Hotels"), ("/bookings", "My bookings"))
+    pages = (("GET", r"/", "home"), ("GET", r"/flights", "flights"), ("GET", r"/flight/(\d+)", "flight"),
+             ("POST", r"/flight/(\d+)/book", "book_flight"),
+             ("GET", r"/hotels", "hotels"), ("GET", r"/hotel/(\d+)", "hotel"),
+             ("POST", r"/hotel/(\d+)/book", "book_hotel"),
+             ("GET", r"/bookings", "bookings"), ("GET", r"/bookings/([A-Z0-9]{6})", "booking"),
+             ("POST", r"/bookings/([A-Z0-9]{6})/cancel", "cancel"))
 
     def seed(self, conn: sqlite3.Connection) -> None:
         rng = random.Random(777)
@@ -182,18 +188,6 @@ class TravelSite(Site):
                             status,
                         ),
                     )
-
-    def setup_routes(self) -> None:
-        self.route("GET", r"/", self.home)
-        self.route("GET", r"/flights", self.flights)
-        self.route("GET", r"/flight/(\d+)", self.flight)
-        self.route("POST", r"/flight/(\d+)/book", self.book_flight)
-        self.route("GET", r"/hotels", self.hotels)
-        self.route("GET", r"/hotel/(\d+)", self.hotel)
-        self.route("POST", r"/hotel/(\d+)/book", self.book_hotel)
-        self.route("GET", r"/bookings", self.bookings)
-        self.route("GET", r"/bookings/([A-Z0-9]{6})", self.booking)
-        self.route("POST", r"/bookings/([A-Z0-9]{6})/cancel", self.cancel)
 
     def _cities(self, blank: str) -> list[tuple[str, str]]:
         return [("", blank)] + [(c, f"{n} ({c})") for c, n in sorted(AIRPORTS.items(), key=lambda kv: kv[1])]
