@@ -19,7 +19,7 @@ import tarfile
 
 import pytest
 
-from rollgym.envs.code.terminal.env import ARCHIVE_OVER_CAP, MAX_INFLATED_BYTES, _archive_matches
+from rollgym.envs.code.terminal.env import ARCHIVE_OVER_CAP, MAX_INFLATED_BYTES, archive_matches
 from tests.conftest import REPO, require_binary
 
 MIB = 1024 * 1024
@@ -102,12 +102,12 @@ def test_honest_archives_in_every_format_pass() -> None:
     long = {**MEMBERS, "docs/" + "long" * 40 + ".md": "a long name\n"}
     for fmt in (tarfile.USTAR_FORMAT, tarfile.GNU_FORMAT, tarfile.PAX_FORMAT):
         members = {k: v for k, v in long.items() if fmt != tarfile.USTAR_FORMAT or (k.isascii() and len(k) < 100)}
-        ok, details = _archive_matches(_archive(fmt, members), members)
+        ok, details = archive_matches(_archive(fmt, members), members)
         assert ok, (fmt, details)
     # a pax global header and pax records on every member (GNU tar --format=posix writes these)
-    ok, details = _archive_matches(_archive(tarfile.PAX_FORMAT, long, comment="made by tar"), long)
+    ok, details = archive_matches(_archive(tarfile.PAX_FORMAT, long, comment="made by tar"), long)
     assert ok, details
-    ok, details = _archive_matches(_archive(tarfile.PAX_FORMAT, long), {**long, "docs/page0.md": "changed"})
+    ok, details = archive_matches(_archive(tarfile.PAX_FORMAT, long), {**long, "docs/page0.md": "changed"})
     assert not ok and details == {"members": 3, "expected": 3}
 
 
@@ -124,12 +124,12 @@ def test_hostile_archives_fail_with_one_sentence() -> None:
         "data past the budget": gzip.compress(_header("docs/a.md", b"0", 2 * MAX_INFLATED_BYTES)),
     }
     for what, data in cases.items():
-        ok, details = _archive_matches(data, members)
+        ok, details = archive_matches(data, members)
         assert not ok and isinstance(details["reason"], str) and details["reason"], (what, details)
-    assert _archive_matches(cases["a long-name header over its cap"], members)[1]["label"] == ARCHIVE_OVER_CAP
-    assert _archive_matches(cases["data past the budget"], members)[1]["label"] == ARCHIVE_OVER_CAP
+    assert archive_matches(cases["a long-name header over its cap"], members)[1]["label"] == ARCHIVE_OVER_CAP
+    assert archive_matches(cases["data past the budget"], members)[1]["label"] == ARCHIVE_OVER_CAP
     many_headers = gzip.compress(b"".join(_header(f"d{i}/", b"5", 0) for i in range(20_000)))  # 10 MiB of headers
-    assert _archive_matches(many_headers, members)[1]["label"] == ARCHIVE_OVER_CAP
+    assert archive_matches(many_headers, members)[1]["label"] == ARCHIVE_OVER_CAP
 
 
 def test_archives_read_as_tarfile_reads_them() -> None:
@@ -145,7 +145,7 @@ def test_archives_read_as_tarfile_reads_them() -> None:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
             by_tarfile = {m.name: archive.extractfile(m).read().decode() for m in archive if m.isfile()}
         assert by_tarfile == members, what
-        assert _archive_matches(data, members)[0], what
+        assert archive_matches(data, members)[0], what
     # a folder entry with a declared size: tarfile reads the next header right after it
     folder_with_size = gzip.compress(_header("docs/", b"5", 5000) + end[512:])
-    assert _archive_matches(folder_with_size, members)[0]
+    assert archive_matches(folder_with_size, members)[0]
