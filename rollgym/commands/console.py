@@ -28,6 +28,18 @@ def quiet_old_version_warnings() -> None:
 
     warnings.filterwarnings("ignore", message=r".*is out of date\. You should consider upgrading",
                             category=DeprecationWarning)
+    from rollgym.core.registration import SupersededEnvWarning
+
+    plain = warnings.formatwarning
+
+    def one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 line: str | None = None) -> str:
+        """A superseded id's warning is one line on the command line (no source file, no code line)."""
+        if issubclass(category, SupersededEnvWarning):
+            return f"rollgym: warning: {message}\n"
+        return plain(message, category, filename, lineno, line)
+
+    warnings.formatwarning = one_line
 
 
 def progress_bar(*, stats: bool = False) -> Progress:

@@ -105,4 +105,4 @@ def test_rollgym_eval_warns_for_a_superseded_id() -> None:
     result = subprocess.run([sys.executable, "-m", "rollgym", *args], capture_output=True, text=True, timeout=120,
                             cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "SupersededEnvWarning: KuhnPoker-v0 is superseded by KuhnPoker-v1" in result.stderr
+    assert "rollgym: warning: KuhnPoker-v0 is superseded by KuhnPoker-v1" in result.stderr  # one line on the CLI
