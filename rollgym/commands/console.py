@@ -18,6 +18,19 @@ stdout = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+_PLAIN_FORMAT: list[Any] = [warnings.formatwarning]
+
+
+def _one_line_superseded(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                         line: str | None = None) -> str:
+    """A superseded id's warning is one line on the command line (no source file, no code line)."""
+    from rollgym.core.registration import SupersededEnvWarning
+
+    if issubclass(category, SupersededEnvWarning):
+        return f"rollgym: warning: {message}\n"
+    return str(_PLAIN_FORMAT[0](message, category, filename, lineno, line))
+
+
 def quiet_old_version_warnings() -> None:
     """Hide gymnasium's two-line "out of date" warning: older ids stay registered on purpose.
 
@@ -28,18 +41,9 @@ def quiet_old_version_warnings() -> None:
 
     warnings.filterwarnings("ignore", message=r".*is out of date\. You should consider upgrading",
                             category=DeprecationWarning)
-    from rollgym.core.registration import SupersededEnvWarning
-
-    plain = warnings.formatwarning
-
-    def one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                 line: str | None = None) -> str:
-        """A superseded id's warning is one line on the command line (no source file, no code line)."""
-        if issubclass(category, SupersededEnvWarning):
-            return f"rollgym: warning: {message}\n"
-        return plain(message, category, filename, lineno, line)
-
-    warnings.formatwarning = one_line
+    if warnings.formatwarning is not _one_line_superseded:  # install once, however often main() runs
+        _PLAIN_FORMAT[0] = warnings.formatwarning
+        warnings.formatwarning = _one_line_superseded
 
 
 def progress_bar(*, stats: bool = False) -> Progress:

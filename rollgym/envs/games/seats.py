@@ -354,7 +354,7 @@ class SeatedTextEnv(TextEnv):
         if agent_seat is not None and (not isinstance(agent_seat, int) or not 0 <= agent_seat < seats):
             raise ConfigError(f"agent_seat must be 0 to {seats - 1} or None (alternate), got {agent_seat!r}.")
         self.agent_seat_option = agent_seat
-        self.opponent = self.make_bot(opponent) if isinstance(opponent, str) else opponent
+        self.opponent: SeatBot = self.make_bot(opponent) if isinstance(opponent, str) else opponent
         if not isinstance(self.opponent, ActsInSeat):
             raise ConfigError("opponent must be a bot name or an object with act(observation, info).")
         self._own_opponent = self.opponent
