@@ -19,6 +19,7 @@ from rollgym.envs.games.text_env import TwoPlayerTextEnv
 from rollgym.envs.search.config import SearchConfig
 from rollgym.envs.search.env import SearchEnv, SearchQAEnv
 from rollgym.envs.search.world import MIN_SIZE
+from tests.conftest import require_module
 
 
 def test_a_game_env_takes_a_play_config_or_its_fields():
@@ -48,6 +49,7 @@ def test_a_game_env_names_an_unknown_option_in_one_sentence():
 
 
 def test_a_search_env_takes_a_search_config_or_its_fields():
+    require_module("bm25s")  # the search extra: the bare install's core tests skip this
     by_fields = SearchEnv(world_size=MIN_SIZE, max_turns=3, reward="f1")
     by_object = SearchEnv(config=SearchConfig(world_size=MIN_SIZE, max_turns=3, reward="f1"))
     assert by_fields.config == by_object.config and by_fields.max_turns == 3 and by_object.reward_mode == "f1"
@@ -59,6 +61,7 @@ def test_a_search_env_takes_a_search_config_or_its_fields():
 
 
 def test_searchqa_takes_no_question_options():
+    require_module("bm25s")
     qa = SearchQAEnv(world_size=MIN_SIZE, max_turns=4)
     assert qa.config.max_turns == 4
     assert "difficulty" not in (env_options("SearchQA-v1") or ())
@@ -67,7 +70,7 @@ def test_searchqa_takes_no_question_options():
 
 
 def test_a_math_env_takes_its_data_and_verify_configs_or_their_fields():
-    pytest.importorskip("sympy")
+    require_module("sympy")
     from rollgym.envs.math.config import MathDataConfig
     from rollgym.envs.math.env import MathEnv
     from rollgym.verifiers.math import MathVerifyConfig
