@@ -89,6 +89,10 @@ class GRPOConfig:
         micro_batch_size: Rows per forward pass; gradients accumulate over micro-batches.
         max_grad_norm: Gradient clipping norm (0 disables).
         drop_zero_variance: Skip groups whose rewards are all equal (dynamic sampling).
+        skip_idle_steps: Skip the optimiser update of a step with no learning signal: every advantage 0 and no
+            KL, distillation or teacher-credit term. Off by default (the committed experiments ran without it).
+            With it off, AdamW still steps on a zero gradient, and its momentum from earlier steps keeps
+            moving the weights (``tests/train/test_grpo_idle_steps.py`` shows both).
         weight_decay: AdamW weight decay.
         seed: Seeds torch for the trainer's own randomness.
         distill_reverse_kl: Weight of the sampled-token reverse KL(student || teacher) term
@@ -125,6 +129,7 @@ class GRPOConfig:
     micro_batch_size: int = 8
     max_grad_norm: float = 1.0
     drop_zero_variance: bool = False
+    skip_idle_steps: bool = False
     weight_decay: float = 0.0
     seed: int = 0
     distill_reverse_kl: float = 0.0
@@ -324,6 +329,9 @@ class GRPOTrainer:
             "reward_mean": float(sum(rewards) / len(rewards)) if rewards else None,
             **token_staleness(kept, self.global_step),
         }
+        if rows and self.idle(rows):
+            stats["skipped"] = "no signal"
+            rows = []
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total_tokens = sum(sum(r.loss_mask) for r in rows)
@@ -379,6 +387,15 @@ class GRPOTrainer:
         stats.update(totals, **mismatch.stats(), tokens=total_tokens, seconds=time.perf_counter() - started)
         self.log(stats)
         return stats
+
+    def idle(self, rows: Sequence[Row]) -> bool:
+        """Whether ``skip_idle_steps`` skips an update on ``rows``: no advantage and no term that learns without one."""
+        cfg = self.config
+        if not cfg.skip_idle_steps or cfg.beta > 0 or cfg.distill_reverse_kl > 0 or cfg.distill_forward_kl > 0:
+            return False
+        if self.teacher is not None and cfg.teacher_credit != "none":
+            return False
+        return all(r.advantage == 0 and not any(r.token_advantages or ()) for r in rows)
 
     def _advantages(self, chunk: Sequence[Row], width: int) -> Any:
         """``[B]`` scalar advantages, or ``[B, T]`` when any row carries token advantages."""

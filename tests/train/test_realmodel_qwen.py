@@ -113,3 +113,32 @@ def test_a_one_step_tiny_run_writes_a_well_formed_results_file(tmp_path):
     assert [(c["a"], c["b"]) for c in saved["comparisons"] if c["metric"] == saved["metric"]] == list(exp.pairs())
     assert not any(c.get("refused") for c in data["comparisons"])
     assert "distinct by reference solution" in q.render_extra(saved)
+
+
+def _committed_results() -> dict:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "docs" / "experiments"
+    final = root / "realmodel-qwen.json"
+    return json.loads((final if final.exists() else root / "landing" / "realmodel-qwen.json").read_text())
+
+
+def test_readme_states_what_the_committed_results_show():
+    """README's first screen carries the sentence rendered from the committed results, so its figures (the base
+    score's interval, every seed, the paired differences and their readings) cannot drift from the data."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    claim = q.readme_claim(_committed_results())
+    assert claim in " ".join(readme.split()), f"README.md should carry, on its first screen:\n{claim}"
+    assert readme.index("Qwen2.5-Coder-0.5B") < readme.index("## Use")
+
+
+def test_the_readme_claim_follows_the_verdict():
+    data = _committed_results()
+    gain = next(c for c in data["comparisons"] if (c["a"], c["b"], c["metric"]) == ("grpo", "format", data["metric"]))
+    shown = {**data, "comparisons": [{**c, "verdict": "higher"} if c is gain else c for c in data["comparisons"]]}
+    assert "gain beyond format is shown" in q.readme_claim(shown)
+    assert "gain beyond format is not shown" in q.readme_claim(
+        {**data, "comparisons": [{**c, "verdict": "no detectable difference"} if c is gain else c
+                                 for c in data["comparisons"]]})
