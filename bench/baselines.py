@@ -1,6 +1,8 @@
 """The tables of docs/baselines.md, generated from a verified ``ladders`` bundle.
 
     python bench/baselines.py docs/baselines/smollm2-135m-instruct-ladders.tar.gz --doc docs/baselines.md
+    python bench/baselines.py docs/baselines/qwen2.5-coder-0.5b-instruct-ladders.tar.gz --doc docs/baselines.md \
+        --section qwen2.5-coder-0.5b-instruct
 
 The bundle is re-verified first (every episode replayed, the summary recomputed); the tables are
 made from the recomputed summary, never the claimed one, and from the replayed transcripts' error
@@ -19,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 BEGIN, END = "<!-- baselines:ladders:begin -->", "<!-- baselines:ladders:end -->"
+
+
+def markers(section: str | None = None) -> tuple[str, str]:
+    """The begin and end markers of a model's tables in the doc (``None``: the first model's, SmolLM2's)."""
+    if section is None:
+        return BEGIN, END
+    return f"<!-- baselines:ladders:{section}:begin -->", f"<!-- baselines:ladders:{section}:end -->"
 
 
 @dataclass(frozen=True)
@@ -126,14 +135,15 @@ def tables(summary: dict[str, Any], transcripts: Path, env_ids: dict[str, str] |
     return "\n".join(lines)
 
 
-def write_doc(doc: Path, text: str) -> None:
-    """Replace the text between the markers of ``doc``."""
+def write_doc(doc: Path, text: str, section: str | None = None) -> None:
+    """Replace the text between the markers of ``doc`` (those of ``section``, see :func:`markers`)."""
+    begin, end = markers(section)
     content = doc.read_text(encoding="utf-8")
-    head, _, rest = content.partition(BEGIN)
-    _, _, tail = rest.partition(END)
+    head, _, rest = content.partition(begin)
+    _, _, tail = rest.partition(end)
     if not rest:
-        raise SystemExit(f"{doc} has no {BEGIN} marker; add the two marker lines where the tables go.")
-    doc.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}", encoding="utf-8")
+        raise SystemExit(f"{doc} has no {begin} marker; add the two marker lines where the tables go.")
+    doc.write_text(f"{head}{begin}\n{text}\n{end}{tail}", encoding="utf-8")
 
 
 def generate(bundle_path: str | Path) -> str:
@@ -158,10 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", help="a ladders bundle (folder or .tar.gz)")
     parser.add_argument("--doc", default=None, help="write the tables into this Markdown file between the markers")
+    parser.add_argument("--section", default=None,
+                        help="the model's markers in the doc (<!-- baselines:ladders:SECTION:begin -->); "
+                             "default: the first model's (<!-- baselines:ladders:begin -->)")
     args = parser.parse_args(argv)
     text = generate(args.bundle)
     if args.doc:
-        write_doc(Path(args.doc), text)
+        write_doc(Path(args.doc), text, args.section)
         print(f"wrote the tables into {args.doc}")
     else:
         print(text)
