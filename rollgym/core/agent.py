@@ -6,6 +6,7 @@ benchmarks) can name it; the reference agents are in :mod:`rollgym.agents`.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -98,6 +99,39 @@ class BackedAgent(Agent, Protocol):
     backend: Any
 
 
+# Names a class body holds that are not protocol members (what ``typing`` leaves out too).
+_NOT_MEMBERS = frozenset({
+    "__abstractmethods__", "__annotations__", "__dict__", "__doc__", "__init__", "__module__", "__new__",
+    "__slots__", "__subclasshook__", "__weakref__", "__class_getitem__", "__parameters__", "__orig_bases__",
+    "__protocol_attrs__", "__non_callable_proto_members__", "__qualname__", "__static_attributes__",
+    "__firstlineno__", "__type_params__", "_is_protocol", "_is_runtime_protocol", "__init_subclass__",
+})
+
+
+@functools.cache
+def protocol_members(protocol: type) -> tuple[str, ...]:
+    """The member names a runtime-checkable protocol asks for (its own and its protocol bases'), read once."""
+    names: set[str] = set()
+    for base in protocol.__mro__:
+        if base in (Protocol, object) or base.__name__ == "Generic" or not getattr(base, "_is_protocol", False):
+            continue
+        names.update(n for n in (*base.__dict__, *inspect.get_annotations(base))
+                     if n not in _NOT_MEMBERS and not n.startswith("_abc_"))
+    return tuple(sorted(names))
+
+
+def conforms(obj: object, protocol: type) -> bool:
+    """``isinstance(obj, protocol)`` for a runtime-checkable protocol, without re-walking the protocol each call.
+
+    On Python 3.11 every ``isinstance`` check against a protocol walks the protocol's classes again (about 13 CPU
+    microseconds); the collection code asks several per episode and the game envs one per opponent move, which made
+    self-play episodes about a fifth slower (bench/bench_refactor_ab.py). This reads the members once
+    (:func:`protocol_members`) and checks that ``obj`` has each, as ``isinstance`` does;
+    ``tests/core/test_agent_capabilities.py`` checks that the two agree.
+    """
+    return all(hasattr(obj, name) for name in protocol_members(protocol))
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What one agent can do, read once where it is accepted (see :func:`capabilities`)."""
@@ -121,10 +155,10 @@ def capabilities(agent: Agent) -> Capabilities:
         >>> capabilities(Echo()).asynchronous
         False
     """
-    return Capabilities(asynchronous=isinstance(agent, AsyncAgent) and inspect.iscoroutinefunction(agent.aact),
-                        spawns=isinstance(agent, SpawningAgent), forks=isinstance(agent, ForkingAgent),
-                        records_tokens=isinstance(agent, TokenRecordingAgent),
-                        checks_env=isinstance(agent, EnvCheckingAgent), backed=isinstance(agent, BackedAgent))
+    asynchronous = conforms(agent, AsyncAgent) and inspect.iscoroutinefunction(agent.aact)  # type: ignore[attr-defined]
+    return Capabilities(asynchronous=asynchronous, spawns=conforms(agent, SpawningAgent),
+                        forks=conforms(agent, ForkingAgent), records_tokens=conforms(agent, TokenRecordingAgent),
+                        checks_env=conforms(agent, EnvCheckingAgent), backed=conforms(agent, BackedAgent))
 
 
 class SeededAgent:
