@@ -24,12 +24,15 @@ nothing else is measured):
 Every workload also returns a digest of what it played (returns, task ids); the two trees must agree on it,
 or the ratio would compare different work. Per workload the report gives the median of the paired ratios
 with a distribution-free 95% interval (order statistics of the pairs, from the sign test), and the
-geometric mean with a paired-t 95% interval on the log ratios; wall time is the judged figure, CPU time of
-the worker process the cross-check.
+geometric mean with a paired-t 95% interval on the log ratios. The judged figure is the worker's CPU time
+(as bench_games.py and bench_selfplay.py judge theirs: on the 2-core machine at a load of 12-29 where the
+committed figures were taken, the wall ratio of two adjacent runs ranged 0.18-2.8, the CPU ratio 0.69-1.68);
+wall time is printed beside it.
 
 Run: ``python bench/bench_refactor_ab.py --old /tmp/bench-old`` (``--new`` defaults to this tree; about 20
 minutes at 6 pairs on a loaded 2-core machine; ``--pairs``, ``--only collector,tools``, ``--quick`` for a
-smoke run that saves nothing). A full run writes ``bench/results/refactor_ab.json``.
+smoke run that saves nothing; ``--from-json FILE...`` pools earlier runs' ``--json`` files and recomputes and
+saves the summaries). A full run writes ``bench/results/refactor_ab.json``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LIMIT = 1.10  # the judge's bound: new within 10% of old
+JUDGED = "the worker's own cost, which other work on a shared machine moves far less than wall time"
 
 #: Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: the normal's 1.96).
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
@@ -394,8 +398,9 @@ def measure(names: list[str], old: Path, new: Path, pairs: int, quick: bool, tim
             for side in order:
                 runs[name][side].append(run_once(name, old if side == "old" else new, quick, timeout))
             o, n = runs[name]["old"][-1], runs[name]["new"][-1]
-            print(f"pair {k + 1}/{pairs} {name:<10} old {o['wall_s']:7.3f} s  new {n['wall_s']:7.3f} s  "
-                  f"ratio {n['wall_s'] / o['wall_s']:5.3f}  (load {os.getloadavg()[0]:.1f})", flush=True)
+            print(f"pair {k + 1}/{pairs} {name:<10} CPU old {o['cpu_s']:7.3f} s new {n['cpu_s']:7.3f} s ratio "
+                  f"{n['cpu_s'] / o['cpu_s']:5.3f}; wall ratio {n['wall_s'] / o['wall_s']:5.3f} "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
     figures: dict[str, Any] = {}
     for name in names:
         olds, news = runs[name]["old"], runs[name]["new"]
@@ -413,29 +418,58 @@ def measure(names: list[str], old: Path, new: Path, pairs: int, quick: bool, tim
 
 
 def print_report(figures: dict[str, Any]) -> None:
-    print(f"\n{'workload':<10} {'old s':>8} {'new s':>8} {'median new/old [95%]':>28} {'geomean [95% t]':>24} "
-          f"{'CPU median':>11}  verdict")
+    print(f"\n{'workload':<10} {'old CPU s':>9} {'new CPU s':>9} {'CPU new/old [95%]':>25}  {'verdict':<9} "
+          f"{'wall new/old [95%]':>25}  {'verdict':<9} {'CPU geomean [95% t]':>26}")
     for name, f in figures.items():
         w, c = f["wall"], f["cpu"]
-        print(f"{name:<10} {w['old_median_s']:8.3f} {w['new_median_s']:8.3f} "
-              f"{w['median_ratio']:10.3f} [{w['median_low']:.3f}, {w['median_high']:.3f}]     "
-              f"{w['geomean_ratio']:8.3f} [{w['geomean_low']:.3f}, {w['geomean_high']:.3f}] "
-              f"{c['median_ratio']:11.3f}  {w['verdict']}")
-    first = next(iter(figures.values()))["wall"]
-    print(f"(the median's interval is the pairs' order statistics, exact coverage {first['median_coverage']:.3f} "
-          f"for {first['pairs']} pairs; within = its top at most {LIMIT:.2f})")
+        print(f"{name:<10} {c['old_median_s']:9.3f} {c['new_median_s']:9.3f} "
+              f"{c['median_ratio']:7.3f} [{c['median_low']:.3f}, {c['median_high']:.3f}]  {c['verdict']:<9} "
+              f"{w['median_ratio']:7.3f} [{w['median_low']:.3f}, {w['median_high']:.3f}]  {w['verdict']:<9} "
+              f"{c['geomean_ratio']:8.3f} [{c['geomean_low']:.3f}, {c['geomean_high']:.3f}]")
+    first = next(iter(figures.values()))["cpu"]
+    print(f"(medians of the paired ratios; their interval is the pairs' order statistics, exact coverage "
+          f"{first['median_coverage']:.3f} for {first['pairs']} pairs; within = its top at most {LIMIT:.2f}. "
+          f"The verdict reads CPU time, {JUDGED}; wall time is the cross-check.)")
 
 
 def readme_rows(figures: dict[str, Any], old_commit: str) -> list[dict[str, str]]:
-    """One README row per workload: new and old median wall seconds and the paired ratio with its interval."""
+    """One README row per workload: new and old median CPU seconds, the paired CPU and wall ratios with intervals."""
     rows = []
     for f in figures.values():
-        w = f["wall"]
-        rows.append({"what": f"Issue-44 refactor, new/old: {f['bench']} ({w['pairs']} interleaved pairs, wall s)",
-                     "rollgym": f"{w['new_median_s']:.2f} s",
-                     "peer": f"{old_commit} (before) {w['old_median_s']:.2f} s",
-                     "ratio": f"{w['median_ratio']:.2f}x [{w['median_low']:.2f}, {w['median_high']:.2f}]"})
+        c, w = f["cpu"], f["wall"]
+        rows.append({"what": f"Issue-44 refactor, new/old: {f['bench']} ({c['pairs']} interleaved pairs; CPU s)",
+                     "rollgym": f"{c['new_median_s']:.2f} s",
+                     "peer": f"before ({old_commit}) {c['old_median_s']:.2f} s",
+                     "ratio": f"{c['median_ratio']:.2f}x [{c['median_low']:.2f}, {c['median_high']:.2f}] "
+                              f"(wall {w['median_ratio']:.2f}x [{w['median_low']:.2f}, {w['median_high']:.2f}])"})
     return rows
+
+
+def resummarize(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``--json`` reports of earlier runs (same trees, same workloads) as one: their pairs pooled and every
+    summary recomputed from the raw paired timings."""
+    merged = json.loads(json.dumps(reports[0]))
+    for other in reports[1:]:
+        if other["old"]["commit"] != merged["old"]["commit"] or set(other["workloads"]) != set(merged["workloads"]):
+            raise SystemExit("The reports to pool must compare the same old commit on the same workloads.")
+        for name, figures in other["workloads"].items():
+            for clock in ("wall", "cpu"):
+                for side in ("new_s", "old_s"):
+                    merged["workloads"][name][clock][side] += figures[clock][side]
+    for figures in merged["workloads"].values():
+        for clock in ("wall", "cpu"):
+            figures[clock] = summarize(figures[clock]["new_s"], figures[clock]["old_s"])
+    merged["pairs"] = sum(r["pairs"] for r in reports)
+    merged["runs_pooled"] = len(reports)
+    return {**merged, "judged": "cpu"}
+
+
+def save(report: dict[str, Any], command: str, load_before: float | None) -> None:
+    from publish import save_results
+
+    path = save_results("refactor_ab", report, readme_rows(report["workloads"], report["old"]["commit"]),
+                        command=command, load_before=load_before)
+    print(f"\nsaved {path.relative_to(HERE.parent)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -447,10 +481,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small workloads, 2 pairs, nothing saved")
     parser.add_argument("--timeout", type=float, default=300, help="seconds one run may take")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--from-json", type=Path, nargs="+", help="pool earlier runs' --json files, recompute "
+                        "the summaries from their raw timings, print and save them (nothing is run)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # run one workload here and print JSON
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker, args.quick)
+        return 0
+    if args.from_json:
+        report = resummarize([json.loads(path.read_text(encoding="utf-8")) for path in args.from_json])
+        print_report(report["workloads"])
+        if set(report["workloads"]) == set(WORKLOADS) and report["pairs"] >= 5:
+            runs = f" ({report['runs_pooled']} runs pooled)" if report["runs_pooled"] > 1 else ""
+            save(report, f"python bench/bench_refactor_ab.py --old {report['old']['tree']} --pairs "
+                         f"{report['pairs'] // report['runs_pooled']}{runs}", report.get("load_before"))
         return 0
     if args.old is None:
         parser.error("--old is required: a worktree of the code before the refactor (git worktree add PATH 7f008fe)")
@@ -469,16 +513,12 @@ def main(argv: list[str] | None = None) -> int:
     old_commit, new_commit = git_commit(args.old), git_commit(args.new)
     report = {"old": {"tree": str(args.old), "commit": old_commit}, "new": {"tree": str(args.new),
                                                                           "commit": new_commit},
-              "pairs": pairs, "limit": LIMIT, "run_s": time.perf_counter() - start, "workloads": figures}
+              "pairs": pairs, "limit": LIMIT, "judged": "cpu", "load_before": round(load_before, 2),
+              "run_s": time.perf_counter() - start, "workloads": figures}
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     if not args.quick and set(names) == set(WORKLOADS):
-        from publish import save_results
-
-        path = save_results("refactor_ab", report, readme_rows(figures, old_commit),
-                            command=f"python bench/bench_refactor_ab.py --old {args.old} --pairs {pairs}",
-                            load_before=load_before)
-        print(f"\nsaved {path.relative_to(HERE.parent)}")
+        save(report, f"python bench/bench_refactor_ab.py --old {args.old} --pairs {pairs}", load_before)
     return 0
 
 
