@@ -124,3 +124,21 @@ def test_resummarize_recomputes_every_summary_from_the_raw_timings_and_judges_cp
     row = mod.readme_rows(fresh["workloads"], "7f008fe")[0]
     assert set(row) == {"what", "rollgym", "peer", "ratio"}
     assert row["ratio"].startswith("1.02x [1.02, 1.02]") and "wall 2.00x" in row["ratio"] and "7f008fe" in row["peer"]
+
+
+def test_resummarize_pools_the_pairs_of_several_runs():
+    mod = ab()
+
+    def run(new: list[float]) -> dict[str, Any]:
+        timings = {"new_s": new, "old_s": [1.0] * len(new)}
+        return {"old": {"tree": "/x/old", "commit": "7f008fe"}, "pairs": len(new),
+                "workloads": {"tools": {"bench": "b", "wall": dict(timings), "cpu": dict(timings)}}}
+
+    pooled = mod.resummarize([run([1.0, 1.1, 1.2]), run([0.9, 1.3])])
+    assert pooled["pairs"] == 5 and pooled["runs_pooled"] == 2
+    assert pooled["workloads"]["tools"]["cpu"]["ratios"] == pytest.approx([1.0, 1.1, 1.2, 0.9, 1.3])
+    assert pooled["workloads"]["tools"]["cpu"]["median_ratio"] == pytest.approx(1.1)
+    other = run([1.0])
+    other["old"]["commit"] = "abc1234"
+    with pytest.raises(SystemExit, match="same old commit"):
+        mod.resummarize([run([1.0]), other])
