@@ -142,3 +142,8 @@ def test_resummarize_pools_the_pairs_of_several_runs():
     other["old"]["commit"] = "abc1234"
     with pytest.raises(SystemExit, match="same old commit"):
         mod.resummarize([run([1.0]), other])
+
+
+def test_without_the_old_tree_the_bench_says_so_and_exits_0_for_make_bench(capsys: pytest.CaptureFixture[str]):
+    assert ab().main([]) == 0
+    assert "needs --old" in capsys.readouterr().out
