@@ -132,7 +132,8 @@ def summarize(new: list[float], old: list[float]) -> dict[str, Any]:
             "median_low": low, "median_high": high,
             "median_coverage": median_coverage(len(ratios)), "geomean_ratio": geo, "geomean_low": geo_low,
             "geomean_high": geo_high, "new_median_s": statistics.median(new), "old_median_s": statistics.median(old),
-            "verdict": verdict(low, high)}
+            # below 6 pairs even the whole range covers the median less than 95% of the time
+            "verdict": verdict(low, high) if median_coverage(len(ratios)) >= 0.95 else "too few pairs"}
 
 
 # -- workloads (run in the worker process, against whichever rollgym PYTHONPATH names) --------------------------------

@@ -96,10 +96,10 @@ def _fake_runs(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, digests: dict[s
 def test_measure_alternates_the_order_within_pairs_and_pairs_the_ratios(monkeypatch: pytest.MonkeyPatch):
     mod = ab()
     order = _fake_runs(monkeypatch, mod, {"old": "d", "new": "d"})
-    figures = mod.measure(["tools"], Path("/x/old"), Path("/x/new"), 4, False, 1.0)
-    assert order == ["old", "new", "new", "old", "old", "new", "new", "old"]
+    figures = mod.measure(["tools"], Path("/x/old"), Path("/x/new"), 6, False, 1.0)
+    assert order == ["old", "new", "new", "old"] * 3
     wall = figures["tools"]["wall"]
-    assert wall["pairs"] == 4 and wall["median_ratio"] == pytest.approx(1.05) and wall["verdict"] == "within"
+    assert wall["pairs"] == 6 and wall["median_ratio"] == pytest.approx(1.05) and wall["verdict"] == "within"
     assert figures["tools"]["part_median_ratios_wall"] == {"p": pytest.approx(1.05)}
 
 
@@ -147,3 +147,10 @@ def test_resummarize_pools_the_pairs_of_several_runs():
 def test_without_the_old_tree_the_bench_says_so_and_exits_0_for_make_bench(capsys: pytest.CaptureFixture[str]):
     assert ab().main([]) == 0
     assert "needs --old" in capsys.readouterr().out
+
+
+def test_fewer_than_six_pairs_give_no_verdict():
+    mod = ab()
+    assert mod.median_coverage(5) < 0.95 <= mod.median_coverage(6)
+    assert mod.summarize([1.0] * 5, [1.0] * 5)["verdict"] == "too few pairs"
+    assert mod.summarize([1.0] * 6, [1.0] * 6)["verdict"] == "within"
