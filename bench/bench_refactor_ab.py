@@ -29,10 +29,11 @@ geometric mean with a paired-t 95% interval on the log ratios. The judged figure
 committed figures were taken, the wall ratio of two adjacent runs ranged 0.18-2.8, the CPU ratio 0.69-1.68);
 wall time is printed beside it.
 
-Run: ``python bench/bench_refactor_ab.py --old /tmp/bench-old`` (``--new`` defaults to this tree; about 20
-minutes at 6 pairs on a loaded 2-core machine; ``--pairs``, ``--only collector,tools``, ``--quick`` for a
-smoke run that saves nothing; ``--from-json FILE...`` pools earlier runs' ``--json`` files and recomputes and
-saves the summaries). A full run writes ``bench/results/refactor_ab.json``.
+Run: ``python bench/bench_refactor_ab.py --old /tmp/bench-old`` (``--new`` defaults to this tree; 21
+minutes at 6 pairs at a load of 12-25 on 2 cores, about 9 minutes a pair at 25-50; ``--pairs``,
+``--only collector,tools``, ``--quick`` for a smoke run that saves nothing; ``--from-json FILE...``
+pools earlier runs' ``--json`` files and recomputes and saves the summaries). A full run writes
+``bench/results/refactor_ab.json``.
 """
 
 from __future__ import annotations
