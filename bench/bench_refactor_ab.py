@@ -359,7 +359,10 @@ def worker(name: str, quick: bool) -> None:
     import rollgym
 
     timer = Timer()
-    digest = WORKLOADS[name](timer, quick)
+    with tempfile.TemporaryDirectory(prefix="rollgym-ab-") as folder:  # the workloads' files go with it
+        tempfile.tempdir = folder
+        digest = WORKLOADS[name](timer, quick)
+    tempfile.tempdir = None
     text = json.dumps(digest, sort_keys=True, default=repr)
     print(json.dumps({"rollgym": str(Path(rollgym.__file__).resolve().parent.parent), "parts": timer.parts,
                       "wall_s": sum(p[0] for p in timer.parts.values()),
