@@ -83,7 +83,8 @@ def test_a_fixed_task_list_plays_those_tasks_whatever_the_seed():
 def test_a_resumed_task_list_run_plays_only_what_is_missing(tmp_path):
     tasks = _tasks(2)
     layout = TaskListLayout.of(["g0", "g1"], [3, 4], "policy")
-    spec = RunSpec("ToyAdd-v0", n_tasks=2, group_size=1, tasks=tuple(tasks), layout=layout, out=str(tmp_path / "r.jsonl"))
+    spec = RunSpec("ToyAdd-v0", n_tasks=2, group_size=1, tasks=tuple(tasks), layout=layout,
+                   out=str(tmp_path / "r.jsonl"))
     first = run_spec(spec, OracleAgent())
     engine = Engine(spec, OracleAgent())
     try:
