@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -62,8 +62,7 @@ def seat_seed(seed: int | None, episode: int, seat: int) -> int | None:
     return int.from_bytes(digest[:4], "big")
 
 
-@dataclass(frozen=True)
-class EpisodeNames:
+class EpisodeNames(NamedTuple):
     """The ids an episode's trajectory carries: its group, its own id, its place in the group, its source."""
 
     group_id: str
