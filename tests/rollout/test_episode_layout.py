@@ -9,12 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 import rollgym_toyenv  # noqa: F401  (registers ToyAdd-v0 and ToyGuess-v0)
+from test_collector import comparable
 
 import rollgym
 from rollgym.agents import OracleAgent, RandomAgent
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
-from rollgym.rollout import load_results
+from rollgym.rollout import EpisodeLimits, load_results
 from rollgym.rollout.drivers import run_spec
 from rollgym.rollout.engine import Engine
 from rollgym.rollout.layout import (
@@ -27,6 +28,7 @@ from rollgym.rollout.layout import (
     seat_seed,
 )
 from rollgym.rollout.spec import RunSpec
+from rollgym.rollout.types import RolloutGroup
 
 
 def _tasks(n: int, env_id: str = "ToyAdd-v0") -> list[Task]:
@@ -125,3 +127,24 @@ def test_seated_games_take_their_seeds_and_ids_from_the_seat_layout():
         assert [t.traj_id for t in group.trajectories] == [layout.names("", i, k).traj_id for k in range(4)]
         assert {t.seed for t in group.trajectories} == {layout.env_seed(0, i)}
     assert layout.agent_seed(0, 1, 3) == seat_seed(8, 1, 1)
+
+
+def test_play_tasks_refuses_ids_that_do_not_match_its_tasks_in_one_sentence():
+    from rollgym.train.adapters.episodes import play_tasks
+
+    with pytest.raises(ConfigError, match=r"^group_ids has 1 entries for 2 tasks; pass one per task\.$"):
+        play_tasks(OracleAgent(), "ToyAdd-v0", _tasks(2), group_ids=["a"])
+
+
+def test_play_tasks_is_a_task_list_run_of_the_engine():
+    from rollgym.train.adapters.episodes import play_tasks
+
+    tasks = _tasks(3)
+    ids, idx = ["x", "y", "x"], [0, 0, 1]
+    trajs = play_tasks(RandomAgent(seed=2), "ToyAdd-v0", tasks, seed=11, group_ids=ids, sample_idx=idx)
+    spec = RunSpec("ToyAdd-v0", n_tasks=3, group_size=1, seed=11, tasks=tuple(tasks),
+                   limits=EpisodeLimits(max_steps=10), layout=TaskListLayout.of(ids, idx, "external:random"))
+    again = run_spec(spec, RandomAgent(seed=2), driver="threads", keep_agent=False)
+    assert comparable([RolloutGroup(t.group_id, None, 1, [t]) for t in trajs]) == \
+        comparable([RolloutGroup(g.group_id, None, 1, g.trajectories) for g in again])
+    assert [t.seed for t in trajs] == [11, 12, 13] and [t.traj_id for t in trajs] == ["x-0", "y-1", "x-2"]

@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 
 from rollgym.core.agent import Agent, capabilities
+from rollgym.core.errors import ConfigError
 from rollgym.core.registration import make
 from rollgym.core.task import Task
 from rollgym.rollout.drivers import run_spec
@@ -114,6 +115,9 @@ def play_tasks(
     n = len(tasks)
     if n == 0:
         return []
+    for label, given in (("group_ids", group_ids), ("sample_idx", sample_idx)):
+        if given and len(given) != n:
+            raise ConfigError(f"{label} has {len(given)} entries for {n} tasks; pass one per task.")
     caps = capabilities(agent)  # read once, here where the agent is accepted
     kwargs = dict(env_kwargs or {})
     name = agent_name(agent)
