@@ -11,6 +11,9 @@ observations), its own reward, and ``info["role"]`` and ``info["seat"]``.
 trajectory of those games in one :class:`RolloutGroup`; ``info["role"]`` tells
 the trainer which members share a role (:func:`rollgym.train.advantages.role_advantages`,
 SPIRAL's role-conditioned advantages, or per-role GRPO with :func:`split_by_role`).
+Its seeds and ids are the collection engine's :class:`~rollgym.rollout.layout.SeatLayout`; the games
+play in its own loop, not as engine jobs (a game is a caller-built ``SeatedGame`` with one caller-owned
+agent per seat and one trajectory per seat: docs/architecture.md, "Collection modes beside the engine").
 
 Every seat needs its own agent object, because an agent keeps its episode's
 conversation: for self-play with one model, pass ``[agent, agent.spawn()]``
