@@ -97,8 +97,8 @@ def test_a_resumed_task_list_run_plays_only_what_is_missing(tmp_path):
 
 
 @pytest.mark.parametrize(("fields", "message"), [
-    ({"tasks": ("x",)}, "tasks must hold Task objects, got a str."),
-    ({"tasks": "abc"}, "tasks must be a list of Task objects, got str."),
+    ({"tasks": ("x",)}, "tasks must hold "),
+    ({"tasks": "abc"}, "tasks must be a list of "),
     ({"n_tasks": 2}, "tasks holds 1 tasks but n_tasks is 2"),
     ({"task_indices": (0,)}, "Pass task_indices or tasks, not both"),
     ({"layout": "seeds"}, "layout must be an EpisodeLayout (such as GroupLayout()), got str."),
