@@ -124,11 +124,11 @@ def drive_threads(spec: RunSpec, agent: Agent, *, workers: int = 1, **engine_opt
     The first worker plays with ``agent`` itself on the run's checked env; each other worker
     with its own env and its own agent (``agent.spawn()`` when the agent has it, else a deep copy).
     ``engine_options`` go to :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``,
-    ``env_pool``, ``task_chooser``, ``prefix_cache``).
+    ``env_pool``, ``task_chooser``, ``prefix_cache``, ``keep_agent``, ``make_env``).
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ConfigError(f"workers must be an integer >= 1, got {workers!r}.")
-    engine = Engine(spec, agent, make_env=make_env, **engine_options)
+    engine = Engine(spec, agent, **{"make_env": make_env, **engine_options})
     engine.start()
     jobs = engine.jobs
     pool = [engine.player()]

@@ -14,9 +14,13 @@ The drivers only decide *where* and *when* episodes run:
 :class:`Engine` and :class:`EpisodePlayer`; seeds, preflight, agent copies and the
 results file stay here.
 
-Seeds: task ``i`` of a run gets the env seed ``SeedSequence(run seed, spawn_key=(0, i))``
-and rollout ``j`` of it the agent seed ``SeedSequence(run seed, spawn_key=(1, i, j))``,
-never ``seed + i``, so streams of different tasks and runs never overlap.
+Seeds and ids: the spec's :class:`~rollgym.rollout.layout.EpisodeLayout` gives them. By default
+(:class:`~rollgym.rollout.layout.GroupLayout`) task ``i`` of a run gets the env seed
+``SeedSequence(run seed, spawn_key=(0, i))`` and rollout ``j`` of it the agent seed
+``SeedSequence(run seed, spawn_key=(1, i, j))``, never ``seed + i``, so streams of different tasks
+and runs never overlap. Other layouts are how the trainers' fixed task lists
+(:class:`~rollgym.rollout.layout.TaskListLayout`) and seated self-play
+(:class:`~rollgym.rollout.layout.SeatLayout`) keep their own seeds on this engine.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from rollgym.core.agent import Agent, BackedAgent, Capabilities, EnvCheckingAgent, SpawningAgent, capabilities
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.core.task import Task
 from rollgym.rollout.episode import EpisodeLimits, arun_episode, run_episode
+from rollgym.rollout.layout import EpisodeLayout, GroupLayout
+from rollgym.rollout.layout import agent_seed as agent_seed  # re-exported: the engine's public seed rule
+from rollgym.rollout.layout import episode_seed as episode_seed
 from rollgym.rollout.pool import EnvPool
 from rollgym.rollout.spec import RunSpec
 from rollgym.rollout.store import EpisodeRecord, ResultsWriter, assemble_groups, loads_line, task_dict
@@ -49,23 +54,6 @@ ProgressCallback = Callable[[int, int], None]
 
 #: Failure stages after which an env may be in any state: the player replaces it with a fresh one.
 RESTART_STAGES = frozenset({"reset", "step", "episode"})
-
-
-def episode_seed(run_seed: int, task_index: int) -> int:
-    """The ``env.reset`` seed of task ``task_index`` in a run seeded ``run_seed``.
-
-    Example:
-        >>> episode_seed(0, 0) != episode_seed(0, 1) != episode_seed(1, 0)
-        True
-    """
-    sequence = np.random.SeedSequence(entropy=int(run_seed), spawn_key=(0, int(task_index)))
-    return int(sequence.generate_state(1, dtype=np.uint32)[0])
-
-
-def agent_seed(run_seed: int, task_index: int, sample_idx: int) -> int:
-    """The ``agent.reset`` seed of rollout ``sample_idx`` of task ``task_index``."""
-    sequence = np.random.SeedSequence(entropy=int(run_seed), spawn_key=(1, int(task_index), int(sample_idx)))
-    return int(sequence.generate_state(1, dtype=np.uint32)[0])
 
 
 def resolve_env(env_id: str) -> EnvInfo:
@@ -141,7 +129,7 @@ def stale_reason(traj: Trajectory, current: int, max_staleness: int) -> str | No
     return None
 
 
-def preflight(env: Any, seed: int) -> None:
+def preflight(env: Any, seed: int | None) -> None:
     """Reset once so that a configuration mistake the env only sees at reset (an unknown split,
     missing data) is one clear error before any work, not a run of failed rollouts."""
     try:
@@ -159,8 +147,8 @@ class EpisodeJob:
 
     task_index: int
     sample_idx: int
-    seed: int
-    agent_seed: int
+    seed: int | None
+    agent_seed: int | None
     traj_id: str
     group_id: str
     env_id: str
@@ -227,7 +215,7 @@ class RunPlan:
     writer: ResultsWriter | None
     records: dict[tuple[int, int], EpisodeRecord]
     env_pool: EnvPool | None = None
-    _last_seed: tuple[int, int] = (-1, 0)
+    _last_seed: tuple[int, int | None] = (-1, 0)
     _tasks: dict[str, tuple[Task, Task]] = field(default_factory=dict)
     chooser: TaskChooser | None = None
     options: dict[int, dict[str, Any] | None] = field(default_factory=dict)
@@ -258,7 +246,7 @@ class RunPlan:
             env = env_pool.take(key, lambda: make_env(info.id, split=split, **kwargs))
         else:
             env = make_env(info.id, split=split, **kwargs)
-            preflight(env, episode_seed(seed, 0))
+            preflight(env, spec.layout.env_seed(seed, 0))
 
         from rollgym import __version__
 
@@ -278,6 +266,11 @@ class RunPlan:
             header["reset_options"] = to_jsonable(spec.reset_options)
         if spec.task_indices is not None:
             header["task_indices"] = list(spec.task_indices)
+        if spec.tasks is not None:
+            header["tasks"] = [task.id for task in spec.tasks]
+        layout = spec.layout.describe()
+        if layout is not None:  # the default layout adds nothing, so default runs keep their run ids
+            header["layout"] = layout
         prefix = f"{run_id(header)}-{info.id}"
         header["rollgym_version"] = __version__
         writer: ResultsWriter | None = None
@@ -326,18 +319,27 @@ class RunPlan:
         else:
             self.env_pool.give(EnvPool.key(self.info.id, self.split, self.env_kwargs), env)
 
+    @property
+    def layout(self) -> EpisodeLayout:
+        """How the run's episodes are seeded and named (the spec's layout)."""
+        return self.spec.layout if self.spec is not None else GroupLayout()
+
     def jobs(self) -> list[tuple[int, int]]:
-        """``(task_index, sample_idx)`` of every episode not yet in the results file."""
-        return [(i, j) for i in range(self.n_tasks) for j in range(self.group_size) if (i, j) not in self.records]
+        """``(task_index, sample)`` of every episode not yet in the results file."""
+        index = self.layout.sample_idx
+        return [(i, j) for i in range(self.n_tasks) for j in range(self.group_size)
+                if (i, index(i, j)) not in self.records]
 
     def job(self, i: int, j: int) -> EpisodeJob:
-        """Episode ``j`` of task ``i``: its seeds, ids and reset options."""
-        group_id = f"{self.prefix}-{i:05d}"
+        """Episode ``j`` of task ``i``: its seeds and ids (from the layout) and its reset options."""
+        layout = self.layout
+        names = layout.names(self.prefix, i, j)
         if self._last_seed[0] != i:  # a group's episodes share the env seed; jobs come group by group
-            self._last_seed = (i, episode_seed(self.seed, i))
-        return EpisodeJob(task_index=i, sample_idx=j, seed=self._last_seed[1], agent_seed=agent_seed(self.seed, i, j),
-                          traj_id=f"{group_id}-{j}", group_id=group_id, env_id=self.info.id,
-                          options=self.group_options(i))
+            self._last_seed = (i, layout.env_seed(self.seed, i))
+        return EpisodeJob(task_index=i, sample_idx=names.sample_idx, seed=self._last_seed[1],
+                          agent_seed=layout.agent_seed(self.seed, i, j), traj_id=names.traj_id,
+                          group_id=names.group_id, env_id=self.info.id, options=self.group_options(i),
+                          source=names.source)
 
     def job_args(self, i: int, j: int) -> dict[str, Any]:
         """The seeds and ids of episode ``j`` of task ``i``, as ``run_episode`` keyword arguments plus ``max_steps``."""
@@ -354,6 +356,8 @@ class RunPlan:
                 options = dict(self.spec.reset_options)
             if self.spec is not None and self.spec.task_indices is not None:
                 options = {**(options or {}), "task_index": self.spec.task_indices[i]}
+            if self.spec is not None and self.spec.tasks is not None:
+                options = {**(options or {}), "task": self.spec.tasks[i]}
             if options is None and self.chooser is None:
                 return None  # nothing to remember for a plain run (partial rollouts draw 2**31 indices)
             self.options[i] = options
@@ -406,7 +410,8 @@ class RunPlan:
 
     def take_group(self, i: int) -> RolloutGroup:
         """Group ``i`` from the records, which it leaves (a streamed run keeps no finished group)."""
-        episodes = [self.records.pop((i, j)) for j in range(self.group_size) if (i, j) in self.records]
+        keys = [(i, self.layout.sample_idx(i, j)) for j in range(self.group_size)]
+        episodes = [self.records.pop(key) for key in keys if key in self.records]
         return assemble_groups(episodes, self.group_size)[0]
 
     def groups(self) -> list[RolloutGroup]:

@@ -11,6 +11,9 @@ observations), its own reward, and ``info["role"]`` and ``info["seat"]``.
 trajectory of those games in one :class:`RolloutGroup`; ``info["role"]`` tells
 the trainer which members share a role (:func:`rollgym.train.advantages.role_advantages`,
 SPIRAL's role-conditioned advantages, or per-role GRPO with :func:`split_by_role`).
+Its seeds and ids are the collection engine's :class:`~rollgym.rollout.layout.SeatLayout`; the games
+play in its own loop, not as engine jobs (a game is a caller-built ``SeatedGame`` with one caller-owned
+agent per seat and one trajectory per seat: docs/architecture.md, "Collection modes beside the engine").
 
 Every seat needs its own agent object, because an agent keeps its episode's
 conversation: for self-play with one model, pass ``[agent, agent.spawn()]``
@@ -24,7 +27,6 @@ truncate every seat (``info["truncated_by"] = "max_steps"``, reward 0).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,17 +34,10 @@ from typing import Any
 from rollgym.core.agent import Agent
 from rollgym.core.errors import ConfigError
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits, EpisodeRecorder, ReportedFailure
+from rollgym.rollout.layout import SeatLayout, seat_seed
 from rollgym.rollout.types import RolloutGroup, Trajectory
 
 __all__ = ["collect_seated", "play_seated", "round_robin", "seat_seed", "split_by_role"]
-
-
-def seat_seed(seed: int | None, episode: int, seat: int) -> int | None:
-    """The sampling seed of ``seat`` in game ``episode`` of a group (``None`` when ``seed`` is)."""
-    if seed is None:
-        return None
-    digest = hashlib.sha256(f"{seed}/{episode}/{seat}".encode()).digest()
-    return int.from_bytes(digest[:4], "big")
 
 
 def play_seated(
@@ -191,14 +186,18 @@ def collect_seated(
         raise ConfigError(f"group_size must be at least 1, got {group_size}.")
     game = make_game()
     agents = list(make_agents())
+    n = int(game.num_seats)
+    layout = SeatLayout(tuple(int(seed) for seed in seeds), n, str(getattr(game, "env_id", "seated")), split)
     groups = []
-    for seed in seeds:
-        group_id = f"{getattr(game, 'env_id', 'seated')}:{split}:{seed}"
+    for i in range(len(layout.seeds)):
+        seed = layout.env_seed(0, i)
+        group_id = layout.names("", i, 0).group_id
         members: list[Trajectory] = []
         for episode in range(group_size):
             members += play_seated(game, agents, seed=seed, split=split, group_id=group_id, episode=episode,
-                                   traj_prefix=f"{group_id}:", max_steps=max_steps, players=players)
-        groups.append(RolloutGroup(group_id, game.task, group_size * game.num_seats, members))
+                                   traj_prefix=f"{group_id}:", max_steps=max_steps, players=players,
+                                   agent_seeds=[layout.agent_seed(0, i, episode * n + s) for s in range(n)])
+        groups.append(RolloutGroup(group_id, game.task, group_size * n, members))
     return groups
 
 

@@ -26,7 +26,9 @@ from typing import Any
 
 from rollgym.core.config import check_bool, check_int
 from rollgym.core.errors import ConfigError
+from rollgym.core.task import Task
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits
+from rollgym.rollout.layout import EpisodeLayout, GroupLayout
 
 
 @dataclass(frozen=True)
@@ -39,15 +41,20 @@ class RunSpec:
         group_size: Rollouts per task (G); all reset the env with the same seed.
         split: The split tasks are drawn from (``make(env_id, split=...)``).
         seed: The run seed: task ``i``'s env seed and every agent seed derive from it
-            (:func:`~rollgym.rollout.engine.episode_seed`, :func:`~rollgym.rollout.engine.agent_seed`).
+            (by the ``layout``; by default :func:`~rollgym.rollout.layout.episode_seed` and
+            :func:`~rollgym.rollout.layout.agent_seed`).
         task_indices: Play these task indices of the split (``reset(options={"task_index": k})``), one
             group each, instead of tasks drawn by the env seed; ``n_tasks`` must equal their number.
+        tasks: Play these :class:`~rollgym.core.task.Task` objects (``reset(options={"task": task})``),
+            one group each; ``n_tasks`` must equal their number. Not with ``task_indices``.
         env_kwargs: Extra arguments for ``rollgym.make`` (never ``split``).
         reset_options: Options passed to every ``env.reset`` (e.g. ``{"difficulty": 2}``).
         limits: Step, token and time caps of each episode (:class:`~rollgym.rollout.episode.EpisodeLimits`).
         out: A JSONL results file; episodes are appended as they finish.
         resume: With ``out`` already holding episodes of this run: skip them (``True``), or refuse to
             touch the file (``False``).
+        layout: How episodes are seeded and named (:class:`~rollgym.rollout.layout.EpisodeLayout`); the
+            default, :class:`~rollgym.rollout.layout.GroupLayout`, derives every seed from ``seed``.
     """
 
     env_id: str
@@ -56,11 +63,13 @@ class RunSpec:
     split: str = "test"
     seed: int = 0
     task_indices: tuple[int, ...] | None = None
+    tasks: tuple[Task, ...] | None = None
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     reset_options: Mapping[str, Any] | None = None
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     out: str | os.PathLike[str] | None = None
     resume: bool = True
+    layout: EpisodeLayout = field(default_factory=GroupLayout)
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
@@ -91,6 +100,22 @@ class RunSpec:
                 raise ConfigError(f"task_indices names {len(indices)} tasks but n_tasks is {self.n_tasks}; "
                                   "pass as many indices as tasks.")
             object.__setattr__(self, "task_indices", indices)
+        if self.tasks is not None:
+            if self.task_indices is not None:
+                raise ConfigError("Pass task_indices or tasks, not both: both choose the tasks.")
+            if isinstance(self.tasks, (str, bytes, Mapping)) or not hasattr(self.tasks, "__iter__"):
+                raise ConfigError(f"tasks must be a list of Task objects, got {type(self.tasks).__name__}.")
+            tasks = tuple(self.tasks)
+            for task in tasks:
+                if not isinstance(task, Task):
+                    raise ConfigError(f"tasks must hold Task objects, got a {type(task).__name__}.")
+            if len(tasks) != self.n_tasks:
+                raise ConfigError(f"tasks holds {len(tasks)} tasks but n_tasks is {self.n_tasks}; "
+                                  "pass as many tasks as n_tasks.")
+            object.__setattr__(self, "tasks", tasks)
+        if not isinstance(self.layout, EpisodeLayout):
+            raise ConfigError(f"layout must be an EpisodeLayout (such as GroupLayout()), got "
+                              f"{type(self.layout).__name__}.")
         if self.out is not None and not isinstance(self.out, (str, os.PathLike)):
             raise ConfigError(f"out must be a file path or None, got {type(self.out).__name__}.")
         check_bool("resume", self.resume)

@@ -87,11 +87,13 @@ async def stream(agent: Agent, env_id: str, n_tasks: int, group_size: int, *, sp
 
 async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, retries: int = 0,
                        policy_version: Callable[[], int] | None = None, max_staleness: int | None = None,
-                       **engine_options: Any) -> AsyncIterator[RolloutGroup]:
+                       positions: list[int] | None = None, **engine_options: Any) -> AsyncIterator[RolloutGroup]:
     """The asyncio driver: :func:`stream` of a :class:`~rollgym.rollout.spec.RunSpec`.
 
-    ``engine_options`` go to :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``,
-    ``env_pool``, ``task_chooser``, ``prefix_cache``).
+    ``positions``, when given, receives the task index of each group as it is yielded (a layout's
+    group ids need not sort in task order). ``engine_options`` go to
+    :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``, ``env_pool``,
+    ``task_chooser``, ``prefix_cache``, ``make_env``).
     """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
@@ -100,7 +102,7 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
     if (max_staleness is None) != (policy_version is None):
         raise ConfigError("Pass both policy_version and max_staleness, or neither.")
     limits = spec.limits
-    engine = Engine(spec, agent, keep_agent=False, make_env=make_env, **engine_options)
+    engine = Engine(spec, agent, keep_agent=False, **{"make_env": make_env, **engine_options})
     task_chooser = engine.plan.chooser
     plan = engine.plan
     engine.start()
@@ -164,6 +166,8 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
     try:
         for i in range(spec.n_tasks):
             if remaining[i] == 0:
+                if positions is not None:
+                    positions.append(i)
                 yield engine.take_group(i)
         launch()
         while True:
@@ -190,6 +194,8 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
                 group = engine.take_group(i)
                 if task_chooser is not None:
                     task_chooser.observe(group)
+                if positions is not None:
+                    positions.append(i)
                 yield group
         if task_chooser is not None:
             task_chooser.end_step()
@@ -237,8 +243,10 @@ def collect_async(
 def drive_async(spec: RunSpec, agent: Agent, *, concurrency: int = 32, **options: Any) -> list[RolloutGroup]:
     """The asyncio driver to the end: :func:`drive_stream` run on a new event loop; the groups in task order."""
 
+    positions: list[int] = []
+
     async def run() -> list[RolloutGroup]:
-        return [g async for g in drive_stream(spec, agent, concurrency=concurrency, **options)]
+        return [g async for g in drive_stream(spec, agent, concurrency=concurrency, positions=positions, **options)]
 
     groups = asyncio.run(run())
-    return sorted(groups, key=lambda g: g.group_id)
+    return [group for _, group in sorted(zip(positions, groups), key=lambda pair: pair[0])]

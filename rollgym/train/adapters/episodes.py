@@ -1,14 +1,15 @@
 """Play many episodes of fixed tasks at once with a :class:`ChatAgent`, so that generation batches.
 
-The TRL and verl adapters and the CPU demonstration share this runner. Each
-episode runs the collector's own episode loop (so failures, statuses and token
-fields are exactly the collector's) on an env reset to a given
-:class:`~rollgym.core.task.Task`. Agents with ``aact`` (LLM agents) play every
-episode on one event loop, so their model calls arrive together and the
-transformers backend merges them into one batch per turn; other agents play in
-threads. All episodes share one :class:`SamplingParams`. Envs come from a pool
-that a caller may keep across calls (a trainer calls once per step), so they are
-built once, not once per episode.
+The TRL and verl adapters and the CPU demonstration share this runner. It is one run of the
+episode engine (:func:`rollgym.rollout.drivers.run_spec`): a :class:`~rollgym.rollout.spec.RunSpec`
+whose ``tasks`` are the given :class:`~rollgym.core.task.Task` objects (each episode resets its env
+with ``options={"task": task}``) and whose layout (:class:`~rollgym.rollout.layout.TaskListLayout`)
+keeps this runner's seeds and ids, so failures, statuses and token fields are exactly the
+collector's. Agents with ``aact`` (LLM agents) play every episode on one event loop (the asyncio
+driver, every episode in flight), so their model calls arrive together and the transformers
+backend merges them into one batch per turn; other agents play in threads (the threads driver).
+All episodes share one :class:`SamplingParams`. Envs come from a pool that a caller may keep
+across calls (a trainer calls once per step), so they are built once, not once per episode.
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ from typing import Any
 import gymnasium as gym
 
 from rollgym.core.agent import Agent, capabilities
+from rollgym.core.errors import ConfigError
 from rollgym.core.registration import make
 from rollgym.core.task import Task
-from rollgym.rollout.engine import EpisodeJob, EpisodePlayer, agent_name, spawn_agent
+from rollgym.rollout.drivers import run_spec
+from rollgym.rollout.engine import agent_name
 from rollgym.rollout.episode import EpisodeLimits
+from rollgym.rollout.layout import TaskListLayout
+from rollgym.rollout.pool import EnvPool
+from rollgym.rollout.spec import RunSpec
 from rollgym.rollout.types import RolloutGroup, Trajectory
+
+#: Most threads a synchronous agent's episodes play in at once.
+MAX_THREADS = 64
 
 
 class FixedTask(gym.Wrapper[Any, Any, Any, Any]):
@@ -40,10 +49,32 @@ class FixedTask(gym.Wrapper[Any, Any, Any, Any]):
         return self.env.reset(seed=seed, options={**(options or {}), "task": self.task})
 
 
-def _agent_seed(seed: int, index: int) -> int:
-    import numpy as np
+class EnvListPool(EnvPool):
+    """An :class:`EnvPool` over a caller's list of envs of one kind: taken from and given back to the list,
+    which stays open after the run (``play_tasks(envs=...)``)."""
 
-    return int(np.random.SeedSequence(entropy=int(seed), spawn_key=(7, int(index))).generate_state(1)[0])
+    def __init__(self, envs: list[Any]) -> None:
+        super().__init__()
+        self.envs = envs
+
+    def has(self, key: str) -> bool:
+        return bool(self.envs)
+
+    def take(self, key: str, make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if self.envs:
+                return self.envs.pop()
+        return make()
+
+    def give(self, key: str, env: Any) -> None:
+        with self._lock:
+            self.envs.append(env)
+
+    def close(self) -> None:
+        """Leave the caller's envs open (they belong to the caller)."""
+
+    def __len__(self) -> int:
+        return len(self.envs)
 
 
 def play_tasks(
@@ -79,60 +110,41 @@ def play_tasks(
 
     Episode ``i``'s agent is reset with a seed derived from ``(seed, i)``, so the episodes of a
     group sample differently but reproducibly; the transformers backend still batches them,
-    since each row carries its own seed.
+    since each row carries its own seed (:class:`~rollgym.rollout.layout.TaskListLayout`).
     """
-    kwargs = dict(env_kwargs or {})
-    caps = capabilities(agent)  # read once, here where the agent is accepted
     n = len(tasks)
-    pool: list[Any] = envs if envs is not None else []
-    limits = EpisodeLimits(max_steps=max_turns)
-
-    def job(i: int, player: Any) -> EpisodeJob:
-        group_id = group_ids[i] if group_ids else tasks[i].id
-        return EpisodeJob(task_index=i, sample_idx=sample_idx[i] if sample_idx else i, seed=seed + i,
-                          agent_seed=_agent_seed(seed, i), traj_id=f"{group_id}-{i}", group_id=group_id,
-                          env_id=env_id, source="policy" if agent_name(player) == "llm" else f"external:{player.name}")
-
-    def new_env() -> Any:
-        return make_env() if make_env is not None else make(env_id, **kwargs)
-
-    def player(i: int) -> EpisodePlayer:
-        """The engine's player on a pooled env reset to task ``i`` (a crashed env is replaced by a fresh one)."""
-        env = pool.pop() if pool else new_env()
-        return EpisodePlayer(FixedTask(env, tasks[i]), spawn_agent(agent, caps),
-                             lambda: FixedTask(new_env(), tasks[i]), limits)
-
-    def one(i: int) -> Trajectory:
-        p = player(i)
-        record = p.play(job(i, p.agent))
-        pool.append(p.env.env)
-        return record.trajectory
-
-    async def one_async(i: int) -> Trajectory:
-        p = player(i)
-        record = await p.aplay(job(i, p.agent))
-        pool.append(p.env.env)
-        return record.trajectory
-
-    async def all_async() -> list[Trajectory]:
-        return list(await asyncio.gather(*(one_async(i) for i in range(n))))
-
     if n == 0:
         return []
-    try:
-        if caps.asynchronous:
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:  # no loop in this thread: the usual case (a trainer's rollout hook)
-                return asyncio.run(all_async())
+    for label, given in (("group_ids", group_ids), ("sample_idx", sample_idx)):
+        if given and len(given) != n:
+            raise ConfigError(f"{label} has {len(given)} entries for {n} tasks; pass one per task.")
+    caps = capabilities(agent)  # read once, here where the agent is accepted
+    kwargs = dict(env_kwargs or {})
+    name = agent_name(agent)
+    layout = TaskListLayout.of(list(group_ids) if group_ids else [task.id for task in tasks], sample_idx,
+                               "policy" if name == "llm" else f"external:{name}")
+    spec = RunSpec(env_id, n_tasks=n, group_size=1, seed=seed, tasks=tuple(tasks), env_kwargs=kwargs,
+                   limits=EpisodeLimits(max_steps=max_turns), layout=layout)
+
+    def build(env_id: str, *, split: str | None = None, **options: Any) -> Any:
+        """The run's envs: ``make_env()``, else ``make(env_id, **env_kwargs)`` (the env's own default split)."""
+        return make_env() if make_env is not None else make(env_id, **options)
+
+    options: dict[str, Any] = {"make_env": build, "env_pool": EnvListPool(envs) if envs is not None else None}
+    if caps.asynchronous:
+        def run() -> list[RolloutGroup]:
+            return run_spec(spec, agent, driver="async", parallel=n, **options)
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop in this thread: the usual case (a trainer's rollout hook)
+            groups = run()
+        else:
             with ThreadPoolExecutor(max_workers=1) as runner:  # called from inside a loop (a notebook)
-                return runner.submit(asyncio.run, all_async()).result()
-        with ThreadPoolExecutor(max_workers=min(n, 64), thread_name_prefix="rollgym-episodes") as threads:
-            return list(threads.map(one, range(n)))
-    finally:
-        if envs is None:
-            for env in pool:
-                env.close()
+                groups = runner.submit(run).result()
+    else:
+        groups = run_spec(spec, agent, driver="threads", parallel=min(n, MAX_THREADS), keep_agent=False, **options)
+    return [group.trajectories[0] for group in groups]
 
 
 def play_groups(
