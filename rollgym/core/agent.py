@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -120,7 +121,10 @@ def protocol_members(protocol: type) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def conforms(obj: object, protocol: type) -> bool:
+_P = TypeVar("_P")
+
+
+def conforms(obj: object, protocol: Callable[..., _P]) -> TypeGuard[_P]:
     """``isinstance(obj, protocol)`` for a runtime-checkable protocol, without re-walking the protocol each call.
 
     On Python 3.11 every ``isinstance`` check against a protocol walks the protocol's classes again (about 13 CPU

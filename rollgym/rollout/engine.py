@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rollgym.core.agent import Agent, BackedAgent, Capabilities, EnvCheckingAgent, SpawningAgent, capabilities
+from rollgym.core.agent import Agent, BackedAgent, Capabilities, EnvCheckingAgent, SpawningAgent, capabilities, conforms
 from rollgym.core.errors import ConfigError, RollgymError
 from rollgym.core.registration import EnvInfo, env_info, make
 from rollgym.core.task import Task
@@ -104,7 +104,7 @@ def use_prefix_cache(agent: Agent, on: bool | None) -> None:
         return
     if not isinstance(on, bool):
         raise ConfigError(f"prefix_cache must be True, False or None, got {on!r}.")
-    backend = agent.backend if isinstance(agent, BackedAgent) else None
+    backend = agent.backend if conforms(agent, BackedAgent) else None
     if backend is None or not hasattr(type(backend), "prefix_cache"):
         if not on:
             return
@@ -117,7 +117,7 @@ def use_prefix_cache(agent: Agent, on: bool | None) -> None:
 def spawn_agent(agent: Agent, caps: Capabilities | None = None) -> Agent:
     """Another agent like ``agent`` for an episode beside its own: ``agent.spawn()``, else a deep copy."""
     spawns = (caps or capabilities(agent)).spawns
-    return agent.spawn() if spawns and isinstance(agent, SpawningAgent) else copy.deepcopy(agent)
+    return agent.spawn() if spawns and conforms(agent, SpawningAgent) else copy.deepcopy(agent)
 
 
 def stale_reason(traj: Trajectory, current: int, max_staleness: int) -> str | None:

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from rollgym.core.agent import Agent
+from rollgym.core.agent import Agent, conforms
 from rollgym.core.errors import ConfigError
 from rollgym.core.task import Task
 from rollgym.rollout.types import Status, Trajectory, Turn, to_jsonable
@@ -84,8 +84,8 @@ class EpisodeAgent:
     @classmethod
     def of(cls, agent: Any) -> EpisodeAgent:
         """The members ``agent`` has (see the protocols above)."""
-        return cls(awaits=isinstance(agent, AwaitsActions), keeps_tokens=isinstance(agent, KeepsTokenRecord),
-                   counts_tokens=isinstance(agent, CountsTokens), takes_rewards=isinstance(agent, TakesRewards))
+        return cls(awaits=conforms(agent, AwaitsActions), keeps_tokens=conforms(agent, KeepsTokenRecord),
+                   counts_tokens=conforms(agent, CountsTokens), takes_rewards=conforms(agent, TakesRewards))
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _as_turn(value: Any) -> Turn:
 
 def _token_fields(agent: Any, step_rewards: list[float]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The trajectory's token fields from ``agent.token_record()``, and info notes about them."""
-    if not isinstance(agent, KeepsTokenRecord):
+    if not conforms(agent, KeepsTokenRecord):
         return {}, {}
     try:
         record = agent.token_record()

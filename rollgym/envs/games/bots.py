@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rollgym.core.agent import conforms
 from rollgym.core.closing import Closeable
 from rollgym.core.errors import ConfigError, MissingDependencyError
 from rollgym.envs.games.base import GameState
@@ -61,12 +62,12 @@ class ClosingBot(Protocol):
 
 def bot_name(bot: object, default: str) -> str:
     """``bot.name`` for a named bot, else ``default``."""
-    return str(bot.name) if isinstance(bot, NamedBot) else default
+    return str(bot.name) if conforms(bot, NamedBot) else default
 
 
 def close_bot(bot: object) -> None:
     """Close a bot that holds a resource; nothing for one that holds none."""
-    if isinstance(bot, ClosingBot):
+    if conforms(bot, ClosingBot):
         bot.close()
 
 

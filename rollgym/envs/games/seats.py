@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from rollgym.core.agent import SeededAgent
+from rollgym.core.agent import SeededAgent, conforms
 from rollgym.core.config import check_choice, check_int
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
@@ -358,7 +358,7 @@ class SeatedTextEnv(TextEnv):
         if not isinstance(self.opponent, ActsInSeat):
             raise ConfigError("opponent must be a bot name or an object with act(observation, info).")
         self._own_opponent = self.opponent
-        named = isinstance(opponent, NamedBot)
+        named = conforms(opponent, NamedBot)
         self._opponent_name = opponent if isinstance(opponent, str) else (opponent.name if named else None)
         self._level_bots: dict[str, SeatBot] = {}
         super().__init__(split=split, render_mode=render_mode)

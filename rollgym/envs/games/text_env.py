@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rollgym.core.agent import conforms
 from rollgym.core.config import configure, field_names
 from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.env import StepResult, TextEnv
@@ -276,7 +277,7 @@ class TwoPlayerTextEnv(TextEnv):
         """The game's :attr:`levels` (opponent strength, and board size where a level sets it)."""
         if not self.levels:
             return None
-        name = self._own_opponent.name if isinstance(self._own_opponent, NamedBot) else None
+        name = self._own_opponent.name if conforms(self._own_opponent, NamedBot) else None
         own = {"opponent": name, **self.board_options()}
         default = next((i for i, level in enumerate(self.levels)
                         if all(own.get(k) == v for k, v in level.knobs.items())), None)
