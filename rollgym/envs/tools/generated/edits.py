@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rollgym.envs.genworld import templates as core
 from rollgym.envs.tools.generated.domains import DOMAINS
 from rollgym.envs.tools.generated.schema import AppSchema, Entity
 from rollgym.envs.tools.generated.store import GenApp, people
@@ -25,7 +26,7 @@ from rollgym.envs.tools.tasks.base import Params, Solution, call, choose
 from rollgym.verifiers.tools import Expectation
 
 
-class Update(AppTemplate):
+class Update(AppTemplate, core.UpdateField):
     """Change one field of one row."""
 
     kind, group = "update", "edit"
@@ -64,7 +65,7 @@ class Update(AppTemplate):
 
 
 
-class CreateRecord(AppTemplate):
+class CreateRecord(AppTemplate, core.CreateRecord):
     """Create a record for a party (and an item) with given values."""
 
     kind, group = "create_record", "edit"
@@ -131,7 +132,7 @@ class CreateParty(AppTemplate):
         return Expectation(inserts=[(self.schema.app_id, self.schema.party.table, row)])
 
 
-class CreateItem(AppTemplate):
+class CreateItem(AppTemplate, core.CreateItem):
     """Add a new catalogue item with its category and numbers."""
 
     kind, group = "create_item", "edit"
