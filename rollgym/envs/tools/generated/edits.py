@@ -142,8 +142,7 @@ class CreateItem(AppTemplate, core.CreateItem):
         return [schema.item.name] if schema.item is not None and "create" in schema.item.ops else []
 
     def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         taken = {handle(item, r) for r in self.app(apps).table(item)}
         names = next(d for d in DOMAINS if d.key == self.schema.domain).item_names
         name = choose(rng, [n for n in names if n not in taken])
@@ -151,21 +150,18 @@ class CreateItem(AppTemplate, core.CreateItem):
         return {"label": name, "values": values}
 
     def prompt(self, p: Params) -> str:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         return (f"In {self.schema.title}, add a new {item.words} with {item.field(item.label).words} "
                 f"'{p['label']}', {values_text(item, p['values'])}.")
 
     def solve(self, p: Params) -> Solution:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         values = {k: as_argument(item.field(k), v) for k, v in p["values"].items()}
         yield from call(tool(self.schema, item, "create"), **{item.label: p["label"]}, **values)
         return None
 
     def expect(self, apps: Apps, p: Params) -> Expectation:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         return Expectation(inserts=[(self.schema.app_id, item.table, {item.label: p["label"], **p["values"]})])
 
 
@@ -216,21 +212,18 @@ class CreateChild(AppTemplate):
         return [schema.child.name] if schema.child is not None else []
 
     def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         code = choose(rng, [r["code"] for r in self.app(apps).table(self.schema.record)])
         values = {f.name: fresh_value(f, None, rng) for f in child.fields[1:]}
         return {"code": code, "values": values}
 
     def prompt(self, p: Params) -> str:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         return (f"In {self.schema.title}, add a {child.words} to {self.schema.record.words} {p['code']} with "
                 f"{values_text(child, p['values'])}.")
 
     def solve(self, p: Params) -> Solution:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         record = yield from find(self.schema, self.schema.record, p["code"])
         values = {k: as_argument(child.field(k), v) for k, v in p["values"].items()}
         key = f"{self.schema.record.name}_id"
@@ -238,8 +231,7 @@ class CreateChild(AppTemplate):
         return None
 
     def expect(self, apps: Apps, p: Params) -> Expectation:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         rid = next(r["id"] for r in self.app(apps).table(self.schema.record) if r["code"] == p["code"])
         row = {f"{self.schema.record.name}_id": rid, **p["values"]}
         return Expectation(inserts=[(self.schema.app_id, child.table, row)])

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rollgym.envs.genworld.schema import dollars, money_text
+from rollgym.envs.genworld.schema import EntityRole, dollars, money_text
 from rollgym.envs.genworld.templates import TemplateKind, WorldTemplate
 from rollgym.envs.tools.generated.domains import PHRASES
 from rollgym.envs.tools.generated.schema import Action, AppSchema, Entity, Field
@@ -237,6 +237,14 @@ class AppTemplate(GenTemplate):
     def field(self) -> Field:
         """The field of an ``entity.field`` target."""
         return self.entity_field()[1]
+
+    def entity_of(self, role: EntityRole) -> Entity:
+        """The app's entity that plays ``role`` (a kind that needs the optional item or child targets only
+        apps that have it)."""
+        found = {"party": self.schema.party, "item": self.schema.item, "record": self.schema.record,
+                 "child": self.schema.child}[role]
+        assert found is not None, (self.name, role)
+        return found
 
 
 # -- new records ------------------------------------------------------------------------------------

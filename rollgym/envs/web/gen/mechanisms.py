@@ -241,10 +241,11 @@ class Extreme(Mechanism):
     """The item of a category with the lowest or highest value of a field; answered by name."""
 
     operation = "extreme"
+    reads = "name"  # the column of the item that answers
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         found = draw_extreme(ctx, opt, rng)
-        return None if found is None else (found[0], found[1]["name"])
+        return None if found is None else (found[0], found[1][self.reads])
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
         return f"On {ctx.site.name}, find {extreme_phrase(ctx, opt, p)}. Answer with the {ctx.kind.singular}'s name."
@@ -330,14 +331,10 @@ class FindByCode(Mechanism):
         yield answer(drv.results(view)[0].name)
 
 
-class ChainCode(Mechanism):
+class ChainCode(Extreme):
     """The code of the extreme item of a category: find it, open it, read its code."""
 
-    operation = "chain_code"
-
-    def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
-        found = draw_extreme(ctx, opt, rng)
-        return None if found is None else (found[0], found[1]["code"])
+    operation, reads = "chain_code", "code"
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
         code = ctx.kind.code_label
