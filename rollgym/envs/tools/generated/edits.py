@@ -11,6 +11,7 @@ from rollgym.envs.tools.generated.store import GenApp, people
 from rollgym.envs.tools.generated.templates import (
     Apps,
     AppTemplate,
+    arguments,
     as_argument,
     create_record,
     find,
@@ -123,7 +124,7 @@ class CreateParty(AppTemplate):
 
     def solve(self, p: Params) -> Solution:
         party = self.schema.party
-        values = {k: as_argument(party.field(k), v) for k, v in p["values"].items()}
+        values = arguments(party, p["values"])
         yield from call(tool(self.schema, party, "create"), name=p["name"], email=p["email"], **values)
         return None
 
@@ -156,7 +157,7 @@ class CreateItem(AppTemplate, core.CreateItem):
 
     def solve(self, p: Params) -> Solution:
         item = self.entity_of("item")
-        values = {k: as_argument(item.field(k), v) for k, v in p["values"].items()}
+        values = arguments(item, p["values"])
         yield from call(tool(self.schema, item, "create"), **{item.label: p["label"]}, **values)
         return None
 
@@ -225,7 +226,7 @@ class CreateChild(AppTemplate):
     def solve(self, p: Params) -> Solution:
         child = self.entity_of("child")
         record = yield from find(self.schema, self.schema.record, p["code"])
-        values = {k: as_argument(child.field(k), v) for k, v in p["values"].items()}
+        values = arguments(child, p["values"])
         key = f"{self.schema.record.name}_id"
         yield from call(tool(self.schema, child, "create"), **{key: record[key]}, **values)
         return None

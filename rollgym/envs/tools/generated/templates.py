@@ -122,6 +122,11 @@ def as_argument(f: Field, value: Any) -> Any:
     return value
 
 
+def arguments(entity: Entity, values: dict[str, Any]) -> dict[str, Any]:
+    """Stored values of ``entity``'s fields as tool arguments (see :func:`as_argument`)."""
+    return {k: as_argument(entity.field(k), v) for k, v in values.items()}
+
+
 def listable(labels: list[str]) -> bool:
     """Whether names can be answered as a comma-separated list (no commas, semicolons or 'and' inside)."""
     return all("," not in x and ";" not in x and " and " not in f" {x.lower()} " for x in labels)
