@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from rollgym.envs.genworld import templates as core
 from rollgym.envs.tools.generated.domains import DOMAINS
 from rollgym.envs.tools.generated.schema import AppSchema, Entity
 from rollgym.envs.tools.generated.store import GenApp, people
 from rollgym.envs.tools.generated.templates import (
     Apps,
     AppTemplate,
+    arguments,
     as_argument,
     create_record,
     find,
@@ -25,7 +27,7 @@ from rollgym.envs.tools.tasks.base import Params, Solution, call, choose
 from rollgym.verifiers.tools import Expectation
 
 
-class Update(AppTemplate):
+class Update(AppTemplate, core.UpdateField):
     """Change one field of one row."""
 
     kind, group = "update", "edit"
@@ -64,7 +66,7 @@ class Update(AppTemplate):
 
 
 
-class CreateRecord(AppTemplate):
+class CreateRecord(AppTemplate, core.CreateRecord):
     """Create a record for a party (and an item) with given values."""
 
     kind, group = "create_record", "edit"
@@ -122,7 +124,7 @@ class CreateParty(AppTemplate):
 
     def solve(self, p: Params) -> Solution:
         party = self.schema.party
-        values = {k: as_argument(party.field(k), v) for k, v in p["values"].items()}
+        values = arguments(party, p["values"])
         yield from call(tool(self.schema, party, "create"), name=p["name"], email=p["email"], **values)
         return None
 
@@ -131,7 +133,7 @@ class CreateParty(AppTemplate):
         return Expectation(inserts=[(self.schema.app_id, self.schema.party.table, row)])
 
 
-class CreateItem(AppTemplate):
+class CreateItem(AppTemplate, core.CreateItem):
     """Add a new catalogue item with its category and numbers."""
 
     kind, group = "create_item", "edit"
@@ -141,8 +143,7 @@ class CreateItem(AppTemplate):
         return [schema.item.name] if schema.item is not None and "create" in schema.item.ops else []
 
     def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         taken = {handle(item, r) for r in self.app(apps).table(item)}
         names = next(d for d in DOMAINS if d.key == self.schema.domain).item_names
         name = choose(rng, [n for n in names if n not in taken])
@@ -150,21 +151,18 @@ class CreateItem(AppTemplate):
         return {"label": name, "values": values}
 
     def prompt(self, p: Params) -> str:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         return (f"In {self.schema.title}, add a new {item.words} with {item.field(item.label).words} "
                 f"'{p['label']}', {values_text(item, p['values'])}.")
 
     def solve(self, p: Params) -> Solution:
-        item = self.schema.item
-        assert item is not None
-        values = {k: as_argument(item.field(k), v) for k, v in p["values"].items()}
+        item = self.entity_of("item")
+        values = arguments(item, p["values"])
         yield from call(tool(self.schema, item, "create"), **{item.label: p["label"]}, **values)
         return None
 
     def expect(self, apps: Apps, p: Params) -> Expectation:
-        item = self.schema.item
-        assert item is not None
+        item = self.entity_of("item")
         return Expectation(inserts=[(self.schema.app_id, item.table, {item.label: p["label"], **p["values"]})])
 
 
@@ -215,30 +213,26 @@ class CreateChild(AppTemplate):
         return [schema.child.name] if schema.child is not None else []
 
     def sample(self, apps: Apps, rng: np.random.Generator) -> Params | None:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         code = choose(rng, [r["code"] for r in self.app(apps).table(self.schema.record)])
         values = {f.name: fresh_value(f, None, rng) for f in child.fields[1:]}
         return {"code": code, "values": values}
 
     def prompt(self, p: Params) -> str:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         return (f"In {self.schema.title}, add a {child.words} to {self.schema.record.words} {p['code']} with "
                 f"{values_text(child, p['values'])}.")
 
     def solve(self, p: Params) -> Solution:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         record = yield from find(self.schema, self.schema.record, p["code"])
-        values = {k: as_argument(child.field(k), v) for k, v in p["values"].items()}
+        values = arguments(child, p["values"])
         key = f"{self.schema.record.name}_id"
         yield from call(tool(self.schema, child, "create"), **{key: record[key]}, **values)
         return None
 
     def expect(self, apps: Apps, p: Params) -> Expectation:
-        child = self.schema.child
-        assert child is not None
+        child = self.entity_of("child")
         rid = next(r["id"] for r in self.app(apps).table(self.schema.record) if r["code"] == p["code"])
         row = {f"{self.schema.record.name}_id": rid, **p["values"]}
         return Expectation(inserts=[(self.schema.app_id, child.table, row)])

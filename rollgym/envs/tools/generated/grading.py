@@ -9,7 +9,8 @@ and grades the episode with :mod:`rollgym.verifiers.statediff` and
 required changes: the generated apps have no side effects that the expectation does not
 spell out (an action's status, date stamp and stock change are all required values). The
 reward is 1.0 when every required change happened, a question's answer is exactly right
-and the gate ``apps_unchanged_beyond_task`` holds; else 0.0.
+and the gate ``apps_unchanged_beyond_task`` holds; else 0.0. The rubric and the grade are the generated-world
+core's (:mod:`rollgym.envs.genworld.diff`), which WebGen grades with too.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import sqlite3
 from collections.abc import Iterable
 
 from rollgym.core.task import Score
+from rollgym.envs.genworld.diff import ExpectedState, grade_world, world_rubric
 from rollgym.envs.tools.generated.catalog import app
-from rollgym.verifiers.rubric import GradeContext, Rubric
+from rollgym.verifiers.rubric import Rubric
 from rollgym.verifiers.statediff import Rule, StateDiff
-from rollgym.verifiers.tools import GATE, Expectation, diff_bases, expectation_rubric, required_rules
+from rollgym.verifiers.tools import GATE, Expectation, answer_criterion, diff_bases, required_rules
 
 __all__ = ["GATE", "diff_apps", "grade", "rubric", "rules"]
 
@@ -33,8 +35,9 @@ def rules(expectation: Expectation) -> list[Rule]:
 
 def rubric(expectation: Expectation) -> Rubric:
     """The criteria: ``required_changes``, ``answer`` for questions, and the gate ``apps_unchanged_beyond_task``."""
-    return expectation_rubric(expectation, rules(expectation),
-                              "no row of any app of the world changed beyond what the task asks")
+    expected = ExpectedState(required=rules(expectation), answer=answer_criterion(expectation))
+    return world_rubric(expected, goal="required_changes", gate=GATE, partial_credit=False,
+                        gate_description="no row of any app of the world changed beyond what the task asks")
 
 
 def diff_apps(world: Iterable[str], dbs: dict[str, sqlite3.Connection],
@@ -49,4 +52,4 @@ def diff_apps(world: Iterable[str], dbs: dict[str, sqlite3.Connection],
 
 def grade(expectation: Expectation, diff: StateDiff, answer: str | None) -> Score:
     """Grade one episode: the required changes, the answer and the whole-world gate."""
-    return rubric(expectation).grade(GradeContext(answer=answer, diff=diff))
+    return grade_world(rubric(expectation), diff, answer)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.envs.genworld import templates as core
 from rollgym.envs.tools.generated.schema import AppSchema
 from rollgym.envs.tools.generated.store import GenApp
 from rollgym.envs.tools.generated.templates import (
@@ -27,7 +28,7 @@ from rollgym.envs.tools.tasks.base import Params, Solution, choose, every
 from rollgym.verifiers.tools import AnswerKind, Expectation
 
 
-class Lookup(AppTemplate):
+class Lookup(AppTemplate, core.Lookup):
     """What is a field of one row (named by its label)?"""
 
     kind, group = "lookup", "lookup"

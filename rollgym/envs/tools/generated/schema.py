@@ -32,10 +32,12 @@ from typing import Any, Literal
 import numpy as np
 
 from rollgym.core.seeding import stable_int
+from rollgym.envs.genworld.schema import EntityRole, ValueKind, words
 from rollgym.envs.tools.generated.domains import AUTHORS, BRANDS, CITIES, METHODS, TIERS, Domain
 
 FieldKind = Literal["text", "email", "int", "money", "date", "enum", "bool", "ref"]
-EntityRole = Literal["party", "item", "record", "child"]
+"""ToolGen's value kinds: the generated-world core's :data:`~rollgym.envs.genworld.schema.ValueKind` but
+``rating``. :data:`EntityRole` is the core's."""
 OPS = ("search", "get", "create", "update", "delete", "stats")
 
 
@@ -72,7 +74,12 @@ class Field:
     @property
     def words(self) -> str:
         """The field's name as words (``due_on`` -> ``due on``)."""
-        return self.name.replace("_", " ")
+        return words(self.name)
+
+    @property
+    def value_kind(self) -> ValueKind:
+        """Its type (a :class:`~rollgym.envs.genworld.schema.WorldField`'s)."""
+        return self.kind
 
     def structure(self) -> list[Any]:
         """What the field is, JSON-ready (for the schema digest)."""
@@ -102,12 +109,12 @@ class Entity:
     @property
     def words(self) -> str:
         """The entity's name as words (``repair_job`` -> ``repair job``)."""
-        return self.name.replace("_", " ")
+        return words(self.name)
 
     @property
     def plural_words(self) -> str:
         """The table's name as words."""
-        return self.table.replace("_", " ")
+        return words(self.table)
 
     def with_role(self, role: str) -> list[Field]:
         """The fields that play ``role``."""
@@ -146,7 +153,7 @@ class Action:
     @property
     def words(self) -> str:
         """The verb as words (``check_out`` -> ``check out``)."""
-        return self.verb.replace("_", " ")
+        return words(self.verb)
 
     def structure(self) -> list[Any]:
         """What the action is, JSON-ready."""

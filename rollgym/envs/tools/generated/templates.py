@@ -12,6 +12,10 @@ the shared state-diff grader with the whole-world gate.
 
 Questions ask for a value, a name or a list of names, never a bare count, and the task
 source redraws any instance that a constant answer would solve.
+
+Every kind is a template kind of the generated-world core (:class:`rollgym.envs.genworld.templates.TemplateKind`:
+its ``operation`` is the ``kind``; it ``asks`` when it has an answer); the kinds WebGen has too (``lookup``,
+``create_record``, ``create_item``, ``update``) subclass the core's shared kind.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rollgym.envs.genworld.schema import EntityRole, dollars, money_text
+from rollgym.envs.genworld.templates import TemplateKind, WorldTemplate
 from rollgym.envs.tools.generated.domains import PHRASES
 from rollgym.envs.tools.generated.schema import Action, AppSchema, Entity, Field
 from rollgym.envs.tools.generated.store import TODAY, GenApp, day
@@ -35,12 +41,24 @@ GROUPS = ("lookup", "edit", "action", "chain", "cross_app")
 """Scenario groups of templates (one env id each)."""
 
 
-class GenTemplate(Template[Apps]):
+class GenTemplate(Template[Apps], TemplateKind, WorldTemplate):
     """One kind of generated task on one target; subclasses set ``kind``, ``group`` and the four methods
     (:class:`~rollgym.envs.tools.tasks.base.Template`'s, over the built apps by id)."""
 
     kind: ClassVar[str]
     group: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in vars(cls):
+            cls.operation = cls.kind
+        if isinstance(vars(cls).get("answer_kind"), str):
+            cls.asks = cls.answer_kind != "none"
+
+    @property
+    def template_kind(self) -> TemplateKind:
+        """The template itself: each kind is a class."""
+        return self
 
     def __init__(self, name: str, apps: tuple[str, ...], target: str) -> None:
         self.name = name
@@ -54,7 +72,7 @@ class GenTemplate(Template[Apps]):
 def shown(f: Field, value: Any) -> str:
     """A stored value as a prompt states it."""
     if f.kind == "money":
-        return f"${value / 100:.2f}"
+        return money_text(value)
     if f.kind == "bool":
         return "true" if value else "false"
     return str(value)
@@ -63,7 +81,7 @@ def shown(f: Field, value: Any) -> str:
 def answer_of(f: Field, value: Any) -> tuple[Any, AnswerKind]:
     """The expected answer of a question about a stored value, and its kind."""
     if f.kind == "money":
-        return round(value / 100, 2), "number"
+        return dollars(value), "number"
     if f.kind == "int":
         return int(value), "number"
     return str(value), "text"
@@ -98,10 +116,15 @@ def fresh_value(f: Field, old: Any, rng: np.random.Generator) -> Any:
 def as_argument(f: Field, value: Any) -> Any:
     """A stored value as a tool argument (money in dollars, flags as booleans)."""
     if f.kind == "money":
-        return round(value / 100, 2)
+        return dollars(value)
     if f.kind == "bool":
         return bool(value)
     return value
+
+
+def arguments(entity: Entity, values: dict[str, Any]) -> dict[str, Any]:
+    """Stored values of ``entity``'s fields as tool arguments (see :func:`as_argument`)."""
+    return {k: as_argument(entity.field(k), v) for k, v in values.items()}
 
 
 def listable(labels: list[str]) -> bool:
@@ -219,6 +242,14 @@ class AppTemplate(GenTemplate):
     def field(self) -> Field:
         """The field of an ``entity.field`` target."""
         return self.entity_field()[1]
+
+    def entity_of(self, role: EntityRole) -> Entity:
+        """The app's entity that plays ``role`` (a kind that needs the optional item or child targets only
+        apps that have it)."""
+        found = {"party": self.schema.party, "item": self.schema.item, "record": self.schema.record,
+                 "child": self.schema.child}[role]
+        assert found is not None, (self.name, role)
+        return found
 
 
 # -- new records ------------------------------------------------------------------------------------

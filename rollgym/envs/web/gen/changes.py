@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.envs.genworld import templates as core
 from rollgym.envs.web.gen.domain import TODAY
 from rollgym.envs.web.gen.driver import Driver
 from rollgym.envs.web.gen.mechanisms import (
@@ -73,10 +74,10 @@ def _fill_record(drv: Driver, view: PageView, values: dict[str, Any]) -> Any:
     return view
 
 
-class CreateRecord(Mechanism):
+class CreateRecord(Mechanism, core.CreateRecord):
     """Sign in and make a record (order, reply, reservation, ...) on a named item."""
 
-    kind = "transaction"
+    operation, asks = "create_record", False
 
     def _item(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
         item = pick(rng, ctx.rows("SELECT * FROM items WHERE archived = 0 ORDER BY id"))
@@ -118,6 +119,8 @@ class CreateRecord(Mechanism):
 class CreateRecordExtreme(CreateRecord):
     """Make a record on the item that a category's listing ranks first by a field (found, not named)."""
 
+    operation = "create_record_extreme"
+
     def _item(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Any] | None:
         return draw_extreme(ctx, opt, rng)
 
@@ -156,7 +159,7 @@ def _open_record_page(drv: Driver, view: PageView, p: dict[str, Any]) -> Any:
 class CancelRecord(Mechanism):
     """Cancel (return, withdraw, delete, ...) one of the user's open records."""
 
-    kind = "transaction"
+    operation, asks = "cancel_record", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         found = _own_open_record(ctx, rng)
@@ -185,10 +188,10 @@ class CancelRecord(Mechanism):
         yield answer("done")
 
 
-class UpdateRecord(Mechanism):
+class UpdateRecord(Mechanism, core.UpdateField):
     """Change the one changeable field of one of the user's open records."""
 
-    kind = "transaction"
+    operation, asks = "update_record", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         spec = ctx.kind.record
@@ -233,7 +236,7 @@ class UpdateRecord(Mechanism):
 class BulkCancel(Mechanism):
     """Cancel every open record of the user whose item is in one category, and no other."""
 
-    kind = "transaction"
+    operation, asks = "bulk_cancel", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         user = ctx.user(rng)
@@ -290,7 +293,7 @@ class BulkCancel(Mechanism):
 class FavoriteAdd(Mechanism):
     """Add an item to the user's favourites list."""
 
-    kind = "transaction"
+    operation, asks = "favorite_add", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         user = ctx.user(rng)
@@ -314,7 +317,7 @@ class FavoriteAdd(Mechanism):
 class FavoriteRemove(Mechanism):
     """Remove an item from the user's favourites list."""
 
-    kind = "transaction"
+    operation, asks = "favorite_remove", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         user = ctx.user(rng)
@@ -342,7 +345,7 @@ class FavoriteRemove(Mechanism):
 class ProfileUpdate(Mechanism):
     """Change the user's own display name or email address."""
 
-    kind = "transaction"
+    operation, asks = "profile_update", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         user = ctx.user(rng)
@@ -371,10 +374,10 @@ class ProfileUpdate(Mechanism):
         yield answer("done")
 
 
-class EditItem(Mechanism):
+class EditItem(Mechanism, core.UpdateField):
     """An editor sets one field of an item."""
 
-    kind = "transaction"
+    operation, asks = "edit_item", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         f = ctx.kind.field(opt["field"])
@@ -411,7 +414,7 @@ class EditItem(Mechanism):
 class ArchiveItem(Mechanism):
     """An editor archives an item."""
 
-    kind = "transaction"
+    operation, asks = "archive_item", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         user = ctx.user(rng, editor=True)
@@ -433,10 +436,10 @@ class ArchiveItem(Mechanism):
         yield answer("done")
 
 
-class CreateItem(Mechanism):
+class CreateItem(Mechanism, core.CreateItem):
     """Add a new item with given values (members of forums, wikis and recipe sites may; elsewhere editors)."""
 
-    kind = "transaction"
+    operation, asks = "create_item", False
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         k = ctx.kind

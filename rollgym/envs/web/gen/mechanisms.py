@@ -23,6 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from rollgym.envs.genworld import templates as core
+from rollgym.envs.genworld.schema import money_input, money_text
+from rollgym.envs.genworld.templates import TemplateKind
 from rollgym.envs.web.gen.domain import TODAY
 from rollgym.envs.web.gen.driver import Driver
 from rollgym.envs.web.gen.kinds import FieldSpec, Kind
@@ -96,7 +99,7 @@ def sessions(uid: int) -> list[Rule]:
 def shown(site: GeneratedSite, f: FieldSpec, value: Any) -> str:
     """A value as a goal states it (money in dollars, dates in ISO, text quoted)."""
     if f.type == "money":
-        return f"${value // 100:,}.{value % 100:02d}"
+        return money_text(value, grouped=True)
     if f.type == "text":
         return json.dumps(value, ensure_ascii=False)
     return f"{value}" + (f" {f.unit}" if f.unit and f.type == "int" else "")
@@ -104,7 +107,7 @@ def shown(site: GeneratedSite, f: FieldSpec, value: Any) -> str:
 
 def typed(f: FieldSpec, value: Any) -> str:
     """A value as a form takes it (dollars for money)."""
-    return f"{value // 100}.{value % 100:02d}" if f.type == "money" else str(value)
+    return money_input(value) if f.type == "money" else str(value)
 
 
 def answer_type(f: FieldSpec) -> str:
@@ -139,10 +142,17 @@ def new_value(ctx: Ctx, f: FieldSpec, rng: np.random.Generator, current: Any, re
     return None
 
 
-class Mechanism:
-    """Base of every mechanism; ``info`` mechanisms ask a question, the others change the site."""
+class Mechanism(TemplateKind):
+    """Base of every mechanism: a template kind of the generated-world core
+    (:class:`~rollgym.envs.genworld.templates.TemplateKind`) named by its ``operation``; it ``asks`` a question
+    (an ``info`` task) unless it changes the site (a ``transaction``)."""
 
-    kind = "info"
+    asks = True
+
+    @property
+    def kind(self) -> str:
+        """``"info"`` (it asks) or ``"transaction"`` (it changes the site)."""
+        return "info" if self.asks else "transaction"
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         """Draw ``(params, answer)``, or ``None`` when the site has no fitting instance."""
@@ -230,9 +240,12 @@ def open_extreme(drv: Driver, opt: dict[str, Any], p: dict[str, Any], view: Page
 class Extreme(Mechanism):
     """The item of a category with the lowest or highest value of a field; answered by name."""
 
+    operation = "extreme"
+    reads = "name"  # the column of the item that answers
+
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         found = draw_extreme(ctx, opt, rng)
-        return None if found is None else (found[0], found[1]["name"])
+        return None if found is None else (found[0], found[1][self.reads])
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
         return f"On {ctx.site.name}, find {extreme_phrase(ctx, opt, p)}. Answer with the {ctx.kind.singular}'s name."
@@ -244,6 +257,8 @@ class Extreme(Mechanism):
 
 class Kth(Mechanism):
     """The item at a given position of the whole listing sorted by a field (past the first page)."""
+
+    operation = "kth"
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         f = ctx.kind.field(opt["field"])
@@ -272,8 +287,10 @@ class Kth(Mechanism):
         yield answer(found.name)
 
 
-class Lookup(Mechanism):
+class Lookup(Mechanism, core.Lookup):
     """One field of a named item."""
+
+    operation = "lookup"
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         f = ctx.kind.field(opt["field"])
@@ -299,6 +316,8 @@ class Lookup(Mechanism):
 class FindByCode(Mechanism):
     """The item that has a given code."""
 
+    operation = "find_by_code"
+
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         item = pick(rng, ctx.rows("SELECT * FROM items WHERE archived = 0 ORDER BY id"))
         return {"code": item["code"]}, item["name"]
@@ -312,12 +331,10 @@ class FindByCode(Mechanism):
         yield answer(drv.results(view)[0].name)
 
 
-class ChainCode(Mechanism):
+class ChainCode(Extreme):
     """The code of the extreme item of a category: find it, open it, read its code."""
 
-    def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
-        found = draw_extreme(ctx, opt, rng)
-        return None if found is None else (found[0], found[1]["code"])
+    operation, reads = "chain_code", "code"
 
     def goal(self, ctx: Ctx, opt: dict[str, Any], p: dict[str, Any]) -> str:
         code = ctx.kind.code_label
@@ -331,6 +348,8 @@ class ChainCode(Mechanism):
 
 class MyRecordValue(Mechanism):
     """A value of one of the user's own records (its date, total, or a field): sign in, find it, read it."""
+
+    operation = "my_record_value"
 
     def sample(self, ctx: Ctx, opt: dict[str, Any], rng: np.random.Generator) -> Drawn:
         user = ctx.user(rng)

@@ -1,6 +1,9 @@
 """The vocabulary a domain kind is written in: item fields, per-user records, templates, and the kind itself.
 
-:mod:`rollgym.envs.web.gen.kinds` writes the eleven kinds in these terms.
+:mod:`rollgym.envs.web.gen.kinds` writes the eleven kinds in these terms. A site is the generated-world core's
+world (:mod:`rollgym.envs.genworld.schema`) over fixed tables: ``users`` are its parties, ``items`` its item
+catalogue and ``records`` what users keep about items; a :class:`FieldSpec` is a
+:class:`~rollgym.envs.genworld.schema.WorldField`.
 """
 
 from __future__ import annotations
@@ -8,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rollgym.envs.genworld.schema import ValueKind
+
 FieldType = Literal["money", "int", "rating", "enum", "date", "text"]
+"""WebGen's value kinds: six of the generated-world core's :data:`~rollgym.envs.genworld.schema.ValueKind`."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,16 @@ class FieldSpec:
     lookup: bool = False
     words: tuple[str, str] = ("lowest", "highest")
     create: bool = False
+
+    @property
+    def name(self) -> str:
+        """The column's name (its ``key``, as a :class:`~rollgym.envs.genworld.schema.WorldField` names it)."""
+        return self.key
+
+    @property
+    def value_kind(self) -> ValueKind:
+        """Its type (its ``type``)."""
+        return self.type
 
 
 @dataclass(frozen=True)

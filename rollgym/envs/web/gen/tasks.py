@@ -28,27 +28,25 @@ from rollgym.core.difficulty import Difficulty, Level
 from rollgym.core.errors import ConfigError
 from rollgym.core.seeding import content_digest, stable_int
 from rollgym.core.task import Score, Task
+from rollgym.envs.genworld.diff import ExpectedState, diff_world, grade_world, world_rubric
 from rollgym.envs.genworld.draw import draw_instance
+from rollgym.envs.genworld.templates import WorldTemplate
 from rollgym.envs.web.gen import changes
 from rollgym.envs.web.gen import mechanisms as m
 from rollgym.envs.web.gen.domain import site_keys, site_spec
 from rollgym.envs.web.gen.kinds import KINDS, Kind, TemplateSpec
 from rollgym.envs.web.server import query_base, site
 from rollgym.envs.web.tasks.base import SITE_GATE
-from rollgym.verifiers.rubric import Criterion, GradeContext, Rubric, state_rubric
-from rollgym.verifiers.statediff import Query, Rule, diff_snapshots, snapshot
+from rollgym.verifiers.rubric import Criterion, Rubric
+from rollgym.verifiers.statediff import Query, Rule, snapshot
 from rollgym.verifiers.web import matches
 
-MECHANISMS: dict[str, m.Mechanism] = {
-    "extreme": m.Extreme(), "kth": m.Kth(), "lookup": m.Lookup(), "find_by_code": m.FindByCode(),
-    "chain_code": m.ChainCode(), "my_record_value": m.MyRecordValue(),
-    "create_record": changes.CreateRecord(), "create_record_extreme": changes.CreateRecordExtreme(),
-    "cancel_record": changes.CancelRecord(), "update_record": changes.UpdateRecord(),
-    "bulk_cancel": changes.BulkCancel(), "favorite_add": changes.FavoriteAdd(),
-    "favorite_remove": changes.FavoriteRemove(), "profile_update": changes.ProfileUpdate(),
-    "edit_item": changes.EditItem(), "archive_item": changes.ArchiveItem(), "create_item": changes.CreateItem(),
-}
-"""Every mechanism, by the name templates use."""
+MECHANISMS: dict[str, m.Mechanism] = {mechanism.operation: mechanism for mechanism in (
+    m.Extreme(), m.Kth(), m.Lookup(), m.FindByCode(), m.ChainCode(), m.MyRecordValue(),
+    changes.CreateRecord(), changes.CreateRecordExtreme(), changes.CancelRecord(), changes.UpdateRecord(),
+    changes.BulkCancel(), changes.FavoriteAdd(), changes.FavoriteRemove(), changes.ProfileUpdate(),
+    changes.EditItem(), changes.ArchiveItem(), changes.CreateItem())}
+"""Every mechanism, by the name templates use (its ``operation``)."""
 
 GEN_SPLITS = ("train", "validation", "test", "test_unseen")
 """The splits of the generated sites; ``test_unseen`` plays on held-out sites only."""
@@ -56,8 +54,9 @@ MAX_ATTEMPTS = 2000
 
 
 @dataclass(frozen=True)
-class GenTemplate:
-    """One template: a kind, a :class:`~.kinds.TemplateSpec` and its mechanism."""
+class GenTemplate(WorldTemplate):
+    """One template: a kind, a :class:`~.kinds.TemplateSpec` and its mechanism (the generated-world core's
+    template kind, :attr:`template_kind`)."""
 
     kind: Kind
     spec: TemplateSpec
@@ -71,6 +70,11 @@ class GenTemplate:
     def mechanism(self) -> m.Mechanism:
         """The mechanism that implements it."""
         return MECHANISMS[self.spec.mechanism]
+
+    @property
+    def template_kind(self) -> m.Mechanism:
+        """The mechanism: what the task does to the site."""
+        return self.mechanism
 
     @property
     def task_kind(self) -> str:
@@ -202,32 +206,37 @@ class GenTaskSource:
 # -- grading --------------------------------------------------------------------------------------------------------
 
 
-def rules_of(task: Task) -> list[Rule]:
-    """Every change ``task`` requires or tolerates, its user's sign-ins included (the site gate's allow-list)."""
+def expected_state(task: Task) -> ExpectedState:
+    """What ``task`` expects of the site: the changes it requires, those it tolerates (its user's sign-ins
+    included) and, for a question, the answer criterion."""
     template = template_of(task)
     ctx = context(task.meta["site"])
     opt, p = template.spec.options, task.meta["params"]
-    rules = [*template.mechanism.required(ctx, opt, p, task.answer), *template.mechanism.tolerated(ctx, opt, p,
-                                                                                                      task.answer)]
+    tolerated = template.mechanism.tolerated(ctx, opt, p, task.answer)
     if "username" in p:
         uid = ctx.rows("SELECT id FROM users WHERE username = ?", (p["username"],))[0]["id"]
-        rules += m.sessions(int(uid))
-    return rules
+        tolerated = [*tolerated, *m.sessions(int(uid))]
+    answer = None
+    if template.mechanism.asks:
+        kind, unit = template.mechanism.answer_type(ctx, opt, p)
+        expected = task.answer
+        answer = Criterion("answer_correct", 1.0, lambda graded: matches(kind, expected, graded.answer, unit),
+                           "the answer is the value the site holds")
+    return ExpectedState(template.mechanism.required(ctx, opt, p, task.answer), tolerated, answer)
+
+
+def rules_of(task: Task) -> list[Rule]:
+    """Every change ``task`` requires or tolerates, its user's sign-ins included (the site gate's allow-list)."""
+    return expected_state(task).rules
 
 
 def rubric_of(task: Task) -> Rubric:
     """The rubric of a generated task: its answer or its required changes, and the whole-site gate."""
-    template = template_of(task)
-    rules = rules_of(task)
-    if template.task_kind == "info":
-        kind, unit = template.mechanism.answer_type(context(task.meta["site"]), template.spec.options,
-                                                    task.meta["params"])
-        expected = task.answer
-        answer = Criterion("answer_correct", 1.0, lambda ctx: matches(kind, expected, ctx.answer, unit),
-                           "the answer is the value the site holds")
-        return state_rubric(rules, goal=None, gate=SITE_GATE, answer=answer,
+    expected = expected_state(task)
+    if expected.answer is not None:
+        return world_rubric(expected, goal=None, gate=SITE_GATE,
                             gate_description="no row of any table changed beyond the user's sign-ins")
-    return state_rubric(rules, goal="goal_reached", gate=SITE_GATE,
+    return world_rubric(expected, goal="goal_reached", gate=SITE_GATE,
                         gate_description="no row of any table of the site changed beyond what the task allows")
 
 
@@ -239,10 +248,9 @@ def _base_snapshot(site_key: str) -> Any:
 def grade_answer(task: Task, answer: str | None, db: Query) -> Score:
     """Grade an episode of a generated task from its final ``answer`` and its database (queried through ``db``)."""
     key = task.meta["site"]
-    base = _base_snapshot(key)
-    diff = diff_snapshots(base, snapshot(db, base.schema))
-    ctx = GradeContext(answer=answer, db=db, base=lambda sql, params=(): query_base(key, sql, params), diff=diff)
-    return rubric_of(task).grade(ctx)
+    diff = diff_world(_base_snapshot(key), db)
+    return grade_world(rubric_of(task), diff, answer, db=db,
+                       base=lambda sql, params=(): query_base(key, sql, params))
 
 
 #: Difficulty tier of each mechanism, by the reference solution's browser actions (measured on two train tasks
@@ -287,4 +295,5 @@ def count_templates() -> dict[str, int]:
 
 
 __all__ = ["GEN_SPLITS", "MECHANISMS", "MECHANISM_TIERS", "TEMPLATES", "GenTaskSource", "GenTemplate",
-           "count_templates", "gen_difficulty", "grade_answer", "rubric_of", "rules_of", "split_sites", "template_of"]
+           "count_templates", "expected_state", "gen_difficulty", "grade_answer", "rubric_of", "rules_of",
+           "split_sites", "template_of"]
