@@ -181,22 +181,26 @@ class EpisodePlayer:
     env with ``new_env()`` before the next episode.
     """
 
-    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any], limits: EpisodeLimits) -> None:
+    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any], limits: EpisodeLimits, *,
+                 step_timings: bool = False) -> None:
         self.env = env
         self.agent = agent
         self.new_env = new_env
         self.limits = limits
+        self.step_timings = step_timings
 
     def play(self, job: EpisodeJob) -> EpisodeRecord:
         """Play ``job`` in this thread (:func:`~rollgym.rollout.episode.run_episode`)."""
-        trajectory, task = run_episode(self.env, self.agent, limits=self.limits, **job.kwargs())
+        trajectory, task = run_episode(self.env, self.agent, limits=self.limits, step_timings=self.step_timings,
+                                       **job.kwargs())
         self.settle(trajectory)
         return EpisodeRecord(job.task_index, task, trajectory)
 
     async def aplay(self, job: EpisodeJob, *,
                     pause: Callable[[], Awaitable[None]] | None = None) -> EpisodeRecord:
         """Play ``job`` on the running loop (:func:`~rollgym.rollout.episode.arun_episode`), with its timeouts."""
-        trajectory, task = await arun_episode(self.env, self.agent, limits=self.limits, pause=pause, **job.kwargs())
+        trajectory, task = await arun_episode(self.env, self.agent, limits=self.limits, pause=pause,
+                                              step_timings=self.step_timings, **job.kwargs())
         self.settle(trajectory)
         return EpisodeRecord(job.task_index, task, trajectory)
 
@@ -278,6 +282,8 @@ class RunPlan:
             header["reset_options"] = to_jsonable(spec.reset_options)
         if spec.task_indices is not None:
             header["task_indices"] = list(spec.task_indices)
+        if spec.tasks is not None:
+            header["tasks"] = [task.id for task in spec.tasks]
         prefix = f"{run_id(header)}-{info.id}"
         header["rollgym_version"] = __version__
         writer: ResultsWriter | None = None
@@ -345,7 +351,8 @@ class RunPlan:
 
     def group_options(self, i: int) -> dict[str, Any] | None:
         """The reset options of group ``i``: the task chooser's (asked once per group), else the spec's
-        ``reset_options``, with the spec's task index when it names them; ``None`` when there are none."""
+        ``reset_options``, with the spec's task index (or given task) when it names them; ``None`` when there are
+        none."""
         if i not in self.options:
             options: dict[str, Any] | None = None
             if self.chooser is not None:
@@ -354,6 +361,8 @@ class RunPlan:
                 options = dict(self.spec.reset_options)
             if self.spec is not None and self.spec.task_indices is not None:
                 options = {**(options or {}), "task_index": self.spec.task_indices[i]}
+            if self.spec is not None and self.spec.tasks is not None:
+                options = {**(options or {}), "task": self.spec.tasks[i]}
             if options is None and self.chooser is None:
                 return None  # nothing to remember for a plain run (partial rollouts draw 2**31 indices)
             self.options[i] = options
@@ -506,8 +515,19 @@ class Engine:
             env, agent = self._first
             self._first = None
             return EpisodePlayer(env, agent if agent is not None else self.spawn(), self.plan.new_env,
-                                 self.spec.limits)
-        return EpisodePlayer(self.plan.new_env(), self.spawn(), self.plan.new_env, self.spec.limits)
+                                 self.spec.limits, step_timings=self.spec.step_timings)
+        return EpisodePlayer(self.plan.new_env(), self.spawn(), self.plan.new_env, self.spec.limits,
+                             step_timings=self.spec.step_timings)
+
+    def abort(self, i: int, j: int, reason: str) -> EpisodeRecord:
+        """Episode ``j`` of task ``i`` stopped unplayed or unfinished (status ``"aborted"``, ``info["aborted"]``
+        says why; e.g. cut as a straggler): a record to :meth:`finish`, never a score of 0."""
+        job = self.job(i, j)
+        given = self.spec.tasks[i] if self.spec.tasks is not None else None
+        trajectory = Trajectory(traj_id=job.traj_id, group_id=job.group_id, sample_idx=j, env_id=job.env_id,
+                                task_id=given.id if given is not None else None, seed=job.seed, source=job.source,
+                                reward=None, status="aborted", info={"aborted": reason})
+        return EpisodeRecord(i, given, trajectory)
 
     def finish(self, record: EpisodeRecord) -> None:
         """Record a finished episode (results file, records), then report it (``on_episode``, ``progress``)."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from rollgym.core.config import check_bool, check_int
 from rollgym.core.errors import ConfigError
+from rollgym.core.task import Task
 from rollgym.rollout.episode import DEFAULT_MAX_STEPS, EpisodeLimits
 
 
@@ -42,10 +43,15 @@ class RunSpec:
             (:func:`~rollgym.rollout.engine.episode_seed`, :func:`~rollgym.rollout.engine.agent_seed`).
         task_indices: Play these task indices of the split (``reset(options={"task_index": k})``), one
             group each, instead of tasks drawn by the env seed; ``n_tasks`` must equal their number.
+        tasks: Play these given tasks (``reset(options={"task": t})``), one group each, instead of tasks
+            drawn by the env seed; ``n_tasks`` must equal their number (web runs: tasks of a
+            :class:`~rollgym.envs.web.tasks.WebTaskSource`).
         env_kwargs: Extra arguments for ``rollgym.make`` (never ``split``).
         reset_options: Options passed to every ``env.reset`` (e.g. ``{"difficulty": 2}``).
         limits: Step, token and time caps of each episode (:class:`~rollgym.rollout.episode.EpisodeLimits`).
         out: A JSONL results file; episodes are appended as they finish.
+        step_timings: Record each episode's reset and step latencies in its ``metrics`` (``reset_ms``, and
+            ``step_ms``: one entry per ``env.step``, in milliseconds); off by default (results files stay small).
         resume: With ``out`` already holding episodes of this run: skip them (``True``), or refuse to
             touch the file (``False``).
     """
@@ -61,6 +67,8 @@ class RunSpec:
     limits: EpisodeLimits = field(default_factory=EpisodeLimits)
     out: str | os.PathLike[str] | None = None
     resume: bool = True
+    step_timings: bool = False
+    tasks: tuple[Task, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
@@ -91,9 +99,22 @@ class RunSpec:
                 raise ConfigError(f"task_indices names {len(indices)} tasks but n_tasks is {self.n_tasks}; "
                                   "pass as many indices as tasks.")
             object.__setattr__(self, "task_indices", indices)
+        if self.tasks is not None:
+            if isinstance(self.tasks, (str, bytes, Task)) or not hasattr(self.tasks, "__iter__"):
+                raise ConfigError(f"tasks must be a list of rollgym Tasks, got {type(self.tasks).__name__}.")
+            given = tuple(self.tasks)
+            if not all(isinstance(task, Task) for task in given):
+                raise ConfigError("tasks must hold rollgym Task objects only.")
+            if len(given) != self.n_tasks:
+                raise ConfigError(f"tasks holds {len(given)} tasks but n_tasks is {self.n_tasks}; "
+                                  "pass as many tasks as n_tasks.")
+            if self.task_indices is not None:
+                raise ConfigError("Pass task_indices or tasks, not both: both choose the tasks.")
+            object.__setattr__(self, "tasks", given)
         if self.out is not None and not isinstance(self.out, (str, os.PathLike)):
             raise ConfigError(f"out must be a file path or None, got {type(self.out).__name__}.")
         check_bool("resume", self.resume)
+        check_bool("step_timings", self.step_timings)
 
     @property
     def max_steps(self) -> int:

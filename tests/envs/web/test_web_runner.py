@@ -9,8 +9,8 @@ import pytest
 
 from rollgym.core.errors import ConfigError
 from rollgym.envs.web.reference import reference_policy
-from rollgym.envs.web.runner import collect_web_episodes
 from rollgym.envs.web.tasks import WebTaskSource
+from rollgym.rollout.web import collect_web_episodes
 
 pytestmark = pytest.mark.slow
 SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
@@ -62,7 +62,7 @@ def test_bad_runner_arguments_are_reported() -> None:
 
 
 async def _run_bad() -> None:
-    from rollgym.envs.web.runner import run_web_episodes
+    from rollgym.rollout.web import run_web_episodes
 
     await run_web_episodes([reference_policy], [SOURCE.task(0), SOURCE.task(1)], runtime=object())
 
