@@ -240,11 +240,14 @@ class RunPlan:
 
     @classmethod
     def open(cls, spec: RunSpec, agent: Agent, *, env_pool: EnvPool | None = None,
-             task_chooser: TaskChooser | None = None, make_env: Callable[..., Any] = make) -> RunPlan:
+             task_chooser: TaskChooser | None = None, make_env: Callable[..., Any] = make,
+             preflight_reset: bool = True) -> RunPlan:
         """Resolve the env, check the agent, open (and resume) the results file.
 
         ``make_env`` builds the run's envs (``rollgym.make``; the drivers pass
-        :func:`rollgym.rollout.collector.make_env`, the one place envs are built).
+        :func:`rollgym.rollout.collector.make_env`, the one place envs are built). ``preflight_reset=False``
+        skips the checking reset (:func:`preflight`), for envs whose reset is costly (a browser context):
+        a mistake the env only sees at reset then fails the rollouts, with the reason in their ``info``.
         """
         info = resolve_env(spec.env_id)
         kwargs = dict(spec.env_kwargs)
@@ -262,7 +265,8 @@ class RunPlan:
             env = env_pool.take(key, lambda: make_env(info.id, split=split, **kwargs))
         else:
             env = make_env(info.id, split=split, **kwargs)
-            preflight(env, episode_seed(seed, 0))
+            if preflight_reset:
+                preflight(env, episode_seed(seed, 0))
 
         from rollgym import __version__
 
@@ -466,7 +470,7 @@ class Engine:
     def __init__(self, spec: RunSpec, agent: Agent, *, env_pool: EnvPool | None = None,
                  task_chooser: TaskChooser | None = None, progress: ProgressCallback | None = None,
                  on_episode: Callable[[Trajectory], None] | None = None, prefix_cache: bool | None = None,
-                 keep_agent: bool = True, make_env: Callable[..., Any] = make) -> None:
+                 keep_agent: bool = True, make_env: Callable[..., Any] = make, preflight_reset: bool = True) -> None:
         if not isinstance(spec, RunSpec):
             raise ConfigError(f"spec must be a RunSpec, got {type(spec).__name__}.")
         self.spec = spec
@@ -475,7 +479,8 @@ class Engine:
         self.progress = progress
         self.on_episode = on_episode
         use_prefix_cache(agent, prefix_cache)
-        self.plan = RunPlan.open(spec, agent, env_pool=env_pool, task_chooser=task_chooser, make_env=make_env)
+        self.plan = RunPlan.open(spec, agent, env_pool=env_pool, task_chooser=task_chooser, make_env=make_env,
+                                 preflight_reset=preflight_reset)
         self.plan.choose_all()
         self.jobs = self.plan.jobs()
         self.total = spec.total

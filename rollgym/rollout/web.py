@@ -209,7 +209,7 @@ def collect_web_episodes(
     spec = RunSpec(env_ids[0], n_tasks=len(tasks), group_size=1, tasks=tuple(tasks), limits=limits,
                    env_kwargs={"max_steps": max_steps, "step_timeout": step_timeout}, step_timings=True)
     groups = run_spec(spec, WebPolicyAgent(policies, seeds), driver="async", parallel=concurrency,
-                      straggler_fraction=straggler_fraction)
+                      straggler_fraction=straggler_fraction, preflight_reset=False)
     return [WebEpisodeResult.of(task, group.trajectories[0]) for task, group in zip(tasks, groups)]
 
 

@@ -113,3 +113,12 @@ def test_the_straggler_cut_aborts_what_is_running_and_what_never_started() -> No
 def test_a_bad_straggler_fraction_is_one_sentence(fraction: Any) -> None:
     with pytest.raises(ConfigError, match=r"^straggler_fraction must be in \(0, 1\], got "):
         run_spec(RunSpec("ToyAdd-v0", 1, 1), OracleAgent(), driver="async", straggler_fraction=fraction)
+
+
+def test_without_the_preflight_reset_a_reset_mistake_fails_the_rollouts_with_its_reason() -> None:
+    spec = RunSpec("ToyAdd-v0", n_tasks=1, group_size=2, split="nope")
+    with pytest.raises(ConfigError, match="Unknown split 'nope'"):
+        run_spec(spec, OracleAgent())  # the checking reset: one error before any episode
+    trajs = run_spec(spec, OracleAgent(), driver="async", preflight_reset=False)[0].trajectories
+    assert [(t.status, t.reward, t.info["failure"]["stage"]) for t in trajs] == [("failed", None, "reset")] * 2
+    assert "Unknown split 'nope'" in trajs[0].info["failure"]["message"]
