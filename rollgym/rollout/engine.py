@@ -174,20 +174,20 @@ class EpisodeJob:
                 "source": self.source}
 
 
+@dataclass(eq=False)
 class EpisodePlayer:
     """One env and one agent that play a run's episodes one at a time (synchronously or awaited).
 
     A failure that may leave the env in any state (stages in :data:`RESTART_STAGES`) replaces the
-    env with ``new_env()`` before the next episode.
+    env with ``new_env()`` before the next episode. ``step_timings`` records each episode's reset and
+    step latencies (:attr:`RunSpec.step_timings <rollgym.rollout.spec.RunSpec>`).
     """
 
-    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any], limits: EpisodeLimits, *,
-                 step_timings: bool = False) -> None:
-        self.env = env
-        self.agent = agent
-        self.new_env = new_env
-        self.limits = limits
-        self.step_timings = step_timings
+    env: Any
+    agent: Agent
+    new_env: Callable[[], Any]
+    limits: EpisodeLimits
+    step_timings: bool = False
 
     def play(self, job: EpisodeJob) -> EpisodeRecord:
         """Play ``job`` in this thread (:func:`~rollgym.rollout.episode.run_episode`)."""

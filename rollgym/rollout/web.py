@@ -182,7 +182,7 @@ def collect_web_episodes(
     from rollgym.rollout.spec import RunSpec
 
     del runtime
-    policies = list(agent) if isinstance(agent, Sequence) else [agent] * len(tasks)
+    policies = list(agent) if isinstance(agent, Sequence) and not isinstance(agent, str) else [agent] * len(tasks)
     if len(policies) != len(tasks):
         raise ConfigError(f"Got {len(policies)} agents for {len(tasks)} tasks; pass one agent or one per task.")
     if not all(callable(policy) for policy in policies):
