@@ -40,8 +40,8 @@ import rollgym  # noqa: F401
 from rollgym.envs.web.browser import get_runtime, shutdown_runtime
 from rollgym.envs.web.observation import PageView
 from rollgym.envs.web.reference import reference_policy
-from rollgym.envs.web.runner import collect_web_episodes
 from rollgym.envs.web.tasks import WebTaskSource
+from rollgym.rollout.web import collect_web_episodes
 
 PEER_SCRIPT = r"""
 import json, statistics, sys, time

@@ -23,7 +23,7 @@ from rollgym.envs.web.browser import shutdown_runtime
 from rollgym.envs.web.gen.kinds import KINDS
 from rollgym.envs.web.gen.reference import reference_policy
 from rollgym.envs.web.gen.tasks import TEMPLATES, GenTaskSource, split_sites
-from rollgym.envs.web.runner import collect_web_episodes
+from rollgym.rollout.web import collect_web_episodes
 
 
 def sweep_tasks(split: str, per_template: int, every_site: bool) -> list[Task]:

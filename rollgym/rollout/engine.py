@@ -162,29 +162,33 @@ class EpisodeJob:
                 "source": self.source}
 
 
+@dataclass(eq=False)
 class EpisodePlayer:
     """One env and one agent that play a run's episodes one at a time (synchronously or awaited).
 
     A failure that may leave the env in any state (stages in :data:`RESTART_STAGES`) replaces the
-    env with ``new_env()`` before the next episode.
+    env with ``new_env()`` before the next episode. ``step_timings`` records each episode's reset and
+    step latencies (:attr:`RunSpec.step_timings <rollgym.rollout.spec.RunSpec>`).
     """
 
-    def __init__(self, env: Any, agent: Agent, new_env: Callable[[], Any], limits: EpisodeLimits) -> None:
-        self.env = env
-        self.agent = agent
-        self.new_env = new_env
-        self.limits = limits
+    env: Any
+    agent: Agent
+    new_env: Callable[[], Any]
+    limits: EpisodeLimits
+    step_timings: bool = False
 
     def play(self, job: EpisodeJob) -> EpisodeRecord:
         """Play ``job`` in this thread (:func:`~rollgym.rollout.episode.run_episode`)."""
-        trajectory, task = run_episode(self.env, self.agent, limits=self.limits, **job.kwargs())
+        trajectory, task = run_episode(self.env, self.agent, limits=self.limits, step_timings=self.step_timings,
+                                       **job.kwargs())
         self.settle(trajectory)
         return EpisodeRecord(job.task_index, task, trajectory)
 
     async def aplay(self, job: EpisodeJob, *,
                     pause: Callable[[], Awaitable[None]] | None = None) -> EpisodeRecord:
         """Play ``job`` on the running loop (:func:`~rollgym.rollout.episode.arun_episode`), with its timeouts."""
-        trajectory, task = await arun_episode(self.env, self.agent, limits=self.limits, pause=pause, **job.kwargs())
+        trajectory, task = await arun_episode(self.env, self.agent, limits=self.limits, pause=pause,
+                                              step_timings=self.step_timings, **job.kwargs())
         self.settle(trajectory)
         return EpisodeRecord(job.task_index, task, trajectory)
 
@@ -224,11 +228,14 @@ class RunPlan:
 
     @classmethod
     def open(cls, spec: RunSpec, agent: Agent, *, env_pool: EnvPool | None = None,
-             task_chooser: TaskChooser | None = None, make_env: Callable[..., Any] = make) -> RunPlan:
+             task_chooser: TaskChooser | None = None, make_env: Callable[..., Any] = make,
+             preflight_reset: bool = True) -> RunPlan:
         """Resolve the env, check the agent, open (and resume) the results file.
 
         ``make_env`` builds the run's envs (``rollgym.make``; the drivers pass
-        :func:`rollgym.rollout.collector.make_env`, the one place envs are built).
+        :func:`rollgym.rollout.collector.make_env`, the one place envs are built). ``preflight_reset=False``
+        skips the checking reset (:func:`preflight`), for envs whose reset is costly (a browser context):
+        a mistake the env only sees at reset then fails the rollouts, with the reason in their ``info``.
         """
         info = resolve_env(spec.env_id)
         kwargs = dict(spec.env_kwargs)
@@ -246,7 +253,8 @@ class RunPlan:
             env = env_pool.take(key, lambda: make_env(info.id, split=split, **kwargs))
         else:
             env = make_env(info.id, split=split, **kwargs)
-            preflight(env, spec.layout.env_seed(seed, 0))
+            if preflight_reset:
+                preflight(env, spec.layout.env_seed(seed, 0))
 
         from rollgym import __version__
 
@@ -347,7 +355,8 @@ class RunPlan:
 
     def group_options(self, i: int) -> dict[str, Any] | None:
         """The reset options of group ``i``: the task chooser's (asked once per group), else the spec's
-        ``reset_options``, with the spec's task index when it names them; ``None`` when there are none."""
+        ``reset_options``, with the spec's task index (or given task) when it names them; ``None`` when there are
+        none."""
         if i not in self.options:
             options: dict[str, Any] | None = None
             if self.chooser is not None:
@@ -462,7 +471,7 @@ class Engine:
     def __init__(self, spec: RunSpec, agent: Agent, *, env_pool: EnvPool | None = None,
                  task_chooser: TaskChooser | None = None, progress: ProgressCallback | None = None,
                  on_episode: Callable[[Trajectory], None] | None = None, prefix_cache: bool | None = None,
-                 keep_agent: bool = True, make_env: Callable[..., Any] = make) -> None:
+                 keep_agent: bool = True, make_env: Callable[..., Any] = make, preflight_reset: bool = True) -> None:
         if not isinstance(spec, RunSpec):
             raise ConfigError(f"spec must be a RunSpec, got {type(spec).__name__}.")
         self.spec = spec
@@ -471,7 +480,8 @@ class Engine:
         self.progress = progress
         self.on_episode = on_episode
         use_prefix_cache(agent, prefix_cache)
-        self.plan = RunPlan.open(spec, agent, env_pool=env_pool, task_chooser=task_chooser, make_env=make_env)
+        self.plan = RunPlan.open(spec, agent, env_pool=env_pool, task_chooser=task_chooser, make_env=make_env,
+                                 preflight_reset=preflight_reset)
         self.plan.choose_all()
         self.jobs = self.plan.jobs()
         self.total = spec.total
@@ -511,8 +521,19 @@ class Engine:
             env, agent = self._first
             self._first = None
             return EpisodePlayer(env, agent if agent is not None else self.spawn(), self.plan.new_env,
-                                 self.spec.limits)
-        return EpisodePlayer(self.plan.new_env(), self.spawn(), self.plan.new_env, self.spec.limits)
+                                 self.spec.limits, step_timings=self.spec.step_timings)
+        return EpisodePlayer(self.plan.new_env(), self.spawn(), self.plan.new_env, self.spec.limits,
+                             step_timings=self.spec.step_timings)
+
+    def abort(self, i: int, j: int, reason: str) -> EpisodeRecord:
+        """Episode ``j`` of task ``i`` stopped unplayed or unfinished (status ``"aborted"``, ``info["aborted"]``
+        says why; e.g. cut as a straggler): a record to :meth:`finish`, never a score of 0."""
+        job = self.job(i, j)
+        given = self.spec.tasks[i] if self.spec.tasks is not None else None
+        trajectory = Trajectory(traj_id=job.traj_id, group_id=job.group_id, sample_idx=j, env_id=job.env_id,
+                                task_id=given.id if given is not None else None, seed=job.seed, source=job.source,
+                                reward=None, status="aborted", info={"aborted": reason})
+        return EpisodeRecord(i, given, trajectory)
 
     def finish(self, record: EpisodeRecord) -> None:
         """Record a finished episode (results file, records), then report it (``on_episode``, ``progress``)."""

@@ -211,8 +211,11 @@ class EpisodeRecorder:
     with each step's result, :meth:`fail` with an exception; :meth:`trajectory` builds the result.
     """
 
-    def __init__(self, agent: Agent, limits: EpisodeLimits) -> None:
+    def __init__(self, agent: Agent, limits: EpisodeLimits, *, step_timings: bool = False) -> None:
         self.agent = agent
+        self.step_timings = step_timings
+        self.reset_ms = 0.0
+        self.step_ms: list[float] = []
         self.can = EpisodeAgent.of(agent)
         self.limits = limits
         self.messages: list[dict[str, str]] = []
@@ -308,6 +311,7 @@ class EpisodeRecorder:
         except Exception as exc:
             self.fail("reset", exc)
         self.env_s += time.perf_counter() - started
+        self.reset_ms = (time.perf_counter() - started) * 1000
         if not self.done:
             try:
                 self.agent.reset(seed=agent_seed)
@@ -332,6 +336,8 @@ class EpisodeRecorder:
             return False
         finally:
             setattr(self, clock, getattr(self, clock) + time.perf_counter() - started)
+            if call == "step" and self.step_timings:
+                self.step_ms.append((time.perf_counter() - started) * 1000)
         return True
 
     def trajectory(self, *, traj_id: str, group_id: str, sample_idx: int, env_id: str, seed: int | None,
@@ -353,6 +359,9 @@ class EpisodeRecorder:
         }
         if versions:
             metrics["policy_versions"] = versions
+        if self.step_timings:
+            metrics["reset_ms"] = round(self.reset_ms, 3)
+            metrics["step_ms"] = [round(ms, 3) for ms in self.step_ms]
         if notes.get("per_turn_rows"):
             metrics["per_turn_rows"] = True
         return Trajectory(
@@ -400,7 +409,7 @@ def reset_kwargs(options: Mapping[str, Any] | None) -> dict[str, Any]:
 def run_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | None = None, traj_id: str = "",
                 group_id: str = "", sample_idx: int = 0, env_id: str = "", max_steps: int = DEFAULT_MAX_STEPS,
                 source: str = "policy", limits: EpisodeLimits | None = None,
-                options: Mapping[str, Any] | None = None) -> tuple[Trajectory, Task | None]:
+                options: Mapping[str, Any] | None = None, step_timings: bool = False) -> tuple[Trajectory, Task | None]:
     """Play one episode of ``agent`` on ``env`` in this thread; return its trajectory and task.
 
     ``options`` go to ``env.reset`` (e.g. ``{"difficulty": 2}``, as a curriculum chooses them).
@@ -409,7 +418,8 @@ def run_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | N
     status ``"failed"``, ``reward=None`` and ``info["failure"]`` with the stage
     (``reset``, ``agent_reset``, ``act``, ``step``, ``record_reward``), exception type, message and
     traceback tail. ``KeyboardInterrupt`` and ``SystemExit`` propagate. Timeouts need
-    :func:`arun_episode`; here only ``max_steps`` and ``max_total_tokens`` apply.
+    :func:`arun_episode`; here only ``max_steps`` and ``max_total_tokens`` apply. ``step_timings``
+    adds ``metrics["reset_ms"]`` and ``metrics["step_ms"]`` (each ``env.step``, in milliseconds).
 
     Example:
         >>> import rollgym
@@ -419,7 +429,7 @@ def run_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | N
         1.0
     """
     limits = limits or EpisodeLimits(max_steps=max_steps)
-    ep = EpisodeRecorder(agent, limits)
+    ep = EpisodeRecorder(agent, limits, step_timings=step_timings)
     protocol = ep.play(env, agent_seed)
     call: str | None = next(protocol)
     while call is not None:
@@ -462,7 +472,8 @@ async def _await(coro: Awaitable[T], timeout: float | None) -> T:
 async def arun_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: int | None = None, traj_id: str = "",
                        group_id: str = "", sample_idx: int = 0, env_id: str = "", source: str = "policy",
                        limits: EpisodeLimits | None = None, pause: Callable[[], Awaitable[None]] | None = None,
-                       options: Mapping[str, Any] | None = None) -> tuple[Trajectory, Task | None]:
+                       options: Mapping[str, Any] | None = None,
+                       step_timings: bool = False) -> tuple[Trajectory, Task | None]:
     """The async driver of :func:`run_episode`, with step and episode timeouts.
 
     Agents with ``aact`` (LLM agents) are awaited, so many episodes share one event
@@ -474,7 +485,7 @@ async def arun_episode(env: Any, agent: Agent, *, seed: int | None, agent_seed: 
     (partial rollouts, :mod:`rollgym.rollout.partial`).
     """
     limits = limits or EpisodeLimits()
-    ep = EpisodeRecorder(agent, limits)
+    ep = EpisodeRecorder(agent, limits, step_timings=step_timings)
     timeout = limits.step_timeout_s
     remote = getattr(env, "unwrapped", env)
     areset, astep = getattr(remote, "areset", None), getattr(remote, "astep", None)

@@ -45,12 +45,15 @@ class RunSpec:
             :func:`~rollgym.rollout.layout.agent_seed`).
         task_indices: Play these task indices of the split (``reset(options={"task_index": k})``), one
             group each, instead of tasks drawn by the env seed; ``n_tasks`` must equal their number.
-        tasks: Play these :class:`~rollgym.core.task.Task` objects (``reset(options={"task": task})``),
-            one group each; ``n_tasks`` must equal their number. Not with ``task_indices``.
+        tasks: Play these given tasks (``reset(options={"task": t})``), one group each, instead of tasks
+            drawn by the env seed; ``n_tasks`` must equal their number; not with ``task_indices``
+            (web runs: tasks of a :class:`~rollgym.envs.web.tasks.WebTaskSource`).
         env_kwargs: Extra arguments for ``rollgym.make`` (never ``split``).
         reset_options: Options passed to every ``env.reset`` (e.g. ``{"difficulty": 2}``).
         limits: Step, token and time caps of each episode (:class:`~rollgym.rollout.episode.EpisodeLimits`).
         out: A JSONL results file; episodes are appended as they finish.
+        step_timings: Record each episode's reset and step latencies in its ``metrics`` (``reset_ms``, and
+            ``step_ms``: one entry per ``env.step``, in milliseconds); off by default (results files stay small).
         resume: With ``out`` already holding episodes of this run: skip them (``True``), or refuse to
             touch the file (``False``).
         layout: How episodes are seeded and named (:class:`~rollgym.rollout.layout.EpisodeLayout`); the
@@ -70,6 +73,7 @@ class RunSpec:
     out: str | os.PathLike[str] | None = None
     resume: bool = True
     layout: EpisodeLayout = field(default_factory=GroupLayout)
+    step_timings: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
@@ -119,6 +123,7 @@ class RunSpec:
         if self.out is not None and not isinstance(self.out, (str, os.PathLike)):
             raise ConfigError(f"out must be a file path or None, got {type(self.out).__name__}.")
         check_bool("resume", self.resume)
+        check_bool("step_timings", self.step_timings)
 
     @property
     def max_steps(self) -> int:

@@ -24,6 +24,7 @@ end and returns the groups in task order, like :func:`collect`.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -87,16 +88,23 @@ async def stream(agent: Agent, env_id: str, n_tasks: int, group_size: int, *, sp
 
 async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, retries: int = 0,
                        policy_version: Callable[[], int] | None = None, max_staleness: int | None = None,
-                       positions: list[int] | None = None, **engine_options: Any) -> AsyncIterator[RolloutGroup]:
+                       positions: list[int] | None = None, straggler_fraction: float = 1.0,
+                       **engine_options: Any) -> AsyncIterator[RolloutGroup]:
     """The asyncio driver: :func:`stream` of a :class:`~rollgym.rollout.spec.RunSpec`.
 
     ``positions``, when given, receives the task index of each group as it is yielded (a layout's
-    group ids need not sort in task order). ``engine_options`` go to
-    :class:`~rollgym.rollout.engine.Engine` (``progress``, ``on_episode``, ``env_pool``,
-    ``task_chooser``, ``prefix_cache``, ``make_env``).
+    group ids need not sort in task order). ``straggler_fraction`` below 1 cuts the stragglers: once
+    that share of the run's episodes has finished, the episodes still running are cancelled and those
+    not started are dropped, each recorded with status ``"aborted"`` and ``info["aborted"] ==
+    "straggler"`` (never a score of 0), as WebGym does to keep a batch from waiting on its slowest
+    member. ``engine_options`` go to :class:`~rollgym.rollout.engine.Engine` (``progress``,
+    ``on_episode``, ``env_pool``, ``task_chooser``, ``prefix_cache``, ``make_env``).
     """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
+    if (not isinstance(straggler_fraction, (int, float)) or isinstance(straggler_fraction, bool)
+            or not 0.0 < straggler_fraction <= 1.0):
+        raise ConfigError(f"straggler_fraction must be in (0, 1], got {straggler_fraction!r}.")
     if retries < 0:
         raise ConfigError(f"retries must be >= 0, got {retries!r}.")
     if (max_staleness is None) != (policy_version is None):
@@ -145,6 +153,20 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
 
     queued = iter(jobs)
     running: set[asyncio.Future[EpisodeRecord]] = set()
+    started: dict[asyncio.Future[EpisodeRecord], tuple[int, int]] = {}
+    needed = math.ceil(straggler_fraction * spec.total) if straggler_fraction < 1.0 else None
+
+    async def cut_stragglers() -> None:
+        """Stop every episode still running or queued; each becomes an aborted record in the queue."""
+        nonlocal queued, needed
+        needed = None
+        cancelled = [future for future in list(started) if future.cancel()]
+        for future in cancelled:
+            finished.put_nowait(engine.abort(*started[future], "straggler"))
+        for i, j in queued:
+            finished.put_nowait(engine.abort(i, j, "straggler"))
+        queued = iter(())
+        await asyncio.gather(*cancelled, return_exceptions=True)  # their players are back before the run ends
     # A synchronous agent on an in-process env, without timeouts, never yields to the loop: its episodes
     # would run one after another inside their tasks anyway, so they run here directly, without a task
     # each. A remote env (rollgym.remote: areset/astep) awaits the network, so its episodes overlap.
@@ -159,7 +181,9 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
                 return
             future = asyncio.ensure_future(play(*job))
             running.add(future)
+            started[future] = job
             future.add_done_callback(running.discard)
+            future.add_done_callback(lambda done: started.pop(done, None))
             future.add_done_callback(report)
 
     next_yield = 0.0
@@ -171,7 +195,12 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
                 yield engine.take_group(i)
         launch()
         while True:
-            if inline:
+            if not finished.empty():  # finished episodes, and the aborted records of a straggler cut
+                result = finished.get_nowait()
+                if isinstance(result, BaseException):
+                    raise result
+                record = result
+            elif inline:
                 job = next(queued, None)
                 if job is None:
                     break
@@ -180,7 +209,7 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
                     await asyncio.sleep(0)
                     next_yield = time.perf_counter() + YIELD_EVERY_S
             else:
-                if not running and finished.empty():
+                if not running:
                     break
                 result = await finished.get()
                 if isinstance(result, BaseException):
@@ -189,6 +218,8 @@ async def drive_stream(spec: RunSpec, agent: Agent, *, concurrency: int = 32, re
             i = record.task_index
             engine.finish(record)
             remaining[i] -= 1
+            if needed is not None and engine.done >= needed:
+                await cut_stragglers()
             launch()
             if remaining[i] == 0:
                 group = engine.take_group(i)

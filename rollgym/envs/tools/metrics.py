@@ -5,6 +5,11 @@
   task of it succeeded in that run, as in AppWorld.
 * **pass^k** (τ-bench): for a task run ``n`` times with ``c`` successes, ``C(c, k) / C(n, k)`` is the chance
   that ``k`` runs drawn without replacement all succeed; averaged over tasks.
+
+The functions here are pure: they read :class:`EpisodeResult` rows. Playing episodes goes through the
+episode engine: :func:`rollgym.benchmarks.reliability.play_episodes` plays them and
+:func:`rollgym.benchmarks.reliability.summarize` scores the groups it returns (``rollgym.envs`` may not
+import the engine, so ``play_episodes`` left this module).
 """
 
 from __future__ import annotations
@@ -18,7 +23,11 @@ from typing import Any
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """The outcome of one episode of one task."""
+    """What the metrics read of one episode: its task, the task's template and scenario, success, run.
+
+    :func:`rollgym.benchmarks.reliability.outcomes` builds one from each engine
+    :class:`~rollgym.rollout.types.Trajectory` (the episode itself).
+    """
 
     task_id: str
     template: str
@@ -64,31 +73,3 @@ def summarize(results: Sequence[EpisodeResult], ks: Iterable[int] = (1, 2, 4)) -
     return {"episodes": len(results), "tgc": task_goal_completion(results), "sgc": scenario_goal_completion(results),
             "pass^k": {str(k): pass_hat_k(results, k) for k in ks}, "per_template": per_template(results)}
 
-
-def play_episodes(env_id: str, agent: Any, tasks: int, runs: int = 1, split: str = "test",
-                  max_steps: int = 60, **env_kwargs: Any) -> list[EpisodeResult]:
-    """Run ``agent`` (an :class:`~rollgym.agents.base.Agent`) ``runs`` times on the first ``tasks`` tasks of a split.
-
-    Example:
-        >>> from rollgym.agents.base import OracleAgent
-        >>> summarize(play_episodes("ToolWorld-v1", OracleAgent(), tasks=3, runs=2))["tgc"]
-        1.0
-    """
-    import gymnasium as gym
-
-    env = gym.make(env_id, split=split, **env_kwargs)
-    results = []
-    for run in range(runs):
-        for index in range(tasks):
-            observation, info = env.reset(seed=run, options={"task_index": index})
-            agent.reset(seed=run * 100_003 + index)
-            success = False
-            for _ in range(max_steps):
-                observation, _reward, terminated, truncated, info = env.step(agent.act(observation, info))
-                if terminated or truncated:
-                    success = info.get("correct") is True
-                    break
-            meta = info["task_meta"]
-            results.append(EpisodeResult(info["task_id"], meta["template"], meta["scenario"], success, run))
-    env.close()
-    return results

@@ -51,9 +51,34 @@ def test_per_template_and_summary():
 
 def test_playing_the_oracle_and_a_random_agent_end_to_end():
     from rollgym.agents.base import OracleAgent, RandomAgent
-    from rollgym.envs.tools.metrics import play_episodes
+    from rollgym.benchmarks import reliability
 
-    oracle = summarize(play_episodes("ToolWorld-v1", OracleAgent(), tasks=6, runs=2), ks=(1, 2))
-    assert oracle["tgc"] == 1.0 and oracle["sgc"] == 1.0 and oracle["pass^k"]["2"] == 1.0
-    rand = summarize(play_episodes("ToolWorld-v1", RandomAgent(0), tasks=6, runs=1, max_turns=10), ks=(1,))
+    groups = reliability.play_episodes("ToolWorld-v1", OracleAgent(), tasks=6, runs=2)
+    assert [len(g.trajectories) for g in groups] == [2] * 6  # one group per task, one rollout per run
+    oracle = reliability.summarize(groups, ks=(1, 2))
+    assert oracle["episodes"] == 12 and oracle["tgc"] == 1.0 and oracle["sgc"] == 1.0
+    assert oracle["pass^k"]["2"] == 1.0
+    rows = reliability.outcomes(groups)
+    assert {r.run for r in rows} == {0, 1} and all("@w" in r.scenario for r in rows)
+    rand = reliability.summarize(reliability.play_episodes("ToolWorld-v1", RandomAgent(0), tasks=6, runs=1,
+                                                           max_turns=10), ks=(1,))
     assert rand["tgc"] < 0.5
+
+
+def test_toolgen_episodes_score_by_template_in_their_world():
+    """ToolGen tasks name their world, not a scenario: the scenario is the template in that world."""
+    from rollgym.agents.base import OracleAgent
+    from rollgym.benchmarks import reliability
+
+    groups = reliability.play_episodes("ToolGen-v0", OracleAgent(), tasks=3, runs=2, driver="async")
+    rows = reliability.outcomes(groups)
+    assert len(rows) == 6 and all(r.success for r in rows)
+    assert all(r.scenario == f"{r.template}@{g.task.meta['world']}" for g in groups for r in reliability.outcomes([g]))
+    assert reliability.summarize(groups, ks=(2,))["pass^k"]["2"] == 1.0
+
+
+def test_playing_left_the_env_package():
+    """envs may not import the engine: play_episodes lives in rollgym.benchmarks.reliability now."""
+    import rollgym.envs.tools.metrics as metrics
+
+    assert not hasattr(metrics, "play_episodes")

@@ -9,8 +9,8 @@ import pytest
 
 from rollgym.core.errors import ConfigError
 from rollgym.envs.web.reference import reference_policy
-from rollgym.envs.web.runner import collect_web_episodes
 from rollgym.envs.web.tasks import WebTaskSource
+from rollgym.rollout.web import collect_web_episodes
 
 pytestmark = pytest.mark.slow
 SOURCE = WebTaskSource(("shop", "forum", "travel"), "WebGym-v2")
@@ -30,6 +30,10 @@ def test_parallel_episodes_all_succeed_in_task_order(web_runtime: Any) -> None:
         (r.task.id, r.status, r.error, r.details) for r in results
     ]
     assert all(r.steps == len(r.transcript) == len(r.step_ms) for r in results)
+    # one episode shape: each result is a view of the engine's trajectory of the episode
+    assert all(r.trajectory is not None and r.trajectory.task_id == r.task.id and r.trajectory.status == r.status
+               and r.trajectory.reward == r.reward and r.trajectory.metrics["step_ms"] == r.step_ms
+               and r.reset_ms > 0 for r in results)
     assert live_episodes(web_runtime) == live_before  # every episode's state was freed
 
 
@@ -59,10 +63,22 @@ def test_timeouts_fail_and_stragglers_are_cut(web_runtime: Any) -> None:
 def test_bad_runner_arguments_are_reported() -> None:
     with pytest.raises(ConfigError, match="agents for"):
         asyncio.run(_run_bad())
+    other = WebTaskSource(("shop",), "WebShop-v2").task(0)
+    for kwargs, message in (
+        ({"tasks": [SOURCE.task(0), other]}, "tasks must be of one env id, got WebGym-v2, WebShop-v2"),
+        ({"tasks": ["task-0"]}, "tasks must hold rollgym Task objects"),
+        ({"concurrency": 0}, "concurrency must be at least 1, got 0."),
+        ({"episode_timeout": -1}, "episode_timeout must be positive seconds, got -1."),
+        ({"agent": "oracle"}, "Each agent must be a callable"),
+    ):
+        args: dict[str, Any] = {"agent": reference_policy, "tasks": [SOURCE.task(0)], **kwargs}
+        with pytest.raises(ConfigError, match=message):
+            collect_web_episodes(args.pop("agent"), args.pop("tasks"), **args)
+    assert collect_web_episodes(reference_policy, []) == []
 
 
 async def _run_bad() -> None:
-    from rollgym.envs.web.runner import run_web_episodes
+    from rollgym.rollout.web import run_web_episodes
 
     await run_web_episodes([reference_policy], [SOURCE.task(0), SOURCE.task(1)], runtime=object())
 

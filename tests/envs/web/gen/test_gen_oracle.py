@@ -17,7 +17,7 @@ from rollgym.envs.web.gen.reference import reference_policy
 from rollgym.envs.web.gen.tasks import TEMPLATES, GenTaskSource, context, grade_answer
 from rollgym.envs.web.gen.themes import THEMES
 from rollgym.envs.web.reference import random_action
-from rollgym.envs.web.runner import collect_web_episodes
+from rollgym.rollout.web import collect_web_episodes
 from tests.envs.web.clients import play_until_answer
 
 pytestmark = pytest.mark.slow
