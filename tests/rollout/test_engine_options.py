@@ -44,8 +44,8 @@ def test_given_tasks_are_played_one_group_each_by_every_driver(tmp_path: Path) -
 
 @pytest.mark.parametrize(("fields", "message"), [
     ({"tasks": given(1)}, "tasks holds 1 tasks but n_tasks is 2; pass as many tasks as n_tasks."),
-    ({"tasks": ["toyadd-train-1", "toyadd-train-2"]}, "tasks must hold rollgym Task objects only."),
-    ({"tasks": "ab"}, "tasks must be a list of rollgym Tasks, got str."),
+    ({"tasks": ["toyadd-train-1", "toyadd-train-2"]}, "tasks must hold Task objects, got a str."),
+    ({"tasks": "ab"}, "tasks must be a list of Task objects, got str."),
     ({"tasks": given(1, 2), "task_indices": (1, 2)}, "Pass task_indices or tasks, not both"),
     ({"step_timings": "yes"}, "step_timings must be True or False, got 'yes'."),
 ])
