@@ -129,7 +129,6 @@ class GRPOConfig:
     micro_batch_size: int = 8
     max_grad_norm: float = 1.0
     drop_zero_variance: bool = False
-    skip_idle_steps: bool = False
     weight_decay: float = 0.0
     seed: int = 0
     distill_reverse_kl: float = 0.0
@@ -143,6 +142,7 @@ class GRPOConfig:
     rae_decay: float = 0.95
     tis_cap: float | None = None
     confidence_clip: float = 0.0
+    skip_idle_steps: bool = False
 
     def __post_init__(self) -> None:
         check_number("tis_cap", self.tis_cap, above=0, allow_none=True)
