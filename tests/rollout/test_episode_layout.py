@@ -148,3 +148,24 @@ def test_play_tasks_is_a_task_list_run_of_the_engine():
     assert comparable([RolloutGroup(t.group_id, None, 1, [t]) for t in trajs]) == \
         comparable([RolloutGroup(g.group_id, None, 1, g.trajectories) for g in again])
     assert [t.seed for t in trajs] == [11, 12, 13] and [t.traj_id for t in trajs] == ["x-0", "y-1", "x-2"]
+
+
+def test_play_tasks_takes_a_split_among_its_env_kwargs_as_make_did(monkeypatch):
+    """Callers (the realmodel experiments, trainers) pass ``env_kwargs={..., "split": "test"}``: the split goes to
+    ``make`` as before, and to the spec's own field, never into the spec's env_kwargs (which refuse it)."""
+    import rollgym.train.adapters.episodes as episodes
+
+    made: list[dict] = []
+    real_make = episodes.make
+
+    def spy(env_id, **kwargs):
+        made.append(kwargs)
+        return real_make(env_id, **kwargs)
+
+    monkeypatch.setattr(episodes, "make", spy)
+    trajs = episodes.play_tasks(OracleAgent(), "ToyAdd-v0", _tasks(2), env_kwargs={"split": "train"})
+    assert [t.reward for t in trajs] == [1.0, 1.0]
+    assert made and all(kw.get("split") == "train" for kw in made)
+    made.clear()
+    episodes.play_tasks(OracleAgent(), "ToyAdd-v0", _tasks(2))
+    assert made and all("split" not in kw for kw in made)  # the env's own default split, as before
