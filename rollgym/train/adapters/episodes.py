@@ -120,20 +120,21 @@ def play_tasks(
             raise ConfigError(f"{label} has {len(given)} entries for {n} tasks; pass one per task.")
     caps = capabilities(agent)  # read once, here where the agent is accepted
     kwargs = dict(env_kwargs or {})
-    given_split = kwargs.pop("split", None)  # a make() argument here, the spec's own field there
+    # a make() argument here, the spec's own field there (absent: the env's own default split)
+    split_kwargs = {"split": kwargs.pop("split")} if "split" in kwargs else {}
     name = agent_name(agent)
     layout = TaskListLayout.of(list(group_ids) if group_ids else [task.id for task in tasks], sample_idx,
                                "policy" if name == "llm" else f"external:{name}")
     spec = RunSpec(env_id, n_tasks=n, group_size=1, seed=seed, tasks=tuple(tasks), env_kwargs=kwargs,
                    limits=EpisodeLimits(max_steps=max_turns), layout=layout,
-                   **({} if given_split is None else {"split": given_split}))
+                   **split_kwargs)
 
     def build(env_id: str, *, split: str | None = None, **options: Any) -> Any:
         """The run's envs: ``make_env()``, else ``make(env_id, **env_kwargs)`` (the split only when the caller
         gave one in ``env_kwargs``, else the env's own default)."""
         if make_env is not None:
             return make_env()
-        return make(env_id, **options, **({} if given_split is None else {"split": given_split}))
+        return make(env_id, **options, **split_kwargs)
 
     options: dict[str, Any] = {"make_env": build, "env_pool": EnvListPool(envs) if envs is not None else None}
     if caps.asynchronous:
